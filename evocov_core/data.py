@@ -1,0 +1,455 @@
+"""Datasets: CSV loading and validation, the train/test split and the normalisation.
+
+Conventions
+-----------
+* ``x`` is stored as floats in the data's own units. Dates become decimal years:
+  ``year + (month − 1)/12`` when every date is the first of a month (so monthly series
+  are an exact regular grid), otherwise ``1970 + days since 1970-01-01 / 365.2425``.
+* The split is the one of the published TSDL benchmark: **test = every point whose x
+  lies in the last ``test_fraction`` of the x-range**
+  (``cutoff = min + (1 − f)(max − min)``, train ``x ≤ cutoff``). With f = 0.1 it
+  reproduces ``../shared/data/tsdl/splits.csv`` exactly.
+* Normalisation (fitted on the training part only): ``x̃ = 1 + (x − x_min)/(x_max − x_min)``
+  per input dimension, so training inputs span [1, 2]. Unit range keeps lengthscales and
+  periods on one scale across data sets; the origin one range before the data lets a
+  positive ``dot_prod`` shift put a linear trend's zero anywhere from one range before
+  the first point (GPSS's own prior for its location). ``ỹ = (y − mean)/std``. Every
+  prediction and score leaves the engine in original units.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "DATA_DIR",
+    "DataError",
+    "Dataset",
+    "Normalisation",
+    "bundled_datasets",
+    "load_bundled",
+    "load_csv",
+    "load_tsdl",
+    "read_table",
+]
+
+Array = NDArray[np.float64]
+
+#: The project's bundled datasets (``data/`` at the repository root).
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+MIN_POINTS = 10
+DEFAULT_MAX_POINTS = 2000
+
+
+class DataError(ValueError):
+    """Input data cannot be used; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Normalisation:
+    """Affine maps between original and model units (fitted on training data).
+
+    ``x̃ = 1 + (x − x_offset)/x_scale`` per dimension, ``ỹ = (y − y_mean)/y_std``.
+    """
+
+    x_offset: tuple[float, ...]
+    x_scale: tuple[float, ...]
+    y_mean: float
+    y_std: float
+
+    @classmethod
+    def fit(cls, X: Array, y: Array) -> Normalisation:
+        lo = X.min(axis=0)
+        span = X.max(axis=0) - lo
+        span = np.where(span > 0, span, 1.0)
+        std = float(np.std(y))
+        return cls(tuple(map(float, lo)), tuple(map(float, span)), float(np.mean(y)), std if std > 0 else 1.0)
+
+    def x_to_model(self, X: ArrayLike) -> Array:
+        """Inputs (n, d) in original units -> model units."""
+        A = np.asarray(X, dtype=np.float64)
+        if A.ndim == 1:
+            A = A[:, None]
+        return 1.0 + (A - np.asarray(self.x_offset)) / np.asarray(self.x_scale)
+
+    def y_to_model(self, y: ArrayLike) -> Array:
+        return (np.asarray(y, dtype=np.float64) - self.y_mean) / self.y_std
+
+    def y_from_model(self, y: ArrayLike) -> Array:
+        return np.asarray(y, dtype=np.float64) * self.y_std + self.y_mean
+
+    def std_from_model(self, s: ArrayLike) -> Array:
+        return np.asarray(s, dtype=np.float64) * self.y_std
+
+    def to_dict(self) -> dict:
+        return {
+            "x_offset": list(self.x_offset),
+            "x_scale": list(self.x_scale),
+            "y_mean": self.y_mean,
+            "y_std": self.y_std,
+            "x_model": "x_model = 1 + (x - x_offset) / x_scale",
+            "y_model": "y_model = (y - y_mean) / y_std",
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Normalisation:
+        return cls(tuple(map(float, d["x_offset"])), tuple(map(float, d["x_scale"])),
+                   float(d["y_mean"]), float(d["y_std"]))
+
+
+def split_mask(x: Array, test_fraction: float) -> NDArray[np.bool_]:
+    """Training mask by the x-range rule (first input column)."""
+    if not (0.0 <= test_fraction < 1.0):
+        raise DataError(f"test fraction must be in [0, 1), got {test_fraction}")
+    t = x[:, 0]
+    lo, hi = float(t.min()), float(t.max())
+    cutoff = lo + (1.0 - test_fraction) * (hi - lo)
+    return t <= cutoff
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A regression data set with its train/test split and normalisation.
+
+    Attributes
+    ----------
+    name : str
+    x : ndarray of shape (n, d)
+        Inputs in original units (decimal years for dates), sorted by the first column.
+    y : ndarray of shape (n,)
+    train : ndarray of bool, shape (n,)
+        Training mask; the rest is the test part.
+    x_label, y_label : str
+    x_kind : str
+        ``"number"`` or ``"date"`` (x holds decimal years).
+    notes : tuple of str
+        What loading changed (sorted, duplicates averaged, rows dropped, subsampled).
+    test_fraction : float
+    """
+
+    name: str
+    x: Array
+    y: Array
+    train: NDArray[np.bool_]
+    x_label: str = "x"
+    y_label: str = "y"
+    x_kind: str = "number"
+    notes: tuple[str, ...] = ()
+    test_fraction: float = 0.1
+    norm: Normalisation = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if int(self.train.sum()) < 2:
+            raise DataError("the training part has fewer than 2 points; lower the test fraction")
+        object.__setattr__(self, "norm", Normalisation.fit(self.x[self.train], self.y[self.train]))
+
+    @classmethod
+    def from_arrays(
+        cls,
+        x: ArrayLike,
+        y: ArrayLike,
+        *,
+        name: str = "data",
+        test_fraction: float = 0.1,
+        duplicates: str = "average",
+        x_label: str = "x",
+        y_label: str = "y",
+        x_kind: str = "number",
+        notes: tuple[str, ...] = (),
+        min_points: int = MIN_POINTS,
+    ) -> Dataset:
+        """Validate, sort and split.
+
+        Parameters
+        ----------
+        x : array_like of shape (n,) or (n, d)
+        y : array_like of shape (n,)
+        duplicates : {"average", "keep"}
+            Repeated x values: average their y (and say so), or keep every point.
+        """
+        X = np.asarray(x, dtype=np.float64)
+        if X.ndim == 1:
+            X = X[:, None]
+        Y = np.asarray(y, dtype=np.float64).reshape(-1)
+        if X.shape[0] != Y.shape[0]:
+            raise DataError(f"x has {X.shape[0]} rows but y has {Y.shape[0]}")
+        bad = ~np.isfinite(Y) | ~np.all(np.isfinite(X), axis=1)
+        if bad.any():
+            rows = ", ".join(str(i + 1) for i in np.flatnonzero(bad)[:5])
+            more = "…" if bad.sum() > 5 else ""
+            raise DataError(f"{int(bad.sum())} rows have missing or infinite values (rows {rows}{more})")
+        extra: list[str] = list(notes)
+        order = np.argsort(X[:, 0], kind="stable")
+        if np.any(order != np.arange(len(order))):
+            extra.append("rows were not sorted by x; sorted them")
+            X, Y = X[order], Y[order]
+        if duplicates == "average":
+            keys, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
+            if keys.shape[0] < X.shape[0]:
+                inverse = inverse.reshape(-1)
+                Y = np.bincount(inverse, weights=Y) / counts
+                extra.append(f"{X.shape[0] - keys.shape[0]} repeated x values: averaged their y")
+                X = keys
+        elif duplicates != "keep":
+            raise ValueError("duplicates must be 'average' or 'keep'")
+        if X.shape[0] < min_points:
+            raise DataError(f"only {X.shape[0]} usable points; at least {min_points} are needed")
+        if float(np.ptp(X[:, 0])) <= 0:
+            raise DataError("all x values are equal")
+        return cls(name, X, Y, split_mask(X, test_fraction), x_label, y_label, x_kind,
+                   tuple(extra), test_fraction)
+
+    # --- views ---------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        return int(self.y.shape[0])
+
+    @property
+    def n_train(self) -> int:
+        return int(self.train.sum())
+
+    @property
+    def n_test(self) -> int:
+        return self.n - self.n_train
+
+    @property
+    def X_train(self) -> Array:
+        return self.x[self.train]
+
+    @property
+    def y_train(self) -> Array:
+        return self.y[self.train]
+
+    @property
+    def X_test(self) -> Array:
+        return self.x[~self.train]
+
+    @property
+    def y_test(self) -> Array:
+        return self.y[~self.train]
+
+    def with_test_fraction(self, test_fraction: float) -> Dataset:
+        """Same data, new split (and normalisation)."""
+        return replace(self, train=split_mask(self.x, test_fraction), test_fraction=test_fraction)
+
+    def subsample(self, max_points: int) -> Dataset:
+        """Keep ``max_points`` evenly spaced points (by position), both parts thinned alike.
+
+        GP cost grows as n³: halving n makes each fit about 8x faster, at the price of
+        the detail between kept points.
+        """
+        if self.n <= max_points:
+            return self
+        idx = np.unique(np.round(np.linspace(0, self.n - 1, max_points)).astype(int))
+        note = f"subsampled from {self.n} to {idx.size} evenly spaced points"
+        return Dataset.from_arrays(self.x[idx], self.y[idx], name=self.name, test_fraction=self.test_fraction,
+                                   duplicates="keep", x_label=self.x_label, y_label=self.y_label,
+                                   x_kind=self.x_kind, notes=(*self.notes, note))
+
+
+# --- reading files ---------------------------------------------------------------
+
+
+def dates_to_decimal_years(values: pd.Series) -> Array:
+    """Dates -> decimal years (exact monthly grid when every date is a month start)."""
+    d = pd.to_datetime(values)
+    if bool((d.dt.day == 1).all()) and bool((d.dt.hour == 0).all()):
+        return (d.dt.year + (d.dt.month - 1) / 12.0).to_numpy(dtype=np.float64)
+    days = (d - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=1)
+    return 1970.0 + days.to_numpy(dtype=np.float64) / 365.2425
+
+
+def decimal_years_to_dates(x: ArrayLike) -> pd.DatetimeIndex:
+    """Inverse of the day-based branch of :func:`dates_to_decimal_years` (for plotting)."""
+    days = (np.asarray(x, dtype=np.float64) - 1970.0) * 365.2425
+    return pd.Timestamp("1970-01-01") + pd.to_timedelta(days, unit="D")
+
+
+def _looks_like_dates(s: pd.Series) -> bool:
+    if pd.api.types.is_numeric_dtype(s):
+        return False
+    if pd.api.types.is_datetime64_any_dtype(s):
+        return True
+    sample = s.dropna().astype(str).head(50)
+    if sample.empty:
+        return False
+    try:
+        parsed = pd.to_datetime(sample, errors="coerce", format="mixed")
+    except (ValueError, TypeError):
+        return False
+    return bool(parsed.notna().mean() > 0.9)
+
+
+def read_table(source: str | Path | IO[bytes] | IO[str] | bytes, *, max_bytes: int | None = None) -> pd.DataFrame:
+    """Read a CSV into a DataFrame with clear errors for files that are not tables."""
+    if isinstance(source, bytes):
+        if max_bytes is not None and len(source) > max_bytes:
+            raise DataError(f"file is {len(source) / 1e6:.1f} MB, above the limit of {max_bytes / 1e6:.0f} MB")
+        source = io.BytesIO(source)
+    elif isinstance(source, (str, Path)):
+        p = Path(source)
+        if not p.exists():
+            raise DataError(f"no such file: {p}")
+        if p.is_dir():
+            raise DataError(f"{p} is a folder, not a CSV file")
+        if max_bytes is not None and p.stat().st_size > max_bytes:
+            raise DataError(f"file is {p.stat().st_size / 1e6:.1f} MB, above the limit of {max_bytes / 1e6:.0f} MB")
+    try:
+        df = pd.read_csv(source, sep=None, engine="python", skipinitialspace=True)
+    except pd.errors.EmptyDataError:
+        raise DataError("the file is empty") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"not a readable CSV file ({str(exc).splitlines()[0][:120]})") from None
+    if df.shape[0] == 0:
+        raise DataError("the file has a header but no data rows")
+    df.columns = [str(c).strip() for c in df.columns]
+    return df
+
+
+def numeric_columns(df: pd.DataFrame) -> list[str]:
+    """Columns that are numbers (or mostly numbers)."""
+    out = []
+    for c in df.columns:
+        s = df[c]
+        if pd.api.types.is_bool_dtype(s):
+            continue
+        if pd.api.types.is_numeric_dtype(s):
+            out.append(c)
+            continue
+        conv = pd.to_numeric(s, errors="coerce")
+        if len(s) and conv.notna().mean() > 0.9 and not _looks_like_dates(s):
+            out.append(c)
+    return out
+
+
+def date_columns(df: pd.DataFrame) -> list[str]:
+    return [c for c in df.columns if _looks_like_dates(df[c])]
+
+
+def guess_columns(df: pd.DataFrame) -> tuple[str | None, str]:
+    """Default (x, y): a date or first numeric column for x (None: row number), last numeric for y."""
+    nums = numeric_columns(df)
+    if not nums:
+        raise DataError("no numeric column to model; the file needs at least one column of numbers")
+    dates = date_columns(df)
+    if dates:
+        return dates[0], nums[-1]
+    if len(nums) == 1:
+        return None, nums[0]
+    return nums[0], nums[-1]
+
+
+def dataset_from_frame(
+    df: pd.DataFrame,
+    x: str | None,
+    y: str,
+    *,
+    name: str = "upload",
+    test_fraction: float = 0.1,
+    max_points: int | None = DEFAULT_MAX_POINTS,
+    subsample: bool = False,
+    drop_missing: bool = False,
+    duplicates: str = "average",
+) -> Dataset:
+    """Build a :class:`Dataset` from two columns of a table, validating everything.
+
+    ``x=None`` uses the row number. Date columns become decimal years.
+    """
+    if y not in df.columns:
+        raise DataError(f"no column named {y!r}; columns are {list(df.columns)}")
+    if x is not None and x not in df.columns:
+        raise DataError(f"no column named {x!r}; columns are {list(df.columns)}")
+    if x == y:
+        raise DataError("x and y must be different columns")
+    notes: list[str] = []
+    yv = pd.to_numeric(df[y], errors="coerce")
+    if yv.notna().sum() == 0:
+        raise DataError(f"column {y!r} has no numbers")
+    if x is None:
+        xv = pd.Series(np.arange(len(df), dtype=np.float64))
+        kind, x_label = "number", "row"
+    elif _looks_like_dates(df[x]):
+        parsed = pd.to_datetime(df[x], errors="coerce", format="mixed")
+        xv = pd.Series(np.full(len(df), np.nan))
+        ok = parsed.notna()
+        xv[ok] = dates_to_decimal_years(parsed[ok])
+        kind, x_label = "date", x
+    else:
+        xv = pd.to_numeric(df[x], errors="coerce")
+        kind, x_label = "number", x
+    xa = xv.to_numpy(dtype=np.float64)
+    ya = yv.to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(xa) | ~np.isfinite(ya)
+    if bad.any():
+        if not drop_missing:
+            rows = ", ".join(str(i + 2) for i in np.flatnonzero(bad)[:5])  # +2: header and 1-based
+            more = "…" if bad.sum() > 5 else ""
+            raise DataError(
+                f"{int(bad.sum())} rows have missing, non-numeric or infinite values "
+                f"(file lines {rows}{more}); fix them or allow dropping them"
+            )
+        notes.append(f"dropped {int(bad.sum())} rows with missing or non-finite values")
+        xa, ya = xa[~bad], ya[~bad]
+    ds = Dataset.from_arrays(xa, ya, name=name, test_fraction=test_fraction, duplicates=duplicates,
+                             x_label=x_label, y_label=y, x_kind=kind, notes=tuple(notes))
+    if max_points is not None and ds.n > max_points:
+        if not subsample:
+            raise DataError(
+                f"{ds.n} points is more than the maximum of {max_points}: each fit costs O(n³), "
+                f"so {ds.n} points is about {(ds.n / max_points) ** 3:.0f}x slower than {max_points}; "
+                "subsample or raise the maximum"
+            )
+        ds = ds.subsample(max_points)
+    return ds
+
+
+def load_csv(path: str | Path | IO, x: str | None = None, y: str | None = None, **kwargs: object) -> Dataset:
+    """Load a CSV file into a :class:`Dataset` (columns guessed when not given)."""
+    df = read_table(path)
+    gx, gy = guess_columns(df)
+    if y is None:
+        y = gy
+        if x is None:
+            x = gx
+    name = Path(path).stem if isinstance(path, (str, Path)) else "upload"
+    return dataset_from_frame(df, x, y, name=str(kwargs.pop("name", name)), **kwargs)  # type: ignore[arg-type]
+
+
+# --- bundled and benchmark data ------------------------------------------------------
+
+
+def bundled_datasets(data_dir: Path = DATA_DIR) -> list[dict]:
+    """The catalog of bundled datasets (``data/catalog.json``), default first."""
+    with open(data_dir / "catalog.json", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def load_bundled(name: str, *, test_fraction: float = 0.1, data_dir: Path = DATA_DIR) -> Dataset:
+    """Load one bundled dataset by catalog name."""
+    for entry in bundled_datasets(data_dir):
+        if entry["name"] == name:
+            df = read_table(data_dir / entry["file"])
+            return dataset_from_frame(df, entry["x"], entry["y"], name=name, test_fraction=test_fraction,
+                                      max_points=None)
+    raise DataError(f"no bundled dataset named {name!r}")
+
+
+def load_tsdl(path: str | Path, *, test_fraction: float = 0.1) -> Dataset:
+    """Load a TSDL benchmark series (columns ``x,y``) exactly as published.
+
+    Repeated x values are kept (the internet series has 8) so that the split and the
+    test points match ``splits.csv``; rows are stably sorted by x.
+    """
+    df = read_table(path)
+    return dataset_from_frame(df, "x", "y", name=Path(path).stem, test_fraction=test_fraction,
+                              max_points=None, duplicates="keep")

@@ -1,0 +1,250 @@
+"""GP regression with zero mean and white noise: Cholesky, LML, its gradient, posterior.
+
+All functions here work in model units (see :mod:`evocov_core.data`).
+
+Jitter policy (explicit, recorded)
+----------------------------------
+``K_y = K + (σ² + j) I``. The Cholesky is tried with ``j = 0``; if it fails, with
+``j = r · mean(diag K_y)`` for ``r`` in :data:`JITTER_LADDER` (1e-10, 1e-8, 1e-6), and the
+``j`` that worked is returned and stored beside the noise variance, so a prediction
+reuses exactly the matrix that was scored. If every rung fails the kernel is
+reported as not positive definite; nothing raises out of this module for numerical
+reasons: failures are :class:`NumericalFailure` values with a reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.linalg import cho_solve, lapack, solve_triangular
+
+from .evaluate import Inputs, covariance, covariance_diag, covariance_vjp
+from .kernel import Kernel
+
+__all__ = [
+    "JITTER_LADDER",
+    "Factor",
+    "NumericalFailure",
+    "factorize",
+    "inverse_from_factor",
+    "lml",
+    "lml_and_grad",
+    "posterior",
+]
+
+Array = NDArray[np.float64]
+
+#: Relative jitter levels tried, in order, after a plain Cholesky fails.
+JITTER_LADDER = (1e-10, 1e-8, 1e-6)
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+class NumericalFailure(Exception):
+    """A kernel could not be evaluated; ``status`` is a short code, the message the reason."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Factor:
+    """Cholesky factor of ``K_y = K + (noise + jitter) I``.
+
+    Attributes
+    ----------
+    L : ndarray of shape (n, n)
+        Lower-triangular factor (Fortran order; the upper triangle holds garbage).
+    jitter : float
+        Extra diagonal added beyond the noise variance.
+    """
+
+    L: Array
+    jitter: float
+
+    @property
+    def log_det(self) -> float:
+        return 2.0 * float(np.sum(np.log(np.diagonal(self.L))))
+
+    def solve(self, b: Array) -> Array:
+        return cho_solve((self.L, True), b, check_finite=False)
+
+
+def factorize(K: Array, noise: float, *, overwrite: bool = False,
+              rebuild: Callable[[], Array] | None = None) -> Factor:
+    """Cholesky of ``K + noise·I`` with the documented jitter ladder.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        Symmetric covariance (only the lower triangle is read).
+    noise : float
+        White-noise variance.
+    overwrite : bool
+        Factorise in place, saving an n×n copy. A failed attempt then destroys K,
+        so a retry with jitter needs ``rebuild``, a function returning K again.
+
+    Raises
+    ------
+    NumericalFailure
+        ``non_finite`` when K has NaN/inf, ``cholesky_failed`` when no jitter level works.
+    """
+    if not np.isfinite(noise):
+        raise NumericalFailure("non_finite", "noise variance is not finite")
+    if not np.isfinite(K).all():
+        raise NumericalFailure("non_finite", "covariance matrix has NaN or infinite entries")
+    mean_diag = float(np.mean(np.diagonal(K))) + noise
+    for rung, rel in enumerate((0.0, *JITTER_LADDER)):
+        if rung and overwrite:
+            if rebuild is None:
+                break
+            K = rebuild()
+        # K.T of a symmetric C-ordered K is Fortran-ordered: LAPACK works in place.
+        A = K.T if overwrite else np.array(K.T, order="F", copy=True)
+        jitter = rel * abs(mean_diag)
+        np.einsum("ii->i", A)[...] += noise + jitter
+        L, info = lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)
+        if info == 0:
+            return Factor(L, jitter)
+    raise NumericalFailure(
+        "cholesky_failed",
+        f"covariance matrix is not positive definite, even with jitter {JITTER_LADDER[-1]:g}·mean(diag)",
+    )
+
+
+def _raw_inverse(f: Factor) -> Array:
+    inv, info = lapack.dpotri(f.L, lower=1, overwrite_c=0)
+    if info != 0:  # pragma: no cover - only after a successful potrf
+        raise NumericalFailure("cholesky_failed", f"dpotri failed ({info})")
+    return inv
+
+
+def inverse_from_factor(f: Factor) -> Array:
+    """``K_y⁻¹`` (symmetric, full) from its Cholesky factor, with LAPACK ``dpotri``."""
+    inv = _raw_inverse(f)
+    # dpotri fills the lower triangle; the upper still holds the factor. Mirror it.
+    out = np.tril(inv)
+    out += np.tril(inv, -1).T
+    return out
+
+
+@lru_cache(maxsize=16)
+def _folding_mask(n: int) -> Array:
+    """1 on the diagonal, 2 below it, 0 above (read-only)."""
+    m = np.tril(np.full((n, n), 2.0), -1)
+    np.fill_diagonal(m, 1.0)
+    m.flags.writeable = False
+    return m
+
+
+def folded_lml_adjoint(f: Factor, alpha: Array) -> Array:
+    """``W = ½(ααᵀ − K_y⁻¹)`` folded onto its lower triangle (off-diagonal doubled).
+
+    Because ``∂K/∂θ`` is symmetric, ``Σ_ij W_ij ∂K_ij = Σ_ij W^fold_ij ∂K_ij``, and the
+    folded form needs no mirroring of ``dpotri``'s half-filled output: one pass.
+    """
+    W = _raw_inverse(f)
+    W *= -0.5
+    W += 0.5 * np.outer(alpha, alpha)
+    W *= _folding_mask(W.shape[0])
+    return W
+
+
+def _lml_value(f: Factor, y: Array, alpha: Array) -> float:
+    # GPML Algorithm 2.1, lines 2-7 (eq. 5 of the paper).
+    return float(-0.5 * y @ alpha - 0.5 * f.log_det - 0.5 * y.shape[0] * LOG_2PI)
+
+
+def lml(kernel: Kernel, inputs: Inputs, y: Array, theta: Array, log_noise: float) -> tuple[float, float]:
+    """Log marginal likelihood and the jitter used.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    inputs : Inputs
+        Training inputs (symmetric).
+    y : ndarray of shape (n,)
+    theta : ndarray of shape (p,)
+        Log slot values.
+    log_noise : float
+        Log noise variance.
+    """
+    K = covariance(kernel, inputs, theta)
+    f = factorize(K, math.exp(log_noise), overwrite=True,
+                  rebuild=lambda: covariance(kernel, inputs, theta))
+    alpha = f.solve(y)
+    return _lml_value(f, y, alpha), f.jitter
+
+
+def lml_and_grad(kernel: Kernel, inputs: Inputs, y: Array, theta: Array, log_noise: float
+                 ) -> tuple[float, Array, float]:
+    """LML and its gradient with respect to ``[theta, log_noise]`` (GPML eq. 5.9).
+
+    ``∂LML/∂θ_j = ½ tr((ααᵀ − K_y⁻¹) ∂K/∂θ_j)``, computed as one reverse pass of the
+    adjoint ``W = ½(ααᵀ − K_y⁻¹)`` through the kernel tree.
+
+    Returns
+    -------
+    value : float
+    grad : ndarray of shape (p + 1,)
+    jitter : float
+    """
+    K, vjp = covariance_vjp(kernel, inputs, theta)
+    noise = math.exp(log_noise)
+    f = factorize(K, noise, overwrite=True, rebuild=lambda: covariance(kernel, inputs, theta))
+    alpha = f.solve(y)
+    value = _lml_value(f, y, alpha)
+    W = folded_lml_adjoint(f, alpha)
+    g = np.empty(kernel.n_params + 1)
+    g[:-1] = vjp(W)
+    g[-1] = float(np.trace(W)) * noise
+    return value, g, f.jitter
+
+
+@dataclass(frozen=True)
+class Posterior:
+    """Predictive distribution at new inputs (model units).
+
+    Attributes
+    ----------
+    mean : ndarray of shape (m,)
+    var : ndarray of shape (m,)
+        Variance of the latent f (add the noise for a new observation).
+    cov : ndarray of shape (m, m) or None
+        Full latent covariance, when requested.
+    """
+
+    mean: Array
+    var: Array
+    cov: Array | None = None
+
+
+def posterior(kernel: Kernel, X_train: Array | Inputs, y: Array, theta: Array, log_noise: float,
+              X_new: Array, *, jitter: float | None = None, full_cov: bool = False) -> Posterior:
+    """Posterior of f at ``X_new`` given training data (paper eq. 3).
+
+    ``jitter`` reuses a known jitter (from a fit); ``None`` applies the ladder.
+    """
+    inputs = X_train if isinstance(X_train, Inputs) else Inputs(X_train)
+    K = covariance(kernel, inputs, theta)
+    noise = math.exp(log_noise)
+    if jitter is None:
+        f = factorize(K, noise)
+    else:
+        f = factorize(K, noise + jitter)
+        f = Factor(f.L, jitter + f.jitter)
+    alpha = f.solve(y)
+    Ks = covariance(kernel, Inputs(X_new, inputs.X1), theta)  # (m, n)
+    mean = Ks @ alpha
+    V = solve_triangular(f.L, Ks.T, lower=True, check_finite=False)  # (n, m)
+    if full_cov:
+        C = covariance(kernel, Inputs(X_new, toeplitz=False), theta) - V.T @ V
+        return Posterior(mean, np.clip(np.diag(C).copy(), 0.0, None), C)
+    var = covariance_diag(kernel, X_new, theta) - np.einsum("ij,ij->j", V, V)
+    return Posterior(mean, np.clip(var, 0.0, None))

@@ -1,0 +1,401 @@
+"""The typed grammar of the paper's Table 2 and its random tree generator (Algorithm 2).
+
+A kernel expression is a strongly-typed tree. Four types flow along its edges:
+
+==========  =====================================================================
+type        meaning
+==========  =====================================================================
+InputPair   the pair of raw inputs ``(x, x')``, ``x`` in R^d (the argument ``x``)
+TPair       a transformed pair ``(x̂, x̂')`` (identity ``euc`` or ``spectral`` map)
+Hyper       one positive hyperparameter θ (the slots ``hp0 … hp{t-1}``)
+Cov         a covariance value ``z`` (an n×m matrix, or a scalar broadcast to one)
+==========  =====================================================================
+
+Symbols (the paper's Table 2)::
+
+    not nestable  euc(x)              -> x̂ = x
+                  spectral(x, θp)     -> x̂ = [sin(θp·x), cos(θp·x)]
+                  sq_dist(x̂, θl)      -> ||x̂ − x̂'||² / θl²
+                  dot_prod(x̂, θs, θl) -> (x̂ − θs)·(x̂' − θs) / θl
+                  hp(θ)               -> θ
+    nestable      power(w, θ) = w^θ, add(w, v), multiply(w, v), div(w) = 1/w,
+                  exp(w), sqrt(w), square(w) = w²
+    terminals     the Cov constants −1, −0.5, 0.5, 1, 2, 3, 5
+
+A tree is stored as an immutable tuple of token names in prefix (Polish) order, the
+same flat layout as DEAP's ``PrimitiveTree``; :func:`to_primitive_tree` converts it.
+DEAP's own ``gp.compile``/``from_string`` are never used: they ``eval`` text.
+
+The grammar is a :class:`deap.gp.PrimitiveSetTyped` built without ``creator``
+globals, so Streamlit reruns and worker processes can rebuild it freely.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from deap import gp
+
+__all__ = [
+    "CONSTANTS",
+    "DEFAULT_N_HYPER",
+    "Cov",
+    "Grammar",
+    "Hyper",
+    "InputPair",
+    "Symbol",
+    "TPair",
+    "TreeError",
+    "check_tree",
+    "get_grammar",
+    "subtree_end",
+    "symbol",
+    "to_primitive_tree",
+    "tree_depth",
+    "typed_grow",
+]
+
+
+class InputPair:
+    """Type of the raw input pair ``(x, x')``."""
+
+
+class TPair:
+    """Type of a transformed input pair ``(x̂, x̂')``."""
+
+
+class Hyper:
+    """Type of a positive hyperparameter θ."""
+
+
+class Cov:
+    """Type of a covariance value."""
+
+
+TYPES: dict[str, type] = {"InputPair": InputPair, "TPair": TPair, "Hyper": Hyper, "Cov": Cov}
+
+#: Default size of the pool of hyperparameter slots (``hp0`` … ``hp19``).
+DEFAULT_N_HYPER = 20
+
+#: The constant terminals of Table 2, by token name.
+CONSTANTS: dict[str, float] = {
+    "-1": -1.0,
+    "-0.5": -0.5,
+    "0.5": 0.5,
+    "1": 1.0,
+    "2": 2.0,
+    "3": 3.0,
+    "5": 5.0,
+}
+
+_SLOT_RE = re.compile(r"hp(0|[1-9][0-9]{0,3})")
+
+
+class TreeError(ValueError):
+    """A token sequence is not a well-typed kernel tree; the message names the problem."""
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """One grammar symbol.
+
+    Attributes
+    ----------
+    name : str
+        Token name as it appears in a tree (``"sq_dist"``, ``"hp3"``, ``"-0.5"``).
+    args : tuple of type
+        Argument types; empty for terminals.
+    ret : type
+        Output type.
+    kind : str
+        ``"argument"`` (x), ``"slot"`` (hyperparameter), ``"constant"``,
+        ``"not_nestable"`` or ``"nestable"``.
+    value : float or None
+        Numeric value of a constant.
+    """
+
+    name: str
+    args: tuple[type, ...]
+    ret: type
+    kind: str
+    value: float | None = None
+
+    @property
+    def arity(self) -> int:
+        return len(self.args)
+
+    @property
+    def commutative(self) -> bool:
+        return self.name in ("add", "multiply")
+
+
+_OPERATORS: tuple[Symbol, ...] = (
+    Symbol("euc", (InputPair,), TPair, "not_nestable"),
+    Symbol("spectral", (InputPair, Hyper), TPair, "not_nestable"),
+    Symbol("sq_dist", (TPair, Hyper), Cov, "not_nestable"),
+    Symbol("dot_prod", (TPair, Hyper, Hyper), Cov, "not_nestable"),
+    Symbol("hp", (Hyper,), Cov, "not_nestable"),
+    Symbol("power", (Cov, Hyper), Cov, "nestable"),
+    Symbol("add", (Cov, Cov), Cov, "nestable"),
+    Symbol("multiply", (Cov, Cov), Cov, "nestable"),
+    Symbol("div", (Cov,), Cov, "nestable"),
+    Symbol("exp", (Cov,), Cov, "nestable"),
+    Symbol("sqrt", (Cov,), Cov, "nestable"),
+    Symbol("square", (Cov,), Cov, "nestable"),
+)
+_FIXED: dict[str, Symbol] = {s.name: s for s in _OPERATORS}
+_FIXED["x"] = Symbol("x", (), InputPair, "argument")
+for _name, _value in CONSTANTS.items():
+    _FIXED[_name] = Symbol(_name, (), Cov, "constant", _value)
+
+# Arity by token, the hot lookup of every tree walk.
+_ARITY: dict[str, int] = {name: s.arity for name, s in _FIXED.items()}
+
+
+@lru_cache(maxsize=4096)
+def _slot_symbol(name: str) -> Symbol:
+    return Symbol(name, (), Hyper, "slot")
+
+
+def symbol(name: str) -> Symbol:
+    """Return the :class:`Symbol` for a token, or raise :class:`TreeError`.
+
+    Slot tokens ``hp<k>`` are recognised for any ``k`` below 10000; whether ``k``
+    fits a given slot pool is checked by :func:`check_tree`.
+    """
+    s = _FIXED.get(name)
+    if s is not None:
+        return s
+    if isinstance(name, str) and _SLOT_RE.fullmatch(name):
+        return _slot_symbol(name)
+    shown = name if len(str(name)) <= 40 else str(name)[:40] + "…"
+    raise TreeError(f"unknown symbol {shown!r}")
+
+
+def arity(name: str) -> int:
+    """Number of arguments of a token (0 for terminals and slots)."""
+    a = _ARITY.get(name)
+    return 0 if a is None else a
+
+
+def slot_index(name: str) -> int:
+    """Index ``k`` of a slot token ``hp<k>``."""
+    return int(name[2:])
+
+
+def is_slot(name: str) -> bool:
+    return name not in _FIXED and bool(_SLOT_RE.fullmatch(name))
+
+
+def subtree_end(tokens: tuple[str, ...] | list[str], start: int) -> int:
+    """Index one past the end of the subtree rooted at ``tokens[start]``.
+
+    Same walk as ``deap.gp.PrimitiveTree.searchSubtree`` on a prefix list.
+    """
+    need = 1
+    i = start
+    n = len(tokens)
+    while need and i < n:
+        need += _ARITY.get(tokens[i], 0) - 1
+        i += 1
+    if need:
+        raise TreeError("truncated expression: an operator is missing arguments")
+    return i
+
+
+def tree_depth(tokens: tuple[str, ...] | list[str]) -> int:
+    """Depth of a prefix tree in DEAP's convention: a lone terminal has depth 0."""
+    stack = [0]
+    depth = 0
+    for tok in tokens:
+        d = stack.pop()
+        depth = max(depth, d)
+        stack.extend([d + 1] * _ARITY.get(tok, 0))
+    return depth
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """The primitive set for a pool of ``n_hyper`` hyperparameter slots.
+
+    Build it with :func:`get_grammar` (cached). ``pset`` is the DEAP
+    ``PrimitiveSetTyped`` of the same grammar, for interoperation with DEAP tools.
+    """
+
+    n_hyper: int
+    pset: gp.PrimitiveSetTyped
+
+    @property
+    def slots(self) -> tuple[str, ...]:
+        return tuple(f"hp{k}" for k in range(self.n_hyper))
+
+    def terminals(self, typ: type) -> tuple[str, ...]:
+        """Terminals and arguments returning ``typ`` (Algorithm 2's ``GetTerminalsAndArgs``)."""
+        return self._by_kind(typ)[0]
+
+    def not_nestable(self, typ: type) -> tuple[str, ...]:
+        return self._by_kind(typ)[1]
+
+    def nestable(self, typ: type) -> tuple[str, ...]:
+        return self._by_kind(typ)[2]
+
+    def _by_kind(self, typ: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        return _kinds(self.n_hyper, typ)
+
+    def symbols(self) -> tuple[Symbol, ...]:
+        """Every symbol of the grammar, slots included."""
+        return tuple(_FIXED.values()) + tuple(_slot_symbol(s) for s in self.slots)
+
+
+@lru_cache(maxsize=64)
+def _kinds(n_hyper: int, typ: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    terms: list[str] = []
+    notnests: list[str] = []
+    nests: list[str] = []
+    for s in _FIXED.values():
+        if s.ret is not typ:
+            continue
+        if s.kind in ("argument", "constant"):
+            terms.append(s.name)
+        elif s.kind == "not_nestable":
+            notnests.append(s.name)
+        else:
+            nests.append(s.name)
+    if typ is Hyper:
+        terms.extend(f"hp{k}" for k in range(n_hyper))
+    return tuple(terms), tuple(notnests), tuple(nests)
+
+
+def _placeholder(*_args: object) -> None:  # pragma: no cover - never called
+    raise RuntimeError("kernel trees are evaluated by evocov_core.evaluate, not compiled")
+
+
+@lru_cache(maxsize=16)
+def get_grammar(n_hyper: int = DEFAULT_N_HYPER) -> Grammar:
+    """Return the grammar with ``n_hyper`` slots (1 ≤ n_hyper ≤ 10000).
+
+    Examples
+    --------
+    >>> g = get_grammar(20)
+    >>> g.not_nestable(Cov)
+    ('sq_dist', 'dot_prod', 'hp')
+    """
+    if not (1 <= int(n_hyper) <= 10000):
+        raise ValueError(f"n_hyper must be between 1 and 10000, got {n_hyper}")
+    n_hyper = int(n_hyper)
+    pset = gp.PrimitiveSetTyped("kernel", [InputPair] + [Hyper] * n_hyper, Cov, prefix="ARG")
+    pset.renameArguments(ARG0="x", **{f"ARG{k + 1}": f"hp{k}" for k in range(n_hyper)})
+    for s in _OPERATORS:
+        pset.addPrimitive(_placeholder, list(s.args), s.ret, name=s.name)
+    for name, value in CONSTANTS.items():
+        pset.addTerminal(value, Cov, name=name)
+    return Grammar(n_hyper=n_hyper, pset=pset)
+
+
+def to_primitive_tree(tokens: tuple[str, ...], grammar: Grammar) -> gp.PrimitiveTree:
+    """Convert a token tuple to a DEAP ``PrimitiveTree`` over ``grammar.pset``."""
+    mapping = grammar.pset.mapping
+    try:
+        return gp.PrimitiveTree([mapping[t] for t in tokens])
+    except KeyError as exc:
+        raise TreeError(f"symbol {exc.args[0]!r} is not in this grammar") from None
+
+
+def check_tree(
+    tokens: tuple[str, ...] | list[str],
+    *,
+    n_hyper: int | None = None,
+    max_depth: int | None = None,
+    max_nodes: int | None = None,
+    root: type = Cov,
+) -> None:
+    """Raise :class:`TreeError` unless ``tokens`` is a well-typed prefix tree.
+
+    Checks, in order: size bound, every token is a grammar symbol (slot indices
+    below ``n_hyper`` when given), each argument has the type its parent expects,
+    no missing or surplus tokens, and depth at most ``max_depth``.
+    Iterative, so it is safe on hostile, deeply nested input.
+    """
+    n = len(tokens)
+    if n == 0:
+        raise TreeError("empty expression")
+    if max_nodes is not None and n > max_nodes:
+        raise TreeError(f"expression has {n} nodes, more than the limit of {max_nodes}")
+    expected: list[tuple[type, int]] = [(root, 0)]
+    deepest = 0
+    for pos, tok in enumerate(tokens):
+        if not expected:
+            raise TreeError(f"surplus tokens after a complete expression, starting at {tok!r}")
+        typ, depth = expected.pop()
+        s = symbol(tok)
+        if s.kind == "slot" and n_hyper is not None and slot_index(tok) >= n_hyper:
+            raise TreeError(f"slot {tok!r} is outside the pool of {n_hyper} hyperparameter slots")
+        if s.ret is not typ:
+            raise TreeError(
+                f"{tok!r} at position {pos} returns {s.ret.__name__} where {typ.__name__} is expected"
+            )
+        deepest = max(deepest, depth)
+        if max_depth is not None and deepest > max_depth:
+            raise TreeError(f"expression is deeper than the limit of {max_depth}")
+        expected.extend((a, depth + 1) for a in reversed(s.args))
+    if expected:
+        raise TreeError("truncated expression: an operator is missing arguments")
+
+
+def typed_grow(
+    grammar: Grammar,
+    rng: np.random.Generator,
+    d_min: int,
+    d_max: int,
+    root: type = Cov,
+) -> tuple[str, ...]:
+    """Grow a random well-typed tree with the paper's Algorithm 2 (TypedGrow).
+
+    At each node the candidate symbols for the required type are: not-nestable
+    operators while ``d_min ≤ 3``, terminals while ``d_min ≤ 1``, nestable operators
+    while ``d_max ≥ 4``; if none qualifies, every symbol of that type. Both depth
+    counters decrease by one per level. The thresholds 3 and 4 are the depths a
+    ``Cov`` subtree needs to close (``sq_dist(spectral(x, θ), θ)`` is three levels).
+
+    Never raises for ``0 ≤ d_min ≤ d_max``; iterative, so no recursion limit.
+
+    Parameters
+    ----------
+    grammar : Grammar
+    rng : numpy.random.Generator
+        The only source of randomness.
+    d_min, d_max : int
+        Minimum and maximum depth of Algorithm 2.
+    root : type
+        Type of the root (``Cov`` for a kernel).
+
+    Returns
+    -------
+    tuple of str
+        Tokens in prefix order.
+    """
+    if d_min < 0 or d_max < d_min:
+        raise ValueError(f"need 0 <= d_min <= d_max, got d_min={d_min}, d_max={d_max}")
+    out: list[str] = []
+    pending: list[tuple[type, int, int]] = [(root, d_min, d_max)]
+    while pending:
+        typ, lo, hi = pending.pop()
+        terms, notnests, nests = grammar._by_kind(typ)
+        cands: tuple[str, ...] = ()
+        if lo <= 3:
+            cands += notnests
+            if lo <= 1:
+                cands += terms
+        if hi >= 4:
+            cands += nests
+        if not cands:
+            cands = terms + notnests + nests
+        tok = cands[int(rng.integers(len(cands)))]
+        out.append(tok)
+        args = symbol(tok).args
+        # Push in reverse so the first argument is grown next (prefix order).
+        pending.extend((a, lo - 1, hi - 1) for a in reversed(args))
+    return tuple(out)

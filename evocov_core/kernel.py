@@ -1,0 +1,325 @@
+"""The kernel value: an immutable expression tree and its readable forms.
+
+A :class:`Kernel` is only structure: a tuple of tokens in prefix order whose
+hyperparameter leaves are *slots* (``hp0``, ``hp7``, …). A slot that appears several
+times is one shared parameter. Values live beside the tree, as a flat vector ``theta``
+of **natural logarithms** of the slot values, ordered as :attr:`Kernel.slots`
+(sorted by slot number). Every model adds one white-noise variance, so the number of
+hyperparameters is ``q = len(kernel.slots) + 1``.
+
+Forms
+-----
+``prefix``     ``exp(multiply(-0.5, sq_dist(euc(x), hp0)))``: the stored form, read back
+               by :func:`evocov_core.kernel_file.parse_expression`.
+``canonical``  the prefix form after sorting the arguments of ``add``/``multiply``
+               (associative chains flattened) and renumbering slots by first
+               appearance: equal kernels up to commutativity, associativity and slot
+               names get the same string, the cache key and table label.
+``infix``      ``exp(-0.5*|x-x'|^2/hp0^2)``: for people.
+``latex``      for the dashboard (``st.latex``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from .grammar import (
+    DEFAULT_N_HYPER,
+    TreeError,
+    arity,
+    check_tree,
+    is_slot,
+    slot_index,
+    subtree_end,
+    tree_depth,
+)
+
+__all__ = ["Kernel", "Node"]
+
+# Node of the nested form used for rendering and canonicalisation: (token, children).
+Node = tuple[str, tuple["Node", ...]]
+
+
+def _nest(tokens: tuple[str, ...]) -> Node:
+    """Prefix tokens -> nested (token, children) tuples, iteratively."""
+    out: list[Node] = []
+    for tok in reversed(tokens):
+        k = arity(tok)
+        if k:
+            children = tuple(out[-1 : -k - 1 : -1])
+            del out[-k:]
+            out.append((tok, children))
+        else:
+            out.append((tok, ()))
+    if len(out) != 1:
+        raise TreeError("tokens do not form a single tree")
+    return out[0]
+
+
+def _flatten(node: Node) -> tuple[str, ...]:
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        tok, children = stack.pop()
+        out.append(tok)
+        stack.extend(reversed(children))
+    return tuple(out)
+
+
+def _prefix_str(node: Node) -> str:
+    tok, children = node
+    if not children:
+        return tok
+    return f"{tok}({', '.join(_prefix_str(c) for c in children)})"
+
+
+def _renumber(tokens: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:
+    mapping: dict[str, str] = {}
+    out = []
+    for t in tokens:
+        if is_slot(t):
+            if t not in mapping:
+                mapping[t] = f"hp{len(mapping)}"
+            t = mapping[t]
+        out.append(t)
+    return tuple(out), mapping
+
+
+def _canon(node: Node) -> Node:
+    tok, children = node
+    if not children:
+        return node
+    if tok in ("add", "multiply"):
+        # Flatten the associative chain, canonicalise the operands, sort them.
+        operands: list[Node] = []
+        stack = list(children)
+        while stack:
+            c = stack.pop()
+            if c[0] == tok:
+                stack.extend(c[1])
+            else:
+                operands.append(_canon(c))
+        operands.sort(key=_sort_key)
+        acc = operands[0]
+        for o in operands[1:]:
+            acc = (tok, (acc, o))
+        return acc
+    return (tok, tuple(_canon(c) for c in children))
+
+
+def _sort_key(node: Node) -> tuple[str, str]:
+    flat = _flatten(node)
+    anonymous = " ".join("θ" if is_slot(t) else t for t in flat)
+    # Tie-break on the sharing pattern inside the subtree, not on global slot names.
+    local = " ".join(_renumber(flat)[0])
+    return anonymous, local
+
+
+# --- readable forms --------------------------------------------------------------
+# Precedence: 1 sum, 2 product/quotient, 3 power, 4 atom.
+
+
+def _wrap(s: tuple[str, int], level: int) -> str:
+    return s[0] if s[1] >= level else f"({s[0]})"
+
+
+def _infix(node: Node) -> tuple[str, int]:
+    tok, ch = node
+    if not ch:
+        return tok, (4 if not tok.startswith("-") else 2)
+    if tok == "hp":
+        return ch[0][0], 4
+    if tok == "add":
+        a, b = _infix(ch[0]), _infix(ch[1])
+        return f"{_wrap(a, 1)} + {_wrap(b, 1)}", 1
+    if tok == "multiply":
+        a, b = _infix(ch[0]), _infix(ch[1])
+        return f"{_wrap(a, 2)}*{_wrap(b, 2)}", 2
+    if tok == "div":
+        return f"1/{_wrap(_infix(ch[0]), 3)}", 2
+    if tok in ("exp", "sqrt"):
+        return f"{tok}({_infix(ch[0])[0]})", 4
+    if tok == "square":
+        return f"{_wrap(_infix(ch[0]), 4)}^2", 3
+    if tok == "power":
+        return f"{_wrap(_infix(ch[0]), 4)}^{ch[1][0]}", 3
+    if tok == "sq_dist":
+        (ttok, tch), ls = ch[0], ch[1][0]
+        if ttok == "euc":
+            return f"|x-x'|^2/{ls}^2", 2
+        p = tch[1][0]
+        return f"4*sin^2({p}*(x-x')/2)/{ls}^2", 2
+    if tok == "dot_prod":
+        (ttok, tch), s, ls = ch[0], ch[1][0], ch[2][0]
+        if ttok == "euc":
+            return f"(x-{s})*(x'-{s})/{ls}", 2
+        p = tch[1][0]
+        return f"(sc({p}*x)-{s}).(sc({p}*x')-{s})/{ls}", 2
+    raise TreeError(f"cannot render {tok!r} here")  # pragma: no cover - typed trees only
+
+
+def _tex_slot(tok: str) -> str:
+    return rf"\theta_{{{slot_index(tok)}}}"
+
+
+def _latex(node: Node) -> tuple[str, int]:
+    tok, ch = node
+    if not ch:
+        if is_slot(tok):
+            return _tex_slot(tok), 4
+        return tok, (4 if not tok.startswith("-") else 2)
+    if tok == "hp":
+        return _tex_slot(ch[0][0]), 4
+    if tok == "add":
+        a, b = _latex(ch[0]), _latex(ch[1])
+        return f"{_twrap(a, 1)} + {_twrap(b, 1)}", 1
+    if tok == "multiply":
+        a, b = _latex(ch[0]), _latex(ch[1])
+        return rf"{_twrap(a, 2)} \cdot {_twrap(b, 2)}", 2
+    if tok == "div":
+        return rf"\frac{{1}}{{{_latex(ch[0])[0]}}}", 4
+    if tok == "exp":
+        return rf"\exp\left({_latex(ch[0])[0]}\right)", 4
+    if tok == "sqrt":
+        return rf"\sqrt{{{_latex(ch[0])[0]}}}", 4
+    if tok == "square":
+        return f"{_twrap(_latex(ch[0]), 4)}^{{2}}", 3
+    if tok == "power":
+        return f"{_twrap(_latex(ch[0]), 4)}^{{{_tex_slot(ch[1][0])}}}", 3
+    if tok == "sq_dist":
+        (ttok, tch), ls = ch[0], _tex_slot(ch[1][0])
+        if ttok == "euc":
+            return rf"\frac{{\lVert x - x' \rVert^{{2}}}}{{{ls}^{{2}}}}", 4
+        p = _tex_slot(tch[1][0])
+        return rf"\frac{{4\sin^{{2}}\left({p}\,(x - x')/2\right)}}{{{ls}^{{2}}}}", 4
+    if tok == "dot_prod":
+        (ttok, tch), s, ls = ch[0], _tex_slot(ch[1][0]), _tex_slot(ch[2][0])
+        if ttok == "euc":
+            return rf"\frac{{(x - {s})\cdot(x' - {s})}}{{{ls}}}", 4
+        p = _tex_slot(tch[1][0])
+        phi = rf"\phi_{{{p}}}"
+        return rf"\frac{{({phi}(x) - {s})\cdot({phi}(x') - {s})}}{{{ls}}}", 4
+    raise TreeError(f"cannot render {tok!r} here")  # pragma: no cover
+
+
+def _twrap(s: tuple[str, int], level: int) -> str:
+    return s[0] if s[1] >= level else rf"\left({s[0]}\right)"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """An immutable kernel expression tree.
+
+    Parameters
+    ----------
+    tokens : tuple of str
+        Prefix-order tokens of a well-typed tree (see :mod:`evocov_core.grammar`).
+        Use :meth:`from_tokens` to validate untrusted input; the constructor
+        trusts its caller (variation operators build many trees).
+
+    Notes
+    -----
+    ``==`` and ``hash`` compare the exact structure. Use :attr:`canonical` to
+    compare kernels up to commutativity, associativity and slot renaming.
+    """
+
+    tokens: tuple[str, ...]
+
+    @classmethod
+    def from_tokens(
+        cls,
+        tokens: tuple[str, ...] | list[str],
+        *,
+        n_hyper: int | None = DEFAULT_N_HYPER,
+        max_depth: int | None = None,
+        max_nodes: int | None = None,
+    ) -> Kernel:
+        """Validate ``tokens`` with :func:`~evocov_core.grammar.check_tree` and wrap them."""
+        tokens = tuple(tokens)
+        check_tree(tokens, n_hyper=n_hyper, max_depth=max_depth, max_nodes=max_nodes)
+        return cls(tokens)
+
+    # --- structure -----------------------------------------------------------------
+    @cached_property
+    def slots(self) -> tuple[str, ...]:
+        """Distinct slot tokens used, sorted by slot number: the layout of ``theta``."""
+        return tuple(sorted({t for t in self.tokens if is_slot(t)}, key=slot_index))
+
+    @property
+    def n_params(self) -> int:
+        """Number of kernel hyperparameters (distinct slots), noise excluded."""
+        return len(self.slots)
+
+    @property
+    def q(self) -> int:
+        """Hyperparameter count of the model: distinct slots plus the noise variance."""
+        return len(self.slots) + 1
+
+    @cached_property
+    def depth(self) -> int:
+        """Tree depth, DEAP's convention (a lone terminal has depth 0)."""
+        return tree_depth(self.tokens)
+
+    @property
+    def size(self) -> int:
+        """Number of nodes."""
+        return len(self.tokens)
+
+    def subtree(self, start: int) -> tuple[str, ...]:
+        """Tokens of the subtree rooted at position ``start``."""
+        return self.tokens[start : subtree_end(self.tokens, start)]
+
+    @cached_property
+    def is_stationary(self) -> bool:
+        """True when the tree uses no ``dot_prod``: k depends on x − x' only."""
+        return "dot_prod" not in self.tokens
+
+    # --- forms -----------------------------------------------------------------------
+    @cached_property
+    def _nested(self) -> Node:
+        return _nest(self.tokens)
+
+    @property
+    def prefix(self) -> str:
+        """Function-call form, e.g. ``exp(multiply(-0.5, sq_dist(euc(x), hp0)))``."""
+        return _prefix_str(self._nested)
+
+    def __str__(self) -> str:
+        return self.prefix
+
+    @cached_property
+    def _canonical(self) -> tuple[Kernel, dict[str, str]]:
+        tokens, mapping = _renumber(_flatten(_canon(self._nested)))
+        return Kernel(tokens), mapping
+
+    @property
+    def canonical_kernel(self) -> Kernel:
+        """The canonical tree (sorted, flattened and re-nested left-deep, renumbered)."""
+        return self._canonical[0]
+
+    @property
+    def canonical_slot_map(self) -> dict[str, str]:
+        """Map from this kernel's slots to the canonical kernel's slots."""
+        return dict(self._canonical[1])
+
+    @property
+    def canonical(self) -> str:
+        """Canonical prefix string: equal for kernels equal up to commutativity,
+        associativity of ``add``/``multiply`` and renaming of slots."""
+        return self._canonical[0].prefix
+
+    @property
+    def infix(self) -> str:
+        """Readable formula, e.g. ``hp1*exp(-0.5*|x-x'|^2/hp0^2)``.
+
+        ``4*sin^2(p*(x-x')/2)`` is ``||φ(x) − φ(x')||²`` of the spectral map and
+        ``sc(p*x)`` the map ``[sin(p·x), cos(p·x)]`` itself; both sum over the input
+        dimensions when ``d > 1``.
+        """
+        return _infix(self._nested)[0]
+
+    @property
+    def latex(self) -> str:
+        """LaTeX formula of ``k(x, x')`` (slots shown as ``θ_k``)."""
+        return _latex(self._nested)[0]

@@ -1,0 +1,349 @@
+"""Versioned JSON kernel files and their safe parser.
+
+A kernel file holds everything needed to predict again with a fitted kernel::
+
+    {
+      "format": "evocov-kernel", "version": 1,
+      "expression": "multiply(square(hp(hp0)), exp(multiply(-0.5, sq_dist(euc(x), hp1))))",
+      "canonical": "...", "infix": "...", "latex": "...",
+      "hyperparameters": {"hp0": {"value": 0.93, "roles": ["value"]}, ...},
+      "noise_variance": 0.0021, "jitter": 0.0, "q": 3,
+      "normalisation": {"x_offset": [...], "x_scale": [...], "y_mean": ..., "y_std": ...},
+      "scores": {"bic": ..., "lml": ..., "metric": "lml", "metric_value": ..., "test_rmse": ...,
+                 "dataset": "airline", "n_train": 129, "n_test": 15, "test_fraction": 0.1},
+      "software": "evocov 0.1.0", "created": "2026-11-26T10:00:00+00:00"
+    }
+
+Hyperparameter ``value``s are natural (not log) slot values in **model units** (inputs
+rescaled with ``normalisation``, outputs standardised); ``noise_variance`` too.
+
+Files are untrusted input. :func:`load_kernel_file` never calls ``eval``, ``pickle`` or
+DEAP's ``PrimitiveTree.from_string``: the expression is tokenised and parsed here
+against the primitive set, iteratively, with bounds on file size, expression length,
+node count and depth. Anything else is refused with a :class:`KernelFileError` that
+names the problem.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .data import Normalisation
+from .grammar import DEFAULT_N_HYPER, TreeError, check_tree, symbol
+from .kernel import Kernel
+from .optimize import FitResult, slot_roles
+
+__all__ = [
+    "FORMAT",
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "MAX_NODES",
+    "VERSION",
+    "KernelFile",
+    "KernelFileError",
+    "dump_kernel_file",
+    "kernel_file_dict",
+    "load_kernel_file",
+    "parse_expression",
+    "parse_kernel_file",
+]
+
+FORMAT = "evocov-kernel"
+VERSION = 1
+#: The bloat limit o_max of the paper: deeper trees are refused.
+MAX_DEPTH = 40
+MAX_NODES = 2000
+MAX_EXPRESSION_CHARS = 50_000
+MAX_FILE_BYTES = 1_000_000
+
+_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<num>-?[0-9]+(?:\.[0-9]+)?)|(?P<punct>[(),]))")
+
+
+class KernelFileError(ValueError):
+    """A kernel file or expression was refused; the message names the problem."""
+
+
+def _short(s: str, n: int = 40) -> str:
+    return s if len(s) <= n else s[:n] + "…"
+
+
+def parse_expression(text: str, *, n_hyper: int = 10000, max_depth: int = MAX_DEPTH,
+                     max_nodes: int = MAX_NODES) -> Kernel:
+    """Parse a prefix expression such as ``add(hp(hp0), sq_dist(euc(x), hp1))``.
+
+    Only grammar symbols are accepted, operators must be followed by their
+    parenthesised arguments and terminals must not be. Types, arity, depth and size are
+    checked. Iterative: hostile nesting cannot exhaust the stack.
+
+    Raises
+    ------
+    KernelFileError
+    """
+    if not isinstance(text, str):
+        raise KernelFileError(f"expression must be a string, not {type(text).__name__}")
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise KernelFileError(f"expression is {len(text)} characters long, above the limit of {MAX_EXPRESSION_CHARS}")
+    tokens: list[str] = []
+    # Each open call: [symbol name, arguments still expected].
+    open_calls: list[list[Any]] = []
+    pos = 0
+    expect_value = True  # a symbol is expected (start, after '(' or ',')
+    closed_root = False
+    while True:
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            rest = text[pos:].strip()
+            if not rest:
+                break
+            raise KernelFileError(f"unexpected character {rest[0]!r} at position {pos + len(text[pos:]) - len(rest)}")
+        pos = m.end()
+        kind = m.lastgroup
+        tok = m.group(kind)
+        if closed_root:
+            raise KernelFileError(f"unexpected {_short(tok)!r} after the end of the expression")
+        if kind in ("name", "num"):
+            if not expect_value:
+                raise KernelFileError(f"missing ',' or ')' before {_short(tok)!r}")
+            try:
+                s = symbol(tok)
+            except TreeError:
+                raise KernelFileError(f"unknown symbol {_short(tok)!r}: not part of the kernel grammar") from None
+            tokens.append(tok)
+            if len(tokens) > max_nodes:
+                raise KernelFileError(f"expression has more than {max_nodes} nodes")
+            if s.arity:
+                m2 = _TOKEN.match(text, pos)
+                if m2 is None or m2.group("punct") != "(":
+                    raise KernelFileError(f"operator {tok!r} must be followed by '(' and {s.arity} arguments")
+                pos = m2.end()
+                open_calls.append([tok, s.arity])
+                if len(open_calls) > max_depth:
+                    raise KernelFileError(f"expression is nested deeper than the limit of {max_depth}")
+                expect_value = True
+            else:
+                expect_value = False
+                if not open_calls:
+                    closed_root = True
+        else:  # punctuation
+            if tok == "(":
+                raise KernelFileError(f"unexpected '(' at position {pos - 1}")
+            if expect_value or not open_calls:
+                raise KernelFileError(f"unexpected {tok!r} at position {pos - 1}")
+            call = open_calls[-1]
+            call[1] -= 1
+            if tok == ",":
+                if call[1] <= 0:
+                    raise KernelFileError(f"too many arguments for {call[0]!r}")
+                expect_value = True
+            else:
+                if call[1] != 0:
+                    raise KernelFileError(f"{call[0]!r} takes {symbol(call[0]).arity} arguments")
+                open_calls.pop()
+                if not open_calls:
+                    closed_root = True
+    if not tokens:
+        raise KernelFileError("expression is empty")
+    if open_calls or not closed_root:
+        raise KernelFileError("expression is incomplete: a ')' or an argument is missing")
+    try:
+        check_tree(tokens, n_hyper=n_hyper, max_depth=max_depth, max_nodes=max_nodes)
+    except TreeError as exc:
+        raise KernelFileError(f"ill-typed expression: {exc}") from None
+    return Kernel(tuple(tokens))
+
+
+@dataclass(frozen=True)
+class KernelFile:
+    """A loaded kernel file.
+
+    Attributes
+    ----------
+    kernel : Kernel
+    theta : tuple of float
+        Log slot values ordered as ``kernel.slots``.
+    log_noise : float
+    jitter : float
+    normalisation : Normalisation or None
+    scores : dict
+    """
+
+    kernel: Kernel
+    theta: tuple[float, ...]
+    log_noise: float
+    jitter: float = 0.0
+    normalisation: Normalisation | None = None
+    scores: dict = field(default_factory=dict)
+
+    @property
+    def q(self) -> int:
+        return self.kernel.q
+
+
+def _number(v: object, what: str, *, positive: bool = False, nonneg: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise KernelFileError(f"{what} must be a number, not {type(v).__name__}")
+    f = float(v)
+    if not math.isfinite(f):
+        raise KernelFileError(f"{what} must be finite, got {v!r}")
+    if positive and f <= 0:
+        raise KernelFileError(f"{what} must be positive, got {v!r}")
+    if nonneg and f < 0:
+        raise KernelFileError(f"{what} must not be negative, got {v!r}")
+    return f
+
+
+def _reject_constant(name: str) -> float:
+    raise KernelFileError(f"{name} is not allowed in a kernel file (values must be finite numbers)")
+
+
+def parse_kernel_file(text: str | bytes) -> KernelFile:
+    """Validate and parse the content of a kernel file.
+
+    Raises
+    ------
+    KernelFileError
+        With a message naming the first problem found.
+    """
+    if isinstance(text, bytes):
+        if len(text) > MAX_FILE_BYTES:
+            raise KernelFileError(f"file is {len(text)} bytes, above the limit of {MAX_FILE_BYTES}")
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise KernelFileError("file is not UTF-8 text") from None
+    if len(text) > MAX_FILE_BYTES:
+        raise KernelFileError(f"file is {len(text)} characters, above the limit of {MAX_FILE_BYTES}")
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except KernelFileError:
+        raise
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise KernelFileError(f"not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise KernelFileError("top level must be a JSON object")
+    if doc.get("format") != FORMAT:
+        raise KernelFileError(f"'format' must be {FORMAT!r}, got {_short(repr(doc.get('format')))}")
+    if doc.get("version") != VERSION:
+        raise KernelFileError(f"unsupported version {_short(repr(doc.get('version')))}; this program reads {VERSION}")
+    kernel = parse_expression(doc.get("expression"), n_hyper=10000)
+    hps = doc.get("hyperparameters")
+    if not isinstance(hps, dict):
+        raise KernelFileError("'hyperparameters' must be an object mapping slot names to values")
+    unknown = sorted(set(hps) - set(kernel.slots), key=str)
+    if unknown:
+        raise KernelFileError(f"hyperparameter {_short(str(unknown[0]))!r} does not appear in the expression")
+    theta = []
+    for s in kernel.slots:
+        if s not in hps:
+            raise KernelFileError(f"no value for hyperparameter {s!r}")
+        entry = hps[s]
+        value = entry.get("value") if isinstance(entry, dict) else entry
+        theta.append(math.log(_number(value, f"hyperparameter {s}", positive=True)))
+    noise = _number(doc.get("noise_variance"), "noise_variance", positive=True)
+    jitter = _number(doc.get("jitter", 0.0), "jitter", nonneg=True)
+    if "q" in doc and _number(doc["q"], "q") != kernel.q:
+        raise KernelFileError(f"q is {doc['q']} but the expression has q = {kernel.q}")
+    norm = None
+    nd = doc.get("normalisation")
+    if nd is not None:
+        if not isinstance(nd, dict):
+            raise KernelFileError("'normalisation' must be an object")
+        try:
+            off = nd["x_offset"]
+            sc = nd["x_scale"]
+            if not isinstance(off, list) or not isinstance(sc, list) or len(off) != len(sc) or not off:
+                raise KernelFileError("normalisation x_offset and x_scale must be lists of equal, non-zero length")
+            if len(off) > 1000:
+                raise KernelFileError("normalisation has too many input dimensions")
+            norm = Normalisation(
+                tuple(_number(v, "normalisation x_offset") for v in off),
+                tuple(_number(v, "normalisation x_scale", positive=True) for v in sc),
+                _number(nd["y_mean"], "normalisation y_mean"),
+                _number(nd["y_std"], "normalisation y_std", positive=True),
+            )
+        except KeyError as exc:
+            raise KernelFileError(f"normalisation lacks {exc.args[0]!r}") from None
+    scores = doc.get("scores", {})
+    if not isinstance(scores, dict):
+        raise KernelFileError("'scores' must be an object")
+    clean_scores = {}
+    for k, v in scores.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            clean_scores[str(k)[:40]] = float(v) if math.isfinite(float(v)) else None
+        elif isinstance(v, str):
+            clean_scores[str(k)[:40]] = v[:200]
+        elif v is None:
+            clean_scores[str(k)[:40]] = None
+    return KernelFile(kernel, tuple(theta), math.log(noise), jitter, norm, clean_scores)
+
+
+def load_kernel_file(path: str | Path) -> KernelFile:
+    """Read and validate a kernel file from disk (size checked before reading)."""
+    p = Path(path)
+    if not p.is_file():
+        raise KernelFileError(f"no such file: {p}")
+    size = p.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise KernelFileError(f"file is {size} bytes, above the limit of {MAX_FILE_BYTES}")
+    return parse_kernel_file(p.read_bytes())
+
+
+def _finite_or_none(v: float | None) -> float | None:
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dataset: str | None = None,
+                     n_test: int | None = None, test_fraction: float | None = None,
+                     extra_scores: dict | None = None) -> dict:
+    """The JSON document for a fitted kernel."""
+    from . import __version__
+
+    k = fit.kernel
+    roles = slot_roles(k)
+    hps = {
+        s: {"value": math.exp(t), "log_value": t, "roles": sorted(roles[s])}
+        for s, t in zip(k.slots, fit.theta, strict=True)
+    }
+    scores = {
+        "bic": _finite_or_none(fit.bic),
+        "lml": _finite_or_none(fit.lml),
+        "metric": fit.metric,
+        "metric_value": _finite_or_none(fit.metric_value),
+        "test_rmse": _finite_or_none(fit.test_rmse),
+        "dataset": dataset,
+        "n_train": fit.n,
+        "n_test": n_test,
+        "test_fraction": test_fraction,
+    }
+    if extra_scores:
+        scores.update(extra_scores)
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "expression": k.prefix,
+        "canonical": k.canonical,
+        "infix": k.infix,
+        "latex": k.latex,
+        "hyperparameters": hps,
+        "noise_variance": math.exp(fit.log_noise),
+        "jitter": fit.jitter,
+        "q": k.q,
+        "normalisation": normalisation.to_dict() if normalisation is not None else None,
+        "scores": scores,
+        "units": "hyperparameter values and noise_variance are in model units: inputs mapped by normalisation, "
+                 "outputs standardised",
+        "software": f"evocov {__version__}",
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "grammar_slots": DEFAULT_N_HYPER,
+    }
+
+
+def dump_kernel_file(doc: dict) -> str:
+    """Serialise a kernel-file document (strict JSON: no NaN or Infinity)."""
+    return json.dumps(doc, indent=2, allow_nan=False)

@@ -1,0 +1,206 @@
+"""Well-known kernels (the paper's Table 1) and GPSS/ABCD base kernels, written in the grammar.
+
+Each builder returns a :class:`Kernel` whose slots it names, so that compositions can
+be built with fresh slots (:func:`compose`). Hyperparameters follow Table 1::
+
+    CON   θc                                       hp(c)
+    WN    θc δ(x, x')                              the model's noise term (see below)
+    E     θ0² exp(−r)                              r = ||x − x'|| / θl
+    γ-E   θ0² exp(−r^γ)
+    SE    θ0² exp(−r²/2)
+    M12   θ0² exp(−r)
+    M32   θ0² (1 + √3 r) exp(−√3 r)
+    M52   θ0² (1 + √5 r + 5r²/3) exp(−√5 r)
+    RQ    θ0² (1 + r²/(2α))^(−α)
+    PER   θ0² exp(−2 sin²(π ||x − x'|| / p) / θl²)   spectral frequency ω = 2π/p
+    LIN   (x − θs)·(x' − θs) / θl
+
+White noise needs a Kronecker delta, which the grammar does not have: as in the paper,
+every model adds a white-noise variance to K(X, X). :func:`white_noise` returns the zero
+kernel ``add(1, -1)``, so the model ``zero + noise`` *is* WN.
+
+scikit-learn equivalents (tested to 1e-10 in ``tests/test_library.py``)::
+
+    SE  = C(θ0²)·RBF(θl)            M12/E = C(θ0²)·Matern(θl, ν=0.5)
+    M32 = C(θ0²)·Matern(θl, ν=1.5)  M52   = C(θ0²)·Matern(θl, ν=2.5)
+    RQ  = C(θ0²)·RationalQuadratic(θl, α)
+    PER = C(θ0²)·ExpSineSquared(θl, p = 2π/ω)
+    LIN = DotProduct(σ0=0) on X − θs, divided by θl
+    CON = ConstantKernel(θc)        WN = WhiteKernel(θc) (noise term)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from .kernel import Kernel
+
+__all__ = [
+    "BASE_KERNELS",
+    "WELL_KNOWN",
+    "compose",
+    "constant",
+    "exponential",
+    "gamma_exponential",
+    "linear",
+    "matern12",
+    "matern32",
+    "matern52",
+    "periodic",
+    "rational_quadratic",
+    "squared_exponential",
+    "white_noise",
+]
+
+Tokens = list[str]
+
+
+def _amp(s: str) -> Tokens:
+    # θ0² written as square(hp(θ0)), as in Table 1.
+    return ["square", "hp", s]
+
+
+def _r2(lengthscale: str) -> Tokens:
+    return ["sq_dist", "euc", "x", lengthscale]
+
+
+def _times(a: Tokens, b: Tokens) -> Tokens:
+    return ["multiply", *a, *b]
+
+
+def constant(c: str = "hp0") -> Kernel:
+    """CON: ``θc``."""
+    return Kernel(("hp", c))
+
+
+def white_noise() -> Kernel:
+    """WN: the zero kernel ``1 + (−1)``; the model's noise variance supplies ``θc δ``."""
+    return Kernel(("add", "1", "-1"))
+
+
+def squared_exponential(amplitude: str = "hp0", lengthscale: str = "hp1") -> Kernel:
+    """SE: ``θ0² exp(−½ ||x − x'||²/θl²)``."""
+    return Kernel(tuple(_times(_amp(amplitude), ["exp", "multiply", "-0.5", *_r2(lengthscale)])))
+
+
+def exponential(amplitude: str = "hp0", lengthscale: str = "hp1") -> Kernel:
+    """E (= M12): ``θ0² exp(−||x − x'||/θl)``."""
+    r = ["sqrt", *_r2(lengthscale)]
+    return Kernel(tuple(_times(_amp(amplitude), ["exp", "multiply", "-1", *r])))
+
+
+matern12 = exponential
+
+
+def gamma_exponential(amplitude: str = "hp0", lengthscale: str = "hp1", gamma: str = "hp2") -> Kernel:
+    """γ-E: ``θ0² exp(−r^γ)``, PSD for 0 < γ ≤ 2."""
+    r_g = ["power", "sqrt", *_r2(lengthscale), gamma]
+    return Kernel(tuple(_times(_amp(amplitude), ["exp", "multiply", "-1", *r_g])))
+
+
+def matern32(amplitude: str = "hp0", lengthscale: str = "hp1") -> Kernel:
+    """M32: ``θ0² (1 + u) exp(−u)`` with ``u = √3 r = sqrt(3 r²)``."""
+    u = ["sqrt", "multiply", "3", *_r2(lengthscale)]
+    body = ["multiply", "add", "1", *u, "exp", "multiply", "-1", *u]
+    return Kernel(tuple(_times(_amp(amplitude), body)))
+
+
+def matern52(amplitude: str = "hp0", lengthscale: str = "hp1") -> Kernel:
+    """M52: ``θ0² (1 + v + v²/3) exp(−v)`` with ``v = √5 r`` (so ``5r²/3 = v²/3``)."""
+    v = ["sqrt", "multiply", "5", *_r2(lengthscale)]
+    poly = ["add", "add", "1", *v, "multiply", "square", *v, "div", "3"]
+    body = ["multiply", *poly, "exp", "multiply", "-1", *v]
+    return Kernel(tuple(_times(_amp(amplitude), body)))
+
+
+def rational_quadratic(amplitude: str = "hp0", lengthscale: str = "hp1", alpha: str = "hp2") -> Kernel:
+    """RQ: ``θ0² (1 + r²/(2α))^(−α)``; α is one slot used twice."""
+    base = ["add", "1", "multiply", *_r2(lengthscale), "div", "multiply", "2", "hp", alpha]
+    return Kernel(tuple(_times(_amp(amplitude), ["div", "power", *base, alpha])))
+
+
+def periodic(amplitude: str = "hp0", lengthscale: str = "hp1", frequency: str = "hp2") -> Kernel:
+    """PER: ``θ0² exp(−2 sin²(π||x − x'||/p)/θl²)`` with the slot holding ``ω = 2π/p``.
+
+    ``sq_dist(spectral(x, ω), θl) = 4 sin²(ω Δ/2)/θl²``, so ``−½`` of it is the exponent.
+    """
+    d = ["sq_dist", "spectral", "x", frequency, lengthscale]
+    return Kernel(tuple(_times(_amp(amplitude), ["exp", "multiply", "-0.5", *d])))
+
+
+def linear(shift: str = "hp0", scale: str = "hp1") -> Kernel:
+    """LIN: ``(x − θs)·(x' − θs)/θl``."""
+    return Kernel(("dot_prod", "euc", "x", shift, scale))
+
+
+#: Table 1 kernels by name, with default slots.
+WELL_KNOWN: dict[str, Callable[[], Kernel]] = {
+    "CON": constant,
+    "WN": white_noise,
+    "E": exponential,
+    "gamma-E": gamma_exponential,
+    "SE": squared_exponential,
+    "M12": matern12,
+    "M32": matern32,
+    "M52": matern52,
+    "RQ": rational_quadratic,
+    "PER": periodic,
+    "LIN": linear,
+}
+
+
+def _gpss_lin(offset: str, shift: str, scale: str) -> Kernel:
+    # GPSS's LinOLD is covSum{covConst, covLINscaleshift}: c² + (x − loc)(x' − loc)/ℓ².
+    return Kernel(("add", "square", "hp", offset, *linear(shift, scale).tokens))
+
+
+#: GPSS/ABCD base kernels and their slot counts: builders taking fresh slot names.
+BASE_KERNELS: dict[str, tuple[int, Callable[..., Kernel]]] = {
+    "SE": (2, squared_exponential),
+    "PER": (3, periodic),
+    "LIN": (3, _gpss_lin),
+    "RQ": (3, rational_quadratic),
+    "C": (1, lambda c: Kernel(("square", "hp", c))),
+}
+
+
+def _fresh(start: int) -> Iterator[str]:
+    k = start
+    while True:
+        yield f"hp{k}"
+        k += 1
+
+
+def compose(expr: str | list, start: int = 0) -> Kernel:
+    """Build a GPSS-style sum/product of base kernels with fresh slots.
+
+    Parameters
+    ----------
+    expr : str or nested list
+        A base-kernel name (``"SE"``, ``"PER"``, ``"LIN"``, ``"RQ"``, ``"C"``), or
+        ``["+", a, b, ...]`` / ``["*", a, b, ...]`` of such expressions.
+    start : int
+        First slot number to use.
+
+    Examples
+    --------
+    >>> compose(["+", "SE", ["*", "PER", "SE"]]).q
+    8
+    """
+    slots = _fresh(start)
+
+    def build(e: str | list) -> list[str]:
+        if isinstance(e, str):
+            if e not in BASE_KERNELS:
+                raise ValueError(f"unknown base kernel {e!r}; expected one of {sorted(BASE_KERNELS)}")
+            n, make = BASE_KERNELS[e]
+            return list(make(*[next(slots) for _ in range(n)]).tokens)
+        if not e or e[0] not in ("+", "*") or len(e) < 3:
+            raise ValueError(f"expected ['+' or '*', operand, operand, ...], got {e!r}")
+        op = "add" if e[0] == "+" else "multiply"
+        acc = build(e[1])
+        for operand in e[2:]:
+            acc = [op, *acc, *build(operand)]
+        return acc
+
+    return Kernel(tuple(build(expr)))

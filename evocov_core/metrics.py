@@ -1,0 +1,268 @@
+"""The five hyperparameter-selection metrics of the paper's section 6.3, and test RMSE.
+
+Every metric is computed in model units on the training data and oriented so that
+**higher is better** except RMSE; :func:`loss` flips signs so an optimiser minimises.
+``z = [theta, log_noise]`` throughout (log slot values, then the log noise variance).
+
+=================  =====================================================================
+``lml``            log p(y | X, θ) (GPML eq. 2.30; the paper's eq. 5)
+``loocv``          Σ_i log p(y_i | X, y_−i, θ), closed form from K⁻¹ (GPML eqs. 5.10-5.12):
+                   μ_i = y_i − [K⁻¹y]_i/[K⁻¹]_ii, σ_i² = 1/[K⁻¹]_ii; no n refits
+``posterior_lml``  log N(y_v; μ_v, Σ_v + σ²I): the GP conditioned on the train-train part
+                   scores the train-test part jointly
+``sopl``           Σ_{i∈v} log N(y_i; μ_i, Σ_ii + σ²): the same, point by point
+                   ("sum of posterior log-likelihoods")
+``rmse``           sqrt(mean((y_v − μ_v)²)) on the train-test part (lower is better)
+=================  =====================================================================
+
+The train-train / train-test split takes the last ``split_fraction`` of the training
+x-range as train-test, the same rule as the published test split, so these metrics
+reward extrapolation.
+
+Gradients: ``lml`` and ``loocv`` have analytic gradients (one reverse pass of an
+adjoint matrix through the kernel tree); the other three are used with Powell, as in the
+paper.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.linalg import solve_triangular
+
+from .data import Dataset, split_mask
+from .evaluate import Inputs, covariance, covariance_diag, covariance_vjp
+from .gp import LOG_2PI, factorize, inverse_from_factor, lml, lml_and_grad
+from .kernel import Kernel
+from .spectrum import periodogram_peaks
+
+__all__ = [
+    "GRADIENT_METRICS",
+    "METRICS",
+    "FitData",
+    "loss",
+    "loss_and_grad",
+    "metric_value",
+    "rmse",
+]
+
+Array = NDArray[np.float64]
+
+METRICS = ("lml", "loocv", "posterior_lml", "sopl", "rmse")
+GRADIENT_METRICS = frozenset({"lml", "loocv"})
+METRIC_LABELS = {
+    "lml": "LML",
+    "loocv": "LOOCV",
+    "posterior_lml": "posterior LML",
+    "sopl": "SoPL",
+    "rmse": "RMSE",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class SplitData:
+    """Train-train (t) / train-test (v) parts of the training data, model units."""
+
+    X_t: Array
+    y_t: Array
+    X_v: Array
+    y_v: Array
+    inputs_t: Inputs
+    inputs_vt: Inputs  # cross geometry (v × t)
+    inputs_v: Inputs  # symmetric geometry of v
+
+
+@dataclass(frozen=True, eq=False)
+class FitData:
+    """Training data in model units with every θ-independent cache a metric needs.
+
+    Build once per data set with :meth:`from_dataset` and reuse for every kernel.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    inputs : Inputs
+        Symmetric geometry of X (Toeplitz row when X is a regular 1-D grid).
+    split : SplitData or None
+        For ``posterior_lml``, ``sopl`` and ``rmse``.
+    X_test : ndarray of shape (m, d) or None
+        Test inputs in model units.
+    y_test : ndarray of shape (m,) or None
+        Test outputs in **original** units.
+    y_mean, y_std : float
+        Output normalisation, to report test RMSE in original units.
+    frequency_peaks : (tuple of float, tuple of float)
+        Periodogram peak angular frequencies (model units) and weights, used to start
+        frequency slots (:mod:`evocov_core.spectrum`).
+    """
+
+    X: Array
+    y: Array
+    inputs: Inputs
+    split: SplitData | None
+    X_test: Array | None
+    y_test: Array | None
+    y_mean: float = 0.0
+    y_std: float = 1.0
+    split_fraction: float = 0.1
+    frequency_peaks: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())
+
+    @property
+    def n(self) -> int:
+        return int(self.y.shape[0])
+
+    @classmethod
+    def from_arrays(cls, X: Array, y: Array, *, X_test: Array | None = None, y_test: Array | None = None,
+                    y_mean: float = 0.0, y_std: float = 1.0, split_fraction: float = 0.1) -> FitData:
+        """From model-unit arrays (test outputs in original units)."""
+        X = np.ascontiguousarray(np.asarray(X, dtype=np.float64).reshape(len(y), -1))
+        y = np.asarray(y, dtype=np.float64)
+        split = None
+        if split_fraction > 0:
+            mask = split_mask(X, split_fraction)
+            if 2 <= mask.sum() < len(y):
+                Xt, Xv = X[mask], X[~mask]
+                split = SplitData(Xt, y[mask], Xv, y[~mask], Inputs(Xt), Inputs(Xv, Xt), Inputs(Xv))
+        omegas, weights = periodogram_peaks(X[:, 0], y)
+        peaks = (tuple(map(float, omegas)), tuple(map(float, weights)))
+        return cls(X, y, Inputs(X), split, X_test, y_test, y_mean, y_std, split_fraction, peaks)
+
+    @classmethod
+    def from_dataset(cls, ds: Dataset, *, split_fraction: float = 0.1) -> FitData:
+        """Normalise a :class:`~evocov_core.data.Dataset` and build the caches."""
+        nm = ds.norm
+        X_test = nm.x_to_model(ds.X_test) if ds.n_test else None
+        y_test = ds.y_test if ds.n_test else None
+        return cls.from_arrays(nm.x_to_model(ds.X_train), nm.y_to_model(ds.y_train), X_test=X_test,
+                               y_test=y_test, y_mean=nm.y_mean, y_std=nm.y_std, split_fraction=split_fraction)
+
+
+def _split(data: FitData) -> SplitData:
+    if data.split is None:
+        raise ValueError("this metric needs a train-train/train-test split: the training data is too small")
+    return data.split
+
+
+def _posterior_parts(kernel: Kernel, data: FitData, z: Array) -> tuple[Array, Array, Array, Array, float]:
+    """μ_v, V = L⁻¹K_tv, prior cov K_vv, y_v, noise for the split metrics."""
+    s = _split(data)
+    theta, noise = z[:-1], math.exp(z[-1])
+    K = covariance(kernel, s.inputs_t, theta)
+    f = factorize(K, noise, overwrite=True, rebuild=lambda: covariance(kernel, s.inputs_t, theta))
+    alpha = f.solve(s.y_t)
+    Kvt = covariance(kernel, s.inputs_vt, theta)
+    mu = Kvt @ alpha
+    V = solve_triangular(f.L, Kvt.T, lower=True, check_finite=False)
+    return mu, V, Kvt, s.y_v, noise + f.jitter
+
+
+def _posterior_lml(kernel: Kernel, data: FitData, z: Array) -> float:
+    s = _split(data)
+    mu, V, _, y_v, noise = _posterior_parts(kernel, data, z)
+    C = covariance(kernel, s.inputs_v, z[:-1]) - V.T @ V
+    f = factorize(C, noise)
+    r = y_v - mu
+    a = f.solve(r)
+    return float(-0.5 * r @ a - 0.5 * f.log_det - 0.5 * len(r) * LOG_2PI)
+
+
+def _sopl(kernel: Kernel, data: FitData, z: Array) -> float:
+    s = _split(data)
+    mu, V, _, y_v, noise = _posterior_parts(kernel, data, z)
+    var = covariance_diag(kernel, s.X_v, z[:-1]) - np.einsum("ij,ij->j", V, V) + noise
+    if not np.all(np.isfinite(var)) or np.any(var <= 0):
+        return -math.inf
+    r = y_v - mu
+    return float(np.sum(-0.5 * r * r / var - 0.5 * np.log(var) - 0.5 * LOG_2PI))
+
+
+def _rmse_v(kernel: Kernel, data: FitData, z: Array) -> float:
+    mu, _, _, y_v, _ = _posterior_parts(kernel, data, z)
+    return float(np.sqrt(np.mean((y_v - mu) ** 2)))
+
+
+def _loocv_parts(kernel: Kernel, data: FitData, z: Array, want_grad: bool):
+    theta, noise = z[:-1], math.exp(z[-1])
+    if want_grad:
+        K, vjp = covariance_vjp(kernel, data.inputs, theta)
+    else:
+        K, vjp = covariance(kernel, data.inputs, theta), None
+    f = factorize(K, noise, overwrite=True, rebuild=lambda: covariance(kernel, data.inputs, theta))
+    A = inverse_from_factor(f)
+    alpha = A @ data.y
+    d = np.diagonal(A).copy()
+    if np.any(d <= 0):
+        raise FloatingPointError("K⁻¹ has a non-positive diagonal")
+    value = float(np.sum(0.5 * np.log(d) - 0.5 * alpha**2 / d - 0.5 * LOG_2PI))
+    return value, A, alpha, d, vjp, noise
+
+
+def _loocv(kernel: Kernel, data: FitData, z: Array) -> float:
+    return _loocv_parts(kernel, data, z, want_grad=False)[0]
+
+
+def _loocv_and_grad(kernel: Kernel, data: FitData, z: Array) -> tuple[float, Array]:
+    """LOOCV and its gradient.
+
+    With A = K_y⁻¹, α = Ay, L = Σ_i ½ log A_ii − α_i²/(2A_ii) + const:
+    g_i = ∂L/∂α_i = −α_i/A_ii and h_i = ∂L/∂A_ii = 1/(2A_ii) + α_i²/(2A_ii²).
+    From dα = −A dK α and dA = −A dK A, the adjoint of K is
+    ``G = −(A g) αᵀ − A diag(h) A``; ``∂L/∂θ = Σ G ⊙ ∂K/∂θ`` (one reverse pass). This is
+    GPML eq. 5.13 summed over i, with one n³ product in total instead of one per θ.
+    """
+    value, A, alpha, d, vjp, noise = _loocv_parts(kernel, data, z, want_grad=True)
+    g = -alpha / d
+    h = 0.5 / d + 0.5 * alpha**2 / d**2
+    G = -np.outer(A @ g, alpha)
+    G -= (A * h) @ A
+    grad = np.empty(kernel.n_params + 1)
+    grad[:-1] = vjp(G)
+    grad[-1] = float(np.trace(G)) * noise
+    return value, grad
+
+
+def metric_value(name: str, kernel: Kernel, data: FitData, z: Array) -> float:
+    """Value of metric ``name`` at ``z`` (natural orientation: RMSE lower, others higher).
+
+    Raises on numerical failure (see :mod:`evocov_core.gp`); callers catch.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    if name == "lml":
+        return lml(kernel, data.inputs, data.y, z[:-1], float(z[-1]))[0]
+    if name == "loocv":
+        return _loocv(kernel, data, z)
+    if name == "posterior_lml":
+        return _posterior_lml(kernel, data, z)
+    if name == "sopl":
+        return _sopl(kernel, data, z)
+    if name == "rmse":
+        return _rmse_v(kernel, data, z)
+    raise ValueError(f"unknown metric {name!r}; choose one of {', '.join(METRICS)}")
+
+
+def loss(name: str, kernel: Kernel, data: FitData, z: Array) -> float:
+    """The quantity an optimiser minimises: −metric, or RMSE."""
+    v = metric_value(name, kernel, data, z)
+    return v if name == "rmse" else -v
+
+
+def loss_and_grad(name: str, kernel: Kernel, data: FitData, z: Array) -> tuple[float, Array]:
+    """Loss and its gradient with respect to ``z`` (``lml`` and ``loocv`` only)."""
+    z = np.asarray(z, dtype=np.float64)
+    if name == "lml":
+        v, g, _ = lml_and_grad(kernel, data.inputs, data.y, z[:-1], float(z[-1]))
+    elif name == "loocv":
+        v, g = _loocv_and_grad(kernel, data, z)
+    else:
+        raise ValueError(f"metric {name!r} has no analytic gradient; use Powell")
+    return -v, -g
+
+
+def rmse(y_true: Array, y_pred: Array) -> float:
+    """Root mean squared error, ``sqrt(mean((y_true − y_pred)²))``."""
+    r = np.asarray(y_true, dtype=np.float64) - np.asarray(y_pred, dtype=np.float64)
+    return float(np.sqrt(np.mean(r * r)))

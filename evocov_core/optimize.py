@@ -1,0 +1,498 @@
+"""Hyperparameter fitting: multi-start L-BFGS-B or budgeted Powell, with inheritance.
+
+One call of :func:`fit_kernel` optimises a kernel's hyperparameters under a metric
+and returns a frozen :class:`FitResult` (θ, metric, LML, BIC, test RMSE, status,
+evaluations, seconds). It never raises for numerical reasons: a kernel that cannot be
+evaluated gets ``status != "ok"``, a reason, and BIC = +inf.
+
+The optimiser sees ``z = [log θ_1 … log θ_p, log σ²_noise]`` (natural logs), inside the
+box :class:`HyperSpace` documents.
+
+Methods
+-------
+``lbfgs``  (default for LML and LOOCV) scipy's L-BFGS-B with the analytic gradient,
+           ``n_restarts`` starts, at most ``max_evals`` evaluations each.
+``powell`` the paper's method: Powell's method restarted every time it stops, until the
+           budget ``max_fun_call = ref_fun_call · 350² / n²`` evaluations is spent; points
+           outside the box get a penalty (Powell is unbounded in the paper).
+``auto``   ``lbfgs`` for metrics with gradients, ``powell`` for the others.
+
+Starting points (section 4.3.2)
+-------------------------------
+* New kernels: every start drawn at random, slot by slot, from the range of the role the
+  slot plays in the tree (:func:`init_ranges`); frequency slots mostly near a peak of the
+  data's periodogram (:mod:`evocov_core.spectrum`). ``init="paper"`` draws uniformly in
+  the whole box instead, as the paper does.
+* Kernels made by variation, and selected kernels evaluated again: the first start is
+  the inherited (or current) values themselves, the others are drawn from
+  ``N(θ_parent, σθ²)`` in log space. Slots with nothing to inherit are drawn as for new
+  kernels. Keeping the exact parent values as one start means a re-evaluation can only
+  improve the metric.
+
+The best point seen over all evaluations is returned, never only the optimiser's
+final point (scipy's bounded Powell can end on a worse point: scipy issue 22978).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import minimize
+
+from .gp import NumericalFailure, posterior
+from .gp import lml as gp_lml
+from .grammar import subtree_end
+from .kernel import Kernel
+from .metrics import GRADIENT_METRICS, METRICS, FitData, loss, loss_and_grad, rmse
+from .scoring import PENALTY, bic
+
+__all__ = [
+    "FitResult",
+    "HyperSpace",
+    "OptimConfig",
+    "Start",
+    "fit_kernel",
+    "init_ranges",
+    "powell_budget",
+    "slot_roles",
+]
+
+Array = NDArray[np.float64]
+
+_BIG = 1e10  # loss returned for points that cannot be evaluated
+#: Probability that a new start of a frequency slot is drawn near a periodogram peak.
+PEAK_PROBABILITY = 0.8
+_NUMERIC_ERRORS = (NumericalFailure, FloatingPointError, ArithmeticError, np.linalg.LinAlgError, ValueError)
+
+
+@dataclass(frozen=True)
+class HyperSpace:
+    """The box the optimiser searches, in natural-log space.
+
+    Model units: training inputs span [1, 2], outputs are standardised (see
+    :mod:`evocov_core.data`). A slot may play several roles (lengthscale, frequency,
+    amplitude, exponent, ...) so all slots share one box.
+
+    Attributes
+    ----------
+    bounds : (float, float)
+        Box of every ``log θ``. Default (−10, 10): θ from 4.5e-5 to 2.2e4, enough for a
+        frequency of a period of two samples at n = 7000 and for lengthscales far
+        beyond the data.
+    noise_bounds : (float, float)
+        Box of ``log σ²_noise``. Default (log 1e-6, log 10) in units of var(y).
+    """
+
+    bounds: tuple[float, float] = (-10.0, 10.0)
+    noise_bounds: tuple[float, float] = (math.log(1e-6), math.log(10.0))
+
+    def lower_upper(self, p: int) -> tuple[Array, Array]:
+        lo = np.full(p + 1, self.bounds[0])
+        hi = np.full(p + 1, self.bounds[1])
+        lo[-1], hi[-1] = self.noise_bounds
+        return lo, hi
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """Settings of one hyperparameter optimisation.
+
+    Attributes
+    ----------
+    metric : str
+        One of ``lml``, ``loocv``, ``posterior_lml``, ``sopl``, ``rmse``.
+    method : str
+        ``auto``, ``lbfgs`` or ``powell``.
+    n_restarts : int
+        Starts for L-BFGS-B.
+    max_evals : int
+        Evaluations per L-BFGS-B start.
+    ref_fun_call : int
+        Powell budget reference: ``max_fun_call = ref_fun_call · 350² / n²`` (paper: 300).
+    sigma_theta : float
+        Standard deviation of inherited starts in log space (paper: 0.1).
+    init : str
+        ``roles`` (data-aware ranges per slot role) or ``paper`` (uniform in the box).
+    space : HyperSpace
+    """
+
+    metric: str = "lml"
+    method: str = "auto"
+    n_restarts: int = 3
+    max_evals: int = 60
+    ref_fun_call: int = 300
+    sigma_theta: float = 0.1
+    init: str = "roles"
+    space: HyperSpace = field(default_factory=HyperSpace)
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise ValueError(f"unknown metric {self.metric!r}; choose one of {', '.join(METRICS)}")
+        if self.method not in ("auto", "lbfgs", "powell"):
+            raise ValueError(f"unknown method {self.method!r}; choose auto, lbfgs or powell")
+        if self.method == "lbfgs" and self.metric not in GRADIENT_METRICS:
+            raise ValueError(f"L-BFGS-B needs a gradient; metric {self.metric!r} has none (use powell)")
+        if self.n_restarts < 1:
+            raise ValueError("n_restarts must be at least 1")
+        if self.max_evals < 2:
+            raise ValueError("max_evals must be at least 2")
+        if self.ref_fun_call < 1:
+            raise ValueError("ref_fun_call must be at least 1")
+        if self.sigma_theta < 0:
+            raise ValueError("sigma_theta must be non-negative")
+        if self.init not in ("roles", "paper"):
+            raise ValueError("init must be 'roles' or 'paper'")
+
+    @property
+    def resolved_method(self) -> str:
+        if self.method == "auto":
+            return "lbfgs" if self.metric in GRADIENT_METRICS else "powell"
+        return self.method
+
+
+@dataclass(frozen=True)
+class Start:
+    """Known starting values: log θ per slot of the kernel (NaN = unknown) and log noise."""
+
+    theta: tuple[float, ...]
+    log_noise: float = math.nan
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """Outcome of fitting one kernel.
+
+    Attributes
+    ----------
+    kernel : Kernel
+    theta : tuple of float
+        Log slot values at the best point (ordered as ``kernel.slots``).
+    log_noise : float
+        Log noise variance (model units).
+    jitter : float
+        Extra diagonal the Cholesky needed at the best point (0 when none).
+    status : str
+        ``ok``, ``cholesky_failed``, ``non_finite`` or ``optimiser_failed``.
+    reason : str
+        Why it failed (empty when ok).
+    metric : str
+    metric_value : float
+        The metric at ``theta`` (natural orientation).
+    lml : float
+        Training LML at ``theta``.
+    bic : float
+        ``−2·lml + q·log n``; +inf when the fit failed.
+    q : int
+        Hyperparameters, noise included.
+    n : int
+        Training points.
+    n_evals : int
+        Metric evaluations spent.
+    seconds : float
+    test_rmse : float or None
+        RMSE of the predictive mean on the test part, original units.
+    """
+
+    kernel: Kernel
+    theta: tuple[float, ...]
+    log_noise: float
+    jitter: float
+    status: str
+    reason: str
+    metric: str
+    metric_value: float
+    lml: float
+    bic: float
+    q: int
+    n: int
+    n_evals: int
+    seconds: float
+    test_rmse: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def z(self) -> Array:
+        """``[theta, log_noise]`` as an array."""
+        return np.array((*self.theta, self.log_noise), dtype=np.float64)
+
+    @property
+    def noise_variance(self) -> float:
+        return math.exp(self.log_noise)
+
+    def start(self) -> Start:
+        """This fit's values as a :class:`Start` (to continue optimising)."""
+        return Start(self.theta, self.log_noise)
+
+
+def powell_budget(ref_fun_call: int, n: int) -> int:
+    """The paper's ``max_fun_call = ref_fun_call · 350² / n²`` (at least 1)."""
+    return max(1, int(ref_fun_call * 350**2 / n**2))
+
+
+# --- starting points --------------------------------------------------------------
+
+
+def slot_roles(kernel: Kernel) -> dict[str, set[str]]:
+    """What each slot does in the tree.
+
+    Roles: ``frequency`` (spectral θp), ``lengthscale`` (sq_dist of raw inputs),
+    ``periodic_lengthscale`` (sq_dist of spectral features), ``shift`` / ``scale``
+    (dot_prod θs / θl), ``value`` (hp), ``exponent`` (power).
+    """
+    toks = kernel.tokens
+    roles: dict[str, set[str]] = {s: set() for s in kernel.slots}
+    for i, t in enumerate(toks):
+        if t == "spectral":
+            roles[toks[i + 2]].add("frequency")
+        elif t == "sq_dist":
+            j = subtree_end(toks, i + 1)
+            roles[toks[j]].add("periodic_lengthscale" if toks[i + 1] == "spectral" else "lengthscale")
+        elif t == "dot_prod":
+            j = subtree_end(toks, i + 1)
+            roles[toks[j]].add("shift")
+            roles[toks[j + 1]].add("scale")
+        elif t == "hp":
+            roles[toks[i + 1]].add("value")
+        elif t == "power":
+            j = subtree_end(toks, i + 1)
+            roles[toks[j]].add("exponent")
+    return roles
+
+
+def init_ranges(data: FitData) -> dict[str, tuple[float, float]]:
+    """Log-space ranges new starts are drawn from, by slot role, for these data.
+
+    With training inputs spanning [1, 2] and median spacing h (model units):
+    frequencies for periods from two ranges down to two samples, ``[log π, log(π/h)]``;
+    lengthscales from one sample to ten ranges, ``[log h, log 10]``; periodic
+    lengthscales, dot-product scales and values ``[−3, 3]`` around unit variance;
+    shifts ``[log 0.1, log 3]`` (a trend's zero from one range before the data to one
+    after); exponents ``[log 0.1, log 5]``; noise variance ``[log 1e-4, log 0.5]``.
+    """
+    x = np.sort(data.X[:, 0])
+    gaps = np.diff(x)
+    gaps = gaps[gaps > 0]
+    h = float(np.median(gaps)) if gaps.size else 1.0 / max(data.n, 2)
+    return {
+        "frequency": (math.log(math.pi), max(math.log(math.pi) + 0.5, math.log(math.pi / h))),
+        "lengthscale": (math.log(h), math.log(10.0)),
+        "periodic_lengthscale": (-3.0, 3.0),
+        "shift": (math.log(0.1), math.log(3.0)),
+        "scale": (-3.0, 3.0),
+        "value": (-3.0, 3.0),
+        "exponent": (math.log(0.1), math.log(5.0)),
+        "": (-3.0, 3.0),
+        "noise": (math.log(1e-4), math.log(0.5)),
+    }
+
+
+def _draw_new(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator) -> Array:
+    p = kernel.n_params
+    lo, hi = config.space.lower_upper(p)
+    if config.init == "paper":
+        return rng.uniform(lo, hi)
+    ranges = init_ranges(data)
+    roles = slot_roles(kernel)
+    omegas, weights = data.frequency_peaks
+    z = np.empty(p + 1)
+    for k, s in enumerate(kernel.slots):
+        r = sorted(roles[s]) or [""]
+        role = r[int(rng.integers(len(r)))]
+        if role == "frequency" and omegas and rng.random() < PEAK_PROBABILITY:
+            # Near a periodogram peak (see evocov_core.spectrum).
+            w = omegas[int(rng.choice(len(omegas), p=weights))]
+            z[k] = math.log(w) + 0.01 * rng.standard_normal()
+        else:
+            a, b = ranges[role]
+            z[k] = rng.uniform(a, b)
+    z[-1] = rng.uniform(*ranges["noise"])
+    return np.clip(z, lo, hi)
+
+
+def _starts(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator,
+            start: Start | None, count: int) -> list[Array]:
+    lo, hi = config.space.lower_upper(kernel.n_params)
+    out = []
+    for k in range(count):
+        z = _draw_new(kernel, data, config, rng)
+        if start is not None:
+            known = np.array((*start.theta, start.log_noise), dtype=np.float64)
+            if known.shape != z.shape:
+                raise ValueError(f"start has {known.size - 1} slot values, kernel has {kernel.n_params}")
+            mask = np.isfinite(known)
+            jitter = 0.0 if k == 0 else config.sigma_theta
+            z[mask] = known[mask] + jitter * rng.standard_normal(int(mask.sum()))
+        out.append(np.clip(z, lo, hi))
+    return out
+
+
+# --- the fitter --------------------------------------------------------------------
+
+
+class _Tracker:
+    """Counts evaluations and keeps the best point seen."""
+
+    def __init__(self) -> None:
+        self.n_evals = 0
+        self.best_loss = math.inf
+        self.best_z: Array | None = None
+        self.last_error = ""
+        self.last_status = "optimiser_failed"
+
+    def fail(self, exc: BaseException | None, reason: str = "") -> None:
+        self.n_evals += 1
+        self.last_error = str(exc) if exc is not None else reason
+        self.last_status = getattr(exc, "status", "non_finite" if exc is None else "optimiser_failed")
+
+    def record(self, z: Array, f: float) -> None:
+        self.n_evals += 1
+        if f < self.best_loss:
+            self.best_loss = f
+            self.best_z = np.array(z, dtype=np.float64)
+
+
+def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[Array], tr: _Tracker) -> None:
+    lo, hi = config.space.lower_upper(kernel.n_params)
+    bounds = list(zip(lo, hi, strict=True))
+    zero = np.zeros(kernel.n_params + 1)
+
+    def fun(z: Array) -> tuple[float, Array]:
+        try:
+            f, g = loss_and_grad(config.metric, kernel, data, z)
+        except _NUMERIC_ERRORS as exc:
+            tr.fail(exc)
+            return _BIG, zero
+        if not (math.isfinite(f) and np.all(np.isfinite(g))):
+            tr.fail(None, "metric or gradient is not finite")
+            return _BIG, zero
+        tr.record(z, f)
+        return f, g
+
+    for z0 in starts:
+        minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds,
+                 options={"maxfun": config.max_evals, "maxiter": config.max_evals})
+
+
+def _run_powell(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[Array], tr: _Tracker,
+                more_starts: Callable[[], Array]) -> None:
+    lo, hi = config.space.lower_upper(kernel.n_params)
+    budget = powell_budget(config.ref_fun_call, data.n)
+
+    def fun(z: Array) -> float:
+        if tr.n_evals >= budget:
+            raise _BudgetSpent
+        outside = np.maximum(lo - z, 0.0) + np.maximum(z - hi, 0.0)
+        if outside.any():
+            tr.n_evals += 1
+            return _BIG * (1.0 + float(outside @ outside))
+        try:
+            f = loss(config.metric, kernel, data, z)
+        except _NUMERIC_ERRORS as exc:
+            tr.fail(exc)
+            return _BIG
+        if not math.isfinite(f):
+            tr.fail(None, "metric is not finite")
+            return _BIG
+        tr.record(z, f)
+        return f
+
+    queue = list(starts)
+    while tr.n_evals < budget:
+        z0 = queue.pop(0) if queue else more_starts()
+        before = tr.n_evals
+        try:
+            minimize(fun, z0, method="Powell", options={"maxfev": budget - tr.n_evals, "xtol": 1e-4, "ftol": 1e-6})
+        except _BudgetSpent:
+            break
+        if tr.n_evals == before:  # pragma: no cover - defensive: no progress possible
+            break
+
+
+class _BudgetSpent(Exception):
+    pass
+
+
+def fit_kernel(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator,
+               start: Start | None = None) -> FitResult:
+    """Optimise ``kernel``'s hyperparameters under ``config.metric``.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    data : FitData
+        Training data and caches (model units).
+    config : OptimConfig
+    rng : numpy.random.Generator
+        Source of every random start.
+    start : Start, optional
+        Inherited or current values (see the module docstring).
+
+    Returns
+    -------
+    FitResult
+        Never raises for numerical reasons.
+    """
+    t0 = time.perf_counter()
+    tr = _Tracker()
+    method = config.resolved_method
+    try:
+        if method == "lbfgs":
+            _run_lbfgs(kernel, data, config, _starts(kernel, data, config, rng, start, config.n_restarts), tr)
+        else:
+            _run_powell(kernel, data, config, _starts(kernel, data, config, rng, start, 1), tr,
+                        lambda: _starts(kernel, data, config, rng, None, 1)[0])
+    except _NUMERIC_ERRORS as exc:  # pragma: no cover - the objectives catch these
+        tr.fail(exc)
+    return _finish(kernel, data, config, tr, time.perf_counter() - t0)
+
+
+def _failed(kernel: Kernel, data: FitData, config: OptimConfig, status: str, reason: str, n_evals: int,
+            seconds: float) -> FitResult:
+    nan = math.nan
+    return FitResult(kernel, tuple([nan] * kernel.n_params), nan, 0.0, status, reason, config.metric, nan, nan,
+                     PENALTY, kernel.q, data.n, n_evals, seconds, None)
+
+
+def _finish(kernel: Kernel, data: FitData, config: OptimConfig, tr: _Tracker, seconds: float) -> FitResult:
+    if tr.best_z is None:
+        reason = tr.last_error or "no hyperparameter value could be evaluated"
+        return _failed(kernel, data, config, tr.last_status, reason, tr.n_evals, seconds)
+    z = tr.best_z
+    try:
+        lml_value, jitter = gp_lml(kernel, data.inputs, data.y, z[:-1], float(z[-1]))
+        mval = -tr.best_loss if config.metric != "rmse" else tr.best_loss
+        if config.metric == "lml":
+            mval = lml_value
+        test = None
+        if data.X_test is not None and data.y_test is not None and len(data.y_test):
+            post = posterior(kernel, data.inputs, data.y, z[:-1], float(z[-1]), data.X_test, jitter=jitter)
+            test = rmse(data.y_test, post.mean * data.y_std + data.y_mean)
+            if not math.isfinite(test):
+                test = None
+    except _NUMERIC_ERRORS as exc:
+        return _failed(kernel, data, config, getattr(exc, "status", "non_finite"), str(exc), tr.n_evals, seconds)
+    return FitResult(
+        kernel=kernel,
+        theta=tuple(float(v) for v in z[:-1]),
+        log_noise=float(z[-1]),
+        jitter=float(jitter),
+        status="ok",
+        reason="",
+        metric=config.metric,
+        metric_value=float(mval),
+        lml=float(lml_value),
+        bic=bic(lml_value, kernel.q, data.n),
+        q=kernel.q,
+        n=data.n,
+        n_evals=tr.n_evals,
+        seconds=seconds,
+        test_rmse=test,
+    )

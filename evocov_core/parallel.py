@@ -1,0 +1,254 @@
+"""Executors that fit many kernels at once: serial, a local process pool, Dask distributed.
+
+Evaluating a population is embarrassingly parallel. A search hands an executor a list of
+:class:`Task`\\ s; the executor fits each with :func:`run_task` somewhere and gives the
+:class:`~evocov_core.optimize.FitResult`\\ s back **in task order**, whatever order they
+finished in. Each task carries its own seed, so a given run gives identical results on
+every executor.
+
+The training data (:class:`~evocov_core.metrics.FitData`) is shipped to each worker once
+per run (process-pool initializer, or a Dask ``scatter(broadcast=True)``), not per task.
+
+Cancellation: ``map`` polls ``should_stop`` each time a result arrives (serial: between
+tasks) and then returns at once; unfinished tasks are cancelled and their slots hold
+``None``. So a stop takes at most one kernel fit's time.
+
+BLAS is limited to one thread in every worker (:func:`~evocov_core.evaluate.prepare_process`):
+parallelism is over candidate kernels.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from .evaluate import prepare_process
+from .kernel import Kernel
+from .metrics import FitData
+from .optimize import FitResult, OptimConfig, Start, fit_kernel
+
+__all__ = [
+    "DaskExecutor",
+    "Executor",
+    "ProcessExecutor",
+    "SerialExecutor",
+    "Task",
+    "make_executor",
+    "run_task",
+]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One kernel to fit.
+
+    Attributes
+    ----------
+    tokens : tuple of str
+        The kernel tree.
+    seed : tuple of int
+        Entropy for this task's ``numpy.random.SeedSequence``.
+    start : Start or None
+        Inherited or current hyperparameter values.
+    """
+
+    tokens: tuple[str, ...]
+    seed: tuple[int, ...]
+    start: Start | None = None
+
+
+def run_task(data: FitData, config: OptimConfig, task: Task) -> FitResult:
+    """Fit one task's kernel (pure: same inputs, same result)."""
+    rng = np.random.default_rng(np.random.SeedSequence(list(task.seed)))
+    return fit_kernel(Kernel(task.tokens), data, config, rng, task.start)
+
+
+StopCheck = Callable[[], bool]
+
+
+class Executor(Protocol):
+    """Runs tasks for one search run. Use as a context manager."""
+
+    def map(self, tasks: Sequence[Task], should_stop: StopCheck | None = None,
+            on_result: Callable[[int, FitResult], None] | None = None) -> list[FitResult | None]:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+class SerialExecutor:
+    """Fits tasks one after another in this process (for debugging and tiny runs)."""
+
+    workers = 1
+
+    def __init__(self, data: FitData, config: OptimConfig) -> None:
+        prepare_process()
+        self.data = data
+        self.config = config
+
+    def map(self, tasks: Sequence[Task], should_stop: StopCheck | None = None,
+            on_result: Callable[[int, FitResult], None] | None = None) -> list[FitResult | None]:
+        out: list[FitResult | None] = [None] * len(tasks)
+        for i, t in enumerate(tasks):
+            if should_stop is not None and should_stop():
+                break
+            out[i] = run_task(self.data, self.config, t)
+            if on_result is not None:
+                on_result(i, out[i])  # type: ignore[arg-type]
+        return out
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> SerialExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# Worker-process globals, set once by the pool initializer.
+_W_DATA: FitData | None = None
+_W_CONFIG: OptimConfig | None = None
+
+
+def _init_worker(data: FitData, config: OptimConfig) -> None:
+    global _W_DATA, _W_CONFIG
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    prepare_process()
+    _W_DATA, _W_CONFIG = data, config
+
+
+def _worker_task(task: Task) -> FitResult:
+    assert _W_DATA is not None and _W_CONFIG is not None
+    return run_task(_W_DATA, _W_CONFIG, task)
+
+
+def _collect(futures: list[Future], should_stop: StopCheck | None,
+             on_result: Callable[[int, FitResult], None] | None, poll: float = 0.2) -> list[FitResult | None]:
+    index = {f: i for i, f in enumerate(futures)}
+    out: list[FitResult | None] = [None] * len(futures)
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, timeout=poll, return_when=FIRST_COMPLETED)
+        for f in done:
+            if f.cancelled():
+                continue
+            r = f.result()
+            out[index[f]] = r
+            if on_result is not None:
+                on_result(index[f], r)
+        if should_stop is not None and should_stop():
+            for f in pending:
+                f.cancel()
+            break
+    return out
+
+
+class ProcessExecutor:
+    """A local process pool (default: every core), data sent once per worker.
+
+    Uses the ``spawn`` start method: forking a multi-threaded server (Streamlit) can
+    deadlock.
+    """
+
+    def __init__(self, data: FitData, config: OptimConfig, workers: int | None = None) -> None:
+        self.workers = workers or os.cpu_count() or 1
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"),
+                                         initializer=_init_worker, initargs=(data, config))
+
+    def map(self, tasks: Sequence[Task], should_stop: StopCheck | None = None,
+            on_result: Callable[[int, FitResult], None] | None = None) -> list[FitResult | None]:
+        futures = [self._pool.submit(_worker_task, t) for t in tasks]
+        return _collect(futures, should_stop, on_result)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> ProcessExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _dask_task(data: FitData, config: OptimConfig, task: Task) -> FitResult:
+    prepare_process()
+    return run_task(data, config, task)
+
+
+class DaskExecutor:
+    """Dask distributed: ``address`` of a scheduler (``tcp://host:8786``), or a ``Client``.
+
+    Without either, starts a ``LocalCluster`` of ``workers`` single-threaded processes
+    (used by the tests).
+    """
+
+    def __init__(self, data: FitData, config: OptimConfig, address: str | None = None, *,
+                 client: object | None = None, workers: int = 2) -> None:
+        from distributed import Client, LocalCluster
+
+        self._cluster = None
+        if client is not None:
+            self._client = client
+            self._own_client = False
+        else:
+            if address is None:
+                self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                             dashboard_address=None)
+                address = self._cluster.scheduler_address
+            self._client = Client(address)
+            self._own_client = True
+        self.workers = len(self._client.scheduler_info().get("workers", {})) or workers  # type: ignore[attr-defined]
+        self._config = config
+        self._data = self._client.scatter(data, broadcast=True)  # type: ignore[attr-defined]
+
+    def map(self, tasks: Sequence[Task], should_stop: StopCheck | None = None,
+            on_result: Callable[[int, FitResult], None] | None = None) -> list[FitResult | None]:
+        from distributed import as_completed
+
+        futures = [self._client.submit(_dask_task, self._data, self._config, t, pure=False)  # type: ignore[attr-defined]
+                   for t in tasks]
+        index = {f.key: i for i, f in enumerate(futures)}
+        out: list[FitResult | None] = [None] * len(futures)
+        remaining = set(index)
+        for f in as_completed(futures):
+            r = f.result()
+            i = index[f.key]
+            out[i] = r
+            remaining.discard(f.key)
+            if on_result is not None:
+                on_result(i, r)
+            if should_stop is not None and should_stop() and remaining:
+                self._client.cancel([g for g in futures if g.key in remaining])  # type: ignore[attr-defined]
+                break
+        return out
+
+    def close(self) -> None:
+        if self._own_client:
+            self._client.close()  # type: ignore[attr-defined]
+        if self._cluster is not None:
+            self._cluster.close()
+
+    def __enter__(self) -> DaskExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def make_executor(data: FitData, config: OptimConfig, *, workers: int | None = None,
+                  scheduler: str | None = None) -> SerialExecutor | ProcessExecutor | DaskExecutor:
+    """``scheduler`` -> Dask; ``workers == 1`` -> serial; otherwise a process pool."""
+    if scheduler:
+        return DaskExecutor(data, config, scheduler)
+    if workers == 1:
+        return SerialExecutor(data, config)
+    return ProcessExecutor(data, config, workers)

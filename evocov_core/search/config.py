@@ -1,0 +1,201 @@
+"""Search settings, their validation, and the ``paper`` and ``quick`` presets.
+
+One flat, frozen :class:`SearchConfig` serves every algorithm (it is what the CLI
+parses, the dashboard edits and the run store saves). What ``population`` and
+``generations`` mean depends on the algorithm, as in the paper's section 6.2:
+
+=============  =========================================  =====================================
+algorithm      ``population`` (N)                         ``generations`` (G)
+=============  =========================================  =====================================
+``evocov``     population size                            generations
+``random``     kernels drawn (paper: 20000)               (unused)
+``gwtf``       hill-climbing mutations per individual     initial individuals (paper: 13)
+               (paper: 200)
+``gpss``       (unused)                                   search depth (levels; GPSS: 10)
+=============  =========================================  =====================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+from ..metrics import METRICS
+from ..optimize import HyperSpace, OptimConfig
+from ..psd import PSDConfig
+from ..variation import VariationConfig
+
+__all__ = ["ALGORITHMS", "PRESETS", "SearchConfig", "preset"]
+
+ALGORITHMS = ("evocov", "random", "gwtf", "gpss")
+ALGORITHM_LABELS = {
+    "evocov": "EvoCov",
+    "random": "Random Search",
+    "gwtf": "Go With The First",
+    "gpss": "GPSS baseline",
+}
+GPSS_BASE_KERNELS = ("SE", "PER", "LIN", "RQ")
+
+
+class ConfigError(ValueError):
+    """An invalid setting; the message names it and the accepted range."""
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Settings of a kernel search (paper defaults; see the module docstring).
+
+    Attributes
+    ----------
+    algorithm : str
+        ``evocov``, ``random``, ``gwtf`` or ``gpss``.
+    population, generations : int
+        N and G (meaning per algorithm in the module docstring).
+    mu : int
+        Individuals kept by truncation selection (EvoCov), ``1 ≤ μ < N``.
+    p_mutation, p_crossover : float
+        Variation probabilities, summing to 1.
+    beta : float
+        Restart threshold on the relative improvement of the best BIC.
+    d_min, d_max : int
+        Depth limits of random generation (Algorithm 2).
+    o_max : int
+        Bloat limit on the depth of variation children.
+    rho_max : int
+        Attempts of a variation operator before a parent is returned unchanged.
+    psd_w : int
+        Random data sets of the PSD check.
+    n_hyper : int
+        Pool of hyperparameter slots.
+    metric : str
+        Hyperparameter metric: ``lml``, ``loocv``, ``posterior_lml``, ``sopl``, ``rmse``.
+    method : str
+        Optimiser: ``auto``, ``lbfgs`` or ``powell``.
+    n_restarts, max_evals : int
+        L-BFGS-B starts and evaluations per start.
+    ref_fun_call : int
+        Powell budget reference (``max_fun_call = ref · 350²/n²``).
+    sigma_theta : float
+        Spread of inherited starts (log space).
+    init : str
+        ``roles`` or ``paper`` starting points for new kernels.
+    metric_split : float
+        Fraction of the training x-range used as train-test by the split metrics.
+    base_kernels : tuple of str
+        GPSS base kernels.
+    """
+
+    algorithm: str = "evocov"
+    population: int = 141
+    generations: int = 141
+    mu: int = 14
+    p_mutation: float = 0.4
+    p_crossover: float = 0.6
+    beta: float = 1e-5
+    d_min: int = 5
+    d_max: int = 15
+    o_max: int = 40
+    rho_max: int = 250
+    psd_w: int = 20
+    n_hyper: int = 20
+    metric: str = "lml"
+    method: str = "auto"
+    n_restarts: int = 3
+    max_evals: int = 60
+    ref_fun_call: int = 300
+    sigma_theta: float = 0.1
+    init: str = "roles"
+    metric_split: float = 0.1
+    base_kernels: tuple[str, ...] = GPSS_BASE_KERNELS
+
+    def __post_init__(self) -> None:
+        def need(cond: bool, msg: str) -> None:
+            if not cond:
+                raise ConfigError(msg)
+
+        need(self.algorithm in ALGORITHMS, f"algorithm must be one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
+        for name in ("population", "generations", "mu", "d_max", "o_max", "rho_max", "psd_w", "n_hyper",
+                     "n_restarts", "max_evals", "ref_fun_call"):
+            v = getattr(self, name)
+            need(isinstance(v, int) and not isinstance(v, bool), f"{name} must be a whole number, got {v!r}")
+        need(self.population >= 2 or self.algorithm == "gpss",
+             f"population (N) must be at least 2, got {self.population}")
+        need(self.generations >= 1, f"generations (G) must be at least 1, got {self.generations}")
+        if self.algorithm == "evocov":
+            need(1 <= self.mu < self.population,
+                 f"mu must satisfy 1 <= mu < population (N = {self.population}), got mu = {self.mu}")
+        need(0.0 <= self.p_mutation <= 1.0, f"p_mutation must be in [0, 1], got {self.p_mutation}")
+        need(0.0 <= self.p_crossover <= 1.0, f"p_crossover must be in [0, 1], got {self.p_crossover}")
+        need(abs(self.p_mutation + self.p_crossover - 1.0) < 1e-9,
+             f"p_mutation + p_crossover must equal 1, got {self.p_mutation} + {self.p_crossover}")
+        need(self.beta >= 0.0, f"beta must be non-negative, got {self.beta}")
+        need(isinstance(self.d_min, int) and 0 <= self.d_min <= self.d_max,
+             f"need 0 <= d_min <= d_max, got d_min = {self.d_min}, d_max = {self.d_max}")
+        need(self.d_max <= 30, f"d_max must be at most 30, got {self.d_max}")
+        need(self.o_max >= 1 and self.o_max <= 200, f"o_max must be in [1, 200], got {self.o_max}")
+        need(self.rho_max >= 1, f"rho_max must be at least 1, got {self.rho_max}")
+        need(1 <= self.psd_w <= 1000, f"psd_w (w) must be in [1, 1000], got {self.psd_w}")
+        need(1 <= self.n_hyper <= 1000, f"n_hyper must be in [1, 1000], got {self.n_hyper}")
+        need(self.metric in METRICS, f"metric must be one of {', '.join(METRICS)}, got {self.metric!r}")
+        need(0.0 < self.metric_split < 0.9, f"metric_split must be in (0, 0.9), got {self.metric_split}")
+        need(bool(self.base_kernels) and all(b in ("SE", "PER", "LIN", "RQ", "C") for b in self.base_kernels),
+             f"base_kernels must be a non-empty subset of SE, PER, LIN, RQ, C, got {self.base_kernels}")
+        try:
+            self.optim  # noqa: B018 - validates the optimiser settings
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    @property
+    def optim(self) -> OptimConfig:
+        return OptimConfig(metric=self.metric, method=self.method, n_restarts=self.n_restarts,
+                           max_evals=self.max_evals, ref_fun_call=self.ref_fun_call, sigma_theta=self.sigma_theta,
+                           init=self.init, space=HyperSpace())
+
+    @property
+    def variation(self) -> VariationConfig:
+        return VariationConfig(o_max=self.o_max, rho_max=self.rho_max, psd=PSDConfig(w=self.psd_w))
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["base_kernels"] = list(self.base_kernels)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SearchConfig:
+        """Build from a dict (unknown keys refused with a clear message)."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
+        d = dict(d)
+        if "base_kernels" in d:
+            d["base_kernels"] = tuple(d["base_kernels"])
+        return cls(**d)
+
+    def with_(self, **changes: object) -> SearchConfig:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+# The paper's section 6.2 settings, per algorithm.
+_PAPER: dict[str, dict] = {
+    "evocov": dict(population=141, generations=141, mu=14),
+    "random": dict(population=20000, generations=1),
+    "gwtf": dict(population=200, generations=13),
+    "gpss": dict(generations=10),
+}
+# About a minute on 2 cores for Airline (n_train = 129); see bench/ for the evidence.
+_QUICK: dict[str, dict] = {
+    "evocov": dict(population=40, generations=12, mu=6, d_min=3, d_max=8, psd_w=12, n_restarts=2),
+    "random": dict(population=400, generations=1, d_min=3, d_max=8, psd_w=12, n_restarts=2),
+    "gwtf": dict(population=20, generations=6, d_min=3, d_max=8, psd_w=12, n_restarts=2),
+    "gpss": dict(generations=3, n_restarts=3),
+}
+PRESETS = {"paper": _PAPER, "quick": _QUICK}
+
+
+def preset(name: str, algorithm: str = "evocov", **overrides: object) -> SearchConfig:
+    """The ``paper`` or ``quick`` settings for an algorithm, with overrides."""
+    if name not in PRESETS:
+        raise ConfigError(f"preset must be one of {', '.join(PRESETS)}, got {name!r}")
+    if algorithm not in ALGORITHMS:
+        raise ConfigError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    return SearchConfig(algorithm=algorithm, **{**PRESETS[name][algorithm], **overrides})  # type: ignore[arg-type]

@@ -1,0 +1,122 @@
+"""EvoCov, the paper's Algorithm 1.
+
+::
+
+    best = ∅;  pop = GenRandPop(N, d_min, d_max);  f_prev = ∞
+    for i = 1 … G−1:
+        Evaluate(pop)                        # selected kernels continue from their values
+        f_i = BestFitness(pop)
+        if β < (f_prev − f_i) / |f_i|:       # enough relative improvement of the best BIC
+            sel = Select(pop, μ)             # truncation selection
+            pop = Variate(sel, N − μ, p_m, p_cx) ∪ sel
+            f_prev = f_i
+        else:                                # restart
+            best = Select(pop ∪ {best}, 1);  pop = GenRandPop(N, d_min, d_max);  f_prev = ∞
+    Evaluate(pop);  return Select(pop ∪ {best}, 1)
+
+The best kernel is tracked over every evaluation of the run (a superset of the
+paper's bookkeeping, so never worse). Offspring inherit their parents' values
+(section 4.3.2) and selected kernels are evaluated again from their current values.
+All randomness of the loop (random kernels, selection ties, variation, PSD checks)
+comes from one generator seeded by the run seed; each fit has its own seed
+``(run seed, generation, index)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..grammar import get_grammar
+from ..kernel import Kernel
+from ..metrics import FitData
+from ..optimize import FitResult, Start
+from ..parallel import Executor
+from ..variation import crossover, mutate, random_kernel
+from .common import ProgressCallback, SearchResult, StopCheck, Tracker, start_of, sub_rng
+from .config import SearchConfig
+
+__all__ = ["run_evocov"]
+
+
+@dataclass(frozen=True)
+class _Ind:
+    kernel: Kernel
+    start: Start | None
+    origin: str
+
+
+def _key(fit: FitResult | None) -> float:
+    return fit.bic if fit is not None and fit.ok and math.isfinite(fit.bic) else math.inf
+
+
+def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed: int = 0,
+               progress: ProgressCallback | None = None, should_stop: StopCheck | None = None) -> SearchResult:
+    """Run EvoCov (Algorithm 1) on ``data``.
+
+    Parameters
+    ----------
+    data : FitData
+    config : SearchConfig
+        ``population`` = N, ``generations`` = G, ``mu``, ``p_mutation``, ``p_crossover``,
+        ``beta``, ``d_min``, ``d_max`` and the variation and optimiser settings.
+    executor : Executor
+        Where fits run (serial, process pool, Dask).
+    seed : int
+    progress : callable, optional
+        Called with a :class:`~evocov_core.search.common.Progress` after each generation.
+    should_stop : callable, optional
+        Polled between fits; when it returns True the run stops and returns the best so far.
+    """
+    grammar = get_grammar(config.n_hyper)
+    vcfg = config.variation
+    rng = sub_rng(seed, 0)
+    tr = Tracker("evocov", config.generations, progress, should_stop, seed)
+    N, mu = config.population, config.mu
+
+    def random_population() -> list[_Ind]:
+        out = []
+        for _ in range(N):
+            if tr.stop_requested():
+                break
+            out.append(_Ind(random_kernel(grammar, rng, config.d_min, config.d_max, vcfg)[0], None, "random"))
+        return out
+
+    def variate(sel: list[FitResult]) -> list[_Ind]:
+        out = []
+        for _ in range(N - mu):
+            if rng.random() < config.p_mutation or len(sel) < 2:
+                p = sel[int(rng.integers(len(sel)))]
+                c = mutate(p.kernel, rng, vcfg, grammar, theta=p.theta, log_noise=p.log_noise)
+            else:
+                i, j = rng.choice(len(sel), size=2, replace=False)
+                a, b = sel[int(i)], sel[int(j)]
+                c = crossover(a.kernel, b.kernel, rng, vcfg, config.n_hyper, theta_a=a.theta, theta_b=b.theta,
+                              noise_a=a.log_noise, noise_b=b.log_noise)
+            out.append(_Ind(c.kernel, Start(c.theta, c.log_noise), c.origin))
+        return out
+
+    pop = random_population()
+    f_prev = math.inf
+    for _ in range(1, config.generations):
+        if tr.stop_requested():
+            break
+        fits = tr.evaluate(executor, [p.kernel for p in pop], [p.start for p in pop], [p.origin for p in pop])
+        if tr.cancelled:
+            break
+        f_i = min((_key(f) for f in fits), default=math.inf)
+        with_fit = [f for f in fits if f is not None and f.ok]
+        rel = (f_prev - f_i) / abs(f_i) if math.isfinite(f_i) and f_i != 0 else -math.inf
+        if config.beta < rel and with_fit:
+            sel = sorted(with_fit, key=_key)[:mu]
+            pop = variate(sel) + [_Ind(f.kernel, start_of(f), "selected") for f in sel]
+            f_prev = f_i
+            tr.end_generation(restarted=False)
+        else:
+            tr.end_generation(restarted=True)
+            pop = random_population()
+            f_prev = math.inf
+    if not tr.stop_requested() and pop:
+        tr.evaluate(executor, [p.kernel for p in pop], [p.start for p in pop], [p.origin for p in pop])
+        tr.end_generation(restarted=False)
+    return tr.result(config.to_dict())

@@ -1,0 +1,80 @@
+"""The mutation explorer (the paper's section 6.4.1, Figure 4 and Table 3).
+
+Given a fitted kernel, make M random mutations (each passing the PSD and depth checks),
+fit each starting from the parent's values, and compare every mutant with the
+original: *better fitted* (lower test RMSE), *simpler* (fewer hyperparameters q),
+*both*.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..grammar import get_grammar
+from ..metrics import FitData
+from ..optimize import FitResult, Start
+from ..parallel import Executor
+from ..variation import mutate
+from .common import EvalRecord, ProgressCallback, SearchResult, StopCheck, Tracker, sub_rng
+from .config import SearchConfig
+
+__all__ = ["ExploreResult", "explore_mutations", "neighbour_ratios"]
+
+
+@dataclass(frozen=True)
+class ExploreResult:
+    """Mutants of a base kernel and the Table 3 ratios.
+
+    Attributes
+    ----------
+    base : FitResult
+    search : SearchResult
+        ``search.records`` holds one row per mutant.
+    better_fitted, simpler, both : float
+        Fractions of the mutants (failed fits count as not better).
+    """
+
+    base: FitResult
+    search: SearchResult
+    better_fitted: float
+    simpler: float
+    both: float
+
+
+def neighbour_ratios(base: FitResult, records: tuple[EvalRecord, ...] | list[EvalRecord]) -> tuple[float, float, float]:
+    """Fractions of mutants with lower test RMSE, lower q, and both, than ``base``."""
+    if not records:
+        return math.nan, math.nan, math.nan
+    ref = base.test_rmse if base.test_rmse is not None else math.inf
+    better = [r.status == "ok" and r.test_rmse is not None and r.test_rmse < ref for r in records]
+    simpler = [r.q < base.q for r in records]
+    n = len(records)
+    return sum(better) / n, sum(simpler) / n, sum(b and s for b, s in zip(better, simpler, strict=True)) / n
+
+
+def explore_mutations(base: FitResult, data: FitData, config: SearchConfig, executor: Executor, *,
+                      n_mutations: int = 200, seed: int = 0, batch: int = 20,
+                      progress: ProgressCallback | None = None, should_stop: StopCheck | None = None
+                      ) -> ExploreResult:
+    """Fit ``n_mutations`` mutants of ``base`` (batches of ``batch``; one report per batch)."""
+    if not base.ok:
+        raise ValueError(f"the base kernel has no fitted values ({base.reason})")
+    if n_mutations < 1:
+        raise ValueError("n_mutations must be at least 1")
+    grammar = get_grammar(max(config.n_hyper, 1 + max((int(s[2:]) for s in base.kernel.slots), default=0)))
+    vcfg = config.variation
+    rng = sub_rng(seed, 1)
+    tr = Tracker("explore", -(-n_mutations // batch), progress, should_stop, seed)
+    done = 0
+    while done < n_mutations and not tr.stop_requested():
+        size = min(batch, n_mutations - done)
+        children = [mutate(base.kernel, rng, vcfg, grammar, theta=base.theta, log_noise=base.log_noise)
+                    for _ in range(size)]
+        tr.evaluate(executor, [c.kernel for c in children], [Start(c.theta, c.log_noise) for c in children],
+                    [c.origin for c in children])
+        tr.end_generation()
+        done += size
+    result = tr.result({**config.to_dict(), "n_mutations": n_mutations, "base": base.kernel.prefix})
+    b, s, both = neighbour_ratios(base, result.records)
+    return ExploreResult(base, result, b, s, both)

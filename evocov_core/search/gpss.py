@@ -1,0 +1,168 @@
+"""A GPSS baseline: the greedy compositional search of Duvenaud et al. (2013), in our grammar.
+
+Structures are sums and products of base kernels (SE, PER, LIN, RQ by default; C as an
+option). Level 1 fits every base kernel. Each further level expands the current best
+structure with the grammar of GPSS, applied to every subexpression ``S``::
+
+    S → S + B        S → S × B        B → B'   (base-kernel replacement)
+
+fits every distinct candidate (by canonical form), and keeps the lowest BIC. The search
+stops when no candidate improves the BIC or after ``generations`` levels (GPSS: 10).
+Candidates start from the parent's values for the base kernels they keep (GPSS does the
+same), so each level refines rather than restarts.
+
+Structures are nested tuples: ``("leaf", name, id)`` or ``("+"/"*", child, child, ...)``;
+``id`` ties a leaf to the parent's leaf whose values it inherits (None for a new leaf).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+from ..kernel import Kernel
+from ..library import BASE_KERNELS
+from ..metrics import FitData
+from ..optimize import FitResult, Start
+from ..parallel import Executor
+from .common import ProgressCallback, SearchResult, StopCheck, Tracker
+from .config import SearchConfig
+
+__all__ = ["build", "expansions", "run_gpss", "structure_str"]
+
+Struct = tuple
+
+
+def structure_str(s: Struct) -> str:
+    """GPSS-style text, e.g. ``SE + PER × LIN``."""
+    if s[0] == "leaf":
+        return s[1]
+    parts = [structure_str(c) for c in s[1:]]
+    if s[0] == "*":
+        parts = [f"({p})" if c[0] == "+" else p for p, c in zip(parts, s[1:], strict=True)]
+        return " × ".join(parts)
+    return " + ".join(parts)
+
+
+def build(s: Struct) -> tuple[Kernel, list[tuple[object, list[str]]]]:
+    """Kernel for a structure, and per leaf (in order) its id and slots."""
+    leaves: list[tuple[object, list[str]]] = []
+    counter = [0]
+
+    def rec(node: Struct) -> list[str]:
+        if node[0] == "leaf":
+            n_slots, make = BASE_KERNELS[node[1]]
+            slots = [f"hp{counter[0] + k}" for k in range(n_slots)]
+            counter[0] += n_slots
+            leaves.append((node[2], slots))
+            return list(make(*slots).tokens)
+        op = "add" if node[0] == "+" else "multiply"
+        acc = rec(node[1])
+        for c in node[2:]:
+            acc = [op, *acc, *rec(c)]
+        return acc
+
+    tokens = rec(s)
+    return Kernel(tuple(tokens)), leaves
+
+
+def _relabel(s: Struct, counter: list[int]) -> Struct:
+    """Give every leaf a fresh id (the ids of a structure's own leaves)."""
+    if s[0] == "leaf":
+        counter[0] += 1
+        return ("leaf", s[1], counter[0] - 1)
+    return (s[0], *(_relabel(c, counter) for c in s[1:]))
+
+
+def _paths(s: Struct, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...], Struct]]:
+    yield path, s
+    if s[0] != "leaf":
+        for k, c in enumerate(s[1:], start=1):
+            yield from _paths(c, (*path, k))
+
+
+def _replace(s: Struct, path: tuple[int, ...], new: Struct) -> Struct:
+    if not path:
+        return new
+    k = path[0]
+    return (*s[:k], _replace(s[k], path[1:], new), *s[k + 1 :])
+
+
+def _flatten(s: Struct) -> Struct:
+    """Merge nested sums into sums and products into products (GPSS's normal form)."""
+    if s[0] == "leaf":
+        return s
+    kids: list[Struct] = []
+    for c in (_flatten(c) for c in s[1:]):
+        kids.extend(c[1:] if c[0] == s[0] else [c])
+    return (s[0], *kids)
+
+
+def expansions(s: Struct, bases: tuple[str, ...]) -> list[Struct]:
+    """Every structure one GPSS grammar step away from ``s`` (leaf ids = ids in ``s``)."""
+    out = []
+    for path, node in _paths(s):
+        for b in bases:
+            new_leaf = ("leaf", b, None)
+            out.append(_flatten(_replace(s, path, ("+", node, new_leaf))))
+            out.append(_flatten(_replace(s, path, ("*", node, new_leaf))))
+            if node[0] == "leaf" and node[1] != b:
+                out.append(_replace(s, path, ("leaf", b, None)))
+    return out
+
+
+def _start(candidate: Struct, parent_fit: FitResult | None, parent_leaves: dict[object, list[str]]
+           ) -> tuple[Kernel, Start | None]:
+    kernel, leaves = build(candidate)
+    if parent_fit is None or not parent_fit.ok:
+        return kernel, None
+    pvals = dict(zip(parent_fit.kernel.slots, parent_fit.theta, strict=True))
+    values: dict[str, float] = {}
+    for leaf_id, slots in leaves:
+        if leaf_id is not None and leaf_id in parent_leaves:
+            for new, old in zip(slots, parent_leaves[leaf_id], strict=True):
+                values[new] = pvals.get(old, math.nan)
+    theta = tuple(values.get(sl, math.nan) for sl in kernel.slots)
+    return kernel, Start(theta, parent_fit.log_noise)
+
+
+def run_gpss(data: FitData, config: SearchConfig, executor: Executor, *, seed: int = 0,
+             progress: ProgressCallback | None = None, should_stop: StopCheck | None = None) -> SearchResult:
+    """Greedy GPSS search for ``config.generations`` levels over ``config.base_kernels``."""
+    bases = tuple(config.base_kernels)
+    tr = Tracker("gpss", config.generations, progress, should_stop, seed)
+    best_struct: Struct | None = None
+    best_fit: FitResult | None = None
+    candidates: list[Struct] = [("leaf", b, None) for b in bases]
+    parent_leaves: dict[object, list[str]] = {}
+    for _level in range(config.generations):
+        if tr.stop_requested():
+            break
+        seen: set[str] = set()
+        kernels, starts, structs = [], [], []
+        for c in candidates:
+            k, st = _start(c, best_fit, parent_leaves)
+            if k.canonical in seen:
+                continue
+            seen.add(k.canonical)
+            kernels.append(k)
+            starts.append(st)
+            structs.append(c)
+        fits = tr.evaluate(executor, kernels, starts, [f"gpss:{structure_str(s)}" for s in structs])
+        improved = False
+        for s, f in zip(structs, fits, strict=True):
+            if f is not None and f.ok and (best_fit is None or f.bic < best_fit.bic):
+                best_fit, best_struct, improved = f, s, True
+        tr.end_generation()
+        if not improved or best_struct is None:
+            break
+        # Leaves of the new best get fresh ids; expansions then refer to them.
+        best_struct = _relabel(best_struct, [0])
+        _, leaves = build(best_struct)
+        parent_leaves = {leaf_id: slots for leaf_id, slots in leaves}
+        # The best fit's slots follow the same leaf order as build(best_struct).
+        candidates = expansions(best_struct, bases)
+    settings = config.to_dict()
+    if best_struct is not None:
+        settings["gpss_structure"] = structure_str(best_struct)
+    return tr.result(settings)
