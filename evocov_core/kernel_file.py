@@ -274,8 +274,10 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
         raise KernelFileError("'scores' must be an object")
     clean_scores = {}
     for k, v in scores.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            clean_scores[str(k)[:40]] = float(v) if math.isfinite(float(v)) else None
+        if isinstance(v, int) and not isinstance(v, bool):
+            clean_scores[str(k)[:40]] = v
+        elif isinstance(v, float):
+            clean_scores[str(k)[:40]] = v if math.isfinite(v) else None
         elif isinstance(v, str):
             clean_scores[str(k)[:40]] = v[:200]
         elif v is None:

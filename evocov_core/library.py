@@ -204,3 +204,35 @@ def compose(expr: str | list, start: int = 0) -> Kernel:
         return acc
 
     return Kernel(tuple(build(expr)))
+
+
+#: Kernel structures GPSS found on the 13 TSDL extrapolation series (Duvenaud et al. 2013,
+#: the "GPSS-orig" rerun of github.com/jamesrobertlloyd/gpss-research, results/2014-03-19;
+#: listed in ../shared/data/tsdl/gpss_kernels.md). Facts, offered as presets; the
+#: hyperparameters are refitted on whatever data they are applied to.
+GPSS_PUBLISHED: dict[str, list | str] = {
+    "01-airline": ["*", "RQ", "LIN", ["+", "SE", ["*", "PER", "LIN"]]],
+    "02-solar": ["*", "SE", ["+", "RQ", ["*", "PER", ["+", "SE", "SE"]]]],
+    "03-mauna": ["*", ["+", "SE", "PER"], ["+", "SE", "RQ"]],
+    "04-wheat": ["*", "RQ", "LIN"],
+    "05-temperature": ["*", "SE", ["+", "RQ", "PER"]],
+    "06-internet": ["*", "PER", ["+", "SE", ["*", "PER", ["+", "RQ", "RQ"]]]],
+    "07-call-centre": ["*", "RQ", ["+", "PER", ["*", "RQ", "LIN", "LIN", "LIN"]]],
+    "08-radio": ["*", "PER", ["+", "SE", "RQ"]],
+    "09-gas-production": ["*", ["+", "LIN", ["*", "SE", "LIN", ["+", "RQ", "LIN"]]], ["+", "RQ", "PER"]],
+    "10-sulphuric": ["*", "SE", "LIN", ["+", "SE", ["*", "RQ", "PER", "PER"]]],
+    "11-unemployment": ["*", "RQ", "RQ", "LIN", ["+", "SE", "PER"]],
+    "12-births": ["+", "SE", ["*", "RQ", ["+", "SE", "PER"]]],
+    "13-wages": ["*", "LIN", "LIN", ["+", "RQ", "RQ"]],
+}
+
+
+def structure_text(expr: str | list) -> str:
+    """GPSS-style text of a nested structure, e.g. ``RQ × LIN × (SE + PER × LIN)``."""
+    if isinstance(expr, str):
+        return expr
+    parts = [structure_text(e) for e in expr[1:]]
+    if expr[0] == "*":
+        parts = [f"({p})" if isinstance(e, list) and e[0] == "+" else p for p, e in zip(parts, expr[1:], strict=True)]
+        return " × ".join(parts)
+    return " + ".join(parts)

@@ -1,0 +1,178 @@
+"""Helpers shared by the benchmark scripts: import path, threads, machine facts, timing, reports.
+
+Not a benchmark itself. ``python bench/<script>.py`` puts ``bench/`` on ``sys.path``, so the
+scripts import this module first; it puts the repository root on ``sys.path`` so that
+``evocov_core`` imports without installing the package.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+RESULTS_DIR = ROOT / "bench" / "results"
+
+
+# --- threads ------------------------------------------------------------------------
+
+
+def pool_summary() -> list[tuple[str, str, int]]:
+    """(library, version, threads) for every thread pool threadpoolctl sees."""
+    from threadpoolctl import threadpool_info
+
+    return [(p["internal_api"], str(p.get("version")), int(p["num_threads"])) for p in threadpool_info()]
+
+
+def limit_threads() -> dict[str, str]:
+    """One BLAS/OpenMP thread everywhere, for our code and scikit-learn alike.
+
+    Call after every numerical library is imported. Runs
+    :func:`evocov_core.evaluate.prepare_process` (one BLAS thread and the malloc
+    thresholds), records what that left, then applies ``threadpool_limits(1)`` again to
+    every pool loaded so far (scikit-learn's OpenMP, and any BLAS loaded after an earlier
+    ``prepare_process`` call: that function is idempotent and only limits the libraries
+    loaded when it first ran). Aborts if any pool still has more than one thread.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from evocov_core.evaluate import prepare_process
+
+    prepare_process()
+    after_prepare = pool_summary()
+    threadpool_limits(limits=1)
+    after_limit = pool_summary()
+    if any(t != 1 for _, _, t in after_limit):
+        raise SystemExit(f"could not limit every thread pool to 1 thread: {after_limit}")
+
+    def fmt(pools: list[tuple[str, str, int]]) -> str:
+        return ", ".join(f"{api} {ver}: {t}" for api, ver, t in pools)
+
+    return {"after_prepare_process": fmt(after_prepare), "after_threadpool_limits": fmt(after_limit)}
+
+
+# --- machine ------------------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_info() -> list[tuple[str, str]]:
+    """Facts to print beside every result: CPU, cores, library versions, BLAS."""
+    import numpy
+    import scipy
+
+    try:
+        import sklearn
+
+        skv = sklearn.__version__
+    except ImportError:  # pragma: no cover - scikit-learn is a dev requirement
+        skv = "not installed"
+    blas = sorted({f"{api} {ver}" for api, ver, _ in pool_summary() if api == "openblas"})
+    try:
+        avail = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        avail = os.cpu_count() or 0
+    return [
+        ("date", _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")),
+        ("CPU", cpu_model()),
+        ("cores", f"{os.cpu_count()} logical, {avail} available to this process"),
+        ("Python", platform.python_version()),
+        ("numpy / scipy / scikit-learn", f"{numpy.__version__} / {scipy.__version__} / {skv}"),
+        ("OpenBLAS", "; ".join(blas) or "not found by threadpoolctl"),
+        ("load average (1, 5, 15 min)", ", ".join(f"{v:.2f}" for v in os.getloadavg())),
+    ]
+
+
+def command_line() -> str:
+    return "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]])
+
+
+# --- timing -------------------------------------------------------------------------
+
+
+def per_call(fn: Callable[[], object], calls: int) -> float:
+    """Mean seconds per call of ``fn`` over ``calls`` back-to-back calls."""
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t0) / calls
+
+
+def calibrate(fn: Callable[[], object], block_seconds: float) -> int:
+    """Calls per timed block so a block lasts about ``block_seconds`` (at least 1)."""
+    fn()  # warm up (caches, lazy imports, first-touch allocations)
+    one = per_call(fn, 1)
+    few = max(1, min(50, int(0.01 / max(one, 1e-9))))
+    t = per_call(fn, few)
+    return max(1, math.ceil(block_seconds / max(t, 1e-9)))
+
+
+def interleaved(contenders: dict[str, Callable[[], object]], reps: int, block_seconds: float,
+                setup: dict[str, Callable[[int], None]] | None = None) -> dict[str, float]:
+    """Median seconds per call of each contender, timed in interleaved blocks.
+
+    Each repetition times one block of every contender, in an order rotated each
+    repetition, so slow spells of a shared machine fall on all of them alike.
+    ``setup[name](calls)``, when given, runs before each block of ``name``, untimed
+    (e.g. to prepare one fresh input per call).
+    """
+    setup = setup or {}
+    names = list(contenders)
+    calls = {}
+    for k in names:
+        if k in setup:
+            setup[k](60)
+        calls[k] = calibrate(contenders[k], block_seconds)
+    samples: dict[str, list[float]] = {k: [] for k in names}
+    for r in range(reps):
+        shift = r % len(names)
+        for k in names[shift:] + names[:shift]:
+            if k in setup:
+                setup[k](calls[k])
+            samples[k].append(per_call(contenders[k], calls[k]))
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+# --- reports ------------------------------------------------------------------------
+
+
+def md_table(header: Sequence[str], rows: Sequence[Sequence[object]], align: str | None = None) -> str:
+    """A GitHub markdown table; ``align`` is one of ``l``/``r`` per column (default: l then r)."""
+    align = align or "l" + "r" * (len(header) - 1)
+    sep = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_report(script: str, title: str, sections: Sequence[str], threads: dict[str, str]) -> Path:
+    """Write ``bench/results/<script>.md``: machine, command, then the given sections."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{script}.md"
+    info = [*machine_info(),
+            ("threads after prepare_process()", threads["after_prepare_process"]),
+            ("threads during the benchmark", threads["after_threadpool_limits"])]
+    head = [f"# {title}", "", md_table(["", ""], info, "ll"), "", "Command (from the repository root):", "",
+            "```", command_line(), "```", ""]
+    path.write_text("\n".join(head) + "\n" + "\n\n".join(sections) + "\n", encoding="utf-8")
+    return path

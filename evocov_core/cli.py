@@ -1,0 +1,273 @@
+"""Command line: ``python -m evocov_core {search,predict,explore,check-kernel,bench} ...``.
+
+Every user error (bad path, malformed CSV, invalid setting, refused kernel file) prints
+one line ``error: …`` on stderr and exits with status 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["main"]
+
+
+class CliError(Exception):
+    """A user error to print as one line."""
+
+
+def _dataset(args: argparse.Namespace, test_fraction: float | None = None):
+    from .data import load_csv
+
+    tf = args.test_fraction if test_fraction is None else test_fraction
+    return load_csv(args.data, x=args.x, y=args.y, test_fraction=tf, max_points=None,
+                    duplicates="keep" if getattr(args, "keep_duplicates", False) else "average")
+
+
+def _write_text(path: str, text: str) -> None:
+    p = Path(path)
+    if p.parent and not p.parent.exists():
+        raise CliError(f"folder {p.parent} does not exist")
+    p.write_text(text, encoding="utf-8")
+
+
+def _progress_printer(quiet: bool):
+    def report(p) -> None:
+        if quiet:
+            return
+        best = p.best
+        desc = f"q={best.q} BIC={best.bic:.2f} {best.kernel.infix[:70]}" if best is not None else "no kernel yet"
+        mean = f"{p.stats.mean_bic:.1f}" if math.isfinite(p.stats.mean_bic) else "-"
+        flag = " (restart)" if p.stats.restarted else ""
+        print(f"[{p.generation}/{p.total_generations}] {p.elapsed:6.1f}s evals={p.n_evaluations} "
+              f"gen best={p.stats.best_bic:.2f} mean={mean}{flag} | best {desc}", file=sys.stderr, flush=True)
+
+    return report
+
+
+# --- commands ---------------------------------------------------------------------
+
+
+def cmd_check_kernel(args: argparse.Namespace) -> int:
+    from .kernel_file import load_kernel_file
+    from .psd import PSDConfig, check_psd
+
+    kf = load_kernel_file(args.kernel)
+    report = check_psd(kf.kernel, np.random.default_rng(0), PSDConfig(w=args.w))
+    print(f"expression: {kf.kernel.prefix}")
+    print(f"formula:    {kf.kernel.infix}")
+    print(f"q:          {kf.q}  ({kf.kernel.n_params} kernel hyperparameters + noise)")
+    print(f"depth:      {kf.kernel.depth}   nodes: {kf.kernel.size}")
+    print(f"PSD check:  {report}")
+    for k, v in kf.scores.items():
+        if v is not None:
+            print(f"{k + ':':<13} {v}")
+    return 0 if report.ok else 1
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from .kernel_file import load_kernel_file
+    from .model import FittedModel
+
+    kf = load_kernel_file(args.kernel)
+    tf = kf.scores.get("test_fraction")
+    ds = _dataset(args, float(tf) if isinstance(tf, (int, float)) and args.test_fraction is None else None)
+    model = FittedModel.from_file(kf, fallback_norm=ds.norm)
+    X = ds.x if args.all else ds.X_test
+    if X.shape[0] == 0:
+        raise CliError("no test points to predict (raise --test-fraction or pass --all)")
+    pred = model.predict(ds.X_train, ds.y_train, X)
+    out = pd.DataFrame({"x": pred.x[:, 0], "mean": pred.mean, "std": pred.std, "std_latent": pred.std_f})
+    if pred.x.shape[1] > 1:
+        for j in range(pred.x.shape[1]):
+            out.insert(j, f"x{j}", pred.x[:, j])
+        out = out.drop(columns="x")
+    _write_text(args.out, out.to_csv(index=False))
+    rmse = model.test_rmse(ds)
+    print(f"wrote {len(out)} predictions to {args.out}")
+    if rmse is not None:
+        print(f"test RMSE: {rmse:.6g} on {ds.n_test} test points ({ds.y_label})")
+    return 0
+
+
+def _config_from_args(args: argparse.Namespace):
+    from .search import preset
+
+    overrides = {}
+    for name in ("generations", "population", "mu", "p_mutation", "p_crossover", "beta", "d_min", "d_max",
+                 "o_max", "rho_max", "psd_w", "n_hyper", "metric", "method", "n_restarts", "max_evals",
+                 "ref_fun_call", "sigma_theta", "init"):
+        v = getattr(args, name, None)
+        if v is not None:
+            overrides[name] = v.replace("-", "_") if name == "metric" else v
+    if "p_mutation" in overrides and "p_crossover" not in overrides:
+        overrides["p_crossover"] = 1.0 - overrides["p_mutation"]
+    if "p_crossover" in overrides and "p_mutation" not in overrides:
+        overrides["p_mutation"] = 1.0 - overrides["p_crossover"]
+    return preset(args.preset, args.algorithm, **overrides)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from .kernel_file import dump_kernel_file, kernel_file_dict
+    from .metrics import FitData
+    from .search import run_search
+
+    config = _config_from_args(args)
+    ds = _dataset(args)
+    data = FitData.from_dataset(ds, split_fraction=config.metric_split)
+    print(f"{config.algorithm} on {ds.name}: {ds.n_train} training and {ds.n_test} test points, "
+          f"preset {args.preset}, seed {args.seed}", file=sys.stderr)
+    t0 = time.perf_counter()
+    result = run_search(data, config, seed=args.seed, workers=args.workers, scheduler=args.scheduler,
+                        progress=_progress_printer(args.quiet))
+    best = result.best
+    if best is None:
+        raise CliError("no kernel could be fitted on these data")
+    doc = kernel_file_dict(best, ds.norm, dataset=ds.name, n_test=ds.n_test, test_fraction=ds.test_fraction,
+                           extra_scores={"algorithm": config.algorithm, "seed": args.seed,
+                                         "seconds": round(time.perf_counter() - t0, 3),
+                                         "evaluations": result.n_evaluations})
+    _write_text(args.out, dump_kernel_file(doc))
+    if args.records:
+        pd.DataFrame([r.to_dict() for r in result.records]).to_csv(args.records, index=False)
+    print(f"best kernel: {best.kernel.infix}")
+    print(f"q={best.q}  BIC={best.bic:.4f}  LML={best.lml:.4f}  {best.metric}={best.metric_value:.4f}")
+    if best.test_rmse is not None:
+        print(f"test RMSE: {best.test_rmse:.6g}")
+    print(f"{result.n_evaluations} kernels fitted in {time.perf_counter() - t0:.1f} s; wrote {args.out}")
+    return 0
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from .kernel_file import load_kernel_file
+    from .metrics import FitData
+    from .optimize import Start, fit_kernel
+    from .parallel import make_executor
+    from .search import explore_mutations, preset
+
+    kf = load_kernel_file(args.kernel)
+    ds = _dataset(args)
+    config = preset("quick", "evocov", metric=args.metric.replace("-", "_"))
+    data = FitData.from_dataset(ds, split_fraction=config.metric_split)
+    # Refit the base on these data from its stored values, so the comparison is like for like.
+    base = fit_kernel(kf.kernel, data, config.optim, np.random.default_rng(args.seed), Start(kf.theta, kf.log_noise))
+    if not base.ok:
+        raise CliError(f"the kernel cannot be fitted on these data: {base.reason}")
+    with make_executor(data, config.optim, workers=args.workers, scheduler=args.scheduler) as ex:
+        res = explore_mutations(base, data, config, ex, n_mutations=args.mutations, seed=args.seed,
+                                progress=_progress_printer(args.quiet))
+    rows = pd.DataFrame([r.to_dict() for r in res.search.records])
+    _write_text(args.out, rows.to_csv(index=False))
+    print(f"base: q={base.q} test RMSE={base.test_rmse} {base.kernel.infix}")
+    print(f"{len(rows)} mutants: better fitted {res.better_fitted:.2f}, simpler {res.simpler:.2f}, "
+          f"both {res.both:.2f}; wrote {args.out}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(args)
+
+
+# --- parser -----------------------------------------------------------------------
+
+
+def _add_data_args(p: argparse.ArgumentParser, *, test_default: float | None = 0.1) -> None:
+    p.add_argument("--data", required=True, help="CSV file")
+    p.add_argument("--x", help="input column (default: a date column, else the first numeric one)")
+    p.add_argument("--y", help="output column (default: the last numeric column)")
+    p.add_argument("--test-fraction", type=float, default=test_default,
+                   help="last fraction of the x-range held out as test (default 0.1)")
+    p.add_argument("--keep-duplicates", action="store_true", help="keep repeated x values instead of averaging")
+
+
+def _add_exec_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=int, default=None, help="worker processes (default: every core; 1 = serial)")
+    p.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .metrics import METRICS
+    from .search.config import ALGORITHMS, PRESETS
+
+    metric_choices = [m.replace("_", "-") for m in METRICS] + list(METRICS)
+    parser = argparse.ArgumentParser(prog="python -m evocov_core",
+                                     description="Evolve Gaussian-process kernels from elementary expressions.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("check-kernel", help="validate a kernel file")
+    p.add_argument("kernel")
+    p.add_argument("--w", type=int, default=20, help="random data sets of the PSD check")
+    p.set_defaults(func=cmd_check_kernel)
+
+    p = sub.add_parser("predict", help="predict with a kernel file")
+    p.add_argument("--kernel", required=True)
+    _add_data_args(p, test_default=None)
+    p.add_argument("--all", action="store_true", help="predict at every x, not only the test part")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("search", help="search for a kernel")
+    _add_data_args(p)
+    p.add_argument("--algorithm", choices=ALGORITHMS, default="evocov")
+    p.add_argument("--preset", choices=list(PRESETS), default="quick")
+    for name, typ in (("generations", int), ("population", int), ("mu", int), ("p-mutation", float),
+                      ("p-crossover", float), ("beta", float), ("d-min", int), ("d-max", int), ("o-max", int),
+                      ("rho-max", int), ("psd-w", int), ("n-hyper", int), ("n-restarts", int), ("max-evals", int),
+                      ("ref-fun-call", int), ("sigma-theta", float)):
+        p.add_argument(f"--{name}", type=typ, dest=name.replace("-", "_"))
+    p.add_argument("--metric", choices=metric_choices)
+    p.add_argument("--method", choices=["auto", "lbfgs", "powell"])
+    p.add_argument("--init", choices=["roles", "paper"])
+    _add_exec_args(p)
+    p.add_argument("--out", required=True, help="kernel file (JSON) to write")
+    p.add_argument("--records", help="also write every fitted kernel to this CSV")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("explore", help="fit random mutations of a kernel")
+    p.add_argument("--kernel", required=True)
+    _add_data_args(p)
+    p.add_argument("--mutations", type=int, default=200)
+    p.add_argument("--metric", choices=metric_choices, default="lml")
+    _add_exec_args(p)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_explore)
+
+    try:
+        from .bench import add_parser as add_bench
+    except ImportError:  # pragma: no cover - bench module missing
+        pass
+    else:
+        add_bench(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    from .data import DataError
+    from .kernel_file import KernelFileError
+    from .search.config import ConfigError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (CliError, DataError, KernelFileError, ConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,344 @@
+"""The data behind every chart, and the Plotly figures drawn from it.
+
+Each chart is two functions: ``*_data`` (pure, returns a DataFrame or simple values,
+tested without a browser) and ``*_figure`` (draws that data with Plotly). Pages only
+call these and ``st.plotly_chart``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .data import Dataset, Normalisation, decimal_years_to_dates
+from .grammar import is_slot, symbol
+from .kernel import Kernel, _nest
+from .model import FittedModel
+from .optimize import slot_roles
+from .search.common import GenerationStats
+
+__all__ = [
+    "explorer_figure",
+    "extrapolation_data",
+    "extrapolation_figure",
+    "fitness_compare_figure",
+    "fitness_data",
+    "fitness_figure",
+    "hyperparameter_table",
+    "pareto_data",
+    "pareto_figure",
+    "series_data",
+    "series_figure",
+    "tree_figure",
+    "tree_layout",
+]
+
+_COLORS = {"train": "#1f77b4", "test": "#d62728", "mean": "#2ca02c", "band": "rgba(44,160,44,0.18)",
+           "front": "#d62728", "other": "#9aa5b1", "base": "#111111"}
+
+
+def _display_x(ds: Dataset, x: np.ndarray) -> pd.Series | np.ndarray:
+    """x for the axis: dates for date data (decimal years -> timestamps), else numbers."""
+    if ds.x_kind == "date":
+        return pd.Series(decimal_years_to_dates(x))
+    return x
+
+
+# --- the series and its split ------------------------------------------------------------
+
+
+def series_data(ds: Dataset) -> pd.DataFrame:
+    """Columns ``x`` (display units), ``x_value`` (float), ``y``, ``part`` (train/test)."""
+    x = ds.x[:, 0]
+    return pd.DataFrame({"x": _display_x(ds, x), "x_value": x, "y": ds.y,
+                         "part": np.where(ds.train, "train", "test")})
+
+
+def split_value(ds: Dataset) -> float:
+    """x of the train/test boundary (the last training x)."""
+    return float(ds.X_train[:, 0].max())
+
+
+def series_figure(ds: Dataset, title: str | None = None) -> go.Figure:
+    df = series_data(ds)
+    fig = go.Figure()
+    for part in ("train", "test"):
+        d = df[df.part == part]
+        if len(d):
+            fig.add_trace(go.Scatter(x=d.x, y=d.y, mode="lines+markers", name=f"{part} ({len(d)})",
+                                     marker=dict(size=4, color=_COLORS[part]), line=dict(width=1)))
+    if ds.n_test:
+        xs = _display_x(ds, np.array([split_value(ds)]))
+        x0 = xs.iloc[0] if isinstance(xs, pd.Series) else xs[0]
+        fig.add_vline(x=x0, line_dash="dash", line_color="#555")
+    fig.update_layout(title=title or ds.name, xaxis_title=ds.x_label, yaxis_title=ds.y_label,
+                      margin=dict(l=10, r=10, t=40, b=10), height=360, legend=dict(orientation="h"))
+    return fig
+
+
+# --- fitness curves --------------------------------------------------------------------------
+
+
+def fitness_data(history: Sequence[GenerationStats] | pd.DataFrame) -> pd.DataFrame:
+    """Columns ``generation, best_bic, mean_bic, best_so_far_bic, restarted`` (inf -> NaN)."""
+    if isinstance(history, pd.DataFrame):
+        df = history.copy()
+    else:
+        df = pd.DataFrame([{"generation": h.generation, "best_bic": h.best_bic, "mean_bic": h.mean_bic,
+                            "best_so_far_bic": h.best_so_far_bic, "restarted": h.restarted,
+                            "elapsed": h.elapsed} for h in history])
+    if df.empty:
+        return pd.DataFrame(columns=["generation", "best_bic", "mean_bic", "best_so_far_bic", "restarted"])
+    for c in ("best_bic", "mean_bic", "best_so_far_bic"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").replace([np.inf, -np.inf], np.nan)
+    df["restarted"] = df["restarted"].astype(bool)
+    return df[["generation", "best_bic", "mean_bic", "best_so_far_bic", "restarted"]]
+
+
+def fitness_figure(history: Sequence[GenerationStats] | pd.DataFrame, title: str = "Fitness (BIC, lower is better)"
+                   ) -> go.Figure:
+    df = fitness_data(history)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=df.generation, y=df.best_so_far_bic, name="best so far", mode="lines",
+                             line=dict(color="#111", width=2)))
+    fig.add_trace(go.Scatter(x=df.generation, y=df.best_bic, name="best of generation", mode="lines+markers",
+                             line=dict(color=_COLORS["train"]), marker=dict(size=5)))
+    fig.add_trace(go.Scatter(x=df.generation, y=df.mean_bic, name="mean of generation", mode="lines",
+                             line=dict(color=_COLORS["other"], dash="dot")))
+    for g in df.generation[df.restarted]:
+        fig.add_vline(x=g, line_color="#ff7f0e", line_dash="dot", opacity=0.7)
+    if df.restarted.any():
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="restart",
+                                 line=dict(color="#ff7f0e", dash="dot")))
+    fig.update_layout(title=title, xaxis_title="generation", yaxis_title="BIC", height=340,
+                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"))
+    return fig
+
+
+def fitness_compare_figure(histories: Mapping[str, pd.DataFrame | Sequence[GenerationStats]]) -> go.Figure:
+    """Best-so-far BIC of several runs on one chart."""
+    fig = go.Figure()
+    for label, h in histories.items():
+        df = fitness_data(h)
+        fig.add_trace(go.Scatter(x=df.generation, y=df.best_so_far_bic, mode="lines+markers", name=label))
+    fig.update_layout(title="Best BIC so far", xaxis_title="generation", yaxis_title="BIC", height=380,
+                      margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+# --- kernel trees -------------------------------------------------------------------------------
+
+
+def tree_layout(kernel: Kernel, theta: Sequence[float] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Node positions for drawing a tree.
+
+    Leaves take consecutive x positions in order; a parent sits at the mean of its
+    children; y is minus the depth.
+
+    Returns
+    -------
+    nodes : DataFrame
+        ``id, label, kind, x, y, depth, hover`` (``label`` is the grammar symbol).
+    edges : DataFrame
+        ``parent, child``.
+    """
+    values = dict(zip(kernel.slots, theta, strict=True)) if theta is not None else {}
+    nodes: list[dict] = []
+    edges: list[tuple[int, int]] = []
+    next_leaf = [0.0]
+
+    def place(node: tuple, depth: int) -> tuple[int, float]:
+        tok, children = node
+        my_id = len(nodes)
+        nodes.append({})
+        xs = []
+        for c in children:
+            cid, cx = place(c, depth + 1)
+            edges.append((my_id, cid))
+            xs.append(cx)
+        if xs:
+            x = float(np.mean(xs))
+        else:
+            x = next_leaf[0]
+            next_leaf[0] += 1.0
+        kind = symbol(tok).kind
+        hover = tok
+        if is_slot(tok) and tok in values:
+            hover = f"{tok} = {math.exp(values[tok]):.4g}"
+        nodes[my_id] = {"id": my_id, "label": tok, "kind": kind, "x": x, "y": -depth, "depth": depth,
+                        "hover": hover}
+        return my_id, x
+
+    place(_nest(kernel.tokens), 0)
+    return pd.DataFrame(nodes), pd.DataFrame(edges, columns=["parent", "child"])
+
+
+_KIND_COLORS = {"nestable": "#1f77b4", "not_nestable": "#ff7f0e", "slot": "#2ca02c", "constant": "#9467bd",
+                "argument": "#8c564b"}
+
+
+def tree_figure(kernel: Kernel, theta: Sequence[float] | None = None, title: str | None = None) -> go.Figure:
+    nodes, edges = tree_layout(kernel, theta)
+    ex, ey = [], []
+    for p, c in edges.itertuples(index=False):
+        ex += [nodes.x[p], nodes.x[c], None]
+        ey += [nodes.y[p], nodes.y[c], None]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#bbb", width=1), hoverinfo="skip",
+                             showlegend=False))
+    for kind, d in nodes.groupby("kind"):
+        fig.add_trace(go.Scatter(x=d.x, y=d.y, mode="markers+text", text=d.label, textposition="middle center",
+                                 hovertext=d.hover, hoverinfo="text", name=kind.replace("_", " "),
+                                 marker=dict(size=28, color=_KIND_COLORS.get(kind, "#777"), opacity=0.25,
+                                             line=dict(width=1, color=_KIND_COLORS.get(kind, "#777"))),
+                                 textfont=dict(size=11)))
+    height = max(260, 70 * (int(nodes.depth.max()) + 1))
+    fig.update_layout(title=title, height=height, xaxis=dict(visible=False), yaxis=dict(visible=False),
+                      margin=dict(l=10, r=10, t=40 if title else 10, b=10), legend=dict(orientation="h"),
+                      plot_bgcolor="white")
+    return fig
+
+
+# --- extrapolation ---------------------------------------------------------------------------
+
+
+def extrapolation_data(model: FittedModel, ds: Dataset, n_grid: int = 400, extend: float = 0.0) -> pd.DataFrame:
+    """Predictive mean and ±2σ band (observation std) on a grid over the data range.
+
+    Columns ``x`` (display), ``x_value``, ``mean``, ``lower``, ``upper``, ``std``.
+    ``extend`` adds that fraction of the range beyond the last point.
+    """
+    x = ds.x[:, 0]
+    lo, hi = float(x.min()), float(x.max())
+    grid = np.linspace(lo, hi + extend * (hi - lo), n_grid)
+    # Include the data x themselves so the band passes through the observed points.
+    grid = np.unique(np.concatenate([grid, x]))
+    if ds.x.shape[1] > 1:
+        raise ValueError("extrapolation plots are for one input dimension")
+    pred = model.predict(ds.X_train, ds.y_train, grid[:, None])
+    return pd.DataFrame({"x": _display_x(ds, grid), "x_value": grid, "mean": pred.mean,
+                         "lower": pred.mean - 2 * pred.std, "upper": pred.mean + 2 * pred.std, "std": pred.std})
+
+
+def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = None) -> go.Figure:
+    pts = series_data(ds)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=pred.x, y=pred.upper, mode="lines", line=dict(width=0), showlegend=False,
+                             hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=pred.x, y=pred.lower, mode="lines", line=dict(width=0), fill="tonexty",
+                             fillcolor=_COLORS["band"], name="±2σ"))
+    fig.add_trace(go.Scatter(x=pred.x, y=pred["mean"], mode="lines", name="predictive mean",
+                             line=dict(color=_COLORS["mean"], width=2)))
+    for part in ("train", "test"):
+        d = pts[pts.part == part]
+        if len(d):
+            fig.add_trace(go.Scatter(x=d.x, y=d.y, mode="markers", name=part,
+                                     marker=dict(size=4 if part == "train" else 6, color=_COLORS[part])))
+    if ds.n_test:
+        xs = _display_x(ds, np.array([split_value(ds)]))
+        fig.add_vline(x=xs.iloc[0] if isinstance(xs, pd.Series) else xs[0], line_dash="dash", line_color="#555")
+    fig.update_layout(title=title, xaxis_title=ds.x_label, yaxis_title=ds.y_label, height=420,
+                      margin=dict(l=10, r=10, t=40 if title else 10, b=10), legend=dict(orientation="h"))
+    return fig
+
+
+# --- Pareto plots --------------------------------------------------------------------------------
+
+
+def pareto_front(q: np.ndarray, err: np.ndarray) -> np.ndarray:
+    """Mask of points not dominated in (q, err), both minimised (NaN never on the front)."""
+    q = np.asarray(q, dtype=float)
+    err = np.asarray(err, dtype=float)
+    ok = np.isfinite(q) & np.isfinite(err)
+    front = np.zeros(q.shape, dtype=bool)
+    idx = np.flatnonzero(ok)
+    for i in idx:
+        dominated = np.any((q[idx] <= q[i]) & (err[idx] <= err[i]) & ((q[idx] < q[i]) | (err[idx] < err[i])))
+        front[i] = not dominated
+    return front
+
+
+def pareto_data(records: pd.DataFrame) -> pd.DataFrame:
+    """Evaluated kernels with a finite test RMSE, with an ``on_front`` column.
+
+    ``records`` has at least ``q``, ``test_rmse``, ``infix``, ``canonical`` (e.g. from
+    :meth:`RunStore.evaluations` or a list of :class:`EvalRecord` dicts). Keeps the
+    input row order and an ``row`` column pointing back to it.
+    """
+    if records is None or len(records) == 0:
+        return pd.DataFrame(columns=["row", "q", "test_rmse", "infix", "on_front"])
+    df = records.copy()
+    df["row"] = np.arange(len(df))
+    df["test_rmse"] = pd.to_numeric(df["test_rmse"], errors="coerce")
+    df = df[np.isfinite(df.test_rmse)]
+    df["on_front"] = pareto_front(df.q.to_numpy(), df.test_rmse.to_numpy())
+    return df
+
+
+def pareto_figure(pdata: pd.DataFrame, title: str = "Test RMSE against hyperparameter count",
+                  reference: tuple[int, float] | None = None, log_y: bool = True) -> go.Figure:
+    """Scatter of test RMSE vs q; the front in red; hover shows the expression.
+
+    ``reference`` = (q, rmse) of a reference kernel, drawn as a black triangle with
+    guide lines (the paper's Figure 4). ``customdata`` holds ``row``.
+    """
+    fig = go.Figure()
+    rng = np.random.default_rng(0)
+    for on, name, color in ((False, "evaluated", _COLORS["other"]), (True, "Pareto front", _COLORS["front"])):
+        d = pdata[pdata.on_front == on] if len(pdata) else pdata
+        if not len(d):
+            continue
+        jitter = rng.uniform(-0.15, 0.15, len(d)) if not on else np.zeros(len(d))
+        fig.add_trace(go.Scatter(
+            x=d.q + jitter, y=d.test_rmse, mode="markers", name=name, customdata=d.row,
+            hovertext=[f"q={q}<br>RMSE={r:.4g}<br>{s[:120]}" for q, r, s in zip(d.q, d.test_rmse, d.infix,
+                                                                                   strict=True)],
+            hoverinfo="text", marker=dict(size=9 if on else 6, color=color, opacity=0.9 if on else 0.5)))
+    if reference is not None and reference[1] is not None and math.isfinite(reference[1]):
+        q0, r0 = reference
+        fig.add_trace(go.Scatter(x=[q0], y=[r0], mode="markers", name="original",
+                                 marker=dict(symbol="triangle-up", size=14, color=_COLORS["base"])))
+        fig.add_hline(y=r0, line_color=_COLORS["base"], line_width=1)
+        fig.add_vline(x=q0, line_color=_COLORS["base"], line_width=1)
+    fig.update_layout(title=title, xaxis_title="hyperparameters q", yaxis_title="test RMSE", height=420,
+                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"),
+                      yaxis_type="log" if log_y else "linear", clickmode="event+select")
+    return fig
+
+
+def explorer_figure(records: pd.DataFrame, base_q: int, base_rmse: float | None) -> go.Figure:
+    """The paper's Figure 4: mutants' test RMSE against q, the original marked."""
+    return pareto_figure(pareto_data(records), title="Mutations: test RMSE against q",
+                         reference=(base_q, base_rmse if base_rmse is not None else math.nan))
+
+
+# --- hyperparameters -------------------------------------------------------------------------
+
+
+def hyperparameter_table(kernel: Kernel, theta: Sequence[float], log_noise: float, norm: Normalisation
+                         ) -> pd.DataFrame:
+    """One row per slot (plus noise): value in model units and, for single-role slots,
+    in data units (lengthscales and periods in x units, shift as an x position)."""
+    roles = slot_roles(kernel)
+    sx = norm.x_scale[0]
+    rows = []
+    for s, t in zip(kernel.slots, theta, strict=True):
+        v = math.exp(t)
+        r = sorted(roles[s])
+        data_value: str = ""
+        if r == ["lengthscale"]:
+            data_value = f"lengthscale {v * sx:.4g} (x units)"
+        elif r == ["frequency"]:
+            data_value = f"period {2 * math.pi / v * sx:.4g} (x units)"
+        elif r == ["shift"]:
+            data_value = f"at x = {norm.x_offset[0] + (v - 1.0) * sx:.6g}"
+        rows.append({"hyperparameter": s, "roles": ", ".join(r) or "-", "value": v, "log value": t,
+                     "in data units": data_value})
+    nv = math.exp(log_noise)
+    rows.append({"hyperparameter": "noise", "roles": "noise variance", "value": nv, "log value": log_noise,
+                 "in data units": f"noise std {math.sqrt(nv) * norm.y_std:.4g} (y units)"})
+    return pd.DataFrame(rows)

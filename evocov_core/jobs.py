@@ -1,0 +1,308 @@
+"""Background jobs for the dashboard: a thread per run, progress snapshots, cancel, a queue.
+
+The dashboard never runs a search in its own script thread. It submits a
+:class:`JobSpec` to the process-wide :class:`JobManager`, which runs it in a background
+thread over the core package (the thread never touches Streamlit), writes every
+generation to the :class:`~evocov_core.store.RunStore`, and keeps a live
+:class:`JobSnapshot` that pages poll. Kernel fits run in worker processes (see
+:mod:`evocov_core.parallel`), each run with its own seeds, so concurrent runs in one
+server do not change each other's results.
+
+At most ``max_concurrent`` jobs run at once (default: one per core); the rest wait in
+FIFO order with status ``queued`` and a queue position.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from .data import Dataset
+from .kernel_file import kernel_file_dict
+from .metrics import FitData
+from .model import FittedModel
+from .optimize import FitResult
+from .parallel import make_executor
+from .search import SearchConfig, explore_mutations, run_search
+from .search.common import EvalRecord, GenerationStats, Progress
+from .store import RunStore
+
+__all__ = ["Job", "JobManager", "JobSnapshot", "JobSpec"]
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What to run.
+
+    Attributes
+    ----------
+    kind : str
+        ``search`` (any algorithm of ``config``) or ``explore`` (mutations of ``base``).
+    dataset : Dataset
+    config : SearchConfig
+    seed : int
+    workers : int or None
+        Worker processes (None: every core; 1: serial, in the job thread).
+    label : str
+    base : FitResult or None
+        Kernel to explore (``explore`` only).
+    n_mutations : int
+    """
+
+    kind: str
+    dataset: Dataset
+    config: SearchConfig
+    seed: int = 0
+    workers: int | None = None
+    label: str = ""
+    base: FitResult | None = None
+    n_mutations: int = 200
+
+
+@dataclass(frozen=True)
+class JobSnapshot:
+    """A consistent copy of a job's state for drawing."""
+
+    id: str
+    kind: str
+    status: str
+    label: str
+    algorithm: str
+    generation: int
+    total_generations: int
+    elapsed: float
+    n_evaluations: int
+    evals_per_second: float
+    restarts: int
+    best: FitResult | None
+    history: tuple[GenerationStats, ...]
+    n_records: int
+    queue_position: int
+    error: str
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return self.status in ("finished", "cancelled", "failed")
+
+
+class Job:
+    """One run's live state (thread-safe)."""
+
+    def __init__(self, spec: JobSpec, job_id: str) -> None:
+        self.id = job_id
+        self.spec = spec
+        self.status = "queued"
+        self.lock = threading.Lock()
+        self.cancel_event = threading.Event()
+        self.history: list[GenerationStats] = []
+        self.records: list[EvalRecord] = []
+        self.best: FitResult | None = None
+        self.progress: Progress | None = None
+        self.error = ""
+        self.extra: dict = {}
+        self.created = time.time()
+        self.started: float | None = None
+        self.finished: float | None = None
+        self.queue_position = 0
+        self.done_event = threading.Event()
+
+    def snapshot(self) -> JobSnapshot:
+        with self.lock:
+            p = self.progress
+            elapsed = (self.finished or time.time()) - self.started if self.started else 0.0
+            n_eval = p.n_evaluations if p else 0
+            return JobSnapshot(
+                id=self.id, kind=self.spec.kind, status=self.status, label=self.spec.label,
+                algorithm=self.spec.config.algorithm if self.spec.kind == "search" else "explore",
+                generation=p.generation if p else 0, total_generations=p.total_generations if p else 0,
+                elapsed=elapsed, n_evaluations=n_eval,
+                evals_per_second=n_eval / elapsed if elapsed > 0 else 0.0,
+                restarts=p.restarts if p else 0, best=self.best, history=tuple(self.history),
+                n_records=len(self.records), queue_position=self.queue_position, error=self.error,
+                extra=dict(self.extra),
+            )
+
+    def records_copy(self) -> list[EvalRecord]:
+        with self.lock:
+            return list(self.records)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self.done_event.wait(timeout)
+
+
+def _best_doc(fit: FitResult | None, ds: Dataset, extra: dict | None = None) -> dict | None:
+    if fit is None or not fit.ok:
+        return None
+    return kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test, test_fraction=ds.test_fraction,
+                            extra_scores=extra)
+
+
+class JobManager:
+    """Runs :class:`JobSpec`\\ s in background threads, at most ``max_concurrent`` at once.
+
+    Parameters
+    ----------
+    store : RunStore or None
+        Where runs are recorded (None: memory only, for tests).
+    max_concurrent : int or None
+        Default: ``$EVOCOV_MAX_CONCURRENT`` or one per core.
+    """
+
+    def __init__(self, store: RunStore | None = None, max_concurrent: int | None = None) -> None:
+        self.store = store
+        env = os.environ.get("EVOCOV_MAX_CONCURRENT")
+        self.max_concurrent = max_concurrent or (int(env) if env else (os.cpu_count() or 1))
+        self._jobs: dict[str, Job] = {}
+        self._queue: list[str] = []
+        self._running: set[str] = set()
+        self._lock = threading.Lock()
+        if store is not None:
+            store.recover()
+
+    # --- public API ------------------------------------------------------------------
+    def submit(self, spec: JobSpec) -> str:
+        """Queue a job; returns its id (also the run id in the store)."""
+        if spec.kind not in ("search", "explore"):
+            raise ValueError(f"unknown job kind {spec.kind!r}")
+        if spec.kind == "explore" and (spec.base is None or not spec.base.ok):
+            raise ValueError("an exploration needs a fitted base kernel")
+        job_id = uuid.uuid4().hex[:12]
+        job = Job(spec, job_id)
+        if self.store is not None:
+            settings = spec.config.to_dict()
+            extra = {}
+            if spec.kind == "explore":
+                settings["n_mutations"] = spec.n_mutations
+                extra["base"] = _best_doc(spec.base, spec.dataset)
+            self.store.create_run(job_id, kind=spec.kind,
+                                  algorithm=spec.config.algorithm if spec.kind == "search" else "explore",
+                                  dataset=spec.dataset, settings=settings, seed=spec.seed, label=spec.label,
+                                  extra=extra)
+        with self._lock:
+            self._jobs[job_id] = job
+            self._queue.append(job_id)
+            self._update_positions()
+        self._dispatch()
+        return job_id
+
+    def get(self, job_id: str) -> Job | None:
+        with self._lock:
+            return self._jobs.get(job_id)
+
+    def cancel(self, job_id: str) -> bool:
+        """Ask a job to stop; a queued job is dropped at once. Returns False if unknown."""
+        job = self.get(job_id)
+        if job is None:
+            return False
+        job.cancel_event.set()
+        with self._lock:
+            if job_id in self._queue:
+                self._queue.remove(job_id)
+                self._update_positions()
+                queued = True
+            else:
+                queued = False
+        if queued:
+            self._finish(job, "cancelled", None, 0.0, 0)
+        return True
+
+    def active(self) -> list[JobSnapshot]:
+        with self._lock:
+            jobs = [self._jobs[j] for j in (*self._running, *self._queue)]
+        return [j.snapshot() for j in jobs]
+
+    @property
+    def running_count(self) -> int:
+        with self._lock:
+            return len(self._running)
+
+    # --- internals -------------------------------------------------------------------
+    def _update_positions(self) -> None:
+        for pos, jid in enumerate(self._queue, start=1):
+            self._jobs[jid].queue_position = pos
+
+    def _dispatch(self) -> None:
+        with self._lock:
+            while self._queue and len(self._running) < self.max_concurrent:
+                jid = self._queue.pop(0)
+                self._running.add(jid)
+                job = self._jobs[jid]
+                job.queue_position = 0
+                threading.Thread(target=self._run, args=(job,), name=f"evocov-job-{jid}", daemon=True).start()
+            self._update_positions()
+
+    def _on_progress(self, job: Job, p: Progress) -> None:
+        with job.lock:
+            job.progress = p
+            job.history.append(p.stats)
+            job.records.extend(p.evaluated)
+            job.best = p.best
+        if self.store is not None:
+            doc = _best_doc(p.best, job.spec.dataset) if job.spec.kind == "search" else None
+            self.store.add_generation(job.id, p.stats, p.evaluated, p.n_evaluations, doc)
+
+    def _finish(self, job: Job, status: str, best: FitResult | None, elapsed: float, n_eval: int,
+                error: str = "") -> None:
+        with job.lock:
+            job.status = status
+            job.error = error
+            job.finished = time.time()
+        if self.store is not None:
+            doc = _best_doc(best, job.spec.dataset) if job.spec.kind == "search" else None
+            self.store.finish_run(job.id, status, best_doc=doc, elapsed=elapsed, n_evaluations=n_eval,
+                                  error=error or None, extra=job.extra or None)
+        job.done_event.set()
+
+    def _run(self, job: Job) -> None:
+        spec = job.spec
+        with job.lock:
+            job.status = "running"
+            job.started = time.time()
+        if self.store is not None:
+            self.store.set_status(job.id, "running")
+        try:
+            if job.cancel_event.is_set():
+                self._finish(job, "cancelled", None, 0.0, 0)
+                return
+            data = FitData.from_dataset(spec.dataset, split_fraction=spec.config.metric_split)
+            stop: Callable[[], bool] = job.cancel_event.is_set
+            with make_executor(data, spec.config.optim, workers=spec.workers) as ex:
+                if spec.kind == "search":
+                    res = run_search(data, spec.config, seed=spec.seed, executor=ex,
+                                     progress=lambda p: self._on_progress(job, p), should_stop=stop)
+                else:
+                    assert spec.base is not None
+                    base = spec.base
+                    if base.test_rmse is None and spec.dataset.n_test:
+                        # Score the base on these data with its own values.
+                        rm = FittedModel.from_fit(base, spec.dataset.norm).test_rmse(spec.dataset)
+                        base = replace(base, test_rmse=rm)
+                    ex_res = explore_mutations(base, data, spec.config, ex, n_mutations=spec.n_mutations,
+                                               seed=spec.seed, progress=lambda p: self._on_progress(job, p),
+                                               should_stop=stop)
+                    res = ex_res.search
+                    with job.lock:
+                        job.extra = {"better_fitted": _f(ex_res.better_fitted), "simpler": _f(ex_res.simpler),
+                                     "both": _f(ex_res.both), "base_q": base.q,
+                                     "base_test_rmse": base.test_rmse, "base_bic": _f(base.bic)}
+            with job.lock:
+                job.best = res.best if spec.kind == "search" else job.best
+            self._finish(job, res.status, res.best, res.elapsed, res.n_evaluations)
+        except Exception as exc:  # a job must never take the server down
+            tb = traceback.format_exc(limit=3)
+            self._finish(job, "failed", job.best, 0.0, 0, error=f"{type(exc).__name__}: {exc}\n{tb}")
+        finally:
+            with self._lock:
+                self._running.discard(job.id)
+            self._dispatch()
+
+
+def _f(v: float | None) -> float | None:
+    return None if v is None or not math.isfinite(v) else float(v)
