@@ -110,26 +110,30 @@ def command_line() -> str:
 # --- timing -------------------------------------------------------------------------
 
 
-def per_call(fn: Callable[[], object], calls: int) -> float:
-    """Mean seconds per call of ``fn`` over ``calls`` back-to-back calls."""
-    t0 = time.perf_counter()
+def per_call(fn: Callable[[], object], calls: int) -> tuple[float, float]:
+    """Mean wall and CPU seconds per call of ``fn`` over ``calls`` back-to-back calls.
+
+    With every thread pool limited to one thread, CPU time is this process's compute time:
+    on a shared machine it leaves out the time other processes held the core.
+    """
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(calls):
         fn()
-    return (time.perf_counter() - t0) / calls
+    return (time.perf_counter() - t0) / calls, (time.process_time() - c0) / calls
 
 
 def calibrate(fn: Callable[[], object], block_seconds: float) -> int:
     """Calls per timed block so a block lasts about ``block_seconds`` (at least 1)."""
     fn()  # warm up (caches, lazy imports, first-touch allocations)
-    one = per_call(fn, 1)
+    one = per_call(fn, 1)[0]
     few = max(1, min(50, int(0.01 / max(one, 1e-9))))
-    t = per_call(fn, few)
+    t = per_call(fn, few)[0]
     return max(1, math.ceil(block_seconds / max(t, 1e-9)))
 
 
 def interleaved(contenders: dict[str, Callable[[], object]], reps: int, block_seconds: float,
-                setup: dict[str, Callable[[int], None]] | None = None) -> dict[str, float]:
-    """Median seconds per call of each contender, timed in interleaved blocks.
+                setup: dict[str, Callable[[int], None]] | None = None) -> dict[str, tuple[float, float]]:
+    """Median (wall, CPU) seconds per call of each contender, timed in interleaved blocks.
 
     Each repetition times one block of every contender, in an order rotated each
     repetition, so slow spells of a shared machine fall on all of them alike.
@@ -143,14 +147,14 @@ def interleaved(contenders: dict[str, Callable[[], object]], reps: int, block_se
         if k in setup:
             setup[k](60)
         calls[k] = calibrate(contenders[k], block_seconds)
-    samples: dict[str, list[float]] = {k: [] for k in names}
+    samples: dict[str, list[tuple[float, float]]] = {k: [] for k in names}
     for r in range(reps):
         shift = r % len(names)
         for k in names[shift:] + names[:shift]:
             if k in setup:
                 setup[k](calls[k])
             samples[k].append(per_call(contenders[k], calls[k]))
-    return {k: statistics.median(v) for k, v in samples.items()}
+    return {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in samples.items()}
 
 
 # --- reports ------------------------------------------------------------------------

@@ -158,8 +158,9 @@ def run_size(n: int, grid: str, reps: int, block: float) -> dict:
         "sk_lml": lambda: gpr.log_marginal_likelihood(sk_theta, eval_gradient=False),
         "sk_grad": lambda: gpr.log_marginal_likelihood(sk_theta, eval_gradient=True),
     }
-    t = interleaved(contenders, reps, block, setup={"floor_nocopy": prepare_copies})
-    return {"n": n, "grid": grid, "toeplitz": toeplitz, "lml_err": lml_err, "grad_err": grad_err, "t": t}
+    both = interleaved(contenders, reps, block, setup={"floor_nocopy": prepare_copies})
+    return {"n": n, "grid": grid, "toeplitz": toeplitz, "lml_err": lml_err, "grad_err": grad_err,
+            "t": {k: v[0] for k, v in both.items()}, "cpu": {k: v[1] for k, v in both.items()}}
 
 
 def ms(s: float) -> str:
@@ -178,29 +179,33 @@ def main() -> None:
     print(f"threads after prepare_process(): {threads['after_prepare_process']}")
     print(f"threads during the benchmark:   {threads['after_threadpool_limits']}\n")
 
-    t_start = time.perf_counter()
+    t_start, c_start = time.perf_counter(), time.process_time()
     results = {g: [run_size(n, g, args.reps, args.block_ms / 1e3) for n in args.sizes]
                for g in ("regular", "irregular")}
 
-    header = ["grid", "n", "path", "floor ms", "floor (no copy) ms", "build ms", "ours LML ms",
-              "ours LML+grad ms", "sklearn LML ms", "sklearn LML+grad ms", "LML / floor", "LML / floor (no copy)",
-              "LML / sklearn", "LML+grad / sklearn", "grad / LML (ours)", "grad / LML (sklearn)",
-              "LML rel err", "grad rel err"]
-    rows = []
+    h_times = ["grid", "n", "path", "floor", "floor (no copy)", "build K", "ours LML", "ours LML+grad",
+               "sklearn LML", "sklearn LML+grad"]
+    h_ratios = ["grid", "n", "LML / floor", "LML / floor (no copy)", "LML / sklearn", "LML+grad / sklearn",
+                "grad / LML (ours)", "grad / LML (sklearn)", "CPU: LML / floor", "CPU: LML / sklearn",
+                "CPU: LML+grad / sklearn", "LML rel err", "grad rel err"]
+    rows_t, rows_r = [], []
     summary: list[str] = []
     verdicts: list[str] = []
     for g, prefix in (("regular", ""), ("irregular", "irr_")):
         floor_r, sk_r, skg_r = {}, {}, {}
         for r in results[g]:
-            t, n = r["t"], r["n"]
+            t, c, n = r["t"], r["cpu"], r["n"]
             floor_r[n] = t["ours_lml"] / t["floor"]
             sk_r[n] = t["ours_lml"] / t["sk_lml"]
             skg_r[n] = t["ours_grad"] / t["sk_grad"]
-            rows.append([g, n, "Toeplitz" if r["toeplitz"] else "general", ms(t["floor"]), ms(t["floor_nocopy"]),
-                         ms(t["build"]), ms(t["ours_lml"]), ms(t["ours_grad"]), ms(t["sk_lml"]), ms(t["sk_grad"]),
-                         f"{floor_r[n]:.2f}", f"{t['ours_lml'] / t['floor_nocopy']:.2f}", f"{sk_r[n]:.3f}",
-                         f"{skg_r[n]:.3f}", f"{t['ours_grad'] / t['ours_lml']:.2f}",
-                         f"{t['sk_grad'] / t['sk_lml']:.2f}", f"{r['lml_err']:.1e}", f"{r['grad_err']:.1e}"])
+            rows_t.append([g, n, "Toeplitz" if r["toeplitz"] else "general",
+                           *(ms(t[k]) for k in ("floor", "floor_nocopy", "build", "ours_lml", "ours_grad",
+                                                "sk_lml", "sk_grad"))])
+            rows_r.append([g, n, f"{floor_r[n]:.2f}", f"{t['ours_lml'] / t['floor_nocopy']:.2f}", f"{sk_r[n]:.3f}",
+                           f"{skg_r[n]:.3f}", f"{t['ours_grad'] / t['ours_lml']:.2f}",
+                           f"{t['sk_grad'] / t['sk_lml']:.2f}", f"{c['ours_lml'] / c['floor']:.2f}",
+                           f"{c['ours_lml'] / c['sk_lml']:.3f}", f"{c['ours_grad'] / c['sk_grad']:.3f}",
+                           f"{r['lml_err']:.1e}", f"{r['grad_err']:.1e}"])
             for tn, lim in TARGET_FLOOR.items():
                 if tn == n:
                     ok = floor_r[n] <= lim
@@ -214,12 +219,19 @@ def main() -> None:
         summary += [f"{prefix}lml_vs_sklearn_n{n}={v:.3g}" for n, v in sk_r.items()]
         summary += [f"{prefix}lmlgrad_vs_sklearn_n{n}={v:.3g}" for n, v in skg_r.items()]
 
-    table = md_table(header, rows, "lll" + "r" * (len(header) - 3))
+    table = ("Milliseconds per call:\n\n" + md_table(h_times, rows_t, "lll" + "r" * (len(h_times) - 3))
+             + "\n\nRatios (our time / other time) and agreement with scikit-learn before timing:\n\n"
+             + md_table(h_ratios, rows_r, "ll" + "r" * (len(h_ratios) - 2)))
     elapsed = time.perf_counter() - t_start
+    share = (time.process_time() - c_start) / elapsed
     notes = (f"Median of {args.reps} interleaved repetitions, each a block of about {args.block_ms:g} ms of "
-             "back-to-back calls (at least one call). Times are per call. `floor` includes one n×n copy "
-             "(`cho_factor(overwrite_a=False)`), which our `lml` does not pay; `floor (no copy)` is the LAPACK "
-             f"work alone. `path`: which K build our code took. Benchmark time {elapsed:.0f} s.")
+             "back-to-back calls (at least one call). Wall-clock times per call; the summary and targets use "
+             "them. The `CPU:` columns repeat the key ratios with this process's CPU time (BLAS is "
+             "single-threaded, so CPU time is compute time without the time other processes held the core). "
+             "`floor` includes one n×n copy (`cho_factor(overwrite_a=False)`), which our `lml` does not pay; "
+             "`floor (no copy)` is the LAPACK work alone. `path`: which K build our code took. "
+             f"Benchmark time {elapsed:.0f} s, during which this "
+             f"process got {share:.0%} of a core (the rest went to other processes on the shared machine).")
     summary_line = " ".join(summary)
     path = write_report(
         "bench_lml", "LML and LML + gradient: ours vs the floor and scikit-learn (issue 2)",

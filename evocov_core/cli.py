@@ -103,7 +103,7 @@ def _config_from_args(args: argparse.Namespace):
     overrides = {}
     for name in ("generations", "population", "mu", "p_mutation", "p_crossover", "beta", "d_min", "d_max",
                  "o_max", "rho_max", "psd_w", "n_hyper", "metric", "method", "n_restarts", "max_evals",
-                 "ref_fun_call", "sigma_theta", "init"):
+                 "n_screen", "ref_fun_call", "sigma_theta", "init"):
         v = getattr(args, name, None)
         if v is not None:
             overrides[name] = v.replace("-", "_") if name == "metric" else v
@@ -224,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, typ in (("generations", int), ("population", int), ("mu", int), ("p-mutation", float),
                       ("p-crossover", float), ("beta", float), ("d-min", int), ("d-max", int), ("o-max", int),
                       ("rho-max", int), ("psd-w", int), ("n-hyper", int), ("n-restarts", int), ("max-evals", int),
+                      ("n-screen", int),
                       ("ref-fun-call", int), ("sigma-theta", float)):
         p.add_argument(f"--{name}", type=typ, dest=name.replace("-", "_"))
     p.add_argument("--metric", choices=metric_choices)

@@ -112,6 +112,10 @@ class OptimConfig:
         Starts for L-BFGS-B.
     max_evals : int
         Evaluations per L-BFGS-B start.
+    n_screen : int
+        Candidate starts scored (metric only, no gradient) before L-BFGS-B runs from the
+        ``n_restarts`` best of them; 0 or ≤ ``n_restarts`` disables screening. An
+        inherited start is always kept.
     ref_fun_call : int
         Powell budget reference: ``max_fun_call = ref_fun_call · 350² / n²`` (paper: 300).
     sigma_theta : float
@@ -125,6 +129,7 @@ class OptimConfig:
     method: str = "auto"
     n_restarts: int = 3
     max_evals: int = 60
+    n_screen: int = 0
     ref_fun_call: int = 300
     sigma_theta: float = 0.1
     init: str = "roles"
@@ -141,6 +146,8 @@ class OptimConfig:
             raise ValueError("n_restarts must be at least 1")
         if self.max_evals < 2:
             raise ValueError("max_evals must be at least 2")
+        if self.n_screen < 0:
+            raise ValueError("n_screen must be non-negative")
         if self.ref_fun_call < 1:
             raise ValueError("ref_fun_call must be at least 1")
         if self.sigma_theta < 0:
@@ -359,6 +366,31 @@ class _Tracker:
             self.best_z = np.array(z, dtype=np.float64)
 
 
+def _screen(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator, start: Start | None,
+            tr: _Tracker) -> list[Array]:
+    """Starting points for L-BFGS-B, screened by their metric value when ``n_screen`` asks."""
+    if config.n_screen <= config.n_restarts:
+        return _starts(kernel, data, config, rng, start, config.n_restarts)
+    cands = _starts(kernel, data, config, rng, start, config.n_screen)
+    scores = []
+    for z in cands:
+        try:
+            f = loss(config.metric, kernel, data, z)
+        except _NUMERIC_ERRORS as exc:
+            tr.fail(exc)
+            f = math.inf
+        else:
+            if math.isfinite(f):
+                tr.record(z, f)
+            else:
+                tr.fail(None, "metric is not finite")
+        scores.append(f if math.isfinite(f) else math.inf)
+    order = sorted(range(len(cands)), key=lambda i: scores[i])
+    if start is not None:  # the inherited values themselves always get a run
+        order = [0] + [i for i in order if i != 0]
+    return [cands[i] for i in order[: config.n_restarts]]
+
+
 def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[Array], tr: _Tracker) -> None:
     lo, hi = config.space.lower_upper(kernel.n_params)
     bounds = list(zip(lo, hi, strict=True))
@@ -445,7 +477,7 @@ def fit_kernel(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.rando
     method = config.resolved_method
     try:
         if method == "lbfgs":
-            _run_lbfgs(kernel, data, config, _starts(kernel, data, config, rng, start, config.n_restarts), tr)
+            _run_lbfgs(kernel, data, config, _screen(kernel, data, config, rng, start, tr), tr)
         else:
             _run_powell(kernel, data, config, _starts(kernel, data, config, rng, start, 1), tr,
                         lambda: _starts(kernel, data, config, rng, None, 1)[0])

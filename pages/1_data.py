@@ -1,9 +1,222 @@
-"""Data page (placeholder until the dashboard lands)."""
+"""Data page: pick a bundled series or upload a CSV, choose the columns and the train/test split."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import streamlit as st
 
-from evocov_core.data import load_bundled
+from evocov_core.data import DEFAULT_MAX_POINTS, DataError, date_columns, guess_columns, numeric_columns
+from evocov_core.figures import series_figure
+from pages._common import (
+    ROW_NUMBER,
+    current_dataset,
+    dataset_source,
+    dataset_summary,
+    load_bundled_dataset,
+    max_upload_bytes,
+    polish,
+    read_upload,
+    set_dataset,
+    upload_to_dataset,
+)
+from pages._common import catalog as bundled_catalog
 
-st.title("EvoCov")
-ds = load_bundled("airline")
-st.write(f"{ds.name}: {ds.n} points, {ds.n_train} for training, {ds.n_test} for testing.")
+st.title("Data")
+st.caption(
+    "Choose the time series to model. Every other page works on the dataset selected here: "
+    "searches learn from the training part and are judged on the test part (the last stretch of x)."
+)
+
+ds = current_dataset()
+source = dataset_source()
+entries = bundled_catalog()
+by_name = {e["name"]: e for e in entries}
+
+
+def _test_fraction() -> float:
+    return float(st.session_state.get("data_test_fraction", ds.test_fraction))
+
+
+def _load_bundled() -> None:
+    name = st.session_state["data_bundled"]
+    try:
+        set_dataset(load_bundled_dataset(name, _test_fraction()), {"kind": "bundled", "name": name})
+        st.session_state["data_flash"] = ("success", f"Loaded the bundled dataset **{name}**.")
+    except DataError as exc:
+        st.session_state["data_flash"] = ("error", f"Could not load {name}: {exc}")
+
+
+tab_bundled, tab_upload = st.tabs([":material/library_books: Bundled datasets", ":material/upload: Upload a CSV"])
+
+# --- bundled ---------------------------------------------------------------------------------
+with tab_bundled:
+    if "data_bundled" not in st.session_state:
+        st.session_state["data_bundled"] = source["name"] if source["kind"] == "bundled" else entries[0]["name"]
+    st.selectbox(
+        "Dataset",
+        list(by_name),
+        key="data_bundled",
+        on_change=_load_bundled,
+        format_func=lambda n: f"{n} — {by_name[n]['title']}",
+        help="Series shipped with EvoCov (see data/README.md). Selecting one loads it.",
+    )
+    entry = by_name[st.session_state["data_bundled"]]
+    c1, c2 = st.columns([2, 1])
+    with c1:
+        st.markdown(f"**{entry['title']}**")
+        st.markdown(f"**Source:** {entry['source']}")
+        st.markdown(f"**Licence:** {entry['licence']}")
+    with c2:
+        st.markdown(f"**Points:** {entry['n']} ({entry.get('frequency', '')})")
+        st.markdown(f"**Span:** {entry.get('first', '?')} → {entry.get('last', '?')}")
+        st.markdown(f"**Units:** {entry.get('units', '')}")
+    is_current = source["kind"] == "bundled" and source["name"] == entry["name"]
+    if not is_current:
+        st.button(f"Use {entry['name']}", type="primary", key="data_use_bundled", on_click=_load_bundled)
+
+# --- upload ----------------------------------------------------------------------------------
+with tab_upload:
+    limit_mb = max_upload_bytes() // (1024 * 1024)
+    st.markdown(
+        "Upload a table with one row per observation: a column of numbers to model (y) and, "
+        "optionally, a column of x values (numbers or dates). Comma, semicolon or tab separated."
+    )
+    up = st.file_uploader(
+        f"CSV file (up to {limit_mb} MB)",
+        type=["csv", "txt", "tsv"],
+        key="data_upload",
+        help="The file stays in this browser session; nothing is written to disk.",
+    )
+    if up is not None:
+        fid = getattr(up, "file_id", up.name)
+        try:
+            df = read_upload(up.getvalue())
+        except DataError as exc:
+            st.error(
+                f"**Cannot read {up.name}:** {exc}. The current dataset ({ds.name}) is unchanged.",
+                icon=":material/block:",
+            )
+            df = None
+        if df is not None:
+            nums = numeric_columns(df)
+            dates = date_columns(df)
+            if not nums:
+                st.error(
+                    f"**Cannot use {up.name}:** no numeric column to model; the file needs at least one "
+                    f"column of numbers (columns: {', '.join(map(str, df.columns))}). "
+                    f"The current dataset ({ds.name}) is unchanged.",
+                    icon=":material/block:",
+                )
+            else:
+                gx, gy = guess_columns(df)
+                with st.expander(f"Preview of {up.name} ({len(df)} rows, {df.shape[1]} columns)"):
+                    st.dataframe(df.head(20), hide_index=True)
+                x_opts = [ROW_NUMBER, *dates, *[c for c in nums if c not in dates]]
+                x_opts += [c for c in df.columns if c not in x_opts]
+                c1, c2, c3 = st.columns(3)
+                x_col = c1.selectbox(
+                    "x column",
+                    x_opts,
+                    index=x_opts.index(gx) if gx in x_opts else 0,
+                    key=f"data_x_{fid}",
+                    help="Numbers, dates (become decimal years) or the row number.",
+                )
+                y_col = c2.selectbox("y column (to model)", nums, index=nums.index(gy), key=f"data_y_{fid}")
+                name = c3.text_input("Name", value=Path(up.name).stem[:40] or "upload", key=f"data_name_{fid}")
+                o1, o2, o3 = st.columns(3)
+                drop = o1.checkbox(
+                    "Drop rows with missing values",
+                    key="data_drop_missing",
+                    help="Rows whose x or y is empty, not a number or infinite are removed.",
+                )
+                max_points = o2.number_input(
+                    "Maximum points",
+                    min_value=10,
+                    max_value=20000,
+                    value=DEFAULT_MAX_POINTS,
+                    step=100,
+                    key="data_max_points",
+                    help="Each kernel fit costs O(n³): more points make searches much slower.",
+                )
+                sub = o3.checkbox(
+                    "Subsample to the maximum",
+                    key="data_subsample",
+                    help="Keep evenly spaced points (both parts thinned alike). Faster fits, at "
+                    "the price of the detail between kept points.",
+                )
+                try:
+                    new = upload_to_dataset(
+                        up.getvalue(),
+                        name=name or "upload",
+                        x=x_col,
+                        y=y_col,
+                        guess=False,
+                        test_fraction=_test_fraction(),
+                        max_points=int(max_points),
+                        subsample=sub,
+                        drop_missing=drop,
+                    )
+                except DataError as exc:
+                    st.error(
+                        f"**Cannot use these data:** {exc}. The current dataset ({ds.name}) is unchanged.",
+                        icon=":material/block:",
+                    )
+                else:
+                    for note in new.notes:
+                        st.info(f"Note: {note}.", icon=":material/info:")
+                    st.success(f"Ready: **{new.name}** — {dataset_summary(new)}.", icon=":material/check_circle:")
+                    if st.button("Use this dataset", type="primary", key="data_use_upload"):
+                        set_dataset(new, {"kind": "upload", "name": new.name, "file": up.name})
+                        st.session_state["data_flash"] = ("success", f"Now using the uploaded dataset **{new.name}**.")
+                        st.rerun()
+
+# --- the current dataset ----------------------------------------------------------------------
+ds = current_dataset()
+flash = st.session_state.pop("data_flash", None)
+if flash:
+    getattr(st, flash[0])(flash[1])
+
+st.divider()
+st.subheader(f"Current dataset: {ds.name}")
+
+
+def _apply_fraction() -> None:
+    f = float(st.session_state["data_test_fraction"])
+    try:
+        st.session_state["evocov_dataset"] = current_dataset().with_test_fraction(f)
+    except DataError as exc:
+        st.session_state["data_flash"] = ("error", f"Cannot use test fraction {f:.2f}: {exc}")
+        st.session_state["data_test_fraction"] = current_dataset().test_fraction
+
+
+if "data_test_fraction" not in st.session_state:
+    st.session_state["data_test_fraction"] = float(ds.test_fraction)
+c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
+c1.slider(
+    "Test fraction",
+    min_value=0.0,
+    max_value=0.5,
+    step=0.01,
+    key="data_test_fraction",
+    on_change=_apply_fraction,
+    help="The test part is every point whose x lies in the last fraction of the x-range "
+    "(the TSDL benchmark uses 0.1). Searches never see it; it scores extrapolation.",
+)
+c2.metric("Points", ds.n)
+c3.metric("Training", ds.n_train)
+c4.metric("Test", ds.n_test)
+for note in ds.notes:
+    st.info(f"Note: {note}.", icon=":material/info:")
+if ds.n_test == 0:
+    st.warning("The test fraction is 0: there are no test points, so no test RMSE can be computed.")
+st.plotly_chart(
+    polish(series_figure(ds, title=f"{ds.name}: training part and test part (after the dashed line)")),
+    key="data_series",
+    config={"displaylogo": False},
+)
+st.caption(
+    f"x: {ds.x_label} ({'dates, as decimal years' if ds.x_kind == 'date' else 'numbers'}) · "
+    f"y: {ds.y_label}. Next: start a kernel search on the **Search** page."
+)
+st.page_link("pages/2_search.py", label="Go to Search", icon=":material/genetics:")

@@ -72,6 +72,8 @@ class SearchConfig:
         Optimiser: ``auto``, ``lbfgs`` or ``powell``.
     n_restarts, max_evals : int
         L-BFGS-B starts and evaluations per start.
+    n_screen : int
+        Random starts scored before L-BFGS-B runs from the best ``n_restarts``.
     ref_fun_call : int
         Powell budget reference (``max_fun_call = ref · 350²/n²``).
     sigma_theta : float
@@ -101,6 +103,7 @@ class SearchConfig:
     method: str = "auto"
     n_restarts: int = 3
     max_evals: int = 60
+    n_screen: int = 20
     ref_fun_call: int = 300
     sigma_theta: float = 0.1
     init: str = "roles"
@@ -114,7 +117,7 @@ class SearchConfig:
 
         need(self.algorithm in ALGORITHMS, f"algorithm must be one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
         for name in ("population", "generations", "mu", "d_max", "o_max", "rho_max", "psd_w", "n_hyper",
-                     "n_restarts", "max_evals", "ref_fun_call"):
+                     "n_restarts", "max_evals", "n_screen", "ref_fun_call"):
             v = getattr(self, name)
             need(isinstance(v, int) and not isinstance(v, bool), f"{name} must be a whole number, got {v!r}")
         need(self.population >= 2 or self.algorithm == "gpss",
@@ -147,7 +150,8 @@ class SearchConfig:
     @property
     def optim(self) -> OptimConfig:
         return OptimConfig(metric=self.metric, method=self.method, n_restarts=self.n_restarts,
-                           max_evals=self.max_evals, ref_fun_call=self.ref_fun_call, sigma_theta=self.sigma_theta,
+                           max_evals=self.max_evals, n_screen=self.n_screen, ref_fun_call=self.ref_fun_call,
+                           sigma_theta=self.sigma_theta,
                            init=self.init, space=HyperSpace())
 
     @property

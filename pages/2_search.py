@@ -1,0 +1,556 @@
+"""Search page: settings of a kernel search, Start/Stop, and the live view of the run."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+import pandas as pd
+import streamlit as st
+
+from evocov_core.figures import fitness_figure
+from evocov_core.jobs import JobSpec
+from evocov_core.metrics import METRIC_LABELS, METRICS
+from evocov_core.search import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
+from evocov_core.search.config import GPSS_BASE_KERNELS
+from pages._common import (
+    MY_RUNS_KEY,
+    PAGE_RESULTS,
+    RESULTS_RUN_KEY,
+    SEARCH_JOB_KEY,
+    algorithm_label,
+    current_dataset,
+    dataset_summary,
+    fit_from_doc,
+    fmt,
+    manager,
+    polish,
+    poll_every,
+    remember_run,
+    status_badge,
+    store,
+)
+
+st.title("Search")
+ds = current_dataset()
+st.caption(
+    f"Evolve a kernel for **{ds.name}** ({dataset_summary(ds)}). Candidates are scored by BIC on the "
+    "training part; the test part is only used to report extrapolation error."
+)
+
+CPUS = os.cpu_count() or 1
+# Settings each algorithm reads (see evocov_core/search/config.py); the others are shown disabled.
+_COMMON = {"metric", "method", "n_restarts", "max_evals", "n_screen", "ref_fun_call", "sigma_theta", "init"}
+USED = {
+    "evocov": {
+        "population",
+        "generations",
+        "mu",
+        "p_mutation",
+        "beta",
+        "d_min",
+        "d_max",
+        "o_max",
+        "rho_max",
+        "psd_w",
+        "n_hyper",
+    }
+    | _COMMON,
+    "random": {"population", "d_min", "d_max", "o_max", "rho_max", "psd_w", "n_hyper"} | _COMMON,
+    "gwtf": {"population", "generations", "d_min", "d_max", "o_max", "rho_max", "psd_w", "n_hyper"} | _COMMON,
+    "gpss": {"generations", "base_kernels"} | _COMMON,
+}
+N_LABEL = {
+    "evocov": "Population size N",
+    "random": "Kernels drawn N",
+    "gwtf": "Mutations per individual N",
+    "gpss": "Population N (unused)",
+}
+G_LABEL = {
+    "evocov": "Generations G",
+    "random": "Generations G (unused)",
+    "gwtf": "Initial individuals G",
+    "gpss": "Search depth G (levels)",
+}
+FIELDS = (
+    "population",
+    "generations",
+    "mu",
+    "p_mutation",
+    "beta",
+    "d_min",
+    "d_max",
+    "o_max",
+    "rho_max",
+    "psd_w",
+    "n_hyper",
+    "metric",
+    "method",
+    "n_restarts",
+    "max_evals",
+    "n_screen",
+    "ref_fun_call",
+    "sigma_theta",
+    "init",
+    "base_kernels",
+)
+# Only the settings this version of the core has (a newer core may add some).
+FIELDS = tuple(f for f in FIELDS if f in {fl.name for fl in dataclasses.fields(SearchConfig)})
+SAVED = "search_saved_settings"  # survives page switches (widget keys do not)
+
+
+def _k(name: str) -> str:
+    return f"s_{name}"
+
+
+def _apply_preset() -> None:
+    algo = st.session_state[_k("algorithm")]
+    cfg = preset(st.session_state[_k("preset")], algo)
+    for f in FIELDS:
+        v = getattr(cfg, f)
+        st.session_state[_k(f)] = list(v) if f == "base_kernels" else v
+
+
+# Restore the settings after a page switch, or start from the quick EvoCov preset.
+saved = st.session_state.get(SAVED)
+if _k("algorithm") not in st.session_state:
+    if saved:
+        for k, v in saved.items():
+            st.session_state[k] = v
+    else:
+        st.session_state[_k("algorithm")] = "evocov"
+        st.session_state[_k("preset")] = "quick"
+        st.session_state[_k("seed")] = 0
+        st.session_state[_k("workers")] = CPUS
+        _apply_preset()
+
+# --- the job this session watches ---------------------------------------------------------------
+qp_job = st.query_params.get("job")
+if qp_job:
+    st.session_state[SEARCH_JOB_KEY] = qp_job
+job_id: str | None = st.session_state.get(SEARCH_JOB_KEY)
+if job_id and st.query_params.get("job") != job_id:
+    st.query_params["job"] = job_id
+job = manager().get(job_id) if job_id else None
+job_active = job is not None and not job.snapshot().done
+
+settings_col, run_col = st.columns([1, 2], gap="large")
+
+# --- settings -----------------------------------------------------------------------------------
+with settings_col:
+    st.subheader("Settings")
+    c1, c2 = st.columns(2)
+    algo = c1.selectbox(
+        "Algorithm",
+        ALGORITHMS,
+        key=_k("algorithm"),
+        format_func=ALGORITHM_LABELS.get,
+        on_change=_apply_preset,
+        help="EvoCov: the genetic algorithm of the paper. Random Search: N random kernels. "
+        "Go With The First: hill climbing from G random kernels. GPSS baseline: the greedy "
+        "compositional search of Duvenaud et al. (2013).",
+    )
+    c2.selectbox(
+        "Preset",
+        list(PRESETS),
+        key=_k("preset"),
+        on_change=_apply_preset,
+        help="quick: about a minute on 2 cores for Airline. paper: the paper's section 6.2 settings "
+        "(hours). Choosing a preset resets every setting below.",
+    )
+    used = USED[algo]
+
+    def num(
+        field: str,
+        label: str,
+        help: str,
+        lo: float,
+        hi: float | None = None,
+        step: float = 1,
+        fmt_: str | None = None,
+        col=None,
+    ) -> None:
+        where = col or st
+        where.number_input(
+            label,
+            min_value=lo,
+            max_value=hi,
+            step=step,
+            key=_k(field),
+            format=fmt_,
+            disabled=field not in used,
+            help=help + ("" if field in used else f" (not used by {ALGORITHM_LABELS[algo]})"),
+        )
+
+    with st.expander("Population and evolution", expanded=True):
+        a, b = st.columns(2)
+        num(
+            "population",
+            N_LABEL[algo],
+            "EvoCov: individuals per generation. Random Search: kernels drawn. "
+            "Go With The First: hill-climbing mutations per individual.",
+            2,
+            100000,
+            col=a,
+        )
+        num(
+            "generations",
+            G_LABEL[algo],
+            "EvoCov: generations. Go With The First: initial individuals. GPSS: levels of the greedy search.",
+            1,
+            10000,
+            col=b,
+        )
+        a, b = st.columns(2)
+        num(
+            "mu",
+            "Survivors μ",
+            "Individuals kept by truncation selection each generation (1 ≤ μ < N).",
+            1,
+            100000,
+            col=a,
+        )
+        num(
+            "beta",
+            "Restart threshold β",
+            "Restart when the best BIC improves by less than this relative amount in a generation.",
+            0.0,
+            None,
+            step=1e-6,
+            fmt_="%.1e",
+            col=b,
+        )
+        st.slider(
+            "Mutation probability p_m",
+            0.0,
+            1.0,
+            step=0.05,
+            key=_k("p_mutation"),
+            disabled="p_mutation" not in used,
+            help="Each child comes from a mutation with probability p_m, else from a crossover.",
+        )
+        st.caption(f"Crossover probability p_cx = 1 − p_m = {1.0 - st.session_state[_k('p_mutation')]:.2f}")
+        if algo == "gpss":
+            st.multiselect(
+                "GPSS base kernels",
+                ["SE", "PER", "LIN", "RQ", "C"],
+                key=_k("base_kernels"),
+                help=f"Base kernels the greedy search combines (GPSS: {', '.join(GPSS_BASE_KERNELS)}).",
+            )
+    with st.expander("Tree generation and variation"):
+        a, b = st.columns(2)
+        num("d_min", "Minimum depth d_min", "Depth limits of randomly generated trees.", 0, 30, col=a)
+        num("d_max", "Maximum depth d_max", "Depth limits of randomly generated trees (≤ 30).", 0, 30, col=b)
+        a, b = st.columns(2)
+        num("o_max", "Bloat limit o_max", "Children of variation deeper than this are refused.", 1, 200, col=a)
+        num(
+            "rho_max",
+            "Attempts ρ_max",
+            "Tries of a variation operator before the parent is kept unchanged.",
+            1,
+            100000,
+            col=b,
+        )
+        a, b = st.columns(2)
+        num(
+            "psd_w",
+            "PSD check data sets w",
+            "Random data sets each new kernel must be positive semi-definite on.",
+            1,
+            1000,
+            col=a,
+        )
+        num("n_hyper", "Hyperparameter slots n_hyper", "Size of the pool of hyperparameter slots.", 1, 1000, col=b)
+    with st.expander("Hyperparameter fitting"):
+        a, b = st.columns(2)
+        a.selectbox(
+            "Metric",
+            METRICS,
+            key=_k("metric"),
+            format_func=METRIC_LABELS.get,
+            help="What the optimiser maximises for each kernel's hyperparameters. The search itself "
+            "always ranks kernels by BIC.",
+        )
+        b.selectbox(
+            "Optimiser",
+            ("auto", "lbfgs", "powell"),
+            key=_k("method"),
+            help="auto: L-BFGS-B for LML and LOOCV (they have gradients), Powell otherwise.",
+        )
+        a, b, c = st.columns(3)
+        num("n_restarts", "Restarts", "L-BFGS-B starting points per kernel.", 1, 100, col=a)
+        num("max_evals", "Max evaluations", "Metric evaluations per L-BFGS-B start.", 2, 100000, col=b)
+        num("ref_fun_call", "ref_fun_call", "Powell budget: ref · 350² / n² evaluations.", 1, 100000, col=c)
+        if "n_screen" in FIELDS:
+            num(
+                "n_screen",
+                "Screened starts",
+                "Random starting points scored (metric only) before L-BFGS-B runs from the best of them; "
+                "0 turns screening off.",
+                0,
+                100000,
+            )
+        a, b = st.columns(2)
+        num(
+            "sigma_theta",
+            "σ_θ of inherited starts",
+            "Spread (log space) of starts inherited from parents.",
+            0.0,
+            10.0,
+            step=0.05,
+            fmt_="%.2f",
+            col=a,
+        )
+        b.selectbox(
+            "Starting values",
+            ("roles", "paper"),
+            key=_k("init"),
+            help="roles: data-aware ranges per slot role. paper: uniform in the search box.",
+        )
+    with st.expander("Run", expanded=True):
+        a, b = st.columns(2)
+        a.number_input(
+            "Seed",
+            min_value=0,
+            max_value=2**31 - 1,
+            step=1,
+            key=_k("seed"),
+            help="Same seed, same settings, same data: same run.",
+        )
+        b.number_input(
+            "Worker processes",
+            min_value=1,
+            max_value=max(CPUS, 1) * 4,
+            step=1,
+            key=_k("workers"),
+            help=f"Kernel fits run in parallel worker processes ({CPUS} cores here). 1 runs serially.",
+        )
+
+    # Save every setting so a page switch does not reset them.
+    st.session_state[SAVED] = {
+        k: st.session_state[k]
+        for k in [_k("algorithm"), _k("preset"), _k("seed"), _k("workers"), *map(_k, FIELDS)]
+        if k in st.session_state
+    }
+
+    config: SearchConfig | None = None
+    values = {f: st.session_state.get(_k(f)) for f in FIELDS}
+    values["base_kernels"] = tuple(values["base_kernels"] or ())
+    for f in (
+        "population",
+        "generations",
+        "mu",
+        "d_min",
+        "d_max",
+        "o_max",
+        "rho_max",
+        "psd_w",
+        "n_hyper",
+        "n_restarts",
+        "max_evals",
+        "n_screen",
+        "ref_fun_call",
+    ):
+        if f in values:
+            values[f] = int(values[f])
+    values["p_mutation"] = round(float(values["p_mutation"]), 6)
+    values["p_crossover"] = round(1.0 - values["p_mutation"], 6)
+    try:
+        # On top of the preset, so settings this page does not show keep the preset's values.
+        config = preset(st.session_state[_k("preset")], algo, **values)
+    except ConfigError as exc:
+        st.error(f"**Invalid settings:** {exc}", icon=":material/block:")
+
+    start_help = None
+    if config is None:
+        start_help = "Fix the settings first."
+    elif job_active:
+        start_help = "This page is watching a running search: stop it first (or open a new browser tab)."
+    if st.button(
+        "Start search",
+        type="primary",
+        key="search_start",
+        disabled=start_help is not None,
+        help=start_help,
+        width="stretch",
+    ):
+        assert config is not None
+        seed = int(st.session_state[_k("seed")])
+        spec = JobSpec(
+            kind="search",
+            dataset=ds,
+            config=config,
+            seed=seed,
+            workers=int(st.session_state[_k("workers")]),
+            label=f"{ALGORITHM_LABELS[algo]} · {ds.name} · seed {seed}",
+        )
+        new_id = manager().submit(spec)
+        st.session_state[SEARCH_JOB_KEY] = new_id
+        remember_run(new_id)
+        st.query_params["job"] = new_id
+        st.rerun()
+
+# --- the run --------------------------------------------------------------------------------------
+
+
+def _history_from_store(run_id: str) -> pd.DataFrame:
+    return store().history(run_id)
+
+
+def _render_run(run_id: str) -> None:
+    job = manager().get(run_id)
+    if job is not None:
+        snap = job.snapshot()
+        status, gen, total = snap.status, snap.generation, snap.total_generations
+        elapsed, n_eval, eps = snap.elapsed, snap.n_evaluations, snap.evals_per_second
+        restarts, best, error, algo_ = snap.restarts, snap.best, snap.error, snap.algorithm
+        label = snap.label
+        history = snap.history
+    else:
+        run = store().get_run(run_id)
+        if run is None:
+            st.warning(f"No run with id `{run_id}` in the store (deleted?).")
+            return
+        status, gen = run["status"], int(run.get("generations_done") or 0)
+        total = int(run["settings"].get("generations") or gen) if run["algorithm"] != "random" else gen
+        elapsed, n_eval = float(run.get("elapsed") or 0.0), int(run.get("n_evaluations") or 0)
+        eps = n_eval / elapsed if elapsed > 0 else 0.0
+        restarts, error, algo_, label = 0, run.get("error") or "", run["algorithm"], run.get("label") or ""
+        best = fit_from_doc(run["best"]) if run.get("best") else None
+        history = _history_from_store(run_id)
+        if status in ("queued", "running"):
+            status = "interrupted"  # not in this server: its process is gone
+
+    with st.container(key="search_status"):
+        st.markdown(f"**Run `{run_id}`** · {status_badge(status)} · {label or algorithm_label(algo_)}")
+        if status == "queued":
+            pos = job.snapshot().queue_position if job is not None else 0
+            mc = manager().max_concurrent
+            st.info(
+                f"Waiting: {pos - 1 if pos else 0} run(s) ahead of you in the queue. The server runs {mc} "
+                f"search{'es' if mc != 1 else ''} at once; yours starts when a slot frees up.",
+                icon=":material/hourglass_top:",
+            )
+        frac = min(gen / total, 1.0) if total else 0.0
+        text = (
+            f"Generation {gen} / {total}"
+            if total
+            else ("Starting worker processes…" if status == "running" else f"Generation {gen}")
+        )
+        st.progress(frac, text=text)
+        m1, m2, m3, m4 = st.columns(4)
+        m1.metric("Elapsed", time.strftime("%H:%M:%S", time.gmtime(elapsed)))
+        m2.metric("Kernels fitted", n_eval)
+        m3.metric("Fits per second", f"{eps:.1f}")
+        m4.metric("Restarts", restarts)
+        if status == "failed" and error:
+            st.error(f"The run failed: {error.splitlines()[0]}")
+            with st.expander("Details"):
+                st.code(error, language=None)
+        elif status == "interrupted":
+            st.warning("This run was interrupted (the server stopped while it ran). What it had found is kept.")
+
+    return status, history, best
+
+
+def _fitness_chart(history) -> None:
+    fig = polish(fitness_figure(history))
+    fig.update_layout(uirevision="fitness")  # keep the user's zoom across live updates
+    n_gen = len(history)
+    if n_gen <= 30:
+        fig.update_xaxes(dtick=1 if n_gen <= 15 else 2)
+    st.plotly_chart(fig, key="search_fitness", config={"displaylogo": False})
+
+
+def _best_panel(best) -> None:
+    st.markdown("**Best kernel so far**" if job_active else "**Best kernel**")
+    if best is None:
+        st.caption("No kernel fitted yet.")
+        return
+    st.latex(f"k(x, x') = {best.kernel.latex}")
+    st.code(best.kernel.infix, language=None, wrap_lines=True)
+    c1, c2, c3 = st.columns(3)
+    c1.metric("q", best.q, help="Hyperparameters, noise included.")
+    c2.metric("BIC", fmt(best.bic, ".2f"))
+    c3.metric("Test RMSE", fmt(best.test_rmse), help=f"On the test part, in {ds.y_label} units.")
+
+
+with run_col:
+    st.subheader("Run")
+    if not job_id:
+        st.info(
+            "No search yet in this session. Choose the settings and press **Start search**. "
+            "The run continues on the server if you leave this page or reload the tab.",
+            icon=":material/genetics:",
+        )
+        mine = st.session_state.get(MY_RUNS_KEY, [])
+        if mine:
+            st.caption(f"Runs started in this session: {', '.join(mine)}")
+    else:
+        paused = st.toggle(
+            "Pause live updates",
+            key="search_pause",
+            help="Stop redrawing the charts so you can zoom and hover; progress keeps updating.",
+        )
+
+        @st.fragment(run_every=poll_every(job_active))
+        def live_status() -> None:
+            out = _render_run(job_id)
+            if out is None:
+                return
+            best = out[2]
+            j = manager().get(job_id)
+            if j is not None and not j.snapshot().done:
+                st.button(
+                    "Stop",
+                    key="search_stop",
+                    icon=":material/stop_circle:",
+                    on_click=manager().cancel,
+                    args=(job_id,),
+                    help="Stops after the kernel fits in progress; the best kernel so far is kept.",
+                )
+            elif job_active:
+                st.rerun()  # it just finished: redraw the page without polling
+            if paused and job_active:
+                _best_panel(best)
+
+        live_status()
+
+        @st.fragment(run_every=poll_every(job_active and not paused))
+        def live_charts() -> None:
+            j = manager().get(job_id)
+            if j is not None:
+                snap = j.snapshot()
+                history, best = snap.history, snap.best
+            else:
+                history = _history_from_store(job_id)
+                run = store().get_run(job_id)
+                best = fit_from_doc(run["best"]) if run and run.get("best") else None
+            if len(history):
+                _fitness_chart(history)
+            else:
+                st.caption("The fitness curve appears after the first generation.")
+            if not (paused and job_active):
+                _best_panel(best)
+
+        if paused:
+            st.caption(":material/pause: Live chart updates are paused.")
+        live_charts()
+
+        if not job_active:
+            run = store().get_run(job_id)
+            c1, c2 = st.columns(2)
+            if (
+                run is not None
+                and run.get("best")
+                and c1.button(
+                    "Open in Results", type="primary", key="search_open_results", icon=":material/emoji_events:"
+                )
+            ):
+                st.session_state[RESULTS_RUN_KEY] = job_id
+                st.switch_page(PAGE_RESULTS, query_params={"run": job_id})
+            if c2.button("New search", key="search_new", help="Stop watching this run and set up another."):
+                st.session_state.pop(SEARCH_JOB_KEY, None)
+                st.query_params.pop("job", None)
+                st.rerun()

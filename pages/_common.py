@@ -1,0 +1,602 @@
+"""What the dashboard pages share: the session's dataset, the job manager, run look-ups, kernel views.
+
+Pages import from here (``from pages._common import ...``); the repository root is on
+``sys.path`` under ``streamlit run app.py``. Nothing here runs a search in the script
+thread: searches and explorations go to the process-wide :class:`JobManager`, and the
+slower reference fits (SE baseline, fixed structures) to a one-process pool; pages poll
+both from fragments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import multiprocessing as mp
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from evocov_core.data import DataError, Dataset, bundled_datasets, dataset_from_frame, load_bundled, read_table
+from evocov_core.evaluate import prepare_process
+from evocov_core.figures import (
+    extrapolation_data,
+    extrapolation_figure,
+    hyperparameter_table,
+    tree_figure,
+)
+from evocov_core.jobs import JobManager
+from evocov_core.kernel_file import (
+    KernelFile,
+    dump_kernel_file,
+    kernel_file_dict,
+    parse_expression,
+    parse_kernel_file,
+)
+from evocov_core.model import FittedModel
+from evocov_core.optimize import FitResult
+from evocov_core.search import ALGORITHM_LABELS
+from evocov_core.store import RunStore, default_data_dir
+
+# --- page paths and session keys -----------------------------------------------------------
+
+PAGE_DATA = "pages/1_data.py"
+PAGE_SEARCH = "pages/2_search.py"
+PAGE_RESULTS = "pages/3_results.py"
+PAGE_EXPLORER = "pages/4_explorer.py"
+PAGE_RUNS = "pages/5_runs.py"
+
+DATASET_KEY = "evocov_dataset"  # the selected Dataset, shared by every page
+SOURCE_KEY = "evocov_dataset_source"  # {"kind": "bundled" | "upload", "name": ...}
+SEARCH_JOB_KEY = "evocov_search_job"  # id of the search this session watches
+EXPLORE_JOB_KEY = "evocov_explore_job"  # id of the exploration this session watches
+RESULTS_RUN_KEY = "evocov_results_run"  # run the Results page opens
+MY_RUNS_KEY = "evocov_my_runs"  # ids of the runs this session started, oldest first
+GPSS_JOBS_KEY = "evocov_gpss_jobs"  # dataset fingerprint -> GPSS baseline job id
+
+DEFAULT_DATASET = "airline"
+DEFAULT_TEST_FRACTION = 0.1
+
+STATUS_ICONS = {
+    "queued": ":material/hourglass_top:",
+    "running": ":material/sync:",
+    "finished": ":material/check_circle:",
+    "cancelled": ":material/stop_circle:",
+    "failed": ":material/error:",
+    "interrupted": ":material/warning:",
+}
+STATUS_COLORS = {
+    "queued": "gray",
+    "running": "blue",
+    "finished": "green",
+    "cancelled": "orange",
+    "failed": "red",
+    "interrupted": "orange",
+}
+
+
+def status_badge(status: str) -> str:
+    """Markdown for a run status, e.g. ``:green[:material/check_circle: finished]``."""
+    return f":{STATUS_COLORS.get(status, 'gray')}[{STATUS_ICONS.get(status, '')} {status}]"
+
+
+def algorithm_label(algorithm: str) -> str:
+    if algorithm == "explore":
+        return "Mutation explorer"
+    return ALGORITHM_LABELS.get(algorithm, algorithm)
+
+
+def max_upload_bytes() -> int:
+    """The upload limit in bytes (``server.maxUploadSize`` of ``.streamlit/config.toml``, in MB)."""
+    try:
+        mb = int(st.get_option("server.maxUploadSize"))
+    except Exception:  # pragma: no cover - option always exists in practice
+        mb = 20
+    return mb * 1024 * 1024
+
+
+# --- the job manager and the run store ------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False)
+def _manager_for(path: str) -> JobManager:
+    return JobManager(RunStore(path))
+
+
+def manager() -> JobManager:
+    """The process-wide job manager (one per data folder, so tests can point elsewhere)."""
+    return _manager_for(str(default_data_dir()))
+
+
+def store() -> RunStore:
+    s = manager().store
+    assert s is not None
+    return s
+
+
+def _list_runs_sql(s: RunStore, kind: str | None) -> pd.DataFrame:
+    # Work-around for RunStore.list_runs on pandas 3: a NULL best_json comes back as NaN (a
+    # float, truthy), which json.loads refuses. Same query and columns as the core's.
+    q = (
+        "SELECT id, kind, algorithm, status, created, updated, dataset_name, seed, label, n_evaluations,"
+        " generations_done, elapsed, error, best_json FROM runs"
+    )
+    args: tuple = ()
+    if kind is not None:
+        q += " WHERE kind=?"
+        args = (kind,)
+    conn = sqlite3.connect(s.path, timeout=30)
+    try:
+        df = pd.read_sql_query(q + " ORDER BY created DESC", conn, params=args)
+    finally:
+        conn.close()
+    best = [json.loads(b) if isinstance(b, str) and b else None for b in df.pop("best_json")]
+    df["best_bic"] = [b["scores"].get("bic") if b else None for b in best]
+    df["best_test_rmse"] = [b["scores"].get("test_rmse") if b else None for b in best]
+    df["best_q"] = [b.get("q") if b else None for b in best]
+    df["best_kernel"] = [b.get("infix") if b else None for b in best]
+    return df
+
+
+def list_runs(kind: str | None = None) -> pd.DataFrame:
+    """Every run in the store, newest first (see :meth:`RunStore.list_runs`)."""
+    s = store()
+    try:
+        return s.list_runs(kind)
+    except (TypeError, json.JSONDecodeError):
+        return _list_runs_sql(s, kind)
+
+
+def remember_run(run_id: str) -> None:
+    runs = st.session_state.setdefault(MY_RUNS_KEY, [])
+    if run_id not in runs:
+        runs.append(run_id)
+
+
+def latest_session_run(kind: str = "search") -> str | None:
+    """The newest run of ``kind`` this session started that is still in the store."""
+    ids = st.session_state.get(MY_RUNS_KEY, [])
+    if not ids:
+        return None
+    runs = list_runs(kind)
+    present = set(runs["id"])
+    for rid in reversed(ids):
+        if rid in present:
+            return rid
+    return None
+
+
+# --- datasets --------------------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner=False)
+def catalog() -> list[dict]:
+    return bundled_datasets()
+
+
+@st.cache_data(show_spinner=False)
+def _bundled(name: str, test_fraction: float) -> Dataset:
+    return load_bundled(name, test_fraction=test_fraction)
+
+
+def set_dataset(ds: Dataset, source: dict) -> None:
+    st.session_state[DATASET_KEY] = ds
+    st.session_state[SOURCE_KEY] = source
+
+
+def current_dataset() -> Dataset:
+    """The session's dataset; Airline (test fraction 0.1) until the user picks another."""
+    ds = st.session_state.get(DATASET_KEY)
+    if ds is None:
+        ds = _bundled(DEFAULT_DATASET, DEFAULT_TEST_FRACTION)
+        set_dataset(ds, {"kind": "bundled", "name": DEFAULT_DATASET})
+    return ds
+
+
+def dataset_source() -> dict:
+    current_dataset()
+    return st.session_state.get(SOURCE_KEY) or {"kind": "bundled", "name": DEFAULT_DATASET}
+
+
+def load_bundled_dataset(name: str, test_fraction: float) -> Dataset:
+    return _bundled(name, test_fraction)
+
+
+def dataset_fingerprint(ds: Dataset) -> str:
+    """Identity of a dataset's content and split (name excluded)."""
+    h = hashlib.sha1()
+    h.update(np.ascontiguousarray(ds.x, dtype=np.float64).tobytes())
+    h.update(np.ascontiguousarray(ds.y, dtype=np.float64).tobytes())
+    h.update(f"{ds.test_fraction:.6f}".encode())
+    return h.hexdigest()[:16]
+
+
+def dataset_summary(ds: Dataset) -> str:
+    return f"{ds.n} points · {ds.n_train} train · {ds.n_test} test"
+
+
+ROW_NUMBER = "(row number)"
+
+
+def read_upload(data: bytes) -> pd.DataFrame:
+    """Read uploaded bytes as a table (size limit, empty file and non-CSV refused with DataError)."""
+    if len(data) == 0:
+        raise DataError("the file is empty")
+    return read_table(data, max_bytes=max_upload_bytes())
+
+
+def upload_to_dataset(
+    data: bytes,
+    *,
+    name: str = "upload",
+    x: str | None = None,
+    y: str | None = None,
+    guess: bool = True,
+    test_fraction: float = DEFAULT_TEST_FRACTION,
+    max_points: int = 2000,
+    subsample: bool = False,
+    drop_missing: bool = False,
+) -> Dataset:
+    """The whole upload validation path: bytes -> Dataset, or a :class:`DataError` that says why.
+
+    ``x`` is a column name, :data:`ROW_NUMBER`/None for the row number; with ``guess`` and no
+    ``y`` both are guessed from the table.
+    """
+    from evocov_core.data import guess_columns
+
+    df = read_upload(data)
+    if y is None:
+        if not guess:
+            raise DataError("choose a column to model (y)")
+        gx, y = guess_columns(df)
+        if x is None:
+            x = gx
+    if x == ROW_NUMBER:
+        x = None
+    return dataset_from_frame(
+        df,
+        x,
+        y,
+        name=name,
+        test_fraction=test_fraction,
+        max_points=max_points,
+        subsample=subsample,
+        drop_missing=drop_missing,
+    )
+
+
+# --- background reference fits (SE baseline, fixed structures) --------------------------------
+
+
+@st.cache_resource(show_spinner=False)
+def _fit_pool() -> dict:
+    # One worker process for reference fits: they take seconds to minutes and must not block
+    # the script thread (nor hold its GIL). Results are kept by key for every session.
+    return {"pool": None, "futures": {}, "lock": threading.Lock()}
+
+
+def _new_pool() -> ProcessPoolExecutor:
+    # prepare_process: one BLAS thread in the worker, as every kernel-evaluating process has.
+    return ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"), initializer=prepare_process)
+
+
+def background_fit(key: tuple, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
+    """Run ``fn(*args, **kwargs)`` in the reference-fit process once per ``key``; returns its Future."""
+    state = _fit_pool()
+    with state["lock"]:
+        fut = state["futures"].get(key)
+        if fut is not None and not (fut.done() and fut.exception() is not None):
+            return fut
+        if state["pool"] is None:
+            state["pool"] = _new_pool()
+        try:
+            fut = state["pool"].submit(fn, *args, **kwargs)
+        except RuntimeError:  # a broken pool (a worker died): start a new one
+            state["pool"] = _new_pool()
+            fut = state["pool"].submit(fn, *args, **kwargs)
+        state["futures"][key] = fut
+        return fut
+
+
+def existing_fit(key: tuple) -> Future | None:
+    return _fit_pool()["futures"].get(key)
+
+
+def polish(fig: Any) -> Any:
+    """Dashboard layout of a core figure: the legend under the x-axis title, not on top of it."""
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.2, x=0, xanchor="left"))
+    fig.update_layout(margin=dict(b=60))
+    return fig
+
+
+def poll_every(active: bool, interval: float = 1.0) -> float | None:
+    return interval if active else None
+
+
+# --- fits from stored values -------------------------------------------------------------------
+
+
+def _finite(v: Any, default: float = math.nan) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return default
+    return f if math.isfinite(f) else default
+
+
+def fit_from_kernel_file(kf: KernelFile, n: int = 0) -> FitResult:
+    """A FitResult carrying a kernel file's values (scores as stored; test RMSE recomputed by callers)."""
+    sc = kf.scores
+    rm = sc.get("test_rmse")
+    return FitResult(
+        kf.kernel,
+        tuple(kf.theta),
+        kf.log_noise,
+        kf.jitter,
+        "ok",
+        "",
+        str(sc.get("metric") or "lml"),
+        _finite(sc.get("metric_value")),
+        _finite(sc.get("lml")),
+        _finite(sc.get("bic"), math.inf),
+        kf.q,
+        int(sc.get("n_train") or n),
+        0,
+        0.0,
+        float(rm) if isinstance(rm, (int, float)) and math.isfinite(rm) else None,
+    )
+
+
+def fit_from_doc(doc: dict, n: int = 0) -> FitResult:
+    """A FitResult from a kernel-file document (e.g. a run's stored best kernel)."""
+    return fit_from_kernel_file(parse_kernel_file(dump_kernel_file(doc)), n)
+
+
+def fit_from_row(row: pd.Series | dict, n: int = 0) -> FitResult:
+    """A FitResult from one row of :meth:`RunStore.evaluations` (theta/log_noise/jitter as stored)."""
+    r = dict(row)
+    kernel = parse_expression(str(r["expression"]))
+    theta = tuple(_finite(t) for t in json.loads(r.get("theta_json") or "[]"))
+    if len(theta) != len(kernel.slots) or not all(math.isfinite(t) for t in theta):
+        raise ValueError("this kernel has no usable fitted values")
+    if str(r.get("status")) != "ok":
+        raise ValueError(f"this kernel's fit failed ({r.get('reason') or r.get('status')})")
+    rm = _finite(r.get("test_rmse"))
+    return FitResult(
+        kernel,
+        theta,
+        _finite(r.get("log_noise")),
+        _finite(r.get("jitter"), 0.0),
+        "ok",
+        "",
+        "lml",
+        _finite(r.get("metric_value")),
+        _finite(r.get("lml")),
+        _finite(r.get("bic"), math.inf),
+        int(r.get("q") or kernel.q),
+        n,
+        int(_finite(r.get("n_evals"), 0)),
+        _finite(r.get("seconds"), 0.0),
+        rm if math.isfinite(rm) else None,
+    )
+
+
+def with_test_rmse(fit: FitResult, ds: Dataset) -> FitResult:
+    """``fit`` with its test RMSE on ``ds`` (its values read in ``ds``'s model units)."""
+    if not fit.ok or ds.n_test == 0:
+        return fit
+    return replace(fit, test_rmse=FittedModel.from_fit(fit, ds.norm).test_rmse(ds))
+
+
+def kernel_doc(fit: FitResult, ds: Dataset) -> dict:
+    return kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test, test_fraction=ds.test_fraction)
+
+
+def fmt(v: Any, spec: str = ".4g") -> str:
+    f = _finite(v)
+    return format(f, spec) if math.isfinite(f) else "–"
+
+
+# --- drawing a kernel --------------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _extrapolation(cache_key: str, _model: FittedModel, _ds: Dataset) -> pd.DataFrame:
+    return extrapolation_data(_model, _ds)
+
+
+def model_key(model: FittedModel, ds: Dataset) -> str:
+    h = hashlib.sha1()
+    h.update(model.kernel.prefix.encode())
+    h.update(np.asarray(model.theta, dtype=np.float64).tobytes())
+    h.update(f"{model.log_noise!r}{model.jitter!r}{model.norm!r}".encode())
+    h.update(dataset_fingerprint(ds).encode())
+    return h.hexdigest()
+
+
+def extrapolation_chart(model: FittedModel, ds: Dataset, key: str, title: str | None = None) -> None:
+    try:
+        pred = _extrapolation(model_key(model, ds), model, ds)
+    except Exception as exc:  # a numerically broken kernel must not break the page
+        st.warning(f"Could not compute the predictions: {exc}")
+        return
+    fig = polish(extrapolation_figure(pred, ds, title=title))
+    fig.update_layout(uirevision=key)
+    st.plotly_chart(fig, key=key, config={"displaylogo": False})
+
+
+def show_kernel(
+    fit: FitResult,
+    ds: Dataset,
+    key: str,
+    *,
+    title: str = "Kernel",
+    download_name: str | None = None,
+    model: FittedModel | None = None,
+    doc: dict | None = None,
+) -> None:
+    """Tree, formula, scores, hyperparameters, extrapolation and a JSON download of one kernel."""
+    k = fit.kernel
+    model = model or FittedModel.from_fit(fit, ds.norm)
+    left, right = st.columns([1, 1])
+    with left:
+        st.markdown(f"**{title}**")
+        st.latex(f"k(x, x') = {k.latex}")
+        st.code(k.infix, language=None, wrap_lines=True)
+        c1, c2, c3 = st.columns(3)
+        c1.metric("q (hyperparameters)", k.q, help="Distinct kernel hyperparameters plus the noise variance.")
+        c2.metric("BIC", fmt(fit.bic, ".2f"), help="−2·LML + q·log n on the training data; lower is better.")
+        c3.metric("Test RMSE", fmt(fit.test_rmse), help=f"On the {ds.n_test} test points, in {ds.y_label} units.")
+        with st.expander("Hyperparameters", expanded=False):
+            try:
+                table = hyperparameter_table(k, model.theta, model.log_noise, model.norm)
+                st.dataframe(table, hide_index=True, width="stretch")
+            except Exception as exc:
+                st.caption(f"Hyperparameter table unavailable: {exc}")
+    with right:
+        fig = tree_figure(k, model.theta, title="Expression tree")
+        st.plotly_chart(fig, key=f"{key}_tree", config={"displaylogo": False})
+    extrapolation_chart(model, ds, key=f"{key}_extrap", title="Extrapolation: predictive mean and ±2σ band")
+    if download_name:
+        d = doc if doc is not None else kernel_doc(fit, ds)
+        st.download_button(
+            "Download kernel (JSON)",
+            dump_kernel_file(d),
+            file_name=download_name,
+            mime="application/json",
+            key=f"{key}_download",
+            icon=":material/download:",
+            help="A versioned kernel file: load it on the Results page or with `python -m evocov_core predict`.",
+        )
+
+
+# --- run look-ups --------------------------------------------------------------------------------
+
+
+def runs_on_dataset(
+    ds: Dataset, *, algorithm: str | None = None, kind: str = "search", statuses: tuple[str, ...] = ("finished",)
+) -> list[dict]:
+    """Stored runs on exactly these data (same values and split), newest first."""
+    fp = dataset_fingerprint(ds)
+    runs = list_runs(kind)
+    out = []
+    for row in runs.itertuples(index=False):
+        if algorithm is not None and row.algorithm != algorithm:
+            continue
+        if row.status not in statuses or row.dataset_name != ds.name:
+            continue
+        run = store().get_run(row.id)
+        if run is not None and run.get("dataset") is not None and dataset_fingerprint(run["dataset"]) == fp:
+            out.append(run)
+    return out
+
+
+def run_label(row: Any) -> str:
+    """One line describing a run (a list_runs row or a get_run dict)."""
+    get = row.get if isinstance(row, dict) else (lambda k, d=None: getattr(row, k, d))
+    created = get("created")
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(created))) if created else ""
+    bic = get("best_bic")
+    extra = f" · BIC {fmt(bic, '.1f')}" if bic is not None and _finite(bic) == _finite(bic) else ""
+    return (
+        f"{when} · {algorithm_label(str(get('algorithm')))} · {get('dataset_name')} · "
+        f"{get('status')}{extra} · {get('id')}"
+    )
+
+
+# --- the shared sidebar ----------------------------------------------------------------------------
+
+
+def _adopt_run_dataset(run_id: str) -> None:
+    """A fresh session (a reloaded tab) opened on a run's URL takes that run's data as its dataset."""
+    if SOURCE_KEY in st.session_state:
+        return
+    try:
+        run = store().get_run(run_id)
+    except Exception:  # a malformed id must not break the page
+        run = None
+    if run is not None and run.get("dataset") is not None:
+        set_dataset(run["dataset"], {"kind": "run", "name": run["dataset"].name, "run": run_id})
+
+
+def sync_query_params() -> None:
+    """Runs named in the URL (``?job=``, ``?explore=``, ``?run=``) become this session's."""
+    for param, key in (("job", SEARCH_JOB_KEY), ("explore", EXPLORE_JOB_KEY), ("run", RESULTS_RUN_KEY)):
+        value = st.query_params.get(param)
+        if value:
+            st.session_state[key] = value
+            _adopt_run_dataset(value)
+
+
+def _job_lines(job_id: str, page: str, param: str, what: str) -> bool:
+    """Sidebar lines for one job; returns whether it is still going."""
+    job = manager().get(job_id)
+    if job is None:
+        return False
+    snap = job.snapshot()
+    st.markdown(f"**{'Active' if not snap.done else 'Last'} {what}**")
+    if snap.status == "queued":
+        st.caption(f"{algorithm_label(snap.algorithm)} · queued, position {snap.queue_position}")
+    elif snap.status == "running":
+        unit = "batch" if snap.kind == "explore" else "generation"
+        st.caption(f"{algorithm_label(snap.algorithm)} · {unit} {snap.generation}/{snap.total_generations or '?'}")
+    else:
+        st.caption(f"{algorithm_label(snap.algorithm)} · {snap.status}")
+    st.page_link(page, label=f"Run {job_id}", icon=STATUS_ICONS.get(snap.status), query_params={param: job_id})
+    return not snap.done
+
+
+def sidebar() -> None:
+    """Current dataset and this session's jobs (app.py draws it on every page)."""
+    sync_query_params()
+    ds = current_dataset()
+    st.sidebar.markdown("**Current dataset**")
+    st.sidebar.markdown(f"`{ds.name}` — {dataset_summary(ds)}")
+    jobs = [
+        (st.session_state.get(SEARCH_JOB_KEY), PAGE_SEARCH, "job", "search"),
+        (st.session_state.get(EXPLORE_JOB_KEY), PAGE_EXPLORER, "explore", "exploration"),
+    ]
+    jobs = [j for j in jobs if j[0] and manager().get(j[0]) is not None]
+    if not jobs:
+        return
+    active = any(not manager().get(j[0]).snapshot().done for j in jobs)
+
+    @st.fragment(run_every=poll_every(active, 2.0))
+    def job_panel() -> None:
+        for j in jobs:
+            _job_lines(*j)
+
+    with st.sidebar:
+        job_panel()
+
+
+# --- the GPSS baseline on the current data --------------------------------------------------------
+
+
+def gpss_baseline_job(ds: Dataset):
+    """This session's background GPSS job on ``ds`` (a Job) or None."""
+    jobs = st.session_state.get(GPSS_JOBS_KEY, {})
+    jid = jobs.get(dataset_fingerprint(ds))
+    return manager().get(jid) if jid else None
+
+
+def start_gpss_baseline(ds: Dataset) -> str:
+    """Submit a quick GPSS search on ``ds`` as a background job; returns its id."""
+    from evocov_core.jobs import JobSpec
+    from evocov_core.search import preset
+
+    spec = JobSpec(
+        kind="search", dataset=ds, config=preset("quick", "gpss"), seed=0, label=f"GPSS baseline · {ds.name}"
+    )
+    gid = manager().submit(spec)
+    st.session_state.setdefault(GPSS_JOBS_KEY, {})[dataset_fingerprint(ds)] = gid
+    remember_run(gid)
+    return gid

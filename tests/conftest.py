@@ -1,0 +1,27 @@
+"""Shared fixtures for the EvoCov test suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import scipy.linalg  # noqa: F401  (load scipy's own BLAS before limiting threads, see below)
+
+from evocov_core import optimize  # noqa: F401  (every numerical library the package uses)
+from evocov_core.evaluate import prepare_process
+
+# One BLAS thread, as every entry point that evaluates kernels does. prepare_process only
+# limits the BLAS libraries already loaded when it first runs, hence the imports above: with
+# scipy's OpenBLAS left at 2 threads on a busy 2-core machine, small GP fits ran 150x slower.
+prepare_process()
+
+#: The 13 TSDL benchmark series live next to the repository (``../shared``), in CI only.
+TSDL_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "tsdl"
+
+
+@pytest.fixture(scope="session")
+def tsdl_dir() -> Path:
+    """Directory of the TSDL benchmark series; skips when the shared data is absent."""
+    if not TSDL_DIR.is_dir():
+        pytest.skip(f"TSDL benchmark data not found at {TSDL_DIR} (only present next to the CI checkout)")
+    return TSDL_DIR

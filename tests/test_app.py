@@ -1,0 +1,465 @@
+"""Dashboard tests with Streamlit's AppTest (no browser): every page, uploads, settings, runs.
+
+Each test points ``EVOCOV_DATA_DIR`` at its own temporary folder, so the run store (and
+the process-wide job manager, cached per folder) never touches ``~/.local``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from concurrent.futures import Future
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app.py"
+PAGES = re.findall(r'st\.Page\("([^"]+)"', APP.read_text())
+TIMEOUT = 60
+
+# Plotly converting decimal-year dates (core figures) is noisy and harmless.
+pytestmark = pytest.mark.filterwarnings("ignore:Discarding nonzero nanoseconds:UserWarning")
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path, monkeypatch):
+    d = tmp_path / "evocov-data"
+    monkeypatch.setenv("EVOCOV_DATA_DIR", str(d))
+    monkeypatch.setenv("EVOCOV_MAX_CONCURRENT", "1")
+    monkeypatch.chdir(ROOT)  # .streamlit/config.toml (upload limit) is read from here
+    return d
+
+
+@pytest.fixture(autouse=True)
+def no_background_fits(monkeypatch):
+    """Reference fits (SE baseline, fixed structures) would start a worker process; tests keep them pending."""
+    import pages._common as common
+
+    pending: dict = {}
+
+    def fake(key, fn, *args, **kwargs):
+        return pending.setdefault(key, Future())
+
+    monkeypatch.setattr(common, "background_fit", fake)
+    monkeypatch.setattr(common, "existing_fit", lambda key: pending.get(key))
+    return pending
+
+
+def app() -> AppTest:
+    return AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+
+
+def texts(at: AppTest, kind: str) -> list[str]:
+    return [str(e.value) for e in getattr(at, kind)]
+
+
+def no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def csv_bytes(n: int = 60, *, header: str = "t,value", shuffle: bool = False, dup: int = 0) -> bytes:
+    t = np.arange(n, dtype=float)
+    y = 10 + 0.1 * t + 3 * np.sin(2 * np.pi * t / 12)
+    rows = [f"{a:g},{b:.4f}" for a, b in zip(t, y, strict=True)]
+    rows += rows[:dup]
+    if shuffle:
+        rows = rows[::-1]
+    return (header + "\n" + "\n".join(rows) + "\n").encode()
+
+
+def tiny_search(data_dir: Path, algorithm: str = "gpss") -> str:
+    """A finished run in the store, made synchronously with the core (GPSS, one level, serial)."""
+    from evocov_core.data import load_bundled
+    from evocov_core.jobs import JobManager, JobSpec
+    from evocov_core.search import preset
+    from evocov_core.store import RunStore
+
+    ds = load_bundled("airline")
+    cfg = preset("quick", "gpss", generations=1, n_restarts=1, max_evals=20)
+    jm = JobManager(RunStore(data_dir), max_concurrent=1)
+    jid = jm.submit(JobSpec("search", ds, cfg, seed=0, workers=1, label="test run"))
+    job = jm.get(jid)
+    assert job.wait(120), "the tiny search did not finish"
+    snap = job.snapshot()
+    assert snap.status == "finished", snap.error
+    return jid
+
+
+def wait_job(job_id: str, timeout: float = 120) -> None:
+    from pages._common import manager
+
+    job = manager().get(job_id)
+    assert job is not None
+    assert job.wait(timeout), f"job {job_id} did not finish in {timeout} s"
+
+
+# --- every page ----------------------------------------------------------------------------------
+
+
+def test_page_list():
+    assert PAGES[0] == "pages/1_data.py"
+    assert len(PAGES) == 5
+    for p in PAGES:
+        assert (ROOT / p).is_file()
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders(page):
+    at = app().run()
+    no_exception(at)
+    at.switch_page(page).run()
+    no_exception(at)
+    assert at.title, f"{page} has no title"
+
+
+def test_default_dataset_is_airline():
+    at = app().run()
+    no_exception(at)
+    assert texts(at, "title") == ["Data"]
+    ds = at.session_state["evocov_dataset"]
+    assert ds.name == "airline" and ds.n == 144 and ds.n_test == 15
+    assert any("airline" in m for m in texts(at.sidebar, "markdown"))
+    assert at.selectbox(key="data_bundled").value == "airline"
+    assert math.isclose(at.slider(key="data_test_fraction").value, 0.1)
+
+
+def test_bundled_switch_and_test_fraction():
+    at = app().run()
+    at.selectbox(key="data_bundled").set_value("co2").run()
+    no_exception(at)
+    assert at.session_state["evocov_dataset"].name == "co2"
+    at.slider(key="data_test_fraction").set_value(0.2).run()
+    no_exception(at)
+    ds = at.session_state["evocov_dataset"]
+    assert ds.name == "co2" and math.isclose(ds.test_fraction, 0.2)
+
+
+# --- uploads -----------------------------------------------------------------------------------------
+
+
+def upload(at: AppTest, content: bytes, name: str = "data.csv") -> AppTest:
+    at.file_uploader(key="data_upload").set_value((name, content, "text/csv"))
+    return at.run()
+
+
+def test_good_upload_replaces_dataset():
+    at = app().run()
+    upload(at, csv_bytes(60), "sales.csv")
+    no_exception(at)
+    assert not at.error
+    assert any("Ready" in s for s in texts(at, "success"))
+    assert at.session_state["evocov_dataset"].name == "airline"  # not before "Use this dataset"
+    at.button(key="data_use_upload").click().run()
+    no_exception(at)
+    ds = at.session_state["evocov_dataset"]
+    assert ds.name == "sales" and ds.n == 60
+
+
+BAD_UPLOADS = {
+    "not a csv": (bytes(range(256)) * 8, "not a readable CSV"),
+    "empty": (b"", "empty"),
+    "header only": (b"a,b\n", "no data rows"),
+    "no numeric column": (b"name,colour\nx,red\ny,blue\nz,green\n", "no numeric column"),
+    "missing values": (csv_bytes(30).replace(b"\n5,", b"\n5,nan\n", 1)[:-1] + b"\n7,\n", "missing"),
+    "too few points": (csv_bytes(5), "at least 10"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_UPLOADS))
+def test_bad_upload_shows_error_and_keeps_dataset(case):
+    content, message = BAD_UPLOADS[case]
+    at = app().run()
+    upload(at, content)
+    no_exception(at)
+    errors = texts(at, "error")
+    assert errors, f"no st.error for {case}"
+    assert any(message in e for e in errors), errors
+    assert any("unchanged" in e for e in errors)
+    assert at.session_state["evocov_dataset"].name == "airline"
+    assert not _has_key(at, "data_use_upload")
+
+
+def _has_key(at: AppTest, key: str) -> bool:
+    try:
+        at.button(key=key)
+    except KeyError:
+        return False
+    return True
+
+
+def test_missing_values_can_be_dropped():
+    content = b"t,value\n" + b"".join(f"{i},{'' if i == 7 else i * 1.5}\n".encode() for i in range(40))
+    at = app().run()
+    upload(at, content)
+    assert any("missing" in e for e in texts(at, "error"))
+    at.checkbox(key="data_drop_missing").check().run()
+    no_exception(at)
+    assert not at.error
+    assert any("dropped 1 rows" in s for s in texts(at, "info"))
+    at.button(key="data_use_upload").click().run()
+    assert at.session_state["evocov_dataset"].n == 39
+
+
+def test_unsorted_and_duplicated_x_are_notes():
+    at = app().run()
+    upload(at, csv_bytes(40, shuffle=True, dup=3))
+    no_exception(at)
+    assert not at.error
+    infos = " ".join(texts(at, "info"))
+    assert "sorted" in infos and "repeated x values" in infos
+
+
+def test_too_many_points_offers_subsampling():
+    at = app().run()
+    upload(at, csv_bytes(300))
+    at.number_input(key="data_max_points").set_value(100).run()
+    errors = texts(at, "error")
+    assert any("more than the maximum of 100" in e and "slower" in e for e in errors), errors
+    assert at.session_state["evocov_dataset"].name == "airline"
+    at.checkbox(key="data_subsample").check().run()
+    no_exception(at)
+    assert not at.error
+    at.button(key="data_use_upload").click().run()
+    assert at.session_state["evocov_dataset"].n == 100
+
+
+def test_upload_size_limit(monkeypatch):
+    import pages._common as common
+
+    monkeypatch.setattr(common, "max_upload_bytes", lambda: 1000)
+    at = app().run()
+    upload(at, csv_bytes(200))
+    errors = texts(at, "error")
+    assert any("above the limit" in e for e in errors), errors
+    assert at.session_state["evocov_dataset"].name == "airline"
+
+
+def test_upload_validation_helper():
+    from evocov_core.data import DataError
+    from pages._common import ROW_NUMBER, upload_to_dataset
+
+    ds = upload_to_dataset(csv_bytes(50), name="u")
+    assert ds.n == 50 and ds.x_label == "t"
+    ds = upload_to_dataset(csv_bytes(50), x=ROW_NUMBER, y="value", guess=False)
+    assert ds.x_label == "row"
+    for content, message in BAD_UPLOADS.values():
+        with pytest.raises(DataError, match=re.escape(message)):
+            upload_to_dataset(content)
+    with pytest.raises(DataError, match="maximum"):
+        upload_to_dataset(csv_bytes(300), max_points=100)
+    assert upload_to_dataset(csv_bytes(300), max_points=100, subsample=True).n == 100
+
+
+def test_upload_dates_column():
+    rows = "\n".join(f"{2000 + i // 12}-{i % 12 + 1:02d}-01,{i * 2 + (i % 12)}" for i in range(48))
+    at = app().run()
+    upload(at, f"month,sales\n{rows}\n".encode(), "monthly.csv")
+    no_exception(at)
+    assert [s.value for s in at.selectbox if s.label == "x column"] == ["month"]
+    at.button(key="data_use_upload").click().run()
+    ds = at.session_state["evocov_dataset"]
+    assert ds.x_kind == "date" and ds.n == 48
+
+
+# --- search settings --------------------------------------------------------------------------------
+
+
+def search_page() -> AppTest:
+    at = app().run()
+    at.switch_page("pages/2_search.py").run()
+    no_exception(at)
+    return at
+
+
+def test_search_defaults_are_quick_evocov():
+    at = search_page()
+    assert at.selectbox(key="s_algorithm").value == "evocov"
+    assert at.selectbox(key="s_preset").value == "quick"
+    assert at.number_input(key="s_population").value == 40
+    assert not at.error
+    assert not at.button(key="search_start").disabled
+
+
+def test_mu_not_below_population_is_refused():
+    at = search_page()
+    at.number_input(key="s_mu").set_value(40).run()  # N = 40 in the quick preset
+    no_exception(at)
+    errors = texts(at, "error")
+    assert any("mu must satisfy" in e for e in errors), errors
+    assert at.button(key="search_start").disabled
+    at.number_input(key="s_mu").set_value(6).run()
+    assert not at.error
+    assert not at.button(key="search_start").disabled
+
+
+def test_preset_and_algorithm_reset_settings():
+    at = search_page()
+    at.selectbox(key="s_preset").set_value("paper").run()
+    assert at.number_input(key="s_population").value == 141
+    at.selectbox(key="s_algorithm").set_value("gpss").run()
+    no_exception(at)
+    assert at.number_input(key="s_generations").value == 10
+    assert at.number_input(key="s_population").disabled  # unused by GPSS
+    assert "Crossover probability p_cx = 1 − p_m = 0.60" in texts(at, "caption")
+
+
+def test_settings_survive_a_page_switch():
+    at = search_page()
+    at.number_input(key="s_generations").set_value(5).run()
+    at.switch_page("pages/1_data.py").run()
+    at.switch_page("pages/2_search.py").run()
+    assert at.number_input(key="s_generations").value == 5
+
+
+def test_start_search_runs_in_background_and_reattaches():
+    at = search_page()
+    at.selectbox(key="s_algorithm").set_value("gpss").run()
+    at.number_input(key="s_generations").set_value(1).run()
+    at.number_input(key="s_n_restarts").set_value(1).run()
+    at.number_input(key="s_workers").set_value(1).run()
+    at.button(key="search_start").click().run()
+    no_exception(at)
+    job_id = at.session_state["evocov_search_job"]
+    assert at.query_params.get("job") == job_id
+    wait_job(job_id)
+    at.run()
+    no_exception(at)
+    status = " ".join(texts(at, "markdown"))
+    assert job_id in status and "finished" in status
+    assert at.button(key="search_open_results")
+
+    # Another browser session does not see this job...
+    other = search_page()
+    assert "evocov_search_job" not in other.session_state
+    assert not any(job_id in m for m in texts(other, "markdown"))
+    # ...unless it opens the run's URL (a reload, or a second tab on the same link).
+    again = app()
+    again.query_params["job"] = job_id
+    again.run()
+    again.switch_page("pages/2_search.py").run()
+    no_exception(again)
+    assert again.session_state["evocov_search_job"] == job_id
+    assert any(job_id in m for m in texts(again, "markdown"))
+
+
+# --- runs and results ----------------------------------------------------------------------------------
+
+
+def test_runs_page_lists_a_stored_run(data_dir):
+    from evocov_core.data import load_bundled
+    from evocov_core.search import preset
+    from evocov_core.store import RunStore
+
+    store = RunStore(data_dir)
+    ds = load_bundled("airline")
+    store.create_run("abc123def456", kind="search", algorithm="evocov", dataset=ds,
+                     settings=preset("quick", "evocov").to_dict(), seed=7, label="stored directly")
+    store.finish_run("abc123def456", "cancelled", best_doc=None, elapsed=1.5, n_evaluations=0)
+    at = app().run()
+    at.switch_page("pages/5_runs.py").run()
+    no_exception(at)
+    table = at.dataframe[0].value
+    assert "abc123def456" in set(table["run"])
+    row = table[table["run"] == "abc123def456"].iloc[0]
+    assert row["status"] == "cancelled" and row["seed"] == 7 and row["dataset"] == "airline"
+
+
+def test_results_page_renders_a_finished_run(data_dir):
+    jid = tiny_search(data_dir)
+    at = app().run()
+    at.switch_page("pages/3_results.py").run()
+    no_exception(at)
+    assert [s.value for s in at.selectbox if s.label == "Run"] == [jid]
+    assert at.query_params.get("run") == jid
+    assert at.latex, "no LaTeX formula"
+    assert at.get("download_button"), "no kernel download"
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["SE baseline"] == "…"  # fitting in the background (kept pending in tests)
+    assert metrics["GPSS baseline"] not in ("–", "…")  # the run itself is a GPSS run on these data
+    assert metrics["This run"] == metrics["GPSS baseline"]
+
+
+def test_results_download_is_a_valid_kernel_file(data_dir):
+    from evocov_core.kernel_file import parse_kernel_file
+    from evocov_core.store import RunStore
+
+    jid = tiny_search(data_dir)
+    doc = RunStore(data_dir).get_run(jid)["best"]
+    from evocov_core.kernel_file import dump_kernel_file
+
+    kf = parse_kernel_file(dump_kernel_file(doc))
+    assert kf.normalisation is not None and kf.q >= 2
+
+
+def test_results_applies_an_uploaded_kernel_file(data_dir):
+    from evocov_core.kernel_file import dump_kernel_file
+    from evocov_core.store import RunStore
+
+    jid = tiny_search(data_dir)
+    text = dump_kernel_file(RunStore(data_dir).get_run(jid)["best"])
+    at = app().run()
+    at.switch_page("pages/3_results.py").run()
+    at.file_uploader(key="results_kernel_file").set_value(("k.json", text.encode(), "application/json")).run()
+    no_exception(at)
+    assert any("test RMSE on airline" in s for s in texts(at, "success"))
+    at.file_uploader(key="results_kernel_file").set_value(("bad.json", b'{"format": "nope"}', "application/json"))
+    at.run()
+    assert any("format" in e for e in texts(at, "error"))
+
+
+def test_results_and_runs_with_no_runs():
+    at = app().run()
+    at.switch_page("pages/3_results.py").run()
+    no_exception(at)
+    assert any("No finished search" in s for s in texts(at, "info"))
+
+
+# --- mutation explorer ---------------------------------------------------------------------------------
+
+
+def test_explorer_runs_mutations_of_a_gpss_result(data_dir):
+    jid = tiny_search(data_dir)
+    at = app().run()
+    at.switch_page("pages/4_explorer.py").run()
+    no_exception(at)
+    assert at.radio(key="ex_source").value == "gpss_run"
+    assert not at.button(key="ex_start").disabled
+    at.number_input(key="ex_n").set_value(4).run()
+    at.number_input(key="ex_workers").set_value(1).run()
+    at.button(key="ex_start").click().run()
+    no_exception(at)
+    ex_id = at.session_state["evocov_explore_job"]
+    assert ex_id != jid
+    wait_job(ex_id)
+    at.run()
+    no_exception(at)
+    labels = [m.label for m in at.metric]
+    assert {"Better fitted", "Simpler", "Both"} <= set(labels)
+    table = at.dataframe[-1].value
+    assert len(table) == 4
+
+
+def test_explorer_other_sources_render():
+    at = app().run()
+    at.switch_page("pages/4_explorer.py").run()
+    for source in ("published", "well_known", "file", "search"):
+        at.radio(key="ex_source").set_value(source).run()
+        no_exception(at)
+        assert at.button(key="ex_start").disabled  # no fitted base yet
+
+
+def test_runs_page_compare_export_delete(data_dir):
+    jid = tiny_search(data_dir)
+    at = app().run()
+    at.switch_page("pages/5_runs.py").run()
+    no_exception(at)
+    assert at.multiselect(key="runs_compare").value == [jid]
+    at.checkbox(key=f"runs_delete_confirm_{jid}").check().run()
+    at.button(key="runs_delete").click().run()
+    no_exception(at)
+    from evocov_core.store import RunStore
+
+    assert RunStore(data_dir).get_run(jid) is None

@@ -1,0 +1,288 @@
+"""End-to-end test of the dashboard in headless Chromium (Playwright).
+
+Starts ``streamlit run app.py`` on a free port with a temporary run store, uploads a CSV,
+runs a small search while watching it live, reloads the tab mid-run, opens the result and
+downloads the kernel file. Screenshots of every page go to ``artifacts/`` (gitignored).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+try:
+    from playwright.sync_api import Page, expect, sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    sync_playwright = None
+
+# Small enough to finish in well under a minute on 2 cores, long enough to watch it move.
+GENERATIONS = 10
+POPULATION = 8
+MU = 2
+
+
+def _skip_reason() -> str | None:
+    if sync_playwright is None:
+        return "playwright is not installed (pip install playwright)"
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
+    if shutil.which("streamlit") is None and not _has_module("streamlit"):
+        return "streamlit is not installed"
+    return None
+
+
+def _has_module(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_http(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"streamlit did not answer at {url} within {timeout:.0f} s")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    data_dir = tmp_path_factory.mktemp("evocov-data")
+    port = _free_port()
+    env = {**os.environ, "EVOCOV_DATA_DIR": str(data_dir), "EVOCOV_MAX_CONCURRENT": "1"}
+    log_path = data_dir / "streamlit.log"
+    log = open(log_path, "w")  # noqa: SIM115 - closed in the teardown
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_http(f"{url}/_stcore/health", proc)
+        yield {"url": url, "data_dir": data_dir, "log": log_path}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM,
+                              args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield b
+        b.close()
+
+
+def _shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    time.sleep(0.8)  # let charts finish drawing
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def _wait_app(page: Page, title: str, timeout: float = 60_000) -> None:
+    expect(page.locator("h1").filter(has_text=title)).to_be_visible(timeout=timeout)
+    # Wait until the script run has finished (the status widget shows "Running..." meanwhile).
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
+
+
+def _no_exceptions(page: Page) -> None:
+    exc = page.locator('[data-testid="stException"]')
+    assert exc.count() == 0, exc.first.inner_text()
+
+
+def _nav(page: Page, label: str, title: str) -> None:
+    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=label).first.click()
+    _wait_app(page, title)
+
+
+def _set_number(page: Page, label: str, value: int) -> None:
+    box = page.get_by_label(label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+    expect(box).to_have_value(str(value), timeout=20_000)
+    time.sleep(0.5)  # the rerun triggered by the change
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+
+
+def _generation(page: Page, wait: float = 0.0) -> tuple[int, int] | None:
+    t0 = time.time()
+    while True:
+        text = page.locator(".st-key-search_status").first.inner_text(timeout=30_000)
+        m = re.search(r"Generation (\d+) / (\d+)", text)
+        if m or time.time() - t0 >= wait:
+            return (int(m.group(1)), int(m.group(2))) if m else None
+        time.sleep(0.3)
+
+
+def _status(page: Page) -> str:
+    text = page.locator(".st-key-search_status").first.inner_text(timeout=30_000)
+    for s in ("finished", "cancelled", "failed", "interrupted", "running", "queued"):
+        if s in text:
+            return s
+    return ""
+
+
+def _write_csv(path: Path) -> None:
+    rng = np.random.default_rng(1)
+    t = np.arange(120)
+    y = 50 + 0.4 * t + 10 * np.sin(2 * np.pi * t / 12) + rng.normal(0, 1.0, t.size)
+    months = [f"{2000 + i // 12}-{i % 12 + 1:02d}-01" for i in t]
+    path.write_text("month,sales\n" + "\n".join(f"{m},{v:.3f}" for m, v in zip(months, y, strict=True)) + "\n")
+
+
+def test_upload_search_reload_results_download(server, browser, tmp_path):
+    csv = tmp_path / "synthetic_sales.csv"
+    _write_csv(csv)
+    ctx = browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+    page = ctx.new_page()
+    page.set_default_timeout(60_000)
+
+    # --- Data: Airline by default, then upload a CSV ------------------------------------------------
+    page.goto(server["url"])
+    _wait_app(page, "Data")
+    expect(page.locator('[data-testid="stSidebar"]')).to_contain_text("airline")
+    _no_exceptions(page)
+    _shot(page, "01-data-airline")
+
+    page.get_by_role("tab", name=re.compile("Upload a CSV")).click()
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(csv))
+    expect(page.get_by_text(re.compile(r"Ready: .*synthetic_sales"))).to_be_visible(timeout=60_000)
+    page.locator(".st-key-data_use_upload button").click()
+    expect(page.locator('[data-testid="stSidebar"]')).to_contain_text("synthetic_sales", timeout=30_000)
+    expect(page.locator("h3").filter(has_text="Current dataset: synthetic_sales")).to_be_visible()
+    _no_exceptions(page)
+    _shot(page, "02-data-uploaded")
+
+    # --- Search: small settings, start, watch it move ------------------------------------------------
+    _nav(page, "Search", "Search")
+    _set_number(page, "Population size N", POPULATION)
+    _set_number(page, "Survivors μ", MU)
+    _set_number(page, "Generations G", GENERATIONS)
+    _set_number(page, "Worker processes", 2)
+    _no_exceptions(page)
+    page.locator(".st-key-search_start button").click()
+    page.wait_for_url(re.compile(r"[?&]job=[0-9a-f]{12}"), timeout=30_000)
+    job_id = re.search(r"job=([0-9a-f]{12})", page.url).group(1)
+
+    seen: list[int] = []
+    t0 = time.time()
+    while time.time() - t0 < 240:
+        g = _generation(page)
+        if g and (not seen or g[0] != seen[-1]):
+            seen.append(g[0])
+        if len([s for s in seen if s > 0]) >= 2 and _status(page) == "running":
+            break
+        if _status(page) in ("finished", "cancelled", "failed"):
+            break
+        time.sleep(0.3)
+    assert len(set(seen) - {0}) >= 2, f"generation counter did not move twice while running: {seen}"
+    expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
+    _shot(page, "03-search-running")
+
+    # --- Reload the tab mid-run: same job, still moving -------------------------------------------------
+    before = seen[-1]
+    running_at_reload = _status(page) == "running"
+    page.reload()
+    _wait_app(page, "Search")
+    assert f"job={job_id}" in page.url
+    expect(page.locator(".st-key-search_status")).to_contain_text(job_id)
+    # A reloaded tab is a new session: it takes the run's data as its dataset.
+    expect(page.locator('[data-testid="stSidebar"]')).to_contain_text("synthetic_sales")
+    after = _generation(page, wait=30)
+    assert after is not None and after[0] >= before, page.locator(".st-key-search_status").inner_text()
+    if running_at_reload:
+        t1 = time.time()
+        while time.time() - t1 < 180:
+            g = _generation(page)
+            if (g and g[0] > after[0]) or _status(page) == "finished":
+                break
+            time.sleep(0.3)
+        g = _generation(page)
+        assert (g and g[0] > after[0]) or _status(page) == "finished", "the run did not continue after a reload"
+
+    # --- Let it finish --------------------------------------------------------------------------------
+    t2 = time.time()
+    while _status(page) not in ("finished", "cancelled", "failed") and time.time() - t2 < 300:
+        time.sleep(0.5)
+    assert _status(page) == "finished", page.locator(".st-key-search_status").inner_text()
+    expect(page.locator(".st-key-search_open_results button")).to_be_visible(timeout=30_000)
+    _no_exceptions(page)
+    _shot(page, "04-search-finished")
+
+    # --- Results: open, download the kernel, check it -------------------------------------------------
+    page.locator(".st-key-search_open_results button").click()
+    _wait_app(page, "Results")
+    assert f"run={job_id}" in page.url
+    download = page.get_by_role("button", name="Download kernel (JSON)").first
+    expect(download).to_be_visible()
+    _no_exceptions(page)
+    _shot(page, "05-results")
+    with page.expect_download() as dl:
+        download.click()
+    path = tmp_path / "kernel.json"
+    dl.value.save_as(str(path))
+
+    from evocov_core.kernel_file import load_kernel_file
+    from evocov_core.psd import check_psd
+
+    kf = load_kernel_file(path)
+    assert kf.scores.get("dataset") == "synthetic_sales"
+    assert kf.normalisation is not None
+    assert math.isfinite(kf.log_noise)
+    assert check_psd(kf.kernel, np.random.default_rng(0)).ok  # what `check-kernel` checks
+
+    # --- The other pages render ---------------------------------------------------------------------------
+    page.get_by_role("tab", name="All kernels (Pareto)").click()
+    time.sleep(1.0)
+    _shot(page, "06-results-pareto")
+    _nav(page, "Mutation explorer", "Mutation explorer")
+    _no_exceptions(page)
+    _shot(page, "07-explorer")
+    _nav(page, "Runs", "Runs")
+    expect(page.locator('[data-testid="stMain"]')).to_contain_text("Runs")
+    _no_exceptions(page)
+    _shot(page, "08-runs")
+    ctx.close()

@@ -1,0 +1,148 @@
+"""The empirical PSD check of section 4.1.2."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evocov_core import library
+from evocov_core.evaluate import Inputs, covariance
+from evocov_core.grammar import get_grammar
+from evocov_core.kernel import Kernel
+from evocov_core.psd import PSDConfig, PSDReport, check_psd
+from evocov_core.variation import VariationConfig, random_kernel
+
+# γ-E is PSD only for 0 < γ ≤ 2; it has its own test below.
+WELL_KNOWN = {name: make() for name, make in library.WELL_KNOWN.items() if name != "gamma-E"}
+WELL_KNOWN.update({
+    "SE+PER*SE": library.compose(["+", "SE", ["*", "PER", "SE"]]),
+    "LIN*PER": library.compose(["*", "LIN", "PER"]),
+    "RQ+C": library.compose(["+", "RQ", "C"]),
+    "spectral_dot": Kernel(("dot_prod", "spectral", "x", "hp0", "hp1", "hp2")),
+})
+
+
+@pytest.mark.parametrize("name", sorted(WELL_KNOWN))
+@pytest.mark.parametrize("d", [1, 2])
+def test_well_known_kernels_pass(name, d):
+    """Every well-known kernel (and some GPSS compositions) passes for several seeds."""
+    k = WELL_KNOWN[name]
+    for seed in range(3):
+        report = check_psd(k, np.random.default_rng(seed), PSDConfig(d=d))
+        assert report.ok, f"{name}: {report}"
+        assert report.condition == "ok" and report.dataset == -1
+        assert report.min_eigenvalue >= -1e-8
+        assert str(report) == "PSD check passed"
+
+
+def test_gamma_exponential_depends_on_gamma():
+    """γ-E passes when θ keeps γ in (0, 2] and is caught when γ may reach e² ≈ 7.4 (not PSD)."""
+    k = library.gamma_exponential()
+    narrow = PSDConfig(theta_range=(-2.0, float(np.log(2.0))))
+    for seed in range(3):
+        assert check_psd(k, np.random.default_rng(seed), narrow).ok
+    # In the default range (-2, 2), γ = e^θ exceeds 2 on most data sets.
+    report = check_psd(k, np.random.default_rng(0))
+    assert not report.ok and report.condition == "negative eigenvalue"
+
+
+@pytest.mark.parametrize(
+    ("tokens", "condition"),
+    [
+        (("multiply", "-1", "hp", "hp0"), "negative diagonal"),
+        (("multiply", "-0.5", "exp", "multiply", "-1", "sq_dist", "euc", "x", "hp0"), "negative diagonal"),
+        (("sq_dist", "euc", "x", "hp0"), "negative eigenvalue"),
+        (("add", "hp", "hp0", "multiply", "-1", "sqrt", "sq_dist", "euc", "x", "hp1"), "negative eigenvalue"),
+        (("exp", "div", "sq_dist", "euc", "x", "hp0"), "not finite"),  # 1/0 on the diagonal, exp(inf)
+        (("sqrt", "-1"), "not finite"),
+        (("exp", "exp", "exp", "exp", "hp", "hp0"), "not finite"),  # overflows for θ near e²
+    ],
+)
+def test_indefinite_kernels_fail_with_condition(tokens, condition):
+    """Obviously invalid kernels are rejected, and the report names the failed condition."""
+    report = check_psd(Kernel(tokens), np.random.default_rng(0))
+    assert not report.ok
+    assert report.condition == condition, str(report)
+    assert report.dataset >= 0
+    assert condition in str(report) and str(report).startswith("not PSD")
+
+
+def test_asymmetric_condition():
+    """An asymmetric matrix is reported as such (simulated: no grammar kernel is asymmetric)."""
+    import evocov_core.psd as psd
+
+    def skewed(kernel, inputs, theta):
+        C = covariance(kernel, inputs, theta)
+        C[0, 1] += 1.0
+        return C
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(psd, "covariance", skewed)
+    try:
+        report = check_psd(library.squared_exponential(), np.random.default_rng(0))
+    finally:
+        mp.undo()
+    assert not report.ok and report.condition == "asymmetric"
+
+
+def test_stops_at_first_failing_dataset():
+    """A kernel that fails only for some hyperparameters is caught on some data set, reported by index."""
+    # -hp0 + hp1: negative diagonal whenever θ0 > θ1, which happens on about half of the draws.
+    k = Kernel(("add", "multiply", "-1", "hp", "hp0", "hp", "hp1"))
+    report = check_psd(k, np.random.default_rng(3), PSDConfig(w=20))
+    assert not report.ok and 0 <= report.dataset < 20
+
+
+def test_same_seed_same_report():
+    """The check is a pure function of the generator state."""
+    k = Kernel(("add", "multiply", "-1", "hp", "hp0", "sq_dist", "euc", "x", "hp1"))
+    a = check_psd(k, np.random.default_rng(9))
+    b = check_psd(k, np.random.default_rng(9))
+    assert a == b
+
+
+def test_report_type():
+    """PSDReport is a frozen record."""
+    r = check_psd(library.squared_exponential(), np.random.default_rng(0))
+    assert isinstance(r, PSDReport)
+    with pytest.raises(AttributeError):
+        r.ok = False  # type: ignore[misc]
+
+
+def _psd_on_fresh_draws(kernel, rng, config, draws=10, n=20):
+    """Fresh inputs in the box and fresh theta in theta_range: worst relative eigenvalue, or None if non-finite."""
+    lo, hi = config.box
+    worst = np.inf
+    for _ in range(draws):
+        X = rng.uniform(lo, hi, size=(n, config.d))
+        theta = rng.uniform(*config.theta_range, size=kernel.n_params)
+        C = covariance(kernel, Inputs(X, toeplitz=False), theta)
+        if not np.all(np.isfinite(C)):
+            return None
+        lam = np.linalg.eigvalsh(0.5 * (C + C.T))
+        worst = min(worst, lam[0] / max(1.0, lam[-1]))
+    return worst
+
+
+def test_random_accepted_kernels_are_psd_on_fresh_draws():
+    """Kernels accepted by random_kernel are PSD on new inputs and new θ, up to the relative tolerance 1e-8.
+
+    The check is necessary, not sufficient: the paper reports 0.67 % of accepted kernels that could not
+    be evaluated. Exploring 1500 seeds with this code found a similar rate (about 0.6 %): overflow of
+    nested ``exp``/``power`` at θ near the edge of theta_range, and rare genuinely indefinite kernels such
+    as ``exp(sqrt(dot_prod(spectral(x, θ), θ, θ) + e²))``. So a small rate is allowed here (at most 3 of
+    100); the observed rate is attached to the assertion message.
+    """
+    g = get_grammar(20)
+    cfg = VariationConfig()
+    config = cfg.psd
+    failures = []
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        d_min, d_max = 3 + seed % 3, 8 + seed % 8
+        k, _ = random_kernel(g, rng, d_min, d_max, cfg)
+        worst = _psd_on_fresh_draws(k, np.random.default_rng(100_000 + seed), config)
+        if worst is None or worst < -config.eig_tol:
+            failures.append((seed, k.prefix, worst))
+    rate = len(failures) / 100
+    assert rate <= 0.03, f"observed false-positive rate {rate:.0%}: {failures}"
