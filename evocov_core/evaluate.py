@@ -39,6 +39,7 @@ once per worker process: on 2-core machines a 2-thread OpenBLAS was measured up 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -74,6 +75,12 @@ def limit_blas_threads(n: int = 1) -> None:
     global _BLAS_LIMITED
     if _BLAS_LIMITED:
         return
+    # Libraries loaded later read these; scipy ships its own OpenBLAS, so load it now
+    # too, or threadpoolctl would leave it (and every Cholesky) at its default threads.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(n)
+    import scipy.linalg
+    import scipy.spatial.distance  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=n)
@@ -207,13 +214,24 @@ def _as_2d(X: ArrayLike, name: str) -> Array:
     return np.ascontiguousarray(A)
 
 
-def _regular_grid(x: Array, rtol: float = 1e-9) -> bool:
-    """True when sorted 1-D ``x`` is evenly spaced to ``rtol`` of the step."""
-    if x.shape[0] < 3:
-        return False
-    dx = np.diff(x)
-    h = (x[-1] - x[0]) / (x.shape[0] - 1)
-    return bool(h > 0 and np.all(np.abs(dx - h) <= rtol * h))
+def _lattice(x: Array, rtol: float = 1e-7) -> tuple[float, NDArray[np.intp]] | None:
+    """If sorted 1-D ``x`` lies on a lattice ``x_0 + k·h`` (integer k, gaps allowed), (h, k).
+
+    ``rtol`` bounds ``|x − x_0 − k·h|/h``: with 1e-7 the kernel sees lags exact to 1e-7 of
+    a step, far below any lengthscale a fit can resolve.
+    """
+    n = x.shape[0]
+    if n < 3 or np.any(np.diff(x) <= 0):
+        return None
+    h = float(np.min(np.diff(x)))
+    k = np.rint((x - x[0]) / h)
+    if k[-1] <= 0:
+        return None
+    h = float((x[-1] - x[0]) / k[-1])  # refine the step over the whole span
+    ki = np.rint((x - x[0]) / h).astype(np.intp)
+    if np.max(np.abs((x - x[0]) / h - ki)) > rtol or ki[-1] > 10 * n:
+        return None
+    return h, ki
 
 
 class Inputs:
@@ -225,8 +243,11 @@ class Inputs:
     X2 : array_like of shape (m, d) or (m,), optional
         Omit for the symmetric training matrix K(X1, X1).
     toeplitz : bool
-        Allow the Toeplitz fast path for stationary trees when ``X2`` is omitted and
-        ``X1`` is a sorted, evenly spaced 1-D grid.
+        Allow the lag fast path for stationary trees when ``X2`` is omitted and ``X1`` is
+        a sorted 1-D lattice ``x_0 + k·h`` (integer k). Then K depends on the lag
+        ``|k_i − k_j|`` only: the tree is evaluated once per lag (one row) and K is
+        expanded from it, as a Toeplitz matrix when no lattice point is missing, by a
+        gather ``row[|k_i − k_j|]`` otherwise (e.g. monthly data with missing months).
     """
 
     def __init__(self, X1: ArrayLike, X2: ArrayLike | None = None, *, toeplitz: bool = True) -> None:
@@ -239,19 +260,54 @@ class Inputs:
         self.X2 = B
         self.full = _Pair(A, B, zero_diag=self.symmetric)
         self.row: _Pair | None = None
-        if toeplitz and self.symmetric and A.shape[1] == 1 and _regular_grid(A[:, 0]):
-            # Row 0 of K: pairs (x_0, x_j). zero_diag zeroes entry [0, 0].
-            self.row = _Pair(A[:1], A, zero_diag=True)
+        self.lags: NDArray[np.intp] | None = None  # lattice index k_i of each point
+        self.expansion = "none"
+        lat = _lattice(A[:, 0]) if toeplitz and self.symmetric and A.shape[1] == 1 else None
+        if lat is not None:
+            h, k = lat
+            # Row of K over every lag 0..k_max: pairs (x_0, x_0 + lag·h); [0, 0] is a diagonal.
+            lattice = (A[0, 0] + h * np.arange(k[-1] + 1))[:, None]
+            self.row = _Pair(A[:1], lattice, zero_diag=True)
+            self.lags = k
+            self.expansion = "toeplitz" if k[-1] == A.shape[0] - 1 else "gather"
+        self._lag_matrix: NDArray[np.intp] | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
         return self.X1.shape[0], self.X2.shape[0]
 
     def pair_for(self, kernel: Kernel) -> tuple[_Pair, bool]:
-        """The geometry to evaluate ``kernel`` on, and whether it is a Toeplitz row."""
+        """The geometry to evaluate ``kernel`` on, and whether it is a lag row."""
         if self.row is not None and kernel.is_stationary:
             return self.row, True
         return self.full, False
+
+    @property
+    def lag_matrix(self) -> NDArray[np.intp]:
+        """``|k_i − k_j|`` (n×n), for the gather expansion."""
+        if self._lag_matrix is None:
+            assert self.lags is not None
+            L = np.abs(self.lags[:, None] - self.lags[None, :])
+            L.flags.writeable = False
+            self._lag_matrix = L
+        return self._lag_matrix
+
+    def expand(self, row: Array) -> Array:
+        """Full K (n×n) from its lag row."""
+        if self.expansion == "toeplitz":
+            return _toeplitz(row)
+        return np.take(row, self.lag_matrix)
+
+    def reduce(self, G: Array) -> Array:
+        """Adjoint of :meth:`expand`: ``c_l = Σ_{|k_i−k_j|=l} G_ij``, shape batch + (1, n_lags)."""
+        if self.expansion == "toeplitz":
+            return _diagonal_sums(G)
+        assert self.row is not None
+        n_lags = self.row.X2.shape[0]
+        L = self.lag_matrix.ravel()
+        flat = G.reshape(-1, L.size)
+        c = np.stack([np.bincount(L, weights=g, minlength=n_lags) for g in flat])
+        return c.reshape((*G.shape[:-2], 1, n_lags))
 
 
 def _inputs(inputs: Inputs | ArrayLike, X2: ArrayLike | None = None) -> Inputs:
@@ -334,13 +390,28 @@ def _features(X: Array, omega: float) -> Array:
     return np.hstack((np.sin(a), np.cos(a)))
 
 
-def _forward(prog: _Program, pair: _Pair, theta: Array) -> list[object]:
+# Operators whose reverse rule reads their own output z (exp: z, sqrt: 1/(2z), div: −z²,
+# power: z log w, sq_dist: −2z, dot_prod: −z). Their output must survive until the
+# backward walk, so a parent may not overwrite it in place when a tape is kept.
+_NEEDS_OWN_OUTPUT = frozenset({"exp", "sqrt", "div", "power", "sq_dist", "dot_prod"})
+
+
+def _forward(prog: _Program, pair: _Pair, theta: Array, tape: bool) -> list[object]:
     """Evaluate every node bottom-up; returns the node values (prefix order).
 
-    ``theta`` here holds natural (exponentiated) slot values.
+    ``theta`` holds natural (exponentiated) slot values. Without ``tape`` every
+    operator writes into a child's buffer when it owns one (one n×n pass, no new array);
+    with ``tape`` only where the reverse walk will not need the overwritten value.
     """
-    toks, kids = prog.tokens, prog.children
+    toks, kids, has_p = prog.tokens, prog.children, prog.has_param
     vals: list[object] = [None] * len(toks)
+    owned = [False] * len(toks)  # vals[i] is a fresh array this pass may overwrite
+
+    def clobberable(c: int) -> bool:
+        if not owned[c]:
+            return False
+        return not tape or not has_p[c] or toks[c] not in _NEEDS_OWN_OUTPUT
+
     for i in range(len(toks) - 1, -1, -1):
         tok = toks[i]
         ch = kids[i]
@@ -354,57 +425,78 @@ def _forward(prog: _Program, pair: _Pair, theta: Array) -> list[object]:
                 vals[i] = CONSTANTS[tok]
             continue
         a = vals[ch[0]]
-        if tok == "add":
-            vals[i] = a + vals[ch[1]]  # type: ignore[operator]
-        elif tok == "multiply":
-            vals[i] = a * vals[ch[1]]  # type: ignore[operator]
-        elif tok == "exp":
-            vals[i] = np.exp(a)
-        elif tok == "square":
-            vals[i] = np.square(a)
-        elif tok == "sqrt":
-            vals[i] = np.sqrt(a)
-        elif tok == "div":
-            vals[i] = np.reciprocal(a) if isinstance(a, np.ndarray) else 1.0 / a if a != 0 else np.inf
+        out: object
+        if tok == "add" or tok == "multiply":
+            b = vals[ch[1]]
+            op = np.add if tok == "add" else np.multiply
+            # multiply's reverse rule reads each operand to form the other's adjoint.
+            ok_a = clobberable(ch[0]) and (tok == "add" or not tape or not has_p[ch[1]])
+            ok_b = clobberable(ch[1]) and (tok == "add" or not tape or not has_p[ch[0]])
+            if ok_a and _is_mat(a) and (not _is_mat(b) or b.shape == a.shape):  # type: ignore[union-attr]
+                out = op(a, b, out=a)
+            elif ok_b and _is_mat(b) and (not _is_mat(a) or a.shape == b.shape):  # type: ignore[union-attr]
+                out = op(b, a, out=b)
+            else:
+                out = op(a, b)
+        elif tok in ("exp", "sqrt", "div", "square"):
+            f = {"exp": np.exp, "sqrt": np.sqrt, "div": np.reciprocal, "square": np.square}[tok]
+            # square's reverse rule reads its input (2w), so it keeps it under a tape.
+            if _is_mat(a) and clobberable(ch[0]) and (tok != "square" or not tape or not has_p[ch[0]]):
+                out = f(a, out=a)
+            elif _is_mat(a):
+                out = f(a)
+            elif tok == "div":
+                out = 1.0 / a if a != 0 else np.inf  # type: ignore[operator]
+            else:
+                out = f(a)
         elif tok == "power":
-            vals[i] = np.power(a, vals[ch[1]])
+            th = vals[ch[1]]
+            if _is_mat(a) and clobberable(ch[0]) and not tape:
+                out = np.power(a, th, out=a)
+            else:
+                out = np.power(a, th)
         elif tok == "hp":
-            vals[i] = a
+            out = a
         elif tok == "euc":
-            vals[i] = _Feat(False)
+            out = _Feat(False)
         elif tok == "spectral":
             om = float(vals[ch[1]])  # type: ignore[arg-type]
             F1 = _features(pair.X1, om)
             F2 = F1 if pair.X2 is pair.X1 else _features(pair.X2, om)
-            vals[i] = _Feat(True, om, prog.slot_pos[ch[1]], F1, F2)
+            out = _Feat(True, om, prog.slot_pos[ch[1]], F1, F2)
         elif tok == "sq_dist":
-            f: _Feat = a  # type: ignore[assignment]
+            f_: _Feat = a  # type: ignore[assignment]
             inv = 1.0 / float(vals[ch[1]]) ** 2  # type: ignore[arg-type]
-            if f.spectral:
-                z = pair.gram(f.F1, f.F2)  # type: ignore[arg-type]
+            if f_.spectral:
+                z = pair.gram(f_.F1, f_.F2)  # type: ignore[arg-type]
                 z *= -2.0 * inv
                 z += 2.0 * pair.d * inv
                 np.maximum(z, 0.0, out=z)
                 pair.clear_diag(z)
             else:
                 z = pair.sqdist * inv
-            vals[i] = z
+            out = z
         elif tok == "dot_prod":
-            f = a  # type: ignore[assignment]
-            s = float(vals[ch[1]])  # type: ignore[arg-type]
+            f_ = a  # type: ignore[assignment]
+            s_ = float(vals[ch[1]])  # type: ignore[arg-type]
             l_ = float(vals[ch[2]])  # type: ignore[arg-type]
-            if f.spectral:
-                G = pair.gram(f.F1, f.F2)  # type: ignore[arg-type]
-                r1, r2, D = f.F1.sum(axis=1), f.F2.sum(axis=1), 2 * pair.d  # type: ignore[union-attr]
+            if f_.spectral:
+                G = pair.gram(f_.F1, f_.F2)  # type: ignore[arg-type]
+                r1, r2, D = f_.F1.sum(axis=1), f_.F2.sum(axis=1), 2 * pair.d  # type: ignore[union-attr]
             else:
                 G = pair.dot.copy()
                 r1, r2, D = pair.sum1, pair.sum2, pair.d
-            G -= s * pair.outer_sum(r1, r2)
-            G += s * s * D
+            G -= s_ * pair.outer_sum(r1, r2)
+            G += s_ * s_ * D
             G *= 1.0 / l_
-            vals[i] = G
+            out = G
         else:  # pragma: no cover - the grammar has no other symbol
             raise ValueError(f"unknown operator {tok!r}")
+        vals[i] = out
+        owned[i] = _is_mat(out)
+        if not tape:
+            for c in ch:  # release children early: lower peak memory
+                vals[c] = None
     return vals
 
 
@@ -609,9 +701,9 @@ def covariance(kernel: Kernel, inputs: Inputs | ArrayLike, theta: ArrayLike,
     th = _natural(theta, prog)
     pair, is_row = inp.pair_for(kernel)
     with np.errstate(all="ignore"):
-        vals = _forward(prog, pair, th)
+        vals = _forward(prog, pair, th, tape=False)
     if is_row:
-        return _toeplitz(_to_matrix(vals[0], (1, inp.shape[1]))[0])
+        return inp.expand(_to_matrix(vals[0], (1, pair.X2.shape[0]))[0])
     # Node values are fresh arrays (never the cached data), so no copy is needed.
     return _to_matrix(vals[0], inp.shape)
 
@@ -628,7 +720,7 @@ def covariance_diag(kernel: Kernel, X: ArrayLike, theta: ArrayLike) -> Array:
     th = _natural(theta, prog)
     pair = _Pair(A, A, zero_diag=True, mode="elementwise")
     with np.errstate(all="ignore"):
-        vals = _forward(prog, pair, th)
+        vals = _forward(prog, pair, th, tape=False)
     return _to_matrix(vals[0], (A.shape[0], 1))[:, 0].copy()
 
 
@@ -650,12 +742,14 @@ def covariance_vjp(kernel: Kernel, inputs: Inputs | ArrayLike, theta: ArrayLike
     th = _natural(theta, prog)
     pair, is_row = inp.pair_for(kernel)
     with np.errstate(all="ignore"):
-        vals = _forward(prog, pair, th)
+        vals = _forward(prog, pair, th, tape=True)
     n, m = inp.shape
     if is_row:
-        K = _toeplitz(_to_matrix(vals[0], (1, m))[0])
+        K = inp.expand(_to_matrix(vals[0], (1, pair.X2.shape[0]))[0])
     else:
         K = _to_matrix(vals[0], (n, m))
+        if vals[0] is K and prog.tokens[0] in _NEEDS_OWN_OUTPUT:
+            K = K.copy()  # the reverse walk reads the root value; callers may overwrite K
 
     def vjp(G: ArrayLike) -> Array:
         Ga = np.asarray(G, dtype=np.float64)
@@ -664,7 +758,7 @@ def covariance_vjp(kernel: Kernel, inputs: Inputs | ArrayLike, theta: ArrayLike
         batch = Ga.shape[:-2]
         if prog.n_params == 0:
             return np.zeros((*batch, 0))
-        seed = _diagonal_sums(Ga) if is_row else Ga
+        seed = inp.reduce(Ga) if is_row else Ga
         with np.errstate(all="ignore"):
             return _backward(prog, pair, th, vals, seed, batch)
 

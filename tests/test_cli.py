@@ -1,0 +1,125 @@
+"""The command line, run as users run it: ``python -m evocov_core ...`` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evocov_core.kernel_file import load_kernel_file
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--population", "8", "--generations", "2", "--mu", "3", "--d-min", "2", "--d-max", "5", "--psd-w", "6",
+        "--n-restarts", "1", "--max-evals", "15", "--n-screen", "4", "--workers", "1", "--seed", "1"]
+
+
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "evocov_core", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env=env)
+
+
+@pytest.fixture(scope="module")
+def series_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rng = np.random.default_rng(0)
+    x = np.arange(72) / 12.0
+    y = 10 + 2 * x + 3 * np.sin(2 * np.pi * x) + 0.3 * rng.standard_normal(x.size)
+    p = tmp_path_factory.mktemp("cli") / "series.csv"
+    pd.DataFrame({"t": x, "value": y}).to_csv(p, index=False)
+    return p
+
+
+@pytest.fixture(scope="module")
+def searched(series_csv: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("search") / "best.json"
+    res = cli("search", "--data", str(series_csv), "--x", "t", "--y", "value", *TINY, "--out", str(out),
+              "--records", str(out.with_suffix(".csv")))
+    return out, res
+
+
+def test_search_writes_a_loadable_kernel_file(searched: tuple[Path, subprocess.CompletedProcess]) -> None:
+    out, res = searched
+    assert res.returncode == 0, res.stderr
+    kf = load_kernel_file(out)
+    doc = json.loads(out.read_text())
+    assert doc["format"] == "evocov-kernel" and doc["version"] == 1
+    assert kf.q == doc["q"]
+    assert "[1/2]" in res.stderr and "[2/2]" in res.stderr  # progress on the terminal
+    records = pd.read_csv(out.with_suffix(".csv"))
+    assert len(records) == 16  # 8 kernels × 2 generations
+    assert doc["scores"]["bic"] == pytest.approx(records.bic.min())
+
+
+def test_predict_reproduces_the_search_rmse(series_csv: Path, searched: tuple[Path, subprocess.CompletedProcess],
+                                            tmp_path: Path) -> None:
+    out, _ = searched
+    pred = tmp_path / "pred.csv"
+    res = cli("predict", "--kernel", str(out), "--data", str(series_csv), "--x", "t", "--y", "value",
+              "--out", str(pred))
+    assert res.returncode == 0, res.stderr
+    p = pd.read_csv(pred)
+    assert list(p.columns) == ["x", "mean", "std", "std_latent"]
+    assert (p["std"] >= p["std_latent"]).all()
+    data = pd.read_csv(series_csv)
+    test = data[data.t > data.t.min() + 0.9 * (data.t.max() - data.t.min())]
+    assert np.allclose(p.x, test.t)
+    rmse = float(np.sqrt(np.mean((p["mean"].to_numpy() - test.value.to_numpy()) ** 2)))
+    stored = json.loads(out.read_text())["scores"]["test_rmse"]
+    assert rmse == pytest.approx(stored, rel=1e-9)
+    assert f"test RMSE: {stored:.6g}" in res.stdout
+
+
+def test_check_kernel(searched: tuple[Path, subprocess.CompletedProcess], tmp_path: Path) -> None:
+    out, _ = searched
+    res = cli("check-kernel", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "PSD check passed" in res.stdout and "q:" in res.stdout
+    bad = tmp_path / "bad.json"
+    doc = json.loads(out.read_text())
+    doc["expression"] = "__import__('os').system('echo pwned')"
+    bad.write_text(json.dumps(doc))
+    res = cli("check-kernel", str(bad))
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("error:")
+    assert "pwned" not in res.stdout + res.stderr.split("error:")[0]
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", "--data", "nope.csv", "--out", "x.json"], "no such file"),
+        (["search", "--data", "{csv}", "--mu", "50", "--out", "x.json"], "mu must satisfy"),
+        (["search", "--data", "{csv}", "--y", "missing", "--out", "x.json"], "no column named 'missing'"),
+        (["search", "--data", "{bin}", "--out", "x.json"], "not a readable CSV"),
+        (["predict", "--kernel", "nope.json", "--data", "{csv}", "--out", "p.csv"], "no such file"),
+        (["search", "--data", "{csv}", "--metric", "sopl", "--method", "lbfgs", "--out", "x.json"],
+         "needs a gradient"),
+    ],
+)
+def test_user_errors_are_one_line(args: list[str], message: str, series_csv: Path, tmp_path: Path) -> None:
+    binary = tmp_path / "binary.csv"
+    binary.write_bytes(bytes(range(256)) * 10)
+    args = [a.replace("{csv}", str(series_csv)).replace("{bin}", str(binary)) for a in args]
+    res = cli(*args, cwd=tmp_path)
+    assert res.returncode == 2
+    assert "Traceback" not in res.stderr
+    assert res.stderr.strip().count("\n") == 0
+    assert message in res.stderr
+
+
+def test_explore(series_csv: Path, searched: tuple[Path, subprocess.CompletedProcess], tmp_path: Path) -> None:
+    out, _ = searched
+    dest = tmp_path / "explore.csv"
+    res = cli("explore", "--kernel", str(out), "--data", str(series_csv), "--x", "t", "--y", "value",
+              "--mutations", "4", "--workers", "1", "--out", str(dest))
+    assert res.returncode == 0, res.stderr
+    rows = pd.read_csv(dest)
+    assert len(rows) == 4
+    assert "better fitted" in res.stdout

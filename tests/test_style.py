@@ -1,0 +1,22 @@
+"""The code base stays `ruff check` clean (configuration in pyproject.toml)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ruff_check_is_clean() -> None:
+    ruff = shutil.which("ruff")
+    cmd = [ruff] if ruff else [sys.executable, "-m", "ruff"]
+    try:
+        res = subprocess.run([*cmd, "check", "."], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    except FileNotFoundError:
+        pytest.skip("ruff is not installed (pip install -r requirements-dev.txt)")
+    assert res.returncode == 0, res.stdout + res.stderr
