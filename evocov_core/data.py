@@ -290,25 +290,58 @@ def _looks_like_dates(s: pd.Series) -> bool:
     return bool(parsed.notna().mean() > 0.9)
 
 
+def _mb(n: float) -> str:
+    return f"{n / 1e6:.3g} MB"
+
+
+def _delimiter(head: str) -> str:
+    """The delimiter of a CSV from its first lines: the most frequent of , ; tab | in the
+    header that also appears in the next line (comma when the file has one column)."""
+    lines = [ln for ln in head.splitlines() if ln.strip()][:5]
+    if not lines:
+        return ","
+    best, count = ",", 0
+    for d in (",", ";", "\t", "|"):
+        c = lines[0].count(d)
+        if c > count and (len(lines) == 1 or lines[1].count(d) > 0):
+            best, count = d, c
+    return best
+
+
 def read_table(source: str | Path | IO[bytes] | IO[str] | bytes, *, max_bytes: int | None = None) -> pd.DataFrame:
-    """Read a CSV into a DataFrame with clear errors for files that are not tables."""
-    if isinstance(source, bytes):
-        if max_bytes is not None and len(source) > max_bytes:
-            raise DataError(f"file is {len(source) / 1e6:.1f} MB, above the limit of {max_bytes / 1e6:.0f} MB")
-        source = io.BytesIO(source)
-    elif isinstance(source, (str, Path)):
+    """Read a CSV into a DataFrame with clear errors for files that are not tables.
+
+    The delimiter (comma, semicolon, tab or bar) is taken from the header line.
+    """
+    if isinstance(source, (str, Path)):
         p = Path(source)
         if not p.exists():
             raise DataError(f"no such file: {p}")
         if p.is_dir():
             raise DataError(f"{p} is a folder, not a CSV file")
         if max_bytes is not None and p.stat().st_size > max_bytes:
-            raise DataError(f"file is {p.stat().st_size / 1e6:.1f} MB, above the limit of {max_bytes / 1e6:.0f} MB")
+            raise DataError(f"file is {_mb(p.stat().st_size)}, above the limit of {_mb(max_bytes)}")
+        raw = p.read_bytes()
+    elif isinstance(source, bytes):
+        raw = source
+    else:
+        content = source.read()
+        raw = content.encode("utf-8") if isinstance(content, str) else content
+    if max_bytes is not None and len(raw) > max_bytes:
+        raise DataError(f"file is {_mb(len(raw))}, above the limit of {_mb(max_bytes)}")
     try:
-        df = pd.read_csv(source, sep=None, engine="python", skipinitialspace=True)
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise DataError("not a readable CSV file (it is not UTF-8 text)") from None
+    if not text.strip():
+        raise DataError("the file is empty")
+    if "\x00" in text[:4096]:
+        raise DataError("not a readable CSV file (it looks binary)")
+    try:
+        df = pd.read_csv(io.StringIO(text), sep=_delimiter(text[:4096]), skipinitialspace=True)
     except pd.errors.EmptyDataError:
         raise DataError("the file is empty") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, csv.Error) as exc:
+    except (pd.errors.ParserError, csv.Error, ValueError) as exc:
         raise DataError(f"not a readable CSV file ({str(exc).splitlines()[0][:120]})") from None
     if df.shape[0] == 0:
         raise DataError("the file has a header but no data rows")

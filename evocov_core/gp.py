@@ -83,7 +83,8 @@ def factorize(K: Array, noise: float, *, overwrite: bool = False,
     Parameters
     ----------
     K : ndarray of shape (n, n)
-        Symmetric covariance (only the lower triangle is read).
+        Symmetric covariance. LAPACK reads one triangle: the upper one of a C-ordered K
+        (its transpose is factorised in place as a Fortran-ordered lower triangle).
     noise : float
         White-noise variance.
     overwrite : bool

@@ -86,34 +86,68 @@ def _renumber(tokens: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]
     return tuple(out), mapping
 
 
-def _canon(node: Node) -> Node:
+def _nary(node: Node) -> Node:
+    """Merge associative chains of add/multiply into n-ary nodes (no sorting)."""
     tok, children = node
     if not children:
         return node
+    kids = [_nary(c) for c in children]
     if tok in ("add", "multiply"):
-        # Flatten the associative chain, canonicalise the operands, sort them.
-        operands: list[Node] = []
-        stack = list(children)
-        while stack:
-            c = stack.pop()
-            if c[0] == tok:
-                stack.extend(c[1])
-            else:
-                operands.append(_canon(c))
-        operands.sort(key=_sort_key)
-        acc = operands[0]
-        for o in operands[1:]:
+        merged: list[Node] = []
+        for c in kids:
+            merged.extend(c[1] if c[0] == tok else (c,))
+        return (tok, tuple(merged))
+    return (tok, tuple(kids))
+
+
+def _slot_classes(node: Node) -> dict[str, int]:
+    """Rank slots by where they occur (ancestor symbols and argument positions).
+
+    Two slots in different contexts get different classes whatever their names, so
+    sorting on classes breaks the ties that names would otherwise settle.
+    """
+    paths: dict[str, list[str]] = {}
+    stack: list[tuple[Node, str]] = [(node, "")]
+    while stack:
+        (tok, children), path = stack.pop()
+        if is_slot(tok):
+            paths.setdefault(tok, []).append(path)
+            continue
+        commutative = tok in ("add", "multiply")
+        for k, c in enumerate(children):
+            stack.append((c, f"{path}/{tok}{'' if commutative else k}"))
+    sig = {s: "|".join(sorted(p)) for s, p in paths.items()}
+    ranks = {v: i for i, v in enumerate(sorted(set(sig.values())))}
+    return {s: ranks[v] for s, v in sig.items()}
+
+
+def _canon_sorted(node: Node, classes: dict[str, int]) -> Node:
+    tok, children = node
+    if not children:
+        return node
+    kids = [_canon_sorted(c, classes) for c in children]
+    if tok in ("add", "multiply"):
+        kids.sort(key=lambda c: _sort_key(c, classes))
+        acc = kids[0]
+        for o in kids[1:]:
             acc = (tok, (acc, o))
         return acc
-    return (tok, tuple(_canon(c) for c in children))
+    return (tok, tuple(kids))
 
 
-def _sort_key(node: Node) -> tuple[str, str]:
+def _canon(node: Node) -> Node:
+    """Flatten associative chains, sort commutative operands, rebuild left-deep."""
+    nary = _nary(node)
+    return _canon_sorted(nary, _slot_classes(nary))
+
+
+def _sort_key(node: Node, classes: dict[str, int]) -> tuple[str, str, str]:
     flat = _flatten(node)
     anonymous = " ".join("θ" if is_slot(t) else t for t in flat)
-    # Tie-break on the sharing pattern inside the subtree, not on global slot names.
+    by_class = " ".join(f"θ{classes[t]}" if is_slot(t) else t for t in flat)
+    # Last tie-break: the sharing pattern inside the subtree.
     local = " ".join(_renumber(flat)[0])
-    return anonymous, local
+    return anonymous, by_class, local
 
 
 # --- readable forms --------------------------------------------------------------

@@ -188,7 +188,10 @@ class KernelFile:
 def _number(v: object, what: str, *, positive: bool = False, nonneg: bool = False) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise KernelFileError(f"{what} must be a number, not {type(v).__name__}")
-    f = float(v)
+    try:
+        f = float(v)
+    except OverflowError:
+        raise KernelFileError(f"{what} is too large") from None
     if not math.isfinite(f):
         raise KernelFileError(f"{what} must be finite, got {v!r}")
     if positive and f <= 0:
@@ -225,6 +228,8 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
         raise
     except (json.JSONDecodeError, RecursionError) as exc:
         raise KernelFileError(f"not valid JSON ({exc})") from None
+    except ValueError as exc:  # e.g. an integer literal beyond Python's digit limit
+        raise KernelFileError(f"not a usable JSON number ({str(exc)[:80]})") from None
     if not isinstance(doc, dict):
         raise KernelFileError("top level must be a JSON object")
     if doc.get("format") != FORMAT:
@@ -243,9 +248,24 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
         if s not in hps:
             raise KernelFileError(f"no value for hyperparameter {s!r}")
         entry = hps[s]
-        value = entry.get("value") if isinstance(entry, dict) else entry
-        theta.append(math.log(_number(value, f"hyperparameter {s}", positive=True)))
+        value = _number(entry.get("value") if isinstance(entry, dict) else entry, f"hyperparameter {s}",
+                        positive=True)
+        t = math.log(value)
+        if isinstance(entry, dict) and "log_value" in entry:
+            # Prefer the stored log value (exact round trip: exp(log(exp(t))) can differ
+            # from exp(t) in the last bit), once checked against the value.
+            lv = _number(entry["log_value"], f"hyperparameter {s} log_value")
+            if abs(lv - t) > 1e-9 * max(1.0, abs(t)):
+                raise KernelFileError(f"hyperparameter {s}: log_value {lv} does not match value {value}")
+            t = lv
+        theta.append(t)
     noise = _number(doc.get("noise_variance"), "noise_variance", positive=True)
+    log_noise = math.log(noise)
+    if "log_noise_variance" in doc:
+        ln = _number(doc["log_noise_variance"], "log_noise_variance")
+        if abs(ln - log_noise) > 1e-9 * max(1.0, abs(log_noise)):
+            raise KernelFileError("log_noise_variance does not match noise_variance")
+        log_noise = ln
     jitter = _number(doc.get("jitter", 0.0), "jitter", nonneg=True)
     if "q" in doc and _number(doc["q"], "q") != kernel.q:
         raise KernelFileError(f"q is {doc['q']} but the expression has q = {kernel.q}")
@@ -282,7 +302,7 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
             clean_scores[str(k)[:40]] = v[:200]
         elif v is None:
             clean_scores[str(k)[:40]] = None
-    return KernelFile(kernel, tuple(theta), math.log(noise), jitter, norm, clean_scores)
+    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores)
 
 
 def load_kernel_file(path: str | Path) -> KernelFile:
@@ -334,6 +354,7 @@ def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dat
         "latex": k.latex,
         "hyperparameters": hps,
         "noise_variance": math.exp(fit.log_noise),
+        "log_noise_variance": fit.log_noise,
         "jitter": fit.jitter,
         "q": k.q,
         "normalisation": normalisation.to_dict() if normalisation is not None else None,

@@ -35,6 +35,7 @@ final point (scipy's bounded Powell can end on a worse point: scipy issue 22978)
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -395,8 +396,13 @@ def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[
     lo, hi = config.space.lower_upper(kernel.n_params)
     bounds = list(zip(lo, hi, strict=True))
     zero = np.zeros(kernel.n_params + 1)
+    used = [0]  # evaluations of the current start
 
     def fun(z: Array) -> tuple[float, Array]:
+        # scipy checks maxfun only between iterations; enforce the cap exactly.
+        if used[0] >= config.max_evals:
+            raise _BudgetSpent
+        used[0] += 1
         try:
             f, g = loss_and_grad(config.metric, kernel, data, z)
         except _NUMERIC_ERRORS as exc:
@@ -409,8 +415,10 @@ def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[
         return f, g
 
     for z0 in starts:
-        minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds,
-                 options={"maxfun": config.max_evals, "maxiter": config.max_evals})
+        used[0] = 0
+        with contextlib.suppress(_BudgetSpent):
+            minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds,
+                     options={"maxfun": config.max_evals, "maxiter": config.max_evals})
 
 
 def _run_powell(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[Array], tr: _Tracker,
@@ -472,6 +480,8 @@ def fit_kernel(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.rando
     FitResult
         Never raises for numerical reasons.
     """
+    if start is not None and len(start.theta) != kernel.n_params:
+        raise ValueError(f"start has {len(start.theta)} slot values but the kernel has {kernel.n_params} slots")
     t0 = time.perf_counter()
     tr = _Tracker()
     method = config.resolved_method

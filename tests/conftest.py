@@ -10,9 +10,9 @@ import scipy.linalg  # noqa: F401  (load scipy's own BLAS before limiting thread
 from evocov_core import optimize  # noqa: F401  (every numerical library the package uses)
 from evocov_core.evaluate import prepare_process
 
-# One BLAS thread, as every entry point that evaluates kernels does. prepare_process only
-# limits the BLAS libraries already loaded when it first runs, hence the imports above: with
-# scipy's OpenBLAS left at 2 threads on a busy 2-core machine, small GP fits ran 150x slower.
+# One BLAS thread, as every entry point that evaluates kernels does. threadpoolctl only
+# limits libraries already loaded, hence the imports above: with scipy's OpenBLAS left at
+# 2 threads on a busy 2-core machine, small GP fits ran 150x slower.
 prepare_process()
 
 #: The 13 TSDL benchmark series live next to the repository (``../shared``), in CI only.

@@ -189,11 +189,6 @@ def test_load_csv_other_delimiters():
         np.testing.assert_allclose(ds.y, [b for _, b in rows])
 
 
-@pytest.mark.xfail(
-    reason="BUG: data.py read_table: pd.read_csv(sep=None) cannot sniff a delimiter for a one-column file "
-    "and splits the header on letters, so a single column of numbers is refused",
-    strict=True,
-)
 def test_single_column_csv_uses_row_numbers():
     """A CSV with one numeric column uses the row number as x (guess_columns' documented rule)."""
     values = [float(v) for v in np.random.default_rng(3).integers(100, 200, 15)]
@@ -203,11 +198,6 @@ def test_single_column_csv_uses_row_numbers():
     np.testing.assert_array_equal(ds.y, values)
 
 
-@pytest.mark.xfail(
-    reason="BUG: data.py read_table: an empty file fails in the delimiter sniffer first, so the "
-    "message is 'not a readable CSV file (Could not determine delimiter)' instead of 'the file is empty'",
-    strict=True,
-)
 @pytest.mark.parametrize("content", [b"", b"\n\n"])
 def test_empty_csv_message(content, tmp_path):
     """An empty file is refused with a message saying it is empty."""
@@ -305,11 +295,6 @@ def test_file_bigger_than_max_bytes(tmp_path):
         read_table(path, max_bytes=1000)
 
 
-@pytest.mark.xfail(
-    reason="BUG: data.py read_table rounds the limit to whole MB ({max_bytes / 1e6:.0f}), so a 1.6 MB file "
-    "is reported as 'above the limit of 2 MB'",
-    strict=True,
-)
 def test_size_message_is_consistent():
     """The size message states a limit below the file size it reports."""
     with pytest.raises(DataError) as info:

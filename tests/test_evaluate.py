@@ -205,7 +205,7 @@ def test_toeplitz_path_is_used_only_when_valid():
     assert Inputs(grid).row is not None
     assert Inputs(grid, toeplitz=False).row is None
     assert Inputs(grid[::-1]).row is None  # descending
-    assert Inputs(np.r_[grid[:-1], 2.5]).row is None  # uneven
+    assert Inputs(np.r_[grid[:-1], 2.0 + 0.37 * 0.125]).row is None  # last point off the grid
     assert Inputs(np.column_stack([grid, grid])).row is None  # 2-D
     assert Inputs(grid, grid).row is None  # cross covariance
     inp = Inputs(grid)
@@ -245,6 +245,41 @@ def test_toeplitz_vjp_equals_general_path():
         checked += 1
         np.testing.assert_allclose(g1, g2, rtol=1e-7, atol=1e-7 * max(1, _amax(g2)), err_msg=k.prefix)
     assert checked > 25
+
+
+def test_gappy_grid_equals_general_path():
+    """A regular grid with missing points (e.g. missing months): fast or not, K and its VJP are the general ones."""
+    rng = np.random.default_rng(8)
+    X = np.delete(np.linspace(1.0, 2.0, 13), [3, 4, 9])
+    fast, slow = Inputs(X), Inputs(X, toeplitz=False)
+    for k in _stationary_kernels()[:40]:
+        theta = rng.uniform(-1.5, 1.5, k.n_params)
+        K1, vjp1 = covariance_vjp(k, fast, theta)
+        K2, vjp2 = covariance_vjp(k, slow, theta)
+        if not np.all(np.isfinite(K2)):
+            continue
+        np.testing.assert_allclose(K1, K2, rtol=1e-9, atol=1e-9 * max(1, _amax(K2)), err_msg=k.prefix)
+        G = rng.standard_normal((2, 10, 10))
+        g1, g2 = vjp1(G), vjp2(G)
+        if np.all(np.isfinite(g2)):
+            np.testing.assert_allclose(g1, g2, rtol=1e-7, atol=1e-7 * max(1, _amax(g2)), err_msg=k.prefix)
+
+
+def test_evaluation_is_repeatable():
+    """Evaluating the same kernel twice on one Inputs (and through the VJP) gives identical K:
+    no cached data-only array is modified by in-place work."""
+    rng = np.random.default_rng(15)
+    for X in (rng.uniform(1, 2, (7, 1)), np.linspace(1, 2, 7), rng.uniform(1, 2, (7, 2))):
+        inp = Inputs(X)
+        for k in list(ALL_NAMED.values()) + _random_kernels(20, 3000):
+            theta = rng.uniform(-1, 1, k.n_params)
+            K1 = covariance(k, inp, theta)
+            K2, vjp = covariance_vjp(k, inp, theta)
+            vjp(np.ones_like(K2))
+            K3 = covariance(k, inp, theta)
+            np.testing.assert_array_equal(K1, K2)
+            np.testing.assert_array_equal(K1, K3)
+            np.testing.assert_array_equal(K1, covariance(k, X, theta))
 
 
 # --- gradients -------------------------------------------------------------------------------------
@@ -362,6 +397,18 @@ def test_deeper_than_recursion_limit():
     assert np.all(np.isfinite(K)) and np.all(np.isfinite(vjp(np.ones((4, 4)))))
     np.testing.assert_allclose(covariance(k, Inputs(X), [0.0]), K, rtol=1e-12)
     assert covariance_diag(k, X, [0.0]).shape == (4,)
+
+
+def test_gradient_convention_at_non_differentiable_points():
+    """Where sqrt or power meet w = 0 (infinite slope) the documented gradient contribution is 0."""
+    X = np.linspace(1, 2, 3)
+    # w = θ0 − θ1 is exactly 0 when θ0 = θ1, while dw/dlog θ0 = θ0 ≠ 0.
+    w = ("add", "hp", "hp0", "multiply", "-1", "hp", "hp1")
+    for k in (Kernel(("sqrt", *w)), Kernel(("power", *w, "hp2"))):
+        theta = np.array([0.3, 0.3, np.log(0.5)])[: k.n_params]
+        K, J = covariance_jacobian(k, Inputs(X, toeplitz=False), theta)
+        np.testing.assert_array_equal(K, 0.0)
+        np.testing.assert_array_equal(J, 0.0)
 
 
 def test_non_finite_values_are_returned_not_raised():

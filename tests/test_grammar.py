@@ -168,6 +168,43 @@ def test_typed_grow_depth_bounds_follow_algorithm2():
     assert max(depths[(0, 0)]) == 2 and min(depths[(0, 0)]) == 0
 
 
+# Algorithm 2's candidate sets, written out from the paper (Table 2 kinds per type).
+_TERMS = {Cov: set(TABLE2_CONSTANTS), InputPair: {"x"}, TPair: set()}
+_NOTNESTS = {Cov: {"sq_dist", "dot_prod", "hp"}, TPair: {"euc", "spectral"}, Hyper: set(), InputPair: set()}
+_NESTS = {Cov: {"power", "add", "multiply", "div", "exp", "sqrt", "square"}, TPair: set(), Hyper: set(),
+          InputPair: set()}
+
+
+def _paper_candidates(typ, d_min, d_max, n_hyper):
+    terms = _TERMS.get(typ, {f"hp{k}" for k in range(n_hyper)})
+    cands = set()
+    if d_min <= 3:
+        cands |= _NOTNESTS[typ]
+        if d_min <= 1:
+            cands |= terms
+    if d_max >= 4:
+        cands |= _NESTS[typ]
+    return cands or (terms | _NOTNESTS[typ] | _NESTS[typ])
+
+
+@pytest.mark.parametrize(("d_min", "d_max"), [(0, 0), (2, 2), (2, 5), (3, 3), (4, 4), (5, 9), (8, 8)])
+def test_typed_grow_follows_algorithm2(d_min, d_max):
+    """Every node is drawn from Algorithm 2's candidate set for its type and remaining (d_min, d_max)."""
+    n_hyper = 4
+    g = get_grammar(n_hyper)
+    seen = set()
+    for seed in range(60):
+        tokens = typed_grow(g, np.random.default_rng(seed), d_min, d_max)
+        stack = [(Cov, d_min, d_max)]
+        for tok in tokens:
+            typ, lo, hi = stack.pop()
+            assert tok in _paper_candidates(typ, lo, hi, n_hyper), (tok, typ.__name__, lo, hi)
+            seen.add(tok)
+            stack.extend((a, lo - 1, hi - 1) for a in reversed(symbol(tok).args))
+        assert not stack
+    assert len(seen) > 5
+
+
 def test_typed_grow_full_grid_small():
     """Exhaustive small grid of (d_min, d_max): never raises, always well-typed."""
     g = get_grammar(6)

@@ -185,11 +185,6 @@ def test_canonical_invariant_under_random_rewrites():
         assert Kernel(rewritten).canonical == Kernel(tokens).canonical, (tokens, rewritten)
 
 
-@pytest.mark.xfail(
-    reason="BUG: kernel.py _canon/_sort_key: operands that tie on the sort key keep their input order, "
-    "so the renumbering of a slot shared with a sibling depends on that order",
-    strict=True,
-)
 def test_canonical_tied_operands_sharing_a_slot():
     """add(hp(a), hp(b)) * sq_dist(.., a) equals add(hp(b), hp(a)) * sq_dist(.., a): one canonical string."""
     k1 = Kernel(("multiply", "add", "hp", "hp3", "hp", "hp4", "sq_dist", "euc", "x", "hp3"))

@@ -145,12 +145,6 @@ def test_document_fields(fitted):
     assert doc["noise_variance"] == pytest.approx(math.exp(fit.log_noise))
 
 
-@pytest.mark.xfail(
-    reason="BUG: kernel_file.py stores math.exp(t) and parse_kernel_file takes math.log(value), ignoring the "
-    "stored log_value; the evaluator uses np.exp, so np.exp(log(exp(t))) != np.exp(t) for ~1% of values "
-    "and the reloaded covariance differs by one ulp",
-    strict=True,
-)
 def test_round_trip_exact_for_every_theta():
     """For any fitted log value t, the file reproduces K exactly (t chosen where log∘exp drifts by an ulp)."""
     rng = np.random.default_rng(0)
@@ -403,11 +397,6 @@ def test_scores_are_sanitised():
     assert all(len(k) <= 40 for k in scores)
 
 
-@pytest.mark.xfail(
-    reason="BUG: kernel_file.py _number calls float() on JSON integers: a huge integer literal raises "
-    "OverflowError instead of KernelFileError",
-    strict=True,
-)
 @pytest.mark.parametrize("field", ["hp0", "noise_variance", "q"])
 def test_huge_integer_literal_refused(field):
     """A 400-digit integer where a number is expected is refused with KernelFileError, not OverflowError."""
@@ -422,11 +411,6 @@ def test_huge_integer_literal_refused(field):
         parse_kernel_file(text)
 
 
-@pytest.mark.xfail(
-    reason="BUG: kernel_file.py parse_kernel_file catches only JSONDecodeError/RecursionError around "
-    "json.loads: an integer longer than Python's 4300-digit limit raises a plain ValueError",
-    strict=True,
-)
 def test_overlong_integer_literal_refused():
     """A 5000-digit integer literal (Python's int-parsing limit) is refused with KernelFileError."""
     text = _text(_valid_doc()).replace('"q": 3', '"q": 1' + "0" * 5000)

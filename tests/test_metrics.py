@@ -22,13 +22,6 @@ KERNELS = {
     "SE+PER*SE": library.compose(["+", "SE", ["*", "PER", "SE"]]),
     "LIN": library.linear(),
 }
-ROOT_VALUE_BUG = pytest.mark.xfail(
-    reason="BUG: metrics.py _loocv_parts factorises K with overwrite=True while the VJP closure still "
-    "holds K as the root node value; a root dot_prod/exp/sqrt/... then differentiates a corrupted diagonal",
-    strict=True,
-)
-
-
 def _data(n=16, seed=0, regular=False):
     rng = np.random.default_rng(seed)
     X = np.linspace(1, 2, n)[:, None] if regular else np.sort(rng.uniform(1, 2, (n, 1)), axis=0)
@@ -94,8 +87,7 @@ def _loocv_grad_cases():
     cases = []
     for name in sorted(KERNELS):
         for regular in (False, True):
-            marks = ROOT_VALUE_BUG if name == "LIN" else ()
-            cases.append(pytest.param(name, regular, marks=marks, id=f"{name}-{'grid' if regular else 'irregular'}"))
+            cases.append(pytest.param(name, regular, id=f"{name}-{'grid' if regular else 'irregular'}"))
     return cases
 
 
@@ -110,7 +102,6 @@ def test_loocv_gradient_matches_finite_differences(name, regular):
     np.testing.assert_allclose(grad, _fd("loocv", k, data, z), rtol=1e-5, atol=1e-5)
 
 
-@ROOT_VALUE_BUG
 def test_loocv_gradient_root_exp():
     """LOOCV gradient of exp(θ1 − ½ r²/θ0²), a kernel with exp at the root, on irregular inputs."""
     data, _rng = _data(12, 3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evocov_core import library
+from evocov_core import library, psd
 from evocov_core.evaluate import Inputs, covariance
 from evocov_core.grammar import get_grammar
 from evocov_core.kernel import Kernel
@@ -67,21 +67,16 @@ def test_indefinite_kernels_fail_with_condition(tokens, condition):
     assert condition in str(report) and str(report).startswith("not PSD")
 
 
-def test_asymmetric_condition():
+def test_asymmetric_condition(monkeypatch):
     """An asymmetric matrix is reported as such (simulated: no grammar kernel is asymmetric)."""
-    import evocov_core.psd as psd
 
     def skewed(kernel, inputs, theta):
         C = covariance(kernel, inputs, theta)
         C[0, 1] += 1.0
         return C
 
-    mp = pytest.MonkeyPatch()
-    mp.setattr(psd, "covariance", skewed)
-    try:
-        report = check_psd(library.squared_exponential(), np.random.default_rng(0))
-    finally:
-        mp.undo()
+    monkeypatch.setattr(psd, "covariance", skewed)
+    report = check_psd(library.squared_exponential(), np.random.default_rng(0))
     assert not report.ok and report.condition == "asymmetric"
 
 

@@ -39,15 +39,7 @@ def test_two_components_both_found():
     [
         (np.arange(5.0), np.arange(5.0)),  # fewer than 8 points
         (np.ones(20), np.arange(20.0)),  # no x range
-        pytest.param(
-            np.arange(20.0), 3 * np.arange(20.0) + 1,  # exactly linear: nothing left after detrending
-            marks=pytest.mark.xfail(
-                reason="BUG: spectrum.py periodogram_peaks tests the detrended residual for exact zeros; "
-                "polyfit leaves ~1e-15 rounding noise, so a straight line yields 8 spurious peaks",
-                strict=True,
-            ),
-            id="linear",
-        ),
+        pytest.param(np.arange(20.0), 3 * np.arange(20.0) + 1, id="linear"),  # nothing left after detrending
         (np.array([]), np.array([])),
     ],
 )
