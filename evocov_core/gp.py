@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.linalg import cho_solve, lapack, solve_triangular
+from scipy.linalg import blas, cho_solve, lapack, solve_triangular
 
 from .evaluate import Inputs, covariance, covariance_diag, covariance_vjp
 from .kernel import Kernel
@@ -73,6 +73,10 @@ class Factor:
         return 2.0 * float(np.sum(np.log(np.diagonal(self.L))))
 
     def solve(self, b: Array) -> Array:
+        """``K_y⁻¹ b`` for b of shape (n,) or (n, k)."""
+        if b.ndim == 1:
+            x, _ = lapack.dpotrs(self.L, b[:, None], lower=1)
+            return x[:, 0]
         return cho_solve((self.L, True), b, check_finite=False)
 
 
@@ -98,20 +102,23 @@ def factorize(K: Array, noise: float, *, overwrite: bool = False,
     """
     if not np.isfinite(noise):
         raise NumericalFailure("non_finite", "noise variance is not finite")
-    if not np.isfinite(K).all():
-        raise NumericalFailure("non_finite", "covariance matrix has NaN or infinite entries")
     mean_diag = float(np.mean(np.diagonal(K))) + noise
+    if not np.isfinite(mean_diag):
+        raise NumericalFailure("non_finite", "covariance matrix has NaN or infinite entries")
     for rung, rel in enumerate((0.0, *JITTER_LADDER)):
         if rung and overwrite:
             if rebuild is None:
                 break
             K = rebuild()
+        if rung == 1 and not np.isfinite(K).all():
+            # Checked only after a failure: NaN/inf make dpotrf fail or leave NaN on L's diagonal.
+            raise NumericalFailure("non_finite", "covariance matrix has NaN or infinite entries")
         # K.T of a symmetric C-ordered K is Fortran-ordered: LAPACK works in place.
         A = K.T if overwrite else np.array(K.T, order="F", copy=True)
         jitter = rel * abs(mean_diag)
         np.einsum("ii->i", A)[...] += noise + jitter
         L, info = lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)
-        if info == 0:
+        if info == 0 and np.isfinite(np.einsum("ii->", L)):
             return Factor(L, jitter)
     raise NumericalFailure(
         "cholesky_failed",
@@ -152,7 +159,8 @@ def folded_lml_adjoint(f: Factor, alpha: Array) -> Array:
     """
     W = _raw_inverse(f)
     W *= -0.5
-    W += 0.5 * np.outer(alpha, alpha)
+    # Rank-1 update of the lower triangle only, in place (BLAS dsyr; W is Fortran-ordered).
+    W = blas.dsyr(0.5, alpha, lower=1, a=W, overwrite_a=1)
     W *= _folding_mask(W.shape[0])
     return W
 

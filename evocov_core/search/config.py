@@ -56,6 +56,9 @@ class SearchConfig:
         Variation probabilities, summing to 1.
     beta : float
         Restart threshold on the relative improvement of the best BIC.
+    patience : int
+        Consecutive generations with relative improvement ≤ β before a restart. The paper
+        restarts after one (``patience = 1``); short runs waste less with more.
     d_min, d_max : int
         Depth limits of random generation (Algorithm 2).
     o_max : int
@@ -84,6 +87,9 @@ class SearchConfig:
         Fraction of the training x-range used as train-test by the split metrics.
     base_kernels : tuple of str
         GPSS base kernels.
+    require_input : bool
+        Discard kernels that do not depend on x (constants) when generating and varying
+        (see :class:`~evocov_core.variation.VariationConfig`; the paper keeps them).
     """
 
     algorithm: str = "evocov"
@@ -93,6 +99,7 @@ class SearchConfig:
     p_mutation: float = 0.4
     p_crossover: float = 0.6
     beta: float = 1e-5
+    patience: int = 1
     d_min: int = 5
     d_max: int = 15
     o_max: int = 40
@@ -109,6 +116,7 @@ class SearchConfig:
     init: str = "roles"
     metric_split: float = 0.1
     base_kernels: tuple[str, ...] = GPSS_BASE_KERNELS
+    require_input: bool = False
 
     def __post_init__(self) -> None:
         def need(cond: bool, msg: str) -> None:
@@ -131,6 +139,7 @@ class SearchConfig:
         need(abs(self.p_mutation + self.p_crossover - 1.0) < 1e-9,
              f"p_mutation + p_crossover must equal 1, got {self.p_mutation} + {self.p_crossover}")
         need(self.beta >= 0.0, f"beta must be non-negative, got {self.beta}")
+        need(isinstance(self.patience, int) and self.patience >= 1, f"patience must be at least 1, got {self.patience}")
         need(isinstance(self.d_min, int) and 0 <= self.d_min <= self.d_max,
              f"need 0 <= d_min <= d_max, got d_min = {self.d_min}, d_max = {self.d_max}")
         need(self.d_max <= 30, f"d_max must be at most 30, got {self.d_max}")
@@ -156,7 +165,8 @@ class SearchConfig:
 
     @property
     def variation(self) -> VariationConfig:
-        return VariationConfig(o_max=self.o_max, rho_max=self.rho_max, psd=PSDConfig(w=self.psd_w))
+        return VariationConfig(o_max=self.o_max, rho_max=self.rho_max, require_input=self.require_input,
+                               psd=PSDConfig(w=self.psd_w))
 
     def to_dict(self) -> dict:
         d = asdict(self)

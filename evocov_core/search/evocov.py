@@ -7,6 +7,8 @@
         Evaluate(pop)                        # selected kernels continue from their values
         f_i = BestFitness(pop)
         if β < (f_prev − f_i) / |f_i|:       # enough relative improvement of the best BIC
+                                             # (``patience`` > 1: restart only after that many
+                                             # generations in a row without it)
             sel = Select(pop, μ)             # truncation selection
             pop = Variate(sel, N − μ, p_m, p_cx) ∪ sel
             f_prev = f_i
@@ -98,6 +100,7 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
 
     pop = random_population()
     f_prev = math.inf
+    stalled = 0  # consecutive generations without enough improvement
     for _ in range(1, config.generations):
         if tr.stop_requested():
             break
@@ -107,15 +110,17 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
         f_i = min((_key(f) for f in fits), default=math.inf)
         with_fit = [f for f in fits if f is not None and f.ok]
         rel = (f_prev - f_i) / abs(f_i) if math.isfinite(f_i) and f_i != 0 else -math.inf
-        if config.beta < rel and with_fit:
+        stalled = stalled + 1 if (config.beta >= rel or not with_fit) else 0
+        if with_fit and stalled < config.patience:
             sel = sorted(with_fit, key=_key)[:mu]
             pop = variate(sel) + [_Ind(f.kernel, start_of(f), "selected") for f in sel]
-            f_prev = f_i
+            f_prev = min(f_prev, f_i)
             tr.end_generation(restarted=False)
         else:
             tr.end_generation(restarted=True)
             pop = random_population()
             f_prev = math.inf
+            stalled = 0
     if not tr.stop_requested() and pop:
         tr.evaluate(executor, [p.kernel for p in pop], [p.start for p in pop], [p.origin for p in pop])
         tr.end_generation(restarted=False)
