@@ -37,6 +37,9 @@ __all__ = [
     "tree_layout",
 ]
 
+# Horizontal legend above the plot area, clear of the x-axis title.
+_LEGEND = dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0)
+
 _COLORS = {"train": "#1f77b4", "test": "#d62728", "mean": "#2ca02c", "band": "rgba(44,160,44,0.18)",
            "front": "#d62728", "other": "#9aa5b1", "base": "#111111"}
 
@@ -76,7 +79,7 @@ def series_figure(ds: Dataset, title: str | None = None) -> go.Figure:
         x0 = xs.iloc[0] if isinstance(xs, pd.Series) else xs[0]
         fig.add_vline(x=x0, line_dash="dash", line_color="#555")
     fig.update_layout(title=title or ds.name, xaxis_title=ds.x_label, yaxis_title=ds.y_label,
-                      margin=dict(l=10, r=10, t=40, b=10), height=360, legend=dict(orientation="h"))
+                      margin=dict(l=10, r=10, t=40, b=10), height=360, legend=_LEGEND)
     return fig
 
 
@@ -115,7 +118,7 @@ def fitness_figure(history: Sequence[GenerationStats] | pd.DataFrame, title: str
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="restart",
                                  line=dict(color="#ff7f0e", dash="dot")))
     fig.update_layout(title=title, xaxis_title="generation", yaxis_title="BIC", height=340,
-                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"))
+                      margin=dict(l=10, r=10, t=40, b=10), legend=_LEGEND)
     return fig
 
 
@@ -198,7 +201,7 @@ def tree_figure(kernel: Kernel, theta: Sequence[float] | None = None, title: str
                                  textfont=dict(size=11)))
     height = max(260, 70 * (int(nodes.depth.max()) + 1))
     fig.update_layout(title=title, height=height, xaxis=dict(visible=False), yaxis=dict(visible=False),
-                      margin=dict(l=10, r=10, t=40 if title else 10, b=10), legend=dict(orientation="h"),
+                      margin=dict(l=10, r=10, t=40 if title else 10, b=10), legend=_LEGEND,
                       plot_bgcolor="white")
     return fig
 
@@ -242,7 +245,7 @@ def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = No
         xs = _display_x(ds, np.array([split_value(ds)]))
         fig.add_vline(x=xs.iloc[0] if isinstance(xs, pd.Series) else xs[0], line_dash="dash", line_color="#555")
     fig.update_layout(title=title, xaxis_title=ds.x_label, yaxis_title=ds.y_label, height=420,
-                      margin=dict(l=10, r=10, t=40 if title else 10, b=10), legend=dict(orientation="h"))
+                      margin=dict(l=10, r=10, t=40 if title else 10, b=10), legend=_LEGEND)
     return fig
 
 
@@ -305,7 +308,7 @@ def pareto_figure(pdata: pd.DataFrame, title: str = "Test RMSE against hyperpara
         fig.add_hline(y=r0, line_color=_COLORS["base"], line_width=1)
         fig.add_vline(x=q0, line_color=_COLORS["base"], line_width=1)
     fig.update_layout(title=title, xaxis_title="hyperparameters q", yaxis_title="test RMSE", height=420,
-                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"),
+                      margin=dict(l=10, r=10, t=40, b=10), legend=_LEGEND,
                       yaxis_type="log" if log_y else "linear", clickmode="event+select")
     return fig
 

@@ -14,8 +14,10 @@ FIFO order with status ``queued`` and a queue position.
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
+import sys
 import threading
 import time
 import traceback
@@ -89,7 +91,7 @@ class JobSnapshot:
 
     @property
     def done(self) -> bool:
-        return self.status in ("finished", "cancelled", "failed")
+        return self.status in ("finished", "cancelled", "failed", "interrupted")
 
 
 class Job:
@@ -163,8 +165,17 @@ class JobManager:
         self._queue: list[str] = []
         self._running: set[str] = set()
         self._lock = threading.Lock()
+        self._closing = False
         if store is not None:
             store.recover()
+        atexit.register(self._on_exit)
+
+    def _on_exit(self) -> None:
+        self._closing = True
+        with self._lock:
+            jobs = [self._jobs[j] for j in (*self._running, *self._queue)]
+        for job in jobs:
+            job.cancel_event.set()
 
     # --- public API ------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> str:
@@ -248,7 +259,7 @@ class JobManager:
             doc = _best_doc(p.best, job.spec.dataset) if job.spec.kind == "search" else None
             self.store.add_generation(job.id, p.stats, p.evaluated, p.n_evaluations, doc)
 
-    def _finish(self, job: Job, status: str, best: FitResult | None, elapsed: float, n_eval: int,
+    def _finish(self, job: Job, status: str, best: FitResult | None, elapsed: float | None, n_eval: int | None,
                 error: str = "") -> None:
         with job.lock:
             job.status = status
@@ -294,10 +305,18 @@ class JobManager:
                                      "base_test_rmse": base.test_rmse, "base_bic": _f(base.bic)}
             with job.lock:
                 job.best = res.best if spec.kind == "search" else job.best
-            self._finish(job, res.status, res.best, res.elapsed, res.n_evaluations)
+            status = "interrupted" if (res.status == "cancelled" and self._closing) else res.status
+            self._finish(job, status, res.best, res.elapsed, res.n_evaluations)
         except Exception as exc:  # a job must never take the server down
-            tb = traceback.format_exc(limit=3)
-            self._finish(job, "failed", job.best, 0.0, 0, error=f"{type(exc).__name__}: {exc}\n{tb}")
+            p = job.progress
+            elapsed = p.elapsed if p else None
+            n_eval = p.n_evaluations if p else None
+            if self._closing or sys.is_finalizing():
+                # The server is stopping under the run: it was interrupted, not broken.
+                self._finish(job, "interrupted", job.best, elapsed, n_eval, error="the server stopped during the run")
+            else:
+                tb = traceback.format_exc(limit=3)
+                self._finish(job, "failed", job.best, elapsed, n_eval, error=f"{type(exc).__name__}: {exc}\n{tb}")
         finally:
             with self._lock:
                 self._running.discard(job.id)

@@ -189,14 +189,20 @@ class RunStore:
                  json.dumps(best_doc) if best_doc is not None else None, run_id),
             )
 
-    def finish_run(self, run_id: str, status: str, *, best_doc: dict | None, elapsed: float,
-                   n_evaluations: int, error: str | None = None, extra: dict | None = None) -> None:
+    def finish_run(self, run_id: str, status: str, *, best_doc: dict | None, elapsed: float | None,
+                   n_evaluations: int | None, error: str | None = None, extra: dict | None = None) -> None:
+        """Record the end of a run. ``None`` keeps the stored counters; ``extra`` is merged
+        into the stored one (keys it does not name are kept)."""
         with self._conn() as c:
+            row = c.execute("SELECT extra_json FROM runs WHERE id=?", (run_id,)).fetchone()
+            merged = json.loads(row[0]) if row and row[0] else {}
+            merged.update(extra or {})
             c.execute(
-                "UPDATE runs SET status=?, updated=?, best_json=COALESCE(?, best_json), elapsed=?, n_evaluations=?,"
-                " error=?, extra_json=COALESCE(?, extra_json) WHERE id=?",
+                "UPDATE runs SET status=?, updated=?, best_json=COALESCE(?, best_json),"
+                " elapsed=COALESCE(?, elapsed), n_evaluations=COALESCE(?, n_evaluations),"
+                " error=?, extra_json=? WHERE id=?",
                 (status, time.time(), json.dumps(best_doc) if best_doc is not None else None, elapsed,
-                 n_evaluations, error, json.dumps(extra) if extra is not None else None, run_id),
+                 n_evaluations, error, json.dumps(merged), run_id),
             )
 
     def recover(self, active: frozenset[str] | set[str] = frozenset()) -> int:
@@ -230,7 +236,7 @@ class RunStore:
             args = (kind,)
         with self._conn() as c:
             df = pd.read_sql_query(q + " ORDER BY created DESC", c, params=args)
-        best = [json.loads(b) if b else None for b in df.pop("best_json")]
+        best = [json.loads(b) if isinstance(b, str) and b else None for b in df.pop("best_json")]
         df["best_bic"] = [b["scores"].get("bic") if b else None for b in best]
         df["best_test_rmse"] = [b["scores"].get("test_rmse") if b else None for b in best]
         df["best_q"] = [b.get("q") if b else None for b in best]

@@ -9,10 +9,13 @@ import streamlit as st
 from evocov_core.data import DEFAULT_MAX_POINTS, DataError, date_columns, guess_columns, numeric_columns
 from evocov_core.figures import series_figure
 from pages._common import (
+    DATASET_KEY,
     ROW_NUMBER,
     current_dataset,
+    dataset_fingerprint,
     dataset_source,
     dataset_summary,
+    leave_pages_directory_mode,
     load_bundled_dataset,
     max_upload_bytes,
     polish,
@@ -22,6 +25,7 @@ from pages._common import (
 )
 from pages._common import catalog as bundled_catalog
 
+leave_pages_directory_mode()
 st.title("Data")
 st.caption(
     "Choose the time series to model. Every other page works on the dataset selected here: "
@@ -165,8 +169,12 @@ with tab_upload:
                 else:
                     for note in new.notes:
                         st.info(f"Note: {note}.", icon=":material/info:")
-                    st.success(f"Ready: **{new.name}** — {dataset_summary(new)}.", icon=":material/check_circle:")
-                    if st.button("Use this dataset", type="primary", key="data_use_upload"):
+                    in_use = new.name == ds.name and dataset_fingerprint(new) == dataset_fingerprint(ds)
+                    if in_use:
+                        st.success(f"**{new.name}** is the current dataset.", icon=":material/check_circle:")
+                    else:
+                        st.success(f"Ready: **{new.name}** — {dataset_summary(new)}.", icon=":material/check_circle:")
+                    if not in_use and st.button("Use this dataset", type="primary", key="data_use_upload"):
                         set_dataset(new, {"kind": "upload", "name": new.name, "file": up.name})
                         st.session_state["data_flash"] = ("success", f"Now using the uploaded dataset **{new.name}**.")
                         st.rerun()
@@ -184,7 +192,7 @@ st.subheader(f"Current dataset: {ds.name}")
 def _apply_fraction() -> None:
     f = float(st.session_state["data_test_fraction"])
     try:
-        st.session_state["evocov_dataset"] = current_dataset().with_test_fraction(f)
+        st.session_state[DATASET_KEY] = current_dataset().with_test_fraction(f)
     except DataError as exc:
         st.session_state["data_flash"] = ("error", f"Cannot use test fraction {f:.2f}: {exc}")
         st.session_state["data_test_fraction"] = current_dataset().test_fraction

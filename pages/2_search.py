@@ -24,6 +24,8 @@ from pages._common import (
     dataset_summary,
     fit_from_doc,
     fmt,
+    get_run,
+    leave_pages_directory_mode,
     manager,
     polish,
     poll_every,
@@ -32,6 +34,7 @@ from pages._common import (
     store,
 )
 
+leave_pages_directory_mode()
 st.title("Search")
 ds = current_dataset()
 st.caption(
@@ -55,10 +58,13 @@ USED = {
         "rho_max",
         "psd_w",
         "n_hyper",
+        "patience",
+        "require_input",
     }
     | _COMMON,
-    "random": {"population", "d_min", "d_max", "o_max", "rho_max", "psd_w", "n_hyper"} | _COMMON,
-    "gwtf": {"population", "generations", "d_min", "d_max", "o_max", "rho_max", "psd_w", "n_hyper"} | _COMMON,
+    "random": {"population", "d_min", "d_max", "o_max", "rho_max", "psd_w", "n_hyper", "require_input"} | _COMMON,
+    "gwtf": {"population", "generations", "d_min", "d_max", "o_max", "rho_max", "psd_w", "n_hyper", "require_input"}
+    | _COMMON,
     "gpss": {"generations", "base_kernels"} | _COMMON,
 }
 N_LABEL = {
@@ -79,12 +85,14 @@ FIELDS = (
     "mu",
     "p_mutation",
     "beta",
+    "patience",
     "d_min",
     "d_max",
     "o_max",
     "rho_max",
     "psd_w",
     "n_hyper",
+    "require_input",
     "metric",
     "method",
     "n_restarts",
@@ -135,7 +143,7 @@ if job_id and st.query_params.get("job") != job_id:
 job = manager().get(job_id) if job_id else None
 job_active = job is not None and not job.snapshot().done
 
-settings_col, run_col = st.columns([1, 2], gap="large")
+settings_col, run_col = st.columns([2, 3], gap="large")
 
 # --- settings -----------------------------------------------------------------------------------
 with settings_col:
@@ -221,6 +229,14 @@ with settings_col:
             fmt_="%.1e",
             col=b,
         )
+        if "patience" in FIELDS:
+            num(
+                "patience",
+                "Restart patience",
+                "Consecutive generations with a relative improvement ≤ β before a restart (the paper: 1).",
+                1,
+                10000,
+            )
         st.slider(
             "Mutation probability p_m",
             0.0,
@@ -262,6 +278,13 @@ with settings_col:
             col=a,
         )
         num("n_hyper", "Hyperparameter slots n_hyper", "Size of the pool of hyperparameter slots.", 1, 1000, col=b)
+        if "require_input" in FIELDS:
+            st.checkbox(
+                "Only kernels that depend on x",
+                key=_k("require_input"),
+                disabled="require_input" not in used,
+                help="Discard constant kernels when generating and varying trees (the paper keeps them).",
+            )
     with st.expander("Hyperparameter fitting"):
         a, b = st.columns(2)
         a.selectbox(
@@ -278,10 +301,11 @@ with settings_col:
             key=_k("method"),
             help="auto: L-BFGS-B for LML and LOOCV (they have gradients), Powell otherwise.",
         )
-        a, b, c = st.columns(3)
+        a, b = st.columns(2)
         num("n_restarts", "Restarts", "L-BFGS-B starting points per kernel.", 1, 100, col=a)
         num("max_evals", "Max evaluations", "Metric evaluations per L-BFGS-B start.", 2, 100000, col=b)
-        num("ref_fun_call", "ref_fun_call", "Powell budget: ref · 350² / n² evaluations.", 1, 100000, col=c)
+        a, b = st.columns(2)
+        num("ref_fun_call", "Powell ref_fun_call", "Powell budget: ref · 350² / n² evaluations.", 1, 100000, col=a)
         if "n_screen" in FIELDS:
             num(
                 "n_screen",
@@ -290,6 +314,7 @@ with settings_col:
                 "0 turns screening off.",
                 0,
                 100000,
+                col=b,
             )
         a, b = st.columns(2)
         num(
@@ -351,6 +376,7 @@ with settings_col:
         "max_evals",
         "n_screen",
         "ref_fun_call",
+        "patience",
     ):
         if f in values:
             values[f] = int(values[f])
@@ -408,17 +434,22 @@ def _render_run(run_id: str) -> None:
         label = snap.label
         history = snap.history
     else:
-        run = store().get_run(run_id)
+        run = get_run(run_id)
         if run is None:
             st.warning(f"No run with id `{run_id}` in the store (deleted?).")
             return
         status, gen = run["status"], int(run.get("generations_done") or 0)
         total = int(run["settings"].get("generations") or gen) if run["algorithm"] != "random" else gen
         elapsed, n_eval = float(run.get("elapsed") or 0.0), int(run.get("n_evaluations") or 0)
-        eps = n_eval / elapsed if elapsed > 0 else 0.0
         restarts, error, algo_, label = 0, run.get("error") or "", run["algorithm"], run.get("label") or ""
         best = fit_from_doc(run["best"]) if run.get("best") else None
         history = _history_from_store(run_id)
+        if len(history):
+            # A failed or interrupted run is closed with zero counters: count from its generations.
+            n_eval = n_eval or int(history["n_evaluated"].sum())
+            elapsed = elapsed or float(history["elapsed"].max())
+            restarts = int(history["restarted"].sum())
+        eps = n_eval / elapsed if elapsed > 0 else 0.0
         if status in ("queued", "running"):
             status = "interrupted"  # not in this server: its process is gone
 
@@ -428,8 +459,8 @@ def _render_run(run_id: str) -> None:
             pos = job.snapshot().queue_position if job is not None else 0
             mc = manager().max_concurrent
             st.info(
-                f"Waiting: {pos - 1 if pos else 0} run(s) ahead of you in the queue. The server runs {mc} "
-                f"search{'es' if mc != 1 else ''} at once; yours starts when a slot frees up.",
+                f"Waiting: {pos} run{'s' if pos != 1 else ''} ahead of you; the server runs {mc} "
+                f"search{'es' if mc != 1 else ''} at once. Yours starts by itself when a slot frees up.",
                 icon=":material/hourglass_top:",
             )
         frac = min(gen / total, 1.0) if total else 0.0
@@ -525,7 +556,7 @@ with run_col:
                 history, best = snap.history, snap.best
             else:
                 history = _history_from_store(job_id)
-                run = store().get_run(job_id)
+                run = get_run(job_id)
                 best = fit_from_doc(run["best"]) if run and run.get("best") else None
             if len(history):
                 _fitness_chart(history)
@@ -539,8 +570,8 @@ with run_col:
         live_charts()
 
         if not job_active:
-            run = store().get_run(job_id)
-            c1, c2 = st.columns(2)
+            run = get_run(job_id)
+            c1, c2, _ = st.columns([1, 1, 2])
             if (
                 run is not None
                 and run.get("best")

@@ -26,8 +26,10 @@ from pages._common import (
     fit_from_kernel_file,
     fit_from_row,
     fmt,
+    get_run,
     gpss_baseline_job,
     latest_session_run,
+    leave_pages_directory_mode,
     list_runs,
     polish,
     poll_every,
@@ -39,6 +41,7 @@ from pages._common import (
     store,
 )
 
+leave_pages_directory_mode()
 st.title("Results")
 
 runs = list_runs("search")
@@ -73,7 +76,7 @@ else:
         st.query_params["run"] = run_id
 
 if run_id is not None:
-    run = store().get_run(run_id)
+    run = get_run(run_id)
     assert run is not None
     ds: Dataset = run["dataset"]
     best = fit_from_doc(run["best"], ds.n_train)
@@ -89,16 +92,7 @@ if run_id is not None:
 
     # --- best kernel and baselines --------------------------------------------------------------
     with tab_best:
-        show_kernel(
-            best,
-            ds,
-            key="results_best",
-            title="Best kernel (lowest BIC)",
-            download_name=f"evocov-kernel-{ds.name}-{run_id}.json",
-            doc=run["best"],
-        )
-
-        st.markdown("#### Test RMSE against baselines")
+        st.markdown("##### Test RMSE against baselines")
         fp = dataset_fingerprint(ds)
         se_future = existing_fit(("se", fp)) or background_fit(("se", fp), se_baseline, FitData.from_dataset(ds))
         gpss_runs = runs_on_dataset(ds, algorithm="gpss")
@@ -184,6 +178,16 @@ if run_id is not None:
         ):
             start_gpss_baseline(ds)
             st.rerun()
+        st.divider()
+        show_kernel(
+            best,
+            ds,
+            key="results_best",
+            title="Best kernel (lowest BIC)",
+            download_name=f"evocov-kernel-{ds.name}-{run_id}.json",
+            doc=run["best"],
+            expand_hyperparameters=True,
+        )
 
     # --- Pareto plot over every kernel evaluated --------------------------------------------------
     with tab_pareto:

@@ -28,7 +28,9 @@ from pages._common import (
     fit_from_kernel_file,
     fit_from_row,
     fmt,
+    get_run,
     gpss_baseline_job,
+    leave_pages_directory_mode,
     list_runs,
     manager,
     polish,
@@ -43,6 +45,7 @@ from pages._common import (
     with_test_rmse,
 )
 
+leave_pages_directory_mode()
 st.title("Mutation explorer")
 ds = current_dataset()
 fp = dataset_fingerprint(ds)
@@ -183,7 +186,7 @@ else:
     else:
         labels = {r.id: run_label(r) for r in sruns.itertuples(index=False)}
         rid = st.selectbox("Run", list(sruns["id"]), format_func=labels.get, key="ex_search_run")
-        run = store().get_run(rid)
+        run = get_run(rid)
         if run and run.get("best"):
             base = fit_from_doc(run["best"], ds.n_train)
             if run["dataset"] is None or dataset_fingerprint(run["dataset"]) != fp:
@@ -300,7 +303,7 @@ def _select_from_table() -> None:
 
 @st.fragment(run_every=poll_every(job_active, 1.5))
 def neighbourhood() -> None:
-    run = store().get_run(job_id)
+    run = get_run(job_id)
     if run is None:
         st.warning(f"No exploration with id `{job_id}` in the store (deleted?).")
         return

@@ -16,6 +16,7 @@ from pages._common import (
     RESULTS_RUN_KEY,
     SEARCH_JOB_KEY,
     algorithm_label,
+    leave_pages_directory_mode,
     list_runs,
     manager,
     polish,
@@ -23,6 +24,7 @@ from pages._common import (
     store,
 )
 
+leave_pages_directory_mode()
 st.title("Runs")
 st.caption(
     f"Every search and exploration recorded on this server ({store().path}). Runs survive restarts: a run "
@@ -93,7 +95,7 @@ with tab_open:
             st.session_state[EXPLORE_JOB_KEY] = rid
             st.switch_page(PAGE_EXPLORER, query_params={"explore": rid})
     else:
-        a, b = st.columns(2)
+        a, b, _ = st.columns([1, 1, 2])
         has_best = isinstance(row["best_kernel"], str)
         if a.button(
             "Open in Results",

@@ -3,8 +3,8 @@
 Pages import from here (``from pages._common import ...``); the repository root is on
 ``sys.path`` under ``streamlit run app.py``. Nothing here runs a search in the script
 thread: searches and explorations go to the process-wide :class:`JobManager`, and the
-slower reference fits (SE baseline, fixed structures) to a one-process pool; pages poll
-both from fragments.
+slower reference fits (SE baseline, fixed structures) to child processes
+(:mod:`pages._background`); pages poll both from fragments.
 """
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import multiprocessing as mp
 import sqlite3
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
@@ -26,7 +24,6 @@ import pandas as pd
 import streamlit as st
 
 from evocov_core.data import DataError, Dataset, bundled_datasets, dataset_from_frame, load_bundled, read_table
-from evocov_core.evaluate import prepare_process
 from evocov_core.figures import (
     extrapolation_data,
     extrapolation_figure,
@@ -45,6 +42,7 @@ from evocov_core.model import FittedModel
 from evocov_core.optimize import FitResult
 from evocov_core.search import ALGORITHM_LABELS
 from evocov_core.store import RunStore, default_data_dir
+from pages._background import FitRunner
 
 # --- page paths and session keys -----------------------------------------------------------
 
@@ -103,6 +101,32 @@ def max_upload_bytes() -> int:
     return mb * 1024 * 1024
 
 
+_LEFT_PAGES_MODE = False
+
+
+def leave_pages_directory_mode() -> None:
+    """Make sure Streamlit runs this app through ``st.navigation`` (call first on every page).
+
+    A ``pages/`` folder next to the main script makes a fresh Streamlit server treat the app as
+    a "v1" multipage app until some script calls ``st.navigation``: a first visit to, say,
+    ``/results`` would run that page alone (no app.py, no sidebar) and list ``_common.py`` as a
+    page, for every session, until someone opened ``/``. Leaving that mode and rerunning sends
+    the request through app.py, whose pages have the same URLs.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # pragma: no cover - a Streamlit without the v1 mode
+        return
+    global _LEFT_PAGES_MODE
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        if not _LEFT_PAGES_MODE:
+            # Once per process is enough (st.navigation keeps the flag off from then on); AppTest
+            # resets the flag before each run, where a rerun would drop the run's widget triggers.
+            _LEFT_PAGES_MODE = True
+            st.rerun()
+
+
 # --- the job manager and the run store ------------------------------------------------------
 
 
@@ -146,13 +170,35 @@ def _list_runs_sql(s: RunStore, kind: str | None) -> pd.DataFrame:
     return df
 
 
+# Work-around: when the server stops during a run, the job thread outlives the interpreter's
+# executor shutdown and the core records the run as failed with this error; it was interrupted.
+_SHUTDOWN_ERROR = "cannot schedule new futures after shutdown"
+
+
+def _status_of(status: str, error: Any) -> str:
+    if status == "failed" and isinstance(error, str) and _SHUTDOWN_ERROR in error:
+        return "interrupted"
+    return status
+
+
 def list_runs(kind: str | None = None) -> pd.DataFrame:
     """Every run in the store, newest first (see :meth:`RunStore.list_runs`)."""
     s = store()
     try:
-        return s.list_runs(kind)
+        df = s.list_runs(kind)
     except (TypeError, json.JSONDecodeError):
-        return _list_runs_sql(s, kind)
+        df = _list_runs_sql(s, kind)
+    if len(df):
+        df["status"] = [_status_of(st_, err) for st_, err in zip(df["status"], df["error"], strict=True)]
+    return df
+
+
+def get_run(run_id: str) -> dict | None:
+    """One run of the store (see :meth:`RunStore.get_run`), or None."""
+    run = store().get_run(run_id)
+    if run is not None:
+        run["status"] = _status_of(run["status"], run.get("error"))
+    return run
 
 
 def remember_run(run_id: str) -> None:
@@ -277,37 +323,19 @@ def upload_to_dataset(
 
 
 @st.cache_resource(show_spinner=False)
-def _fit_pool() -> dict:
-    # One worker process for reference fits: they take seconds to minutes and must not block
-    # the script thread (nor hold its GIL). Results are kept by key for every session.
-    return {"pool": None, "futures": {}, "lock": threading.Lock()}
-
-
-def _new_pool() -> ProcessPoolExecutor:
-    # prepare_process: one BLAS thread in the worker, as every kernel-evaluating process has.
-    return ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"), initializer=prepare_process)
+def _fit_runner() -> FitRunner:
+    # Reference fits take seconds to minutes: one child process at a time, results kept by key
+    # for every session of this server.
+    return FitRunner(slots=1)
 
 
 def background_fit(key: tuple, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
-    """Run ``fn(*args, **kwargs)`` in the reference-fit process once per ``key``; returns its Future."""
-    state = _fit_pool()
-    with state["lock"]:
-        fut = state["futures"].get(key)
-        if fut is not None and not (fut.done() and fut.exception() is not None):
-            return fut
-        if state["pool"] is None:
-            state["pool"] = _new_pool()
-        try:
-            fut = state["pool"].submit(fn, *args, **kwargs)
-        except RuntimeError:  # a broken pool (a worker died): start a new one
-            state["pool"] = _new_pool()
-            fut = state["pool"].submit(fn, *args, **kwargs)
-        state["futures"][key] = fut
-        return fut
+    """Run ``fn(*args, **kwargs)`` in a child process once per ``key``; returns its Future."""
+    return _fit_runner().submit(key, fn, *args, **kwargs)
 
 
 def existing_fit(key: tuple) -> Future | None:
-    return _fit_pool()["futures"].get(key)
+    return _fit_runner().get(key)
 
 
 def polish(fig: Any) -> Any:
@@ -442,6 +470,7 @@ def show_kernel(
     download_name: str | None = None,
     model: FittedModel | None = None,
     doc: dict | None = None,
+    expand_hyperparameters: bool = False,
 ) -> None:
     """Tree, formula, scores, hyperparameters, extrapolation and a JSON download of one kernel."""
     k = fit.kernel
@@ -455,7 +484,7 @@ def show_kernel(
         c1.metric("q (hyperparameters)", k.q, help="Distinct kernel hyperparameters plus the noise variance.")
         c2.metric("BIC", fmt(fit.bic, ".2f"), help="−2·LML + q·log n on the training data; lower is better.")
         c3.metric("Test RMSE", fmt(fit.test_rmse), help=f"On the {ds.n_test} test points, in {ds.y_label} units.")
-        with st.expander("Hyperparameters", expanded=False):
+        with st.expander("Hyperparameters", expanded=expand_hyperparameters):
             try:
                 table = hyperparameter_table(k, model.theta, model.log_noise, model.norm)
                 st.dataframe(table, hide_index=True, width="stretch")
@@ -493,7 +522,7 @@ def runs_on_dataset(
             continue
         if row.status not in statuses or row.dataset_name != ds.name:
             continue
-        run = store().get_run(row.id)
+        run = get_run(row.id)
         if run is not None and run.get("dataset") is not None and dataset_fingerprint(run["dataset"]) == fp:
             out.append(run)
     return out
@@ -505,7 +534,9 @@ def run_label(row: Any) -> str:
     created = get("created")
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(created))) if created else ""
     bic = get("best_bic")
-    extra = f" · BIC {fmt(bic, '.1f')}" if bic is not None and _finite(bic) == _finite(bic) else ""
+    if bic is None and isinstance(get("best"), dict):
+        bic = (get("best").get("scores") or {}).get("bic")
+    extra = f" · BIC {fmt(bic, '.1f')}" if math.isfinite(_finite(bic)) else ""
     return (
         f"{when} · {algorithm_label(str(get('algorithm')))} · {get('dataset_name')} · "
         f"{get('status')}{extra} · {get('id')}"
@@ -520,7 +551,7 @@ def _adopt_run_dataset(run_id: str) -> None:
     if SOURCE_KEY in st.session_state:
         return
     try:
-        run = store().get_run(run_id)
+        run = get_run(run_id)
     except Exception:  # a malformed id must not break the page
         run = None
     if run is not None and run.get("dataset") is not None:

@@ -355,8 +355,15 @@ def test_runs_page_lists_a_stored_run(data_dir):
 
     store = RunStore(data_dir)
     ds = load_bundled("airline")
-    store.create_run("abc123def456", kind="search", algorithm="evocov", dataset=ds,
-                     settings=preset("quick", "evocov").to_dict(), seed=7, label="stored directly")
+    store.create_run(
+        "abc123def456",
+        kind="search",
+        algorithm="evocov",
+        dataset=ds,
+        settings=preset("quick", "evocov").to_dict(),
+        seed=7,
+        label="stored directly",
+    )
     store.finish_run("abc123def456", "cancelled", best_doc=None, elapsed=1.5, n_evaluations=0)
     at = app().run()
     at.switch_page("pages/5_runs.py").run()
@@ -463,3 +470,92 @@ def test_runs_page_compare_export_delete(data_dir):
     from evocov_core.store import RunStore
 
     assert RunStore(data_dir).get_run(jid) is None
+
+
+def _start_search(at: AppTest, algorithm: str, **numbers: int) -> str:
+    at.selectbox(key="s_algorithm").set_value(algorithm).run()
+    for key, value in numbers.items():
+        at.number_input(key=f"s_{key}").set_value(value).run()
+    at.number_input(key="s_workers").set_value(1).run()
+    at.button(key="search_start").click().run()
+    no_exception(at)
+    return at.session_state["evocov_search_job"]
+
+
+def test_queue_position_and_stop():
+    from pages._common import manager
+
+    # EVOCOV_MAX_CONCURRENT=1: a long search in one session makes the next one wait.
+    first = search_page()
+    long_id = _start_search(first, "evocov", population=10, generations=500, mu=2)
+    assert first.button(key="search_start").disabled  # this session is watching a running search
+    second = search_page()
+    short_id = _start_search(second, "gpss", generations=1, n_restarts=1)
+    assert short_id != long_id
+    assert manager().get(short_id).snapshot().status == "queued"
+    infos = texts(second, "info")
+    assert any("Waiting: 1 run ahead of you; the server runs 1 search at once" in i for i in infos), infos
+    # Stop the long one from its own session: the queued one then runs and finishes.
+    first.button(key="search_stop").click().run()
+    no_exception(first)
+    wait_job(long_id)
+    wait_job(short_id)
+    assert manager().get(long_id).snapshot().status == "cancelled"
+    assert manager().get(short_id).snapshot().status == "finished"
+    first.run()
+    assert "cancelled" in " ".join(texts(first, "markdown"))
+
+
+def test_fit_runner_runs_in_a_child_process():
+    import math as m
+
+    from pages._background import FitRunner
+
+    runner = FitRunner(slots=1)
+    ok = runner.submit(("ok",), m.factorial, 5)
+    bad = runner.submit(("bad",), m.factorial, -1)
+    assert ok.result(timeout=120) == 120
+    assert isinstance(bad.exception(timeout=120), ValueError)
+    assert runner.submit(("ok",), m.factorial, 6) is ok  # one run per key
+    assert runner.submit(("bad",), m.factorial, 3).result(timeout=120) == 6  # failures are retried
+
+
+def test_explorer_base_from_a_kernel_file(data_dir):
+    from evocov_core.kernel_file import dump_kernel_file
+    from evocov_core.store import RunStore
+
+    jid = tiny_search(data_dir)
+    text = dump_kernel_file(RunStore(data_dir).get_run(jid)["best"])
+    at = app().run()
+    at.switch_page("pages/4_explorer.py").run()
+    at.radio(key="ex_source").set_value("file").run()
+    at.file_uploader(key="ex_kernel_file").set_value(("k.json", text.encode(), "application/json")).run()
+    no_exception(at)
+    assert not at.button(key="ex_start").disabled
+    assert at.latex
+    at.file_uploader(key="ex_kernel_file").set_value(("k.json", b"not json", "application/json")).run()
+    assert any("Cannot load" in e for e in texts(at, "error"))
+    assert at.button(key="ex_start").disabled
+
+
+def test_explorer_well_known_base_is_fitted_in_the_background(no_background_fits):
+    from evocov_core.baselines import fit_fixed
+    from evocov_core.data import load_bundled
+    from evocov_core.library import WELL_KNOWN
+    from evocov_core.metrics import FitData
+
+    at = app().run()
+    at.switch_page("pages/4_explorer.py").run()
+    at.radio(key="ex_source").set_value("well_known").run()
+    assert at.selectbox(key="ex_well_known").value == "CON"
+    at.button(key="ex_fit_well_known_CON").click().run()
+    no_exception(at)
+    assert any("in the background" in i for i in texts(at, "info"))
+    assert at.button(key="ex_start").disabled
+    # The background fit completes (here: done in the test, cheaply).
+    (key,) = [k for k in no_background_fits if k[0] == "well_known"]
+    fit = fit_fixed(WELL_KNOWN["CON"](), FitData.from_dataset(load_bundled("airline")), n_restarts=1, max_evals=20)
+    no_background_fits[key].set_result(fit)
+    at.run()
+    no_exception(at)
+    assert not at.button(key="ex_start").disabled

@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - depends on the machine
     sync_playwright = None
 
 # Small enough to finish in well under a minute on 2 cores, long enough to watch it move.
-GENERATIONS = 10
+GENERATIONS = 12
 POPULATION = 8
 MU = 2
 
@@ -86,9 +86,25 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     log_path = data_dir / "streamlit.log"
     log = open(log_path, "w")  # noqa: SIM115 - closed in the teardown
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -110,8 +126,10 @@ def browser():
     if reason:
         pytest.skip(reason)
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM,
-                              args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
         yield b
         b.close()
 
@@ -173,10 +191,24 @@ def _write_csv(path: Path) -> None:
     path.write_text("month,sales\n" + "\n".join(f"{m},{v:.3f}" for m, v in zip(months, y, strict=True)) + "\n")
 
 
+def test_fresh_server_deep_link_uses_the_page_list(server, browser):
+    """The first visit to a fresh server may be a deep link (a bookmarked /runs): it must still go
+    through app.py's st.navigation (sidebar, page list), not Streamlit's pages/-folder mode."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{server['url']}/runs")
+    _wait_app(page, "Runs")
+    nav = page.locator('[data-testid="stSidebarNav"]')
+    expect(nav).to_contain_text("Mutation explorer")
+    assert "common" not in nav.inner_text().lower()
+    expect(page.locator('[data-testid="stSidebar"]')).to_contain_text("Current dataset")
+    _no_exceptions(page)
+    page.close()
+
+
 def test_upload_search_reload_results_download(server, browser, tmp_path):
     csv = tmp_path / "synthetic_sales.csv"
     _write_csv(csv)
-    ctx = browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+    ctx = browser.new_context(viewport={"width": 1440, "height": 1400}, accept_downloads=True)
     page = ctx.new_page()
     page.set_default_timeout(60_000)
 
