@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import sqlite3
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -146,59 +145,14 @@ def store() -> RunStore:
     return s
 
 
-def _list_runs_sql(s: RunStore, kind: str | None) -> pd.DataFrame:
-    # Work-around for RunStore.list_runs on pandas 3: a NULL best_json comes back as NaN (a
-    # float, truthy), which json.loads refuses. Same query and columns as the core's.
-    q = (
-        "SELECT id, kind, algorithm, status, created, updated, dataset_name, seed, label, n_evaluations,"
-        " generations_done, elapsed, error, best_json FROM runs"
-    )
-    args: tuple = ()
-    if kind is not None:
-        q += " WHERE kind=?"
-        args = (kind,)
-    conn = sqlite3.connect(s.path, timeout=30)
-    try:
-        df = pd.read_sql_query(q + " ORDER BY created DESC", conn, params=args)
-    finally:
-        conn.close()
-    best = [json.loads(b) if isinstance(b, str) and b else None for b in df.pop("best_json")]
-    df["best_bic"] = [b["scores"].get("bic") if b else None for b in best]
-    df["best_test_rmse"] = [b["scores"].get("test_rmse") if b else None for b in best]
-    df["best_q"] = [b.get("q") if b else None for b in best]
-    df["best_kernel"] = [b.get("infix") if b else None for b in best]
-    return df
-
-
-# Work-around: when the server stops during a run, the job thread outlives the interpreter's
-# executor shutdown and the core records the run as failed with this error; it was interrupted.
-_SHUTDOWN_ERROR = "cannot schedule new futures after shutdown"
-
-
-def _status_of(status: str, error: Any) -> str:
-    if status == "failed" and isinstance(error, str) and _SHUTDOWN_ERROR in error:
-        return "interrupted"
-    return status
-
-
 def list_runs(kind: str | None = None) -> pd.DataFrame:
     """Every run in the store, newest first (see :meth:`RunStore.list_runs`)."""
-    s = store()
-    try:
-        df = s.list_runs(kind)
-    except (TypeError, json.JSONDecodeError):
-        df = _list_runs_sql(s, kind)
-    if len(df):
-        df["status"] = [_status_of(st_, err) for st_, err in zip(df["status"], df["error"], strict=True)]
-    return df
+    return store().list_runs(kind)
 
 
 def get_run(run_id: str) -> dict | None:
     """One run of the store (see :meth:`RunStore.get_run`), or None."""
-    run = store().get_run(run_id)
-    if run is not None:
-        run["status"] = _status_of(run["status"], run.get("error"))
-    return run
+    return store().get_run(run_id)
 
 
 def remember_run(run_id: str) -> None:
