@@ -53,8 +53,8 @@ class PSDReport:
     ----------
     ok : bool
     condition : str
-        ``"ok"``, ``"not finite"``, ``"asymmetric"``, ``"negative diagonal"`` or
-        ``"negative eigenvalue"``.
+        ``"ok"``, ``"not finite"``, ``"asymmetric"``, ``"negative diagonal"``,
+        ``"negative eigenvalue"`` or ``"eigenvalues did not converge"``.
     detail : str
         Human-readable description with the offending numbers.
     dataset : int
@@ -103,7 +103,13 @@ def check_psd(kernel: Kernel, rng: np.random.Generator, config: PSDConfig = PSDC
         dmin = float(np.min(np.diag(C)))
         if dmin < -config.eig_tol * scale:
             return PSDReport(False, "negative diagonal", f"min diagonal = {dmin:.3g} on data set {k}", k, worst)
-        lam = np.linalg.eigvalsh(0.5 * (C + C.T))
+        try:
+            lam = np.linalg.eigvalsh(0.5 * (C + C.T))
+        except np.linalg.LinAlgError:
+            # LAPACK's eigensolver did not converge (entries spanning hundreds of orders of
+            # magnitude): such a kernel cannot be used safely either.
+            return PSDReport(False, "eigenvalues did not converge",
+                             f"the eigenvalue solver failed on data set {k}", k, worst)
         rel = float(lam[0] / max(1.0, lam[-1]))
         worst = min(worst, rel)
         if rel < -config.eig_tol:

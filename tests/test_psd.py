@@ -141,3 +141,16 @@ def test_random_accepted_kernels_are_psd_on_fresh_draws():
             failures.append((seed, k.prefix, worst))
     rate = len(failures) / 100
     assert rate <= 0.03, f"observed false-positive rate {rate:.0%}: {failures}"
+
+
+def test_eigensolver_failure_is_a_rejection_not_a_crash(monkeypatch):
+    """LAPACK can fail to converge on matrices whose entries span hundreds of orders of magnitude
+    (seen in a search); the check must reject the kernel with a reason instead of raising."""
+
+    def fail(*_args, **_kwargs):
+        raise np.linalg.LinAlgError("Eigenvalues did not converge")
+
+    monkeypatch.setattr(np.linalg, "eigvalsh", fail)
+    report = check_psd(library.squared_exponential(), np.random.default_rng(0))
+    assert not report.ok
+    assert report.condition == "eigenvalues did not converge"
