@@ -131,7 +131,7 @@ class _Pair:
     values k(x_i, x_i) (used for the diagonal).
     """
 
-    __slots__ = ("X1", "X2", "_dot", "_sqdist", "_sum1", "_sum2", "mode", "zero_diag")
+    __slots__ = ("X1", "X2", "_sqdist", "mode", "zero_diag")
 
     def __init__(self, X1: Array, X2: Array, zero_diag: bool, mode: str = "cross") -> None:
         self.X1 = X1
@@ -139,9 +139,6 @@ class _Pair:
         self.zero_diag = zero_diag
         self.mode = mode
         self._sqdist: Array | None = None
-        self._dot: Array | None = None
-        self._sum1: Array | None = None
-        self._sum2: Array | None = None
 
     @property
     def d(self) -> int:
@@ -152,12 +149,6 @@ class _Pair:
         if self.mode == "elementwise":
             return np.einsum("ij,ij->i", F1, F2)[:, None]
         return F1 @ F2.T
-
-    def outer_sum(self, r1: Array, r2: Array) -> Array:
-        """``r1_i + r2_j`` as n×m (r1: (n,), r2: (m,)), or n×1 elementwise."""
-        if self.mode == "elementwise":
-            return (r1 + r2)[:, None]
-        return r1[:, None] + r2[None, :]
 
     def clear_diag(self, z: Array) -> None:
         """Set the entries that pair a point with itself to exactly 0."""
@@ -183,26 +174,6 @@ class _Pair:
             s.flags.writeable = False
             self._sqdist = s
         return self._sqdist
-
-    @property
-    def dot(self) -> Array:
-        if self._dot is None:
-            g = self.gram(self.X1, self.X2)
-            g.flags.writeable = False
-            self._dot = g
-        return self._dot
-
-    @property
-    def sum1(self) -> Array:
-        if self._sum1 is None:
-            self._sum1 = self.X1.sum(axis=1)
-        return self._sum1
-
-    @property
-    def sum2(self) -> Array:
-        if self._sum2 is None:
-            self._sum2 = self.X2.sum(axis=1)
-        return self._sum2
 
 
 def _as_2d(X: ArrayLike, name: str) -> Array:
@@ -468,8 +439,8 @@ def _forward(prog: _Program, pair: _Pair, theta: Array, tape: bool) -> list[obje
             f_: _Feat = a  # type: ignore[assignment]
             inv = 1.0 / float(vals[ch[1]]) ** 2  # type: ignore[arg-type]
             if f_.spectral:
-                z = pair.gram(f_.F1, f_.F2)  # type: ignore[arg-type]
-                z *= -2.0 * inv
+                # (2d − 2 F1F2ᵀ)/l²: the factor goes on the small n×2d side of the product.
+                z = pair.gram(f_.F1, f_.F2 * (-2.0 * inv))  # type: ignore[operator]
                 z += 2.0 * pair.d * inv
                 np.maximum(z, 0.0, out=z)
                 pair.clear_diag(z)
@@ -477,19 +448,10 @@ def _forward(prog: _Program, pair: _Pair, theta: Array, tape: bool) -> list[obje
                 z = pair.sqdist * inv
             out = z
         elif tok == "dot_prod":
-            f_ = a  # type: ignore[assignment]
-            s_ = float(vals[ch[1]])  # type: ignore[arg-type]
-            l_ = float(vals[ch[2]])  # type: ignore[arg-type]
-            if f_.spectral:
-                G = pair.gram(f_.F1, f_.F2)  # type: ignore[arg-type]
-                r1, r2, D = f_.F1.sum(axis=1), f_.F2.sum(axis=1), 2 * pair.d  # type: ignore[union-attr]
-            else:
-                G = pair.dot.copy()
-                r1, r2, D = pair.sum1, pair.sum2, pair.d
-            G -= s_ * pair.outer_sum(r1, r2)
-            G += s_ * s_ * D
-            G *= 1.0 / l_
-            out = G
+            # (x̂ − s)·(x̂' − s)/l as one matrix product of shifted features: no n×n passes
+            # beyond the product itself.
+            S1, S2 = _shifted(pair, a, float(vals[ch[1]]))  # type: ignore[arg-type]
+            out = pair.gram(S1 * (1.0 / float(vals[ch[2]])), S2)  # type: ignore[arg-type]
         else:  # pragma: no cover - the grammar has no other symbol
             raise ValueError(f"unknown operator {tok!r}")
         vals[i] = out
@@ -587,15 +549,18 @@ def _down(adj: Array, parent: object, child: object) -> Array:
     return adj
 
 
+def _lowrank_grad(a: Array, P1: Array, P2: Array, dP1: Array, dP2: Array) -> Array:
+    """``sum(a ⊙ ∂(P1 P2ᵀ))`` for ``∂P = dP``: ``sum(dP1 ⊙ a P2) + sum(dP2 ⊙ aᵀ P1)``."""
+    return _sum2((a @ P2) * dP1) + _sum2((np.swapaxes(a, -1, -2) @ P1) * dP2)
+
+
 def _spectral_grad(pair: _Pair, f: _Feat, a: Array) -> Array:
-    """``sum(a ⊙ ∂(F1 F2ᵀ)/∂ω)`` via ``sum(dF1 ⊙ a F2) + sum(dF2 ⊙ aᵀ F1)``."""
+    """``sum(a ⊙ ∂(F1 F2ᵀ)/∂ω)``."""
     dF1, dF2 = f.derivatives(pair)
     assert f.F1 is not None and f.F2 is not None
     if pair.mode == "elementwise":  # pragma: no cover - diagonals are not differentiated
         raise NotImplementedError
-    t1 = _sum2((a @ f.F2) * dF1)
-    t2 = _sum2((np.swapaxes(a, -1, -2) @ f.F1) * dF2)
-    return t1 + t2
+    return _lowrank_grad(a, f.F1, f.F2, dF1, dF2)
 
 
 def _sq_dist_back(prog: _Program, pair: _Pair, theta: Array, vals: list[object], i: int,
@@ -611,30 +576,32 @@ def _sq_dist_back(prog: _Program, pair: _Pair, theta: Array, vals: list[object],
         grad[..., f.pos] += (-2.0 / lval**2) * _spectral_grad(pair, f, a) * f.omega
 
 
+def _shifted(pair: _Pair, f: _Feat, shift: float) -> tuple[Array, Array]:
+    """Features minus the dot-product shift, both sides (shared when X2 is X1)."""
+    A1, A2 = (f.F1, f.F2) if f.spectral else (pair.X1, pair.X2)
+    assert A1 is not None and A2 is not None
+    S1 = A1 - shift
+    return S1, (S1 if A2 is A1 else A2 - shift)
+
+
 def _dot_prod_back(prog: _Program, pair: _Pair, theta: Array, vals: list[object], i: int,
                    a: Array, grad: Array) -> None:
+    # z = S1 S2ᵀ / l with S = x̂ − s.
     ch = prog.children[i]
     f: _Feat = vals[ch[0]]  # type: ignore[assignment]
     z: Array = vals[i]  # type: ignore[assignment]
     s = float(vals[ch[1]])  # type: ignore[arg-type]
     l_ = float(vals[ch[2]])  # type: ignore[arg-type]
-    if f.spectral:
-        assert f.F1 is not None and f.F2 is not None
-        r1, r2, D = f.F1.sum(axis=1), f.F2.sum(axis=1), 2 * pair.d
-    else:
-        r1, r2, D = pair.sum1, pair.sum2, pair.d
+    S1, S2 = _shifted(pair, f, s)
     rows = a.sum(axis=-1)  # batch + (n,)
     cols = a.sum(axis=-2)  # batch + (m,)
-    total = rows.sum(axis=-1)
-    # z = (G − s(r1 + r2ᵀ) + s² D)/l
-    dz_ds = (-(rows @ r1 + cols @ r2) + 2.0 * s * D * total) / l_
+    # ∂z_ij/∂s = −(Σ_k S1_ik + Σ_k S2_jk)/l
+    dz_ds = -(rows @ S1.sum(axis=1) + cols @ S2.sum(axis=1)) / l_
     grad[..., prog.slot_pos[ch[1]]] += dz_ds * s
     grad[..., prog.slot_pos[ch[2]]] += -_sum2(a * z)
     if f.spectral and prog.has_param[ch[0]]:
         dF1, dF2 = f.derivatives(pair)
-        dG = _spectral_grad(pair, f, a)
-        dr = rows @ dF1.sum(axis=1) + cols @ dF2.sum(axis=1)
-        grad[..., f.pos] += ((dG - s * dr) / l_) * f.omega
+        grad[..., f.pos] += (_lowrank_grad(a, S1, S2, dF1, dF2) / l_) * f.omega
 
 
 # --------------------------------------------------------------------------------------

@@ -1,0 +1,20 @@
+"""The paper's benchmark on the 13 TSDL series (``python -m evocov_core bench ...``).
+
+==================  ===========================================================================
+``budget``          the benchmark's algorithms and their ``paper`` / ``quick`` budgets
+``reproduce``       Tables 5, 6 and Figure 5 (``bench reproduce``, ``bench report``)
+``estimate``        the paper budget's cost from timed generations (``bench estimate``)
+``mutations``       Table 3: mutants of the published GPSS kernels (``bench mutations``)
+``hpmetrics``       Table 4: the five hyperparameter metrics (``bench metrics``)
+``scaling``         seconds per kernel fit against n and workers, profile (``bench scaling``)
+``paper``           numbers transcribed from the paper, the published RMSE files
+``common``          series loading with the split check, resumable result files, job runner
+``cli``             the argument parser
+==================  ===========================================================================
+
+See ``bench/README.md`` for the commands and what each output file holds.
+"""
+
+from .cli import add_parser, main
+
+__all__ = ["add_parser", "main"]

@@ -1,0 +1,177 @@
+"""The ``bench`` subcommand of ``python -m evocov_core``.
+
+::
+
+    python -m evocov_core bench reproduce --data-dir ../shared/data/tsdl --budget quick --trials 1 --out DIR
+    python -m evocov_core bench report    --out DIR
+    python -m evocov_core bench estimate  --data-dir ... --budget paper --series 01-airline,03-mauna --out DIR
+    python -m evocov_core bench mutations --data-dir ... --mutations 200 --out DIR
+    python -m evocov_core bench metrics   --data-dir ... --trials 10 --out DIR
+    python -m evocov_core bench scaling   --data-dir ... --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .budget import ALGORITHMS
+from .common import BenchError
+
+__all__ = ["add_parser", "build_parser", "main"]
+
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "tsdl"
+
+
+def _data_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
+                   help=f"folder of the 13 TSDL series (default {DEFAULT_DATA_DIR})")
+
+
+def _exec_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=int, default=None,
+                   help="local worker processes (default: every core; 1 = in this process)")
+    p.add_argument("--scheduler", default=None,
+                   help="Dask scheduler address (tcp://host:8786), or 'local' for a LocalCluster of --workers")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``bench`` and its commands on the main CLI's subparsers."""
+    p = sub.add_parser("bench", help="reproduce the paper's benchmark tables (see bench/README.md)",
+                       description="Reproduce the paper's benchmark: Tables 3-6 and Figure 5 on the 13 TSDL series.")
+    bsub = p.add_subparsers(dest="bench_command", required=True)
+
+    r = bsub.add_parser("reproduce", help="Tables 5, 6 and Figure 5: every algorithm on every series, K trials")
+    _data_arg(r)
+    r.add_argument("--algorithms", default=",".join(ALGORITHMS),
+                   help=f"comma-separated, from {', '.join(ALGORITHMS)} (default: all)")
+    r.add_argument("--trials", type=int, default=1, help="K seeded trials per algorithm and series (seed = trial)")
+    r.add_argument("--budget", choices=["quick", "paper"], default="quick")
+    r.add_argument("--quick-scale", type=float, default=1.0,
+                   help="factor f of the quick budget rule (fits = f·min(1,(129/n)²)·preset's); default 1")
+    r.add_argument("--series", default=None, help="comma-separated subset, e.g. 01-airline,03-mauna (default: all)")
+    _exec_args(r)
+    r.add_argument("--out", type=Path, required=True, help="output folder (reused to resume)")
+
+    r = bsub.add_parser("report", help="regenerate report.md and the tables of a reproduce folder")
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--data-dir", type=Path, default=None, help="default: the one recorded in run.json")
+
+    r = bsub.add_parser("estimate", help="time a few paper-budget EvoCov generations and extrapolate")
+    _data_arg(r)
+    r.add_argument("--budget", choices=["paper"], default="paper")
+    r.add_argument("--series", default="01-airline,03-mauna,06-internet")
+    r.add_argument("--generations", type=int, default=2)
+    r.add_argument("--trials", type=int, default=10, help="trials to extrapolate to (paper: 10)")
+    r.add_argument("--population", type=int, default=None,
+                   help="N of the timed generations (default: the paper's 141; smaller = faster, noisier)")
+    _exec_args(r)
+    r.add_argument("--out", type=Path, required=True, help="a reproduce folder (its report gains the estimate) "
+                                                           "or any folder")
+
+    r = bsub.add_parser("mutations", help="Table 3: mutants of the published GPSS kernels")
+    _data_arg(r)
+    r.add_argument("--mutations", type=int, default=200)
+    r.add_argument("--series", default=None)
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--method", choices=["default", "paper"], default="default",
+                   help="mutant fits: default = L-BFGS-B; paper = Powell, ref_fun_call 300")
+    r.add_argument("--base", choices=["refit", "published"], default="published",
+                   help="published (default) = the published values as they are; refit = one L-BFGS-B run from them")
+    _exec_args(r)
+    r.add_argument("--out", type=Path, required=True)
+
+    r = bsub.add_parser("metrics", help="Table 4: the published GPSS structures under the five metrics")
+    _data_arg(r)
+    r.add_argument("--trials", type=int, default=10)
+    r.add_argument("--series", default=None)
+    r.add_argument("--method", choices=["paper", "default"], default="paper",
+                   help="paper = Powell with ref_fun_call 5000 for every metric; default = our optimiser")
+    r.add_argument("--init", choices=["roles", "paper"], default="roles", help="random starts by slot role, or "
+                                                                               "uniform in the box")
+    _exec_args(r)
+    r.add_argument("--out", type=Path, required=True)
+
+    r = bsub.add_parser("scaling", help="seconds per kernel fit against n and workers; profile")
+    _data_arg(r)
+    r.add_argument("--kernels", type=int, default=20, help="random kernels (plus SE + PER×SE) fitted per series")
+    r.add_argument("--series", default=None)
+    r.add_argument("--workers-series", default="03-mauna")
+    r.add_argument("--population", type=int, default=40)
+    r.add_argument("--reps", type=int, default=2)
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--no-dask", action="store_true", help="skip the Dask LocalCluster measurement")
+    r.add_argument("--out", type=Path, required=True)
+
+    p.set_defaults(func=main)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """A standalone parser (``python -m evocov_core.bench ...``-style use and tests)."""
+    parser = argparse.ArgumentParser(prog="python -m evocov_core")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    return parser
+
+
+def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
+    """Run a ``bench`` command; ``args`` is a parsed namespace or an argv list (after ``python -m evocov_core``)."""
+    if args is None or not isinstance(args, argparse.Namespace):
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            ns = build_parser().parse_args(argv)
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        ns.argv = argv
+        try:
+            return main(ns)
+        except BenchError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    from ..evaluate import prepare_process
+
+    prepare_process()  # one BLAS thread here too (and OPENBLAS_NUM_THREADS=1 for the workers)
+    a = args
+    argv = getattr(a, "argv", None)
+    cmd = a.bench_command
+    if cmd == "reproduce":
+        from .reproduce import reproduce
+
+        reproduce(a.data_dir, a.out, algorithms=a.algorithms, trials=a.trials, budget=a.budget, workers=a.workers,
+                  scheduler=a.scheduler, series=a.series, quick_scale=a.quick_scale, argv=argv)
+        print(f"wrote {a.out / 'report.md'}")
+    elif cmd == "report":
+        from .reproduce import report
+
+        print(f"wrote {report(a.out, data_dir=a.data_dir)}")
+    elif cmd == "estimate":
+        from .estimate import estimate
+
+        doc = estimate(a.data_dir, a.out, series=a.series, generations=a.generations, trials=a.trials,
+                       population=a.population, workers=a.workers, scheduler=a.scheduler, argv=argv)
+        print(f"paper budget: about {doc['total_core_hours']} core-hours "
+              f"({doc['total_wall_hours_on_cores']} h on {doc['cores']} cores); wrote {a.out}")
+    elif cmd == "mutations":
+        from .mutations import mutations
+
+        path = mutations(a.data_dir, a.out, n_mutations=a.mutations, series=a.series, seed=a.seed,
+                         method=a.method, base=a.base, workers=a.workers, scheduler=a.scheduler, argv=argv)
+        print(f"wrote {path}")
+    elif cmd == "metrics":
+        from .hpmetrics import hp_metrics
+
+        path = hp_metrics(a.data_dir, a.out, trials=a.trials, series=a.series, method=a.method, init=a.init,
+                          workers=a.workers, scheduler=a.scheduler, argv=argv)
+        print(f"wrote {path}")
+    elif cmd == "scaling":
+        from .scaling import scaling
+
+        path = scaling(a.data_dir, a.out, kernels=a.kernels, series=a.series, workers_series=a.workers_series,
+                       population=a.population, reps=a.reps, seed=a.seed, dask=not a.no_dask, argv=argv)
+        print(f"wrote {path}")
+    else:  # pragma: no cover - argparse refuses others
+        raise BenchError(f"unknown bench command {cmd!r}")
+    return 0

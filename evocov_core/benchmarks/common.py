@@ -1,0 +1,362 @@
+"""What the benchmark commands share: series loading, result files, job running, machine facts.
+
+Result folders are append-only and resumable: each finished job appends one CSV row
+(flushed and synced at once), and a job whose row is already there is not run again.
+Jobs run in a process pool (``spawn``; one BLAS thread per process), serially, or on
+a Dask cluster; a job is a module-level function of one picklable argument, seeded by
+its own arguments only, so where it ran never changes its result.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import json
+import math
+import multiprocessing as mp
+import os
+import platform
+import re
+import shlex
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..data import Dataset, load_tsdl
+from ..evaluate import prepare_process
+
+__all__ = [
+    "BenchError",
+    "ResultFile",
+    "append_run",
+    "doc_md",
+    "fmt",
+    "load_series",
+    "machine_info",
+    "md_table",
+    "read_runs",
+    "resolve_series",
+    "run_jobs",
+    "write_json",
+]
+
+
+class BenchError(ValueError):
+    """A user error of a benchmark command (one line, exit status 2)."""
+
+
+# --- series ---------------------------------------------------------------------------------
+
+
+def resolve_series(data_dir: Path, wanted: str | Sequence[str] | None = None) -> list[str]:
+    """Series names (file stems such as ``01-airline``) in ``data_dir``, optionally filtered.
+
+    ``wanted`` is a comma-separated string or a list; each item is a full name
+    (``08-radio``), its number (``08``) or its name without the number (``radio``).
+    """
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise BenchError(f"data folder {data_dir} does not exist")
+    names = sorted(p.stem for p in data_dir.glob("[0-9][0-9]-*.csv"))
+    if not names:
+        raise BenchError(f"no TSDL series (NN-name.csv) in {data_dir}")
+    if not wanted:
+        return names
+    items = [w.strip() for w in (wanted.split(",") if isinstance(wanted, str) else wanted) if w.strip()]
+    out = []
+    for w in items:
+        hits = [n for n in names if n == w or n.split("-", 1)[0] == w or n.split("-", 1)[1] == w]
+        if len(hits) != 1:
+            raise BenchError(f"unknown series {w!r}; choose from {', '.join(names)}")
+        if hits[0] not in out:
+            out.append(hits[0])
+    return out
+
+
+def load_series(data_dir: Path, name: str) -> Dataset:
+    """Load one series with the published split; refuse it if the split is not ``splits.csv``'s."""
+    data_dir = Path(data_dir)
+    ds = load_tsdl(data_dir / f"{name}.csv")
+    splits = data_dir / "splits.csv"
+    if not splits.is_file():
+        raise BenchError(f"{splits} is missing: cannot check the published split")
+    table = pd.read_csv(splits)
+    row = table[table["file"] == f"{name}.csv"]
+    if row.empty:
+        raise BenchError(f"{name} is not listed in {splits}")
+    n_train, n_test = int(row["n_train"].iloc[0]), int(row["n_test"].iloc[0])
+    if (ds.n_train, ds.n_test) != (n_train, n_test):
+        raise BenchError(f"{name}: split has {ds.n_train} training / {ds.n_test} test points but splits.csv "
+                         f"says {n_train} / {n_test}; refusing to run on a different split")
+    return ds
+
+
+# --- result files -------------------------------------------------------------------------
+
+
+class ResultFile:
+    """An append-only CSV of job results, one row per finished job.
+
+    Parameters
+    ----------
+    path : Path
+    columns : sequence of str
+        Header (extra keys in rows are dropped, missing ones left empty).
+    key : sequence of str
+        Columns identifying a job.
+    """
+
+    def __init__(self, path: Path, columns: Sequence[str], key: Sequence[str]) -> None:
+        self.path = Path(path)
+        self.columns = list(columns)
+        self.key = list(key)
+
+    def read(self) -> pd.DataFrame:
+        """Every row; the last row of a job wins (a rerun after an error replaces it)."""
+        if not self.path.is_file() or self.path.stat().st_size == 0:
+            return pd.DataFrame(columns=self.columns)
+        df = pd.read_csv(self.path, keep_default_na=True)
+        if df.empty:
+            return df
+        return df.drop_duplicates(subset=self.key, keep="last").reset_index(drop=True)
+
+    def keys(self, where: Callable[[dict], bool] | None = None) -> set[tuple]:
+        """Keys of the jobs done (``where(row)`` true, when given)."""
+        out = set()
+        for row in self.read().to_dict("records"):
+            if where is None or where(row):
+                out.add(tuple(_key_value(row[k]) for k in self.key))
+        return out
+
+    def append(self, row: dict) -> None:
+        """Append one row and make it durable at once (flush + fsync)."""
+        new = not self.path.is_file() or self.path.stat().st_size == 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=self.columns, extrasaction="ignore")
+            if new:
+                w.writeheader()
+            w.writerow({k: _cell(row.get(k)) for k in self.columns})
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _key_value(v: object) -> object:
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return int(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
+
+
+def _cell(v: object) -> object:
+    if v is None:
+        return ""
+    if isinstance(v, float) and not math.isfinite(v):
+        return "" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(v, (dict, list, tuple)):
+        return json.dumps(v, separators=(",", ":"))
+    return v
+
+
+def write_json(path: Path, doc: dict) -> None:
+    """Write ``doc`` atomically (a temporary file renamed over the target)."""
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, default=_json_default), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_runs(path: Path) -> list[dict]:
+    """The invocations recorded in a ``runs.json`` (empty when there is none)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    return list(json.loads(path.read_text(encoding="utf-8")).get("runs", []))
+
+
+def append_run(path: Path, run: dict) -> None:
+    """Append one invocation record to ``runs.json``."""
+    write_json(path, {"runs": [*read_runs(path), run]})
+
+
+def _json_default(o: object) -> object:
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, Path):
+        return str(o)
+    if isinstance(o, tuple):
+        return list(o)
+    raise TypeError(f"cannot serialise {type(o).__name__}")
+
+
+# --- running jobs --------------------------------------------------------------------------
+
+
+def run_jobs(func: Callable[[Any], Any], items: Iterable[Any], *, workers: int | None = None,
+             scheduler: str | None = None, on_result: Callable[[Any, Any], None] | None = None,
+             log: Callable[[str], None] | None = None) -> int:
+    """Run ``func(item)`` for every item; ``on_result(item, result)`` in this process as each ends.
+
+    Parameters
+    ----------
+    func : callable
+        A module-level function (pickled to the workers). It should catch its own
+        errors and return them as results.
+    workers : int, optional
+        Processes of the local pool (default: every core); ``1`` runs in this process.
+    scheduler : str, optional
+        Dask scheduler address (``tcp://host:8786``), or ``local`` for a ``LocalCluster``
+        of ``workers`` single-threaded processes.
+
+    Returns
+    -------
+    int
+        Jobs finished.
+    """
+    items = list(items)
+    if not items:
+        return 0
+    say = log or (lambda s: None)
+    done = 0
+    if scheduler:
+        from distributed import Client, LocalCluster, as_completed
+
+        cluster = None
+        if scheduler == "local":
+            cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
+            client = Client(cluster)
+        else:
+            client = Client(scheduler)
+        try:
+            say(f"dask: {len(client.scheduler_info().get('workers', {}))} workers at {client.scheduler.address}")
+            futures = {client.submit(func, it, pure=False): it for it in items}
+            for fut in as_completed(list(futures)):
+                res = fut.result()
+                done += 1
+                if on_result is not None:
+                    on_result(futures[fut], res)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+        return done
+    n = workers or os.cpu_count() or 1
+    if n == 1:
+        prepare_process()
+        for it in items:
+            res = func(it)
+            done += 1
+            if on_result is not None:
+                on_result(it, res)
+        return done
+    prepare_process()  # sets OPENBLAS_NUM_THREADS=1, inherited by the spawned workers
+    pool = ProcessPoolExecutor(max_workers=min(n, len(items)), mp_context=mp.get_context("spawn"),
+                               initializer=prepare_process)
+    try:
+        pending = {pool.submit(func, it): it for it in items}
+        while pending:
+            finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for fut in finished:
+                it = pending.pop(fut)
+                res = fut.result()
+                done += 1
+                if on_result is not None:
+                    on_result(it, res)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return done
+
+
+# --- machine and formatting ---------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_info() -> dict[str, str]:
+    """CPU, cores, host, Python / numpy / scipy versions, OpenBLAS (threadpoolctl), load."""
+    import scipy
+    from threadpoolctl import threadpool_info
+
+    blas = sorted({f"{p.get('internal_api')} {p.get('version')} ({p.get('threading_layer', '?')} threading, "
+                   f"{p.get('num_threads')} thread(s))" for p in threadpool_info() if p.get("user_api") == "blas"})
+    try:
+        avail = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        avail = os.cpu_count() or 0
+    try:
+        load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:  # pragma: no cover
+        load = "?"
+    return {
+        "date": _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+        "host": socket.gethostname(),
+        "CPU": _cpu_model(),
+        "cores": f"{os.cpu_count()} logical, {avail} available",
+        "Python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "BLAS (threadpoolctl)": "; ".join(blas) or "not found",
+        "load average (1, 5, 15 min)": load,
+    }
+
+
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """The command as typed: ``python -m evocov_core bench ...``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    return "python -m evocov_core " + " ".join(shlex.quote(a) for a in args)
+
+
+def md_table(header: Sequence[str], rows: Iterable[Sequence[object]], align: str | None = None) -> str:
+    """A GitHub markdown table; ``align`` has one ``l``/``r`` per column (default ``l`` then ``r``)."""
+    align = align or "l" + "r" * (len(header) - 1)
+    sep = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(str(h) for h in header) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def fmt(v: object, digits: int = 4) -> str:
+    """A number for a table: ``digits`` significant digits, ``-`` for missing."""
+    if v is None:
+        return "-"
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(v)
+    if not math.isfinite(f):
+        return "-" if math.isnan(f) else str(f)
+    return f"{f:.{digits}g}"
+
+
+def doc_md(text: str) -> str:
+    """A docstring excerpt as markdown (reStructuredText literals and roles simplified)."""
+    text = re.sub(r":(?:func|class|data|mod|attr|meth):`~?([^`]+)`", r"`\1`", text)
+    return text.replace("``", "`")
+
+
+def now_iso() -> str:
+    return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def elapsed(t0: float) -> float:
+    return round(time.perf_counter() - t0, 3)
