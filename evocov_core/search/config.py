@@ -198,10 +198,10 @@ _PAPER: dict[str, dict] = {
 }
 # About a minute on 2 cores for Airline (n_train = 129); see bench/ for the evidence.
 _QUICK: dict[str, dict] = {
-    "evocov": dict(population=50, generations=30, mu=8, patience=3, d_min=3, d_max=8, psd_w=12, n_restarts=2,
+    "evocov": dict(population=50, generations=30, mu=8, patience=3, d_min=3, d_max=8, psd_w=12, n_restarts=1,
                    require_input=True),
-    "random": dict(population=1500, generations=1, d_min=3, d_max=8, psd_w=12, n_restarts=2, require_input=True),
-    "gwtf": dict(population=40, generations=8, d_min=3, d_max=8, psd_w=12, n_restarts=2, require_input=True),
+    "random": dict(population=1500, generations=1, d_min=3, d_max=8, psd_w=12, n_restarts=1, require_input=True),
+    "gwtf": dict(population=40, generations=8, d_min=3, d_max=8, psd_w=12, n_restarts=1, require_input=True),
     "gpss": dict(generations=3, n_restarts=3),
 }
 PRESETS = {"paper": _PAPER, "quick": _QUICK}
