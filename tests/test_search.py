@@ -90,11 +90,19 @@ def _tokens(expr: str) -> list[str]:
 def test_restart_when_no_improvement(data: FitData) -> None:
     """With β huge, a fresh population continues once (its previous best is ∞), then the
     next generation cannot improve enough and restarts: every second step restarts."""
-    cfg = tiny(beta=1e9, generations=6)
+    cfg = tiny(beta=1e9, generations=6, patience=1)
     with SerialExecutor(data, cfg.optim) as ex:
         res = run_search(data, cfg, seed=2, executor=ex)
     assert [h.restarted for h in res.history] == [False, True, False, True, False, False]
     assert res.restarts == 2
+
+
+def test_restart_patience(data: FitData) -> None:
+    """With patience 2 a restart needs two stalled generations in a row."""
+    cfg = tiny(beta=1e9, generations=7, patience=2)
+    with SerialExecutor(data, cfg.optim) as ex:
+        res = run_search(data, cfg, seed=2, executor=ex)
+    assert [h.restarted for h in res.history] == [False, False, True, False, False, True, False]
 
 
 def test_process_pool_and_dask_equal_serial(data: FitData) -> None:
