@@ -302,13 +302,12 @@ def init_ranges(data: FitData) -> dict[str, tuple[float, float]]:
     }
 
 
-def _draw_new(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator) -> Array:
+def _draw_new(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator,
+              ranges: dict[str, tuple[float, float]], roles: dict[str, set[str]]) -> Array:
     p = kernel.n_params
     lo, hi = config.space.lower_upper(p)
     if config.init == "paper":
         return rng.uniform(lo, hi)
-    ranges = init_ranges(data)
-    roles = slot_roles(kernel)
     omegas, weights = data.frequency_peaks
     z = np.empty(p + 1)
     for k, s in enumerate(kernel.slots):
@@ -328,9 +327,10 @@ def _draw_new(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random
 def _starts(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator,
             start: Start | None, count: int) -> list[Array]:
     lo, hi = config.space.lower_upper(kernel.n_params)
+    ranges, roles = init_ranges(data), slot_roles(kernel)
     out = []
     for k in range(count):
-        z = _draw_new(kernel, data, config, rng)
+        z = _draw_new(kernel, data, config, rng, ranges, roles)
         if start is not None:
             known = np.array((*start.theta, start.log_noise), dtype=np.float64)
             if known.shape != z.shape:

@@ -207,13 +207,16 @@ def test_powell_respects_budget(ref, small_data):
 
 
 def test_lbfgs_respects_max_evals(small_data):
-    """L-BFGS-B: at most max_evals evaluations per start (OptimConfig docstring)."""
+    """L-BFGS-B: at most max_evals evaluations per start, plus the n_screen scored starts
+    (OptimConfig docstring)."""
     k = library.compose(["+", "SE", ["*", "PER", "C"]])
-    for max_evals in (2, 5, 10):
-        for seed in range(5):
-            config = OptimConfig(n_restarts=2, max_evals=max_evals)
-            r = fit_kernel(k, small_data, config, np.random.default_rng(seed))
-            assert r.n_evals <= config.n_restarts * max_evals, (max_evals, seed, r.n_evals)
+    for n_screen in (0, 6):
+        for max_evals in (2, 5, 10):
+            for seed in range(5):
+                config = OptimConfig(n_restarts=2, max_evals=max_evals, n_screen=n_screen)
+                r = fit_kernel(k, small_data, config, np.random.default_rng(seed))
+                assert r.n_evals <= n_screen + config.n_restarts * max_evals, (max_evals, seed, r.n_evals)
+                assert r.n_evals > n_screen
 
 
 # --- slot roles and ranges ---------------------------------------------------------------------------
