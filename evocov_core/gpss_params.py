@@ -438,10 +438,12 @@ class Verification:
 
     @property
     def lml_difference(self) -> float:
+        """Our LML minus the published one (GPSS convention), nats."""
         return self.lml_gpss_convention - self.expected_lml
 
     @property
     def rmse_ratio(self) -> float:
+        """Our test RMSE with the published values over the published test RMSE."""
         return self.rmse_gpss_convention / self.rmse_published
 
 

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from evocov_core.search import preset
+
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
 PAGES = re.findall(r'st\.Page\("([^"]+)"', APP.read_text())
@@ -278,14 +280,14 @@ def test_search_defaults_are_quick_evocov():
     at = search_page()
     assert at.selectbox(key="s_algorithm").value == "evocov"
     assert at.selectbox(key="s_preset").value == "quick"
-    assert at.number_input(key="s_population").value == 40
+    assert at.number_input(key="s_population").value == preset("quick", "evocov").population
     assert not at.error
     assert not at.button(key="search_start").disabled
 
 
 def test_mu_not_below_population_is_refused():
     at = search_page()
-    at.number_input(key="s_mu").set_value(40).run()  # N = 40 in the quick preset
+    at.number_input(key="s_mu").set_value(preset("quick", "evocov").population).run()  # μ = N
     no_exception(at)
     errors = texts(at, "error")
     assert any("mu must satisfy" in e for e in errors), errors

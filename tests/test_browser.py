@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - depends on the machine
     sync_playwright = None
 
 # Small enough to finish in well under a minute on 2 cores, long enough to watch it move.
-GENERATIONS = 12
+GENERATIONS = 60  # long enough to watch it move and reload mid-run; the test then stops it
 POPULATION = 8
 MU = 2
 
@@ -275,11 +275,13 @@ def test_upload_search_reload_results_download(server, browser, tmp_path):
         g = _generation(page)
         assert (g and g[0] > after[0]) or _status(page) == "finished", "the run did not continue after a reload"
 
-    # --- Let it finish --------------------------------------------------------------------------------
+    # --- Stop it: the best kernel so far is kept ------------------------------------------------------
+    if _status(page) == "running":
+        page.locator(".st-key-search_stop button").first.click()
     t2 = time.time()
-    while _status(page) not in ("finished", "cancelled", "failed") and time.time() - t2 < 300:
+    while _status(page) not in ("finished", "cancelled", "failed") and time.time() - t2 < 120:
         time.sleep(0.5)
-    assert _status(page) == "finished", page.locator(".st-key-search_status").inner_text()
+    assert _status(page) in ("finished", "cancelled"), page.locator(".st-key-search_status").inner_text()
     expect(page.locator(".st-key-search_open_results button")).to_be_visible(timeout=30_000)
     _no_exceptions(page)
     _shot(page, "04-search-finished")

@@ -14,25 +14,39 @@ Budgets
 -------
 ``paper``: ``preset("paper", algorithm)``, the paper's section 6.2 settings, unchanged.
 
-``quick``: ``preset("quick", algorithm)`` (read at run time) is sized for Airline
-(``n_train = 129``, :data:`REF_N`). A kernel fit costs about ``evaluations × n²``
-(the LML build and Cholesky grow as n^2.1 between n = 130 and 900, PERF_NOTES.md), so
-the quick budget keeps ``fits × evaluations-per-fit × (n/129)²`` constant:
+``quick``: designed so that one trial of each of the 5 algorithms on each of the 13 series
+(65 trials) takes about 20 minutes of 2-core time: every trial gets about
+``T = 30`` core-seconds (:data:`QUICK_TRIAL_CORE_SECONDS`). It starts from
+``preset("quick", algorithm)`` (read at run time: depths, μ/N, restarts, PSD check, ...)
+and only lowers its number of kernel fits. A fit costs about
+``c_a · (e/e_a) · (n/129)^2.2`` core-seconds (``bench scaling`` measured seconds per fit
+∝ n^2.18 over the 13 series; PERF_NOTES.md n^2.1 for one LML), with ``c_a``
+(:data:`FIT_CORE_SECONDS_AT_REF`) the mean CPU seconds per fit of algorithm ``a`` in a
+whole quick trial on Airline (n_train = 129), measured on this 2-core machine, ``e`` the
+fit effort of the settings (:func:`fit_effort`: ``n_screen + 3·n_restarts·max_evals``
+evaluations for L-BFGS-B, the evaluation budget for Powell) and ``e_a`` the effort
+``c_a`` was measured at (:data:`EFFORT_AT_REF`), so the model follows changes of the
+preset's restarts. So:
 
-* the number of kernel fits is multiplied by ``s(n) = f · min(1, (129/n)²)``
-  (``f = --quick-scale``, default 1): EvoCov ``N`` and ``G`` by ``√s`` each (so N·G by s;
-  ``μ`` keeps its ratio to N), Random Search ``N`` by ``s``, Go With The First ``G``
-  (initial individuals) by ``√s`` and ``N`` (steps) so its fit count
-  ``G + N·(G(G+1)/2 − 1)`` is ``s`` times the preset's, GPSS the most levels whose
-  candidate count (upper bound ``Σ_l 8(2l−3) + 3(l−1)``, 4 at level 1) stays within ``s``
-  times the preset's;
-* floors keep every search meaningful: EvoCov N ≥ 8, G ≥ 2, μ ≥ 2; Random Search N ≥ 10;
-  GWTF G ≥ 2, N ≥ 2; GPSS ≥ 2 levels. Large series with a floor cost more than the rule;
+* the fit count of a trial on a series of ``n`` training points is
+  ``F(n) = min(F_preset, f·T / (c_a·(e/e_a)·(n/129)^2.2))`` (``f = --quick-scale``,
+  default 1), i.e. ``F × (n/129)^2.2`` constant until the preset's own count caps it, and
+  ``s = F/F_preset``;
+* EvoCov: ``N`` and ``G`` times ``√s`` each (so N·G times s; ``μ`` keeps its ratio to N);
+  Random Search: ``N`` times s; Go With The First: ``G`` (initial individuals) times ``√s``
+  and ``N`` (steps) such that ``G + N·(G(G+1)/2 − 1)`` is s times the preset's; GPSS: the
+  most levels whose candidate count (upper bound: 4 at level 1, then
+  ``8(2l−3) + 3(l−1)`` at level l) fits in F;
+* floors keep each search a search: EvoCov N ≥ 6, G ≥ 2, μ ≥ 2; Random Search N ≥ 6;
+  GWTF G ≥ 2, N ≥ 2; GPSS ≥ 2 levels (the floors make the largest series cost more than T);
 * Powell (``evocov-sopl``): the paper's Powell budget ``ref_fun_call·350²/n²`` shrinks as
-  1/n², which would make SoPL fits cost the same at every n and the fit count rule wrong.
-  The quick budget instead gives every Powell fit the nominal evaluation count of the
-  preset's L-BFGS-B fit, ``E = n_screen + n_restarts·max_evals``, by setting
-  ``ref_fun_call = ⌈E·n²/350²⌉`` per series; the fit count then follows the same rule.
+  1/n², which would make a SoPL fit cost the same at every n. The quick budget instead
+  gives every Powell fit the nominal evaluation count of the preset's L-BFGS-B fit,
+  ``E = n_screen + n_restarts·max_evals``, by setting ``ref_fun_call = ⌈E·n²/350²⌉`` per
+  series, so SoPL fits scale like LML fits and the same rule applies.
+
+:func:`predicted_core_seconds` applies the same cost model to any settings; the report
+prints it per trial beside the measured times.
 """
 
 from __future__ import annotations
@@ -45,16 +59,57 @@ from ..search import SearchConfig, preset
 
 __all__ = [
     "ALGORITHMS",
+    "COST_EXPONENT",
+    "EFFORT_AT_REF",
+    "FIT_CORE_SECONDS_AT_REF",
+    "QUICK_TRIAL_CORE_SECONDS",
     "REF_N",
     "Algorithm",
     "budget_config",
     "estimated_fits",
+    "fit_core_seconds",
+    "fit_effort",
+    "predicted_core_seconds",
+    "quick_fits",
     "quick_scale",
     "settings_summary",
 ]
 
-#: n_train of 01-airline, the series ``preset("quick")`` is sized for.
+#: n_train of 01-airline, the reference series of the cost model.
 REF_N = 129
+
+#: Target core-seconds of one quick trial (65 trials ≈ 1950 core-s ≈ 16 min on 2 idle cores
+#: before the floors; about 20 min with them).
+QUICK_TRIAL_CORE_SECONDS = 30.0
+
+#: Mean CPU seconds per kernel fit over a whole quick trial on 01-airline (seed 0, the quick
+#: budget's own settings), measured on the 2-core Xeon of this project on 2026-11-26 with the
+#: code and preset("quick") of commit 832946f (1 L-BFGS-B run after 20 screened starts; SoPL
+#: with 80 Powell evaluations per fit; GPSS with 3 runs), at the fit effort of
+#: :data:`EFFORT_AT_REF`. Used only to size the quick budget. To recalibrate: run
+#: ``bench reproduce --series 01-airline`` and take ``cpu_seconds / n_evaluations`` of
+#: ``trials.csv``.
+FIT_CORE_SECONDS_AT_REF: dict[str, float] = {
+    "evocov-lml": 0.024,
+    "evocov-sopl": 0.019,
+    "random": 0.022,
+    "gwtf": 0.018,
+    "gpss": 0.119,
+}
+
+#: The fit effort (:func:`fit_effort`) ``FIT_CORE_SECONDS_AT_REF`` was measured at:
+#: L-BFGS-B ``20 + 3·1·60``, GPSS ``20 + 3·3·60``, Powell 80 evaluations.
+EFFORT_AT_REF: dict[str, float] = {
+    "evocov-lml": 200.0,
+    "evocov-sopl": 80.0,
+    "random": 200.0,
+    "gwtf": 200.0,
+    "gpss": 560.0,
+}
+
+#: Exponent of the fit cost in n_train (``bench scaling`` measured seconds per fit ∝ n^2.18
+#: over the 13 series, 129 … 909; PERF_NOTES.md n^2.1 for one LML).
+COST_EXPONENT = 2.2
 
 
 @dataclass(frozen=True)
@@ -77,9 +132,49 @@ ALGORITHMS: dict[str, Algorithm] = {a.key: a for a in (
 )}
 
 
-def quick_scale(n_train: int, factor: float = 1.0) -> float:
-    """``s(n) = factor · min(1, (REF_N/n)²)``: the fraction of the quick preset's fits."""
-    return factor * min(1.0, (REF_N / n_train) ** 2)
+def fit_effort(config: SearchConfig, n_train: int) -> float:
+    """Nominal work of one kernel fit, in metric evaluations.
+
+    L-BFGS-B: ``n_screen + 3·n_restarts·max_evals`` (a gradient evaluation costs about 3
+    plain ones, PERF_NOTES.md); Powell: its evaluation budget at ``n_train``.
+    """
+    if config.optim.resolved_method == "powell":
+        return float(powell_budget(config.ref_fun_call, n_train))
+    return float(config.n_screen + 3 * config.n_restarts * config.max_evals)
+
+
+def fit_core_seconds(key: str, config: SearchConfig, n_train: int) -> float:
+    """The cost model's core-seconds of one fit: ``c_a · effort/effort_ref · (n/129)^2.2``."""
+    return (FIT_CORE_SECONDS_AT_REF[key] * fit_effort(config, n_train) / EFFORT_AT_REF[key]
+            * (n_train / REF_N) ** COST_EXPONENT)
+
+
+def _quick_base(key: str, n_train: int) -> SearchConfig:
+    """``preset("quick")`` for ``key``, with the quick budget's Powell evaluations."""
+    alg = ALGORITHMS[key]
+    base = preset("quick", alg.algorithm, metric=alg.metric)
+    if base.optim.resolved_method == "powell":
+        evals = base.n_screen + base.n_restarts * base.max_evals
+        base = base.with_(ref_fun_call=max(1, math.ceil(evals * n_train**2 / 350**2)))
+    return base
+
+
+def quick_fits(key: str, n_train: int, factor: float = 1.0) -> float:
+    """``F(n) = min(F_preset, f·T / fit_core_seconds)``: kernel fits of a quick trial (before floors)."""
+    base = _quick_base(key, n_train)
+    return min(float(estimated_fits(base)),
+               factor * QUICK_TRIAL_CORE_SECONDS / fit_core_seconds(key, base, n_train))
+
+
+def quick_scale(key: str, n_train: int, factor: float = 1.0) -> float:
+    """``s = F(n)/F_preset``: the fraction of the quick preset's fits a trial gets."""
+    alg = ALGORITHMS[key]
+    return quick_fits(key, n_train, factor) / estimated_fits(preset("quick", alg.algorithm, metric=alg.metric))
+
+
+def predicted_core_seconds(key: str, config: SearchConfig, n_train: int) -> float:
+    """The cost model's core-seconds for one trial: ``fits × fit_core_seconds``."""
+    return estimated_fits(config) * fit_core_seconds(key, config, n_train)
 
 
 def _gpss_candidates(levels: int, bases: int = 4) -> int:
@@ -127,17 +222,17 @@ def budget_config(key: str, budget: str, n_train: int, *, factor: float = 1.0) -
         raise ValueError(f"budget must be 'paper' or 'quick', got {budget!r}")
     if not factor > 0:
         raise ValueError(f"quick scale must be positive, got {factor}")
-    base = preset("quick", alg.algorithm, metric=alg.metric)
-    s = quick_scale(n_train, factor)
+    base = _quick_base(key, n_train)
+    s = quick_scale(key, n_train, factor)
     r = math.sqrt(s)
     changes: dict[str, object] = {}
     if alg.algorithm == "evocov":
-        N = max(8, round(base.population * r))
+        N = max(6, round(base.population * r))
         G = max(2, round(base.generations * r))
         mu = max(2, min(N - 1, round(base.mu * N / base.population)))
         changes.update(population=N, generations=G, mu=mu)
     elif alg.algorithm == "random":
-        changes.update(population=max(10, round(base.population * s)))
+        changes.update(population=max(6, round(base.population * s)))
     elif alg.algorithm == "gwtf":
         G = max(2, round(base.generations * r))
         target = _gwtf_fits(base.generations, base.population) * s
@@ -149,15 +244,11 @@ def budget_config(key: str, budget: str, n_train: int, *, factor: float = 1.0) -
         levels = max([lev for lev in range(1, base.generations + 1) if _gpss_candidates(lev, nb) <= target],
                      default=1)
         changes.update(generations=max(2, min(levels, base.generations)) if base.generations >= 2 else 1)
-    cfg = base.with_(**changes)
-    if cfg.optim.resolved_method == "powell":
-        evals = cfg.n_screen + cfg.n_restarts * cfg.max_evals
-        cfg = cfg.with_(ref_fun_call=max(1, math.ceil(evals * n_train**2 / 350**2)))
-    return cfg
+    return base.with_(**changes)
 
 
-def settings_summary(config: SearchConfig, n_train: int) -> dict[str, object]:
-    """The settings that vary between series and budgets, for tables."""
+def settings_summary(config: SearchConfig, n_train: int, key: str | None = None) -> dict[str, object]:
+    """The settings that vary between series and budgets, for tables (and the predicted cost)."""
     a = config.algorithm
     if a == "evocov":
         out: dict[str, object] = {"N": config.population, "G": config.generations, "mu": config.mu}
@@ -171,4 +262,6 @@ def settings_summary(config: SearchConfig, n_train: int) -> dict[str, object]:
     if config.optim.resolved_method == "powell":
         out["ref_fun_call"] = config.ref_fun_call
         out["powell_evals"] = powell_budget(config.ref_fun_call, n_train)
+    if key is not None:
+        out["predicted_core_s"] = round(predicted_core_seconds(key, config, n_train), 1)
     return out

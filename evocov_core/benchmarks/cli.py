@@ -73,13 +73,15 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
     r = bsub.add_parser("mutations", help="Table 3: mutants of the published GPSS kernels")
     _data_arg(r)
-    r.add_argument("--mutations", type=int, default=200)
+    r.add_argument("--mutations", type=int, default=200, help="mutants per series (0: only verify the conversions)")
     r.add_argument("--series", default=None)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--method", choices=["default", "paper"], default="default",
                    help="mutant fits: default = L-BFGS-B; paper = Powell, ref_fun_call 300")
     r.add_argument("--base", choices=["refit", "published"], default="published",
                    help="published (default) = the published values as they are; refit = one L-BFGS-B run from them")
+    r.add_argument("--y-mean", choices=["zero", "centred"], default="zero",
+                   help="zero (default) = GPSS's convention, y/s_y with a zero mean; centred = ours, (y - mean)/s_y")
     _exec_args(r)
     r.add_argument("--out", type=Path, required=True)
 
@@ -158,7 +160,8 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         from .mutations import mutations
 
         path = mutations(a.data_dir, a.out, n_mutations=a.mutations, series=a.series, seed=a.seed,
-                         method=a.method, base=a.base, workers=a.workers, scheduler=a.scheduler, argv=argv)
+                         method=a.method, base=a.base, y_mean=a.y_mean, workers=a.workers, scheduler=a.scheduler,
+                         argv=argv)
         print(f"wrote {path}")
     elif cmd == "metrics":
         from .hpmetrics import hp_metrics

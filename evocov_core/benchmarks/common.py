@@ -20,7 +20,6 @@ import re
 import shlex
 import socket
 import sys
-import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -31,6 +30,9 @@ import pandas as pd
 
 from ..data import Dataset, load_tsdl
 from ..evaluate import prepare_process
+from ..metrics import FitData
+from ..optimize import OptimConfig
+from ..parallel import DaskExecutor, ProcessExecutor, SerialExecutor, make_executor
 
 __all__ = [
     "BenchError",
@@ -40,6 +42,7 @@ __all__ = [
     "fmt",
     "load_series",
     "machine_info",
+    "make_search_executor",
     "md_table",
     "read_runs",
     "resolve_series",
@@ -138,6 +141,11 @@ class ResultFile:
     def append(self, row: dict) -> None:
         """Append one row and make it durable at once (flush + fsync)."""
         new = not self.path.is_file() or self.path.stat().st_size == 0
+        if not new:
+            with open(self.path, newline="", encoding="utf-8") as fh:
+                header = next(csv.reader(fh), [])
+            if header != self.columns:
+                raise BenchError(f"{self.path} has other columns than this version writes; use another folder")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", newline="", encoding="utf-8") as fh:
             w = csv.DictWriter(fh, fieldnames=self.columns, extrasaction="ignore")
@@ -273,9 +281,20 @@ def run_jobs(func: Callable[[Any], Any], items: Iterable[Any], *, workers: int |
                 done += 1
                 if on_result is not None:
                     on_result(it, res)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:
+        # Interrupted (Ctrl-C reaches the workers too) or a worker died: do not wait for the rest.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return done
+
+
+def make_search_executor(data: FitData, optim: OptimConfig, *, workers: int | None = None,
+                         scheduler: str | None = None) -> SerialExecutor | ProcessExecutor | DaskExecutor:
+    """An executor for one search (:func:`evocov_core.parallel.make_executor`); ``local`` = a Dask LocalCluster."""
+    if scheduler == "local":
+        return DaskExecutor(data, optim, workers=workers or os.cpu_count() or 1)
+    return make_executor(data, optim, workers=workers, scheduler=scheduler)
 
 
 # --- machine and formatting ---------------------------------------------------------------
@@ -355,8 +374,5 @@ def doc_md(text: str) -> str:
 
 
 def now_iso() -> str:
+    """The local time now, ISO 8601 to the second."""
     return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
-
-
-def elapsed(t0: float) -> float:
-    return round(time.perf_counter() - t0, 3)

@@ -35,7 +35,17 @@ import numpy as np
 from ..metrics import FitData
 from ..search import run_search
 from .budget import ALGORITHMS, budget_config, estimated_fits
-from .common import BenchError, command_line, fmt, load_series, machine_info, md_table, now_iso, resolve_series
+from .common import (
+    BenchError,
+    command_line,
+    fmt,
+    load_series,
+    machine_info,
+    make_search_executor,
+    md_table,
+    now_iso,
+    resolve_series,
+)
 from .common import write_json as _write_json
 
 __all__ = ["estimate", "estimate_markdown"]
@@ -74,7 +84,8 @@ def estimate(data_dir: Path, out: Path, *, series: str | None, generations: int 
                 cfg = cfg.with_(population=population, mu=max(1, min(population - 1, round(population / 10))))
             data = FitData.from_dataset(ds, split_fraction=cfg.metric_split)
             t0 = time.perf_counter()
-            res = run_search(data, cfg, seed=0, workers=workers, scheduler=scheduler)
+            with make_search_executor(data, cfg.optim, workers=workers, scheduler=scheduler) as ex:
+                res = run_search(data, cfg, seed=0, executor=ex)
             wall = time.perf_counter() - t0
             gens: dict[int, float] = {}
             for r in res.records:

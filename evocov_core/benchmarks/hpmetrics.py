@@ -68,6 +68,8 @@ def optim_config(metric: str, method: str, init: str = "roles") -> OptimConfig:
 
 @dataclass(frozen=True)
 class MetricJob:
+    """One fit of the experiment (picklable)."""
+
     series: str
     metric: str
     trial: int

@@ -1,5 +1,7 @@
 """``bench mutations``: the paper's initial experiment (section 6.4.1, Table 3).
 
+``--mutations 0`` only verifies the conversions (``conversion.csv``, seconds for all 13).
+
 For each series, the GPSS kernel **with its published hyperparameters** (parsed from
 ``gpss_kernels.md`` and converted to model units by :mod:`evocov_core.gpss_params`) is
 the starting point. First the conversion is verified: our LML of the converted kernel
@@ -8,14 +10,19 @@ published RMSE (``conversion.csv``). Then M random mutations (each passing the P
 depth checks) are fitted by LML starting from the parent's values, and compared with the
 original: *better fitted* (lower test RMSE), *simpler* (fewer hyperparameters q), *both*.
 
+Data (``--y-mean``): ``zero`` (default) fits everything in GPSS's convention, a zero mean
+on ``ỹ = y/s_y`` (x in model units as always), where the published values are GPSS's
+fitted optimum (our LML there equals GPSS's published nll); ``centred`` uses our usual
+centred ``ỹ = (y − ȳ)/s_y``, where they are not (LML and RMSE differ, see
+``conversion.csv``) and a refit moves away from them.
+
 The base (``--base``):
 
-``published`` (default)  the published values as they are (noise from ``GPSS_LIK_SF``),
-                         evaluated on our centred model units: the mutants start from the
-                         published values, as in the paper;
+``published`` (default)  the published values as they are (noise from ``GPSS_LIK_SF``):
+                         the mutants start from the published values, as in the paper;
 ``refit``                the GPSS kernel refined from its published values: one L-BFGS-B run
                          (``n_restarts=1, n_screen=0``) started exactly at the converted
-                         values (clipped to the optimiser's box), on our centred model units.
+                         values (clipped to the optimiser's box).
 
 Better fitted is reported against both the paper's reference, the **published GPSS RMSE**
 (the paper compared the mutants with the RMSE of the original work), and our base's RMSE.
@@ -34,10 +41,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..data import Dataset
 from ..gpss_params import GPSS_LIK_SF, GpssParseError, convert, read_gpss_entries, verify
 from ..metrics import FitData
 from ..optimize import FitResult, Start, fit_kernel
-from ..parallel import make_executor
 from ..search import SearchConfig, explore_mutations, preset, run_gpss
 from .common import (
     BenchError,
@@ -47,6 +54,7 @@ from .common import (
     fmt,
     load_series,
     machine_info,
+    make_search_executor,
     md_table,
     now_iso,
     read_runs,
@@ -57,10 +65,11 @@ from .paper import PAPER_TABLE3
 __all__ = ["mutations", "published_fit"]
 
 TABLE3_COLUMNS = [
-    "series", "n_mutations", "seed", "method", "base", "base_structure", "base_q", "published_rmse", "base_rmse",
-    "base_lml", "better_vs_published", "better_vs_base", "simpler", "both_vs_published", "both_vs_base",
+    "series", "n_mutations", "seed", "method", "base", "y_mean", "base_structure", "base_q", "published_rmse",
+    "base_rmse", "base_lml", "better_vs_published", "better_vs_base", "simpler", "both_vs_published", "both_vs_base",
     "failed", "paper_better", "paper_simpler", "paper_both", "seconds", "notes",
 ]
+TABLE3_KEY = ["series", "n_mutations", "seed", "method", "base", "y_mean"]
 CONVERSION_COLUMNS = [
     "series", "n_train", "q", "nll_published", "expected_lml", "lml_ours", "lml_difference", "lml_model_centred",
     "rmse_published", "rmse_ours", "rmse_ratio", "rmse_model_centred", "lml_ours_md_rounded",
@@ -93,13 +102,24 @@ def _config(method: str) -> SearchConfig:
     raise BenchError(f"--method must be 'paper' or 'default', got {method!r}")
 
 
+def gpss_fit_data(ds: Dataset, *, y_mean: str = "zero", split_fraction: float = 0.1) -> FitData:
+    """Model-unit data in GPSS's convention (``zero``: ỹ = y/s_y, zero mean) or ours (``centred``)."""
+    if y_mean == "centred":
+        return FitData.from_dataset(ds, split_fraction=split_fraction)
+    if y_mean != "zero":
+        raise BenchError(f"--y-mean must be 'zero' or 'centred', got {y_mean!r}")
+    nm = ds.norm
+    return FitData.from_arrays(nm.x_to_model(ds.X_train), ds.y_train / nm.y_std, X_test=nm.x_to_model(ds.X_test),
+                               y_test=ds.y_test, y_mean=0.0, y_std=nm.y_std, split_fraction=split_fraction)
+
+
 def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str | None = None, seed: int = 0,
-              method: str = "default", base: str = "published", workers: int | None = None,
+              method: str = "default", base: str = "published", y_mean: str = "zero", workers: int | None = None,
               scheduler: str | None = None, argv: list[str] | None = None, log=None) -> Path:
     """Run (or resume) the mutation experiment into ``out``; returns the report path."""
     say = log or (lambda s: print(s, file=sys.stderr, flush=True))
-    if n_mutations < 1:
-        raise BenchError("--mutations must be at least 1")
+    if n_mutations < 0:
+        raise BenchError("--mutations must be at least 0 (0: only verify the conversions)")
     if base not in ("refit", "published"):
         raise BenchError("--base must be 'refit' or 'published'")
     data_dir, out = Path(data_dir).resolve(), Path(out)
@@ -113,10 +133,10 @@ def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str 
     cfg = _config(method)
     run_doc = {"command": command_line(argv), "argv": list(argv if argv is not None else sys.argv[1:]),
                "started": now_iso(), "machine": machine_info(), "n_mutations": n_mutations, "seed": seed,
-               "method": method, "base": base, "config": cfg.to_dict(), "data_dir": str(data_dir)}
+               "method": method, "base": base, "y_mean": y_mean, "config": cfg.to_dict(), "data_dir": str(data_dir)}
     t_run = time.perf_counter()
     conv_file = ResultFile(out / "conversion.csv", CONVERSION_COLUMNS, ["series"])
-    t3 = ResultFile(out / "table3.csv", TABLE3_COLUMNS, ["series", "n_mutations", "seed", "method", "base"])
+    t3 = ResultFile(out / "table3.csv", TABLE3_COLUMNS, TABLE3_KEY)
     done = t3.keys()
     conv_done = conv_file.keys()
     for s in names:
@@ -134,11 +154,13 @@ def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str 
                               "rmse_ours_md_rounded": vr.rmse_gpss_convention, "notes": "; ".join(v.notes)})
             say(f"{s}: conversion LML {v.lml_gpss_convention:.2f} vs published {v.expected_lml:.2f}, test RMSE "
                 f"{v.rmse_gpss_convention:.4g} vs {v.rmse_published:.4g}")
-        if (s, n_mutations, seed, method, base) in done:
+        if n_mutations == 0:
+            continue
+        if (s, n_mutations, seed, method, base, y_mean) in done:
             say(f"{s}: already done")
             continue
         t0 = time.perf_counter()
-        data = FitData.from_dataset(ds, split_fraction=cfg.metric_split)
+        data = gpss_fit_data(ds, y_mean=y_mean, split_fraction=cfg.metric_split)
         notes: list[str] = []
         base_fit: FitResult | None = None
         structure = ""
@@ -151,7 +173,8 @@ def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str 
             z = np.array((*conv.theta, conv.log_noise))
             clipped = int(np.sum((z < lo) | (z > hi)))
             if clipped:
-                notes.append(f"{clipped} published value(s) outside the optimiser box clipped for the refit")
+                notes.append(f"{clipped} published value(s) outside the optimiser box "
+                             "(clipped where a fit starts from them)")
             structure = str(conv.structure)
             if base == "published":
                 base_fit = published_fit(conv.kernel, conv.theta, conv.log_noise, data)
@@ -163,7 +186,7 @@ def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str 
                 raise GpssParseError(f"the converted kernel could not be evaluated: {base_fit.reason}")
         except GpssParseError as exc:
             notes.append(f"fell back to our GPSS baseline's kernel ({exc})")
-            with make_executor(data, cfg.optim, workers=workers, scheduler=scheduler) as ex:
+            with make_search_executor(data, cfg.optim, workers=workers, scheduler=scheduler) as ex:
                 res = run_gpss(data, preset("quick", "gpss"), ex, seed=seed)
             base_fit = res.best
             structure = res.settings.get("gpss_structure", "")
@@ -173,7 +196,7 @@ def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str 
         pub_rmse = entry.test_rmse if entry is not None else None
         say(f"{s}: base q={base_fit.q} test RMSE {fmt(base_fit.test_rmse)} (published {fmt(pub_rmse)}); "
             f"{n_mutations} mutants…")
-        with make_executor(data, cfg.optim, workers=workers, scheduler=scheduler) as ex:
+        with make_search_executor(data, cfg.optim, workers=workers, scheduler=scheduler) as ex:
             res = explore_mutations(base_fit, data, cfg, ex, n_mutations=n_mutations, seed=seed)
         recs = res.search.records
         pd.DataFrame([r.to_dict() for r in recs]).to_csv(out / "mutants" / f"{s}.csv", index=False)
@@ -183,6 +206,7 @@ def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str 
         n = max(len(recs), 1)
         paper = PAPER_TABLE3.get(s, (math.nan,) * 3)
         t3.append({"series": s, "n_mutations": n_mutations, "seed": seed, "method": method, "base": base,
+                   "y_mean": y_mean,
                    "base_structure": structure, "base_q": base_fit.q,
                    "published_rmse": entry.test_rmse if entry else None, "base_rmse": base_fit.test_rmse,
                    "base_lml": base_fit.lml, "better_vs_published": sum(better_pub) / n,
@@ -203,13 +227,13 @@ def mutations_report(out: Path) -> Path:
     out = Path(out)
     runs = read_runs(out / "runs.json")
     conv = ResultFile(out / "conversion.csv", CONVERSION_COLUMNS, ["series"]).read()
-    t3 = ResultFile(out / "table3.csv", TABLE3_COLUMNS, ["series", "n_mutations", "seed", "method", "base"]).read()
+    t3 = ResultFile(out / "table3.csv", TABLE3_COLUMNS, TABLE3_KEY).read()
     lines = ["# Mutations around the published GPSS kernels (paper section 6.4.1, Table 3)", ""]
     for r in runs:
         lines += ["```", r.get("command", ""), "```",
                   f"started {r.get('started')}, finished {r.get('finished', '(interrupted)')}, wall "
                   f"{fmt(r.get('wall_seconds'))} s; {r.get('n_mutations')} mutations, seed {r.get('seed')}, method "
-                  f"{r.get('method')}, base {r.get('base')}", ""]
+                  f"{r.get('method')}, base {r.get('base')}, y mean {r.get('y_mean', 'centred')}", ""]
     if runs:
         lines += [md_table(["", ""], list(runs[-1].get("machine", {}).items()), "ll"), ""]
     lines += [
@@ -219,8 +243,8 @@ def mutations_report(out: Path) -> Path:
         "result files, see `evocov_core/gpss_params.py`) written in our grammar with its values converted to "
         "model units. **LML**: ours on GPSS's data convention (zero mean, y/s_y) vs the published "
         "`−nll + n·log s_y`; **RMSE**: our zero-mean prediction with the published values vs GPSS's published "
-        "test RMSE. `centred`: the same values on our centred model units (what our fits use). `md rounded`: "
-        "with the md file's rounded periods.", "",
+        "test RMSE. `centred`: the same values on our usual centred model units (`--y-mean centred`), where they "
+        "are not GPSS's optimum. `md rounded`: with the md file's rounded periods.", "",
         md_table(["series", "n", "q", "published −nll + n log s_y", "our LML", "Δ", "LML centred",
                   "published RMSE", "our RMSE", "ratio", "RMSE centred", "LML md rounded", "RMSE md rounded"],
                  [[r["series"], int(r["n_train"]), int(r["q"]), f"{r['expected_lml']:.2f}", f"{r['lml_ours']:.2f}",
@@ -233,16 +257,17 @@ def mutations_report(out: Path) -> Path:
             "## Table 3: ratios of the mutants", "",
             "better = lower test RMSE than the reference (published GPSS RMSE, as the paper; or our base), simpler "
             "= fewer hyperparameters than the base, both = both. Failed fits count as not better.", "",
-            md_table(["series", "M", "base q", "published RMSE", "base RMSE", "better (vs published)",
+            md_table(["series", "y mean", "M", "base q", "published RMSE", "base RMSE", "better (vs published)",
                       "better (vs base)", "simpler", "both (vs published)", "both (vs base)", "paper better",
                       "paper simpler", "paper both", "failed", "s", "notes"],
-                     [[r["series"], int(r["n_mutations"]), int(r["base_q"]), fmt(r["published_rmse"]),
+                     [[r["series"], r.get("y_mean", "centred"), int(r["n_mutations"]), int(r["base_q"]),
+                       fmt(r["published_rmse"]),
                        fmt(r["base_rmse"]), f"{r['better_vs_published']:.2f}", f"{r['better_vs_base']:.2f}",
                        f"{r['simpler']:.2f}", f"{r['both_vs_published']:.2f}", f"{r['both_vs_base']:.2f}",
                        f"{r['paper_better']:.2f}", f"{r['paper_simpler']:.2f}", f"{r['paper_both']:.2f}",
                        int(r["failed"]), fmt(r["seconds"], 3),
                        "" if pd.isna(r.get("notes")) else str(r.get("notes"))]
-                      for r in t3.sort_values("series").to_dict("records")], "lrrrrrrrrrrrrrrl"), "",
+                      for r in t3.sort_values("series").to_dict("records")], "llrrrrrrrrrrrrrrl"), "",
             "Per-mutant fits: `mutants/<series>.csv`.", ""]
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

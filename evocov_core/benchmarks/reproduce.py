@@ -33,7 +33,7 @@ import pandas as pd
 from ..data import Dataset
 from ..metrics import FitData
 from ..search import SearchConfig, run_search
-from .budget import ALGORITHMS, REF_N, budget_config, estimated_fits, settings_summary
+from .budget import ALGORITHMS, budget_config, predicted_core_seconds, settings_summary
 from .common import (
     BenchError,
     ResultFile,
@@ -76,6 +76,7 @@ OUR_SHORT = {"evocov-lml": "LML", "evocov-sopl": "SoPL", "random": "RS", "gwtf":
 
 
 def trials_file(out: Path) -> ResultFile:
+    """The ``trials.csv`` of a folder."""
     return ResultFile(Path(out) / "trials.csv", TRIAL_COLUMNS, TRIAL_KEY)
 
 
@@ -101,6 +102,7 @@ class TrialSpec:
 
     @property
     def key(self) -> tuple:
+        """``(series, algorithm, seed, budget)``: the trial's identity in ``trials.csv``."""
         return (self.series, self.algorithm, self.seed, self.budget)
 
 
@@ -207,7 +209,12 @@ def reproduce(data_dir: Path, out: Path, *, algorithms: str, trials: int, budget
     configs = {(s, k): budget_config(k, budget, datasets[s].n_train, factor=quick_scale) for s in names for k in keys}
     settings = run.get("settings", {})
     for (s, k), cfg in configs.items():
-        settings.setdefault(s, {})[k] = {**settings_summary(cfg, datasets[s].n_train), "config": cfg.to_dict()}
+        before = settings.get(s, {}).get(k, {}).get("config")
+        if before is not None and before != cfg.to_dict():
+            diff = sorted(a for a in set(before) | set(cfg.to_dict()) if before.get(a) != cfg.to_dict().get(a))
+            raise BenchError(f"{out} was made with other settings for {k} on {s} (differing: {', '.join(diff)}; "
+                             "did preset('quick') change?); use another --out")
+        settings.setdefault(s, {})[k] = {**settings_summary(cfg, datasets[s].n_train, k), "config": cfg.to_dict()}
     invocation = {"argv": list(argv if argv is not None else sys.argv[1:]), "command": command_line(argv),
                   "started": now_iso(), "algorithms": keys, "series": names, "trials": trials,
                   "workers": workers, "scheduler": scheduler, "machine": machine_info()}
@@ -228,7 +235,7 @@ def reproduce(data_dir: Path, out: Path, *, algorithms: str, trials: int, budget
         n = datasets[s].n_train
         for k in keys:
             cfg = configs[(s, k)]
-            cost = estimated_fits(cfg) * (n / REF_N) ** 2
+            cost = predicted_core_seconds(k, cfg, n)
             for seed in range(trials):
                 spec = TrialSpec(s, k, seed, budget, cfg.to_dict(), datasets[s], cost)
                 if spec.key not in finished:
@@ -317,7 +324,7 @@ def table6(trials: pd.DataFrame) -> pd.DataFrame:
     t["GPSS kernel, our q"] = [compose(GPSS_PUBLISHED[s]).q if s in GPSS_PUBLISHED else None for s in series]
     for k, df in ours.items():
         t[f"ours {k} mean"] = df.groupby("series")["q"].mean().reindex(series)
-    t = t.apply(pd.to_numeric, errors="coerce")
+    t = t.apply(pd.to_numeric, errors="coerce").astype(float)
     t.loc["Mean"] = t.loc[series].mean(skipna=True)
     return t
 
@@ -462,7 +469,7 @@ def report(out: Path, *, data_dir: Path | None = None) -> Path:
             "[figure5.html](figure5.html): standardised RMSE of every method (published and paper methods: one "
             "point per series; ours: one point per trial), log scale.", "",
         ]
-        lines += _trial_list(trials)
+        lines += _trial_list(trials, run)
     else:
         lines += ["No successful trial yet: no tables.", ""]
     lines += _estimate_section(out)
@@ -486,23 +493,34 @@ def _budget_section(run: dict) -> list[str]:
     settings = run.get("settings", {})
     if settings:
         rows = []
+        total = 0.0
         for s in sorted(settings):
             for k, v in settings[s].items():
-                extra = ", ".join(f"{a}={b}" for a, b in v.items() if a not in ("config", "fits"))
-                rows.append([s, k, extra, v.get("fits", "")])
-        lines += ["Settings per series (fits: kernel fits per trial; GPSS: an upper bound):", "",
-                  md_table(["series", "algorithm", "settings", "fits"], rows, "lllr"), ""]
+                extra = ", ".join(f"{a}={b}" for a, b in v.items() if a not in ("config", "fits", "predicted_core_s"))
+                pred = v.get("predicted_core_s")
+                total += float(pred or 0)
+                rows.append([s, k, extra, v.get("fits", ""), "-" if pred is None else pred])
+        lines += ["Settings per series (fits: kernel fits per trial, GPSS: an upper bound; predicted: the cost "
+                  "model's core-seconds per trial):", "",
+                  md_table(["series", "algorithm", "settings", "fits", "predicted core-s"], rows, "lllrr"), "",
+                  f"Predicted total for one trial of each: {total:.0f} core-seconds "
+                  f"({total / 120:.1f} min on 2 idle cores).", ""]
     return lines
 
 
-def _trial_list(trials: pd.DataFrame) -> list[str]:
+def _trial_list(trials: pd.DataFrame, run: dict) -> list[str]:
+    settings = run.get("settings", {})
     rows = []
     for r in trials.sort_values(["series", "algorithm", "seed"]).to_dict("records"):
         infix = str(r.get("infix") or "")
+        if isinstance(r.get("infix"), float):  # NaN from an empty cell
+            infix = ""
+        pred = settings.get(r["series"], {}).get(r["algorithm"], {}).get("predicted_core_s")
         rows.append([r["series"], r["algorithm"], int(r["seed"]), r["status"], fmt(r.get("test_rmse")),
-                     fmt(r.get("q"), 3), fmt(r.get("wall_seconds"), 3), fmt(r.get("n_evaluations"), 6),
+                     fmt(r.get("q"), 3), fmt(r.get("wall_seconds"), 3), fmt(r.get("cpu_seconds"), 3), fmt(pred, 3),
+                     fmt(r.get("n_evaluations"), 6),
                      "`" + (infix if len(infix) <= 90 else infix[:87] + "…").replace("|", "\\|") + "`"
                      if infix else "-"])
     return ["## Trials", "",
-            md_table(["series", "algorithm", "seed", "status", "test RMSE", "q", "wall s", "fits", "best kernel"],
-                     rows, "llrlrrrrl"), ""]
+            md_table(["series", "algorithm", "seed", "status", "test RMSE", "q", "wall s", "CPU s", "predicted s",
+                      "fits", "best kernel"], rows, "llrlrrrrrrl"), ""]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import cProfile
 import math
+import os
 import pstats
 import statistics
 import sys
@@ -115,18 +116,26 @@ def profile_breakdown(kernels: list[Kernel], data: FitData, seed: int = 0) -> tu
             if any(f.endswith(suffix) and func == name for suffix, name in fns):
                 s += ct
         parts.append((label, s))
+    # A Cholesky that needs jitter rebuilds K inside ``factorize``: that time is in both
+    # categories. Fractions are of max(wall, sum of categories), so they add up to 1.
+    denom = max(total, sum(p for _, p in parts))
     parts.append(("the rest (Python: optimiser, metric glue, bookkeeping; profiler overhead)",
-                  max(total - sum(p for _, p in parts), 0.0)))
-    return total, parts
+                  denom - sum(p for _, p in parts)))
+    return denom, parts
 
 
-def _timed_map(ex, tasks: list[Task]) -> float:
-    t0 = time.perf_counter()
+def _timed_map(ex, tasks: list[Task]) -> tuple[float, float, float]:
+    """Wall seconds of ``ex.map(tasks)``, this process's CPU seconds meanwhile, and the 1-min load before."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # pragma: no cover - not Unix
+        load = math.nan
+    t0, c0 = time.perf_counter(), time.process_time()
     res = ex.map(tasks)
-    dt = time.perf_counter() - t0
+    dt, dc = time.perf_counter() - t0, time.process_time() - c0
     if any(r is None for r in res):  # pragma: no cover - nothing asks to stop
         raise RuntimeError("an executor returned missing results")
-    return dt
+    return dt, dc, load
 
 
 def scaling(data_dir: Path, out: Path, *, kernels: int = 20, series: str | None = None,
@@ -190,20 +199,24 @@ def scaling(data_dir: Path, out: Path, *, kernels: int = 20, series: str | None 
             continue
         executors[name] = ex
         startup[name] = time.perf_counter() - t0
-    times: dict[str, list[float]] = {n: [] for n in executors}
+    times: dict[str, list[tuple[float, float, float]]] = {n: [] for n in executors}
     try:
         order = list(executors)
         for r in range(reps):
             for name in order[r % len(order):] + order[: r % len(order)]:
                 times[name].append(_timed_map(executors[name], tasks))
-                say(f"workers: {name} rep {r + 1}: {times[name][-1]:.1f} s for {len(tasks)} fits")
+                say(f"workers: {name} rep {r + 1}: {times[name][-1][0]:.1f} s for {len(tasks)} fits")
     finally:
         for ex in executors.values():
             ex.close()
-    ref = statistics.median(times.get("process pool, 1 worker") or next(iter(times.values())))
-    wrows = [{"executor": n, "startup_s": startup[n], "median_s": statistics.median(v), "reps": len(v),
-              "fits": len(tasks), "fits_per_s": len(tasks) / statistics.median(v),
-              "speedup_vs_1_process": ref / statistics.median(v)} for n, v in times.items()]
+
+    def med(v: list[tuple[float, float, float]], i: int = 0) -> float:
+        return statistics.median(t[i] for t in v)
+
+    ref = med(times.get("process pool, 1 worker") or next(iter(times.values())))
+    wrows = [{"executor": n, "startup_s": startup[n], "median_s": med(v), "reps": len(v), "fits": len(tasks),
+              "fits_per_s": len(tasks) / med(v), "speedup_vs_1_process": ref / med(v),
+              "parent_cpu_s": med(v, 1), "load_before": med(v, 2)} for n, v in times.items()]
     by_w = pd.DataFrame(wrows)
     by_w.to_csv(out / "workers.csv", index=False, float_format="%.6g")
     # 3. profile
@@ -269,12 +282,16 @@ def scaling_report(out: Path) -> Path:
     if (out / "workers.csv").is_file():
         w = pd.read_csv(out / "workers.csv")
         lines += ["## Throughput against executors (side by side, this run)", "",
-                  md_table(["executor", "startup s", "median s", "fits", "fits/s", "speed-up vs 1 process"],
+                  md_table(["executor", "startup s", "median s", "fits", "fits/s", "speed-up vs 1 process",
+                            "this process's CPU s", "load before"],
                            [[r["executor"], fmt(r["startup_s"], 3), fmt(r["median_s"], 3), int(r["fits"]),
-                             fmt(r["fits_per_s"], 3), f"{r['speedup_vs_1_process']:.2f}x"]
+                             fmt(r["fits_per_s"], 3), f"{r['speedup_vs_1_process']:.2f}x",
+                             fmt(r.get("parent_cpu_s"), 3), fmt(r.get("load_before"), 3)]
                             for r in w.to_dict("records")]), "",
-                  "The machine is shared: other tenants' load changes these ratios from run to run "
-                  "(PERF_NOTES.md measured 0.9–1.4x for 2 processes).", ""]
+                  "The machine is shared: other processes' load (1-minute load average before each "
+                  "measurement; 2 = both cores busy) changes these ratios from run to run (PERF_NOTES.md "
+                  "measured 0.9–1.4x for 2 processes). \"This process's CPU\": the coordinating process "
+                  "(serial: the fits themselves; pools: bookkeeping; Dask: also the local scheduler).", ""]
     if (out / "profile.csv").is_file():
         p = pd.read_csv(out / "profile.csv")
         lines += ["## Where the time goes (cProfile, serial fits of the population)", "",
