@@ -32,6 +32,7 @@ from pages._common import (
     remember_run,
     status_badge,
     store,
+    watched_job,
 )
 
 leave_pages_directory_mode()
@@ -134,14 +135,7 @@ if _k("algorithm") not in st.session_state:
         _apply_preset()
 
 # --- the job this session watches ---------------------------------------------------------------
-qp_job = st.query_params.get("job")
-if qp_job:
-    st.session_state[SEARCH_JOB_KEY] = qp_job
-job_id: str | None = st.session_state.get(SEARCH_JOB_KEY)
-if job_id and st.query_params.get("job") != job_id:
-    st.query_params["job"] = job_id
-job = manager().get(job_id) if job_id else None
-job_active = job is not None and not job.snapshot().done
+job_id, job, job_active = watched_job("job", SEARCH_JOB_KEY)
 
 settings_col, run_col = st.columns([2, 3], gap="large")
 

@@ -42,6 +42,7 @@ from pages._common import (
     start_gpss_baseline,
     status_badge,
     store,
+    watched_job,
     with_test_rmse,
 )
 
@@ -65,14 +66,7 @@ SOURCES = {
 }
 
 # --- the job this session watches ---------------------------------------------------------------
-qp = st.query_params.get("explore")
-if qp:
-    st.session_state[EXPLORE_JOB_KEY] = qp
-job_id: str | None = st.session_state.get(EXPLORE_JOB_KEY)
-if job_id and st.query_params.get("explore") != job_id:
-    st.query_params["explore"] = job_id
-job = manager().get(job_id) if job_id else None
-job_active = job is not None and not job.snapshot().done
+job_id, job, job_active = watched_job("explore", EXPLORE_JOB_KEY)
 
 
 def _background_base(key: tuple, label: str, fn, *args) -> FitResult | None:

@@ -29,7 +29,7 @@ from evocov_core.figures import (
     hyperparameter_table,
     tree_figure,
 )
-from evocov_core.jobs import JobManager
+from evocov_core.jobs import Job, JobManager
 from evocov_core.kernel_file import (
     KernelFile,
     dump_kernel_file,
@@ -143,6 +143,23 @@ def store() -> RunStore:
     s = manager().store
     assert s is not None
     return s
+
+
+def watched_job(query_key: str, state_key: str) -> tuple[str | None, Job | None, bool]:
+    """The job this session watches: ``(job id, job or None, still running)``.
+
+    The id lives in the session state and is mirrored in the URL (``?<query_key>=<id>``), so a
+    reload, a bookmark or a new tab comes back to the same job; a URL id wins over the session's.
+    ``job`` is None when the id is not in this server's job manager (an old run: read the store).
+    """
+    qp = st.query_params.get(query_key)
+    if qp:
+        st.session_state[state_key] = qp
+    job_id: str | None = st.session_state.get(state_key)
+    if job_id and st.query_params.get(query_key) != job_id:
+        st.query_params[query_key] = job_id
+    job = manager().get(job_id) if job_id else None
+    return job_id, job, job is not None and not job.snapshot().done
 
 
 def list_runs(kind: str | None = None) -> pd.DataFrame:
