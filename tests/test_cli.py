@@ -91,6 +91,21 @@ def test_check_kernel(searched: tuple[Path, subprocess.CompletedProcess], tmp_pa
     assert "Traceback" not in res.stderr
 
 
+def test_closed_stdout_is_quiet(searched: tuple[Path, subprocess.CompletedProcess]) -> None:
+    """``check-kernel K.json | head -1``: a reader that went away is no error message."""
+    out, _ = searched
+    r, w = os.pipe()
+    os.close(r)  # every write to w now fails with EPIPE
+    try:
+        res = subprocess.run([sys.executable, "-m", "evocov_core", "check-kernel", str(out)], stdout=w,
+                             stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=120,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        os.close(w)
+    assert res.returncode == 1
+    assert res.stderr == ""
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
