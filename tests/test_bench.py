@@ -253,6 +253,17 @@ def test_report_from_a_hand_made_folder(tsdl_dir: Path, tmp_path: Path) -> None:
     assert std.loc["08-radio"].min() == pytest.approx(1.0)
 
 
+def test_interrupted_invocation_counts_until_its_last_trial() -> None:
+    from evocov_core.benchmarks.reproduce import _invocation_walls
+
+    invs = [{"started": "2026-01-01T10:00:00+00:00"},  # killed: no wall_seconds
+            {"started": "2026-01-01T11:00:00+00:00", "wall_seconds": 30.0},
+            {"started": "2026-01-01T12:00:00+00:00"}]  # killed before any trial finished
+    trials = pd.DataFrame({"finished": ["2026-01-01T10:01:00+00:00", "2026-01-01T10:05:00+00:00",
+                                        "2026-01-01T11:00:20+00:00"]})
+    assert _invocation_walls(invs, trials) == [(300.0, True), (30.0, False), (0.0, True)]
+
+
 # --- the other experiments, tiny ------------------------------------------------------------
 
 

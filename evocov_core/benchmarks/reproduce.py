@@ -400,6 +400,28 @@ def _estimate_section(out: Path) -> list[str]:
     return [*lines, estimate_markdown(json.loads(p.read_text(encoding="utf-8"))), ""]
 
 
+def _invocation_walls(invs: list[dict], trials: pd.DataFrame) -> list[tuple[float, bool]]:
+    """Wall seconds of each invocation, and whether it was interrupted.
+
+    An interrupted invocation (no ``wall_seconds``: the process was killed) is counted from its
+    start to the last trial that finished before the next invocation started (0 if none did).
+    """
+    finished = pd.to_datetime(trials["finished"] if "finished" in trials else pd.Series(dtype=str), utc=True,
+                              errors="coerce")
+    starts = [pd.to_datetime(i.get("started"), utc=True, errors="coerce") for i in invs]
+    out = []
+    for k, inv in enumerate(invs):
+        if inv.get("wall_seconds") is not None:
+            out.append((float(inv["wall_seconds"]), False))
+            continue
+        mask = finished >= starts[k]
+        if k + 1 < len(invs) and not pd.isna(starts[k + 1]):
+            mask &= finished < starts[k + 1]
+        last = finished[mask].max() if mask.any() else None
+        out.append(((last - starts[k]).total_seconds() if last is not None else 0.0, True))
+    return out
+
+
 def report(out: Path, *, data_dir: Path | None = None) -> Path:
     """Regenerate ``table5.csv``, ``table5_raw.csv``, ``table6.csv``, ``figure5.html`` and ``report.md``.
 
@@ -418,22 +440,26 @@ def report(out: Path, *, data_dir: Path | None = None) -> Path:
              "", "Regenerate this report from the folder's files with "
              f"`python -m evocov_core bench report --out {out}`.", ""]
     invs = run.get("invocations", [])
+    walls = _invocation_walls(invs, trials)
     lines += ["## Commands", ""]
-    for inv in invs:
-        wall = inv.get("wall_seconds")
+    for inv, (wall, cut) in zip(invs, walls, strict=True):
+        ended = (f"interrupted, last trial {wall:.0f} s after the start" if cut
+                 else f"finished {inv.get('finished')}, wall {fmt(wall)} s")
         lines += ["```", inv.get("command", ""), "```",
-                  f"started {inv.get('started')}, finished {inv.get('finished', '(interrupted)')}, wall "
-                  f"{fmt(wall)} s, trials run {inv.get('trials_run', '?')}, already done "
+                  f"started {inv.get('started')}, {ended}, trials run {inv.get('trials_run', '?')}, already done "
                   f"{inv.get('trials_skipped', '?')}, workers {inv.get('workers') or 'every core'}"
                   + (f", scheduler {inv['scheduler']}" if inv.get("scheduler") else ""), ""]
-    total_wall = sum(float(i.get("wall_seconds") or 0) for i in invs)
+    total_wall = sum(w for w, _ in walls)
+    n_cut = sum(cut for _, cut in walls)
     if invs:
         lines += ["## Machine", "", md_table(["", ""], list(invs[-1].get("machine", {}).items()), "ll"), ""]
     status = trials["status"].value_counts().to_dict() if len(trials) else {}
     cpu = pd.to_numeric(trials.get("cpu_seconds", pd.Series(dtype=float)), errors="coerce").sum()
     twall = pd.to_numeric(trials.get("wall_seconds", pd.Series(dtype=float)), errors="coerce").sum()
     lines += ["## Totals", "",
-              f"- total wall time of the invocations: **{total_wall:.0f} s ({total_wall / 60:.1f} min)**",
+              f"- total wall time of the invocations: **{total_wall:.0f} s ({total_wall / 60:.1f} min)**"
+              + (f" ({n_cut} interrupted invocation(s) counted from their start to their last finished trial)"
+                 if n_cut else ""),
               f"- trials: {len(trials)} ({', '.join(f'{k} {v}' for k, v in status.items()) or 'none'}); seed of "
               "trial k = k",
               f"- sum of trial wall times {twall:.0f} s, of trial CPU times {cpu:.0f} s", ""]
