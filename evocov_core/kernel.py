@@ -21,6 +21,7 @@ Forms
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -151,6 +152,66 @@ def _sort_key(node: Node, classes: dict[str, int]) -> tuple[str, str, str]:
 
 
 # --- readable forms --------------------------------------------------------------
+# Both forms first fold constant arithmetic (``(2 + 1)*1*k`` reads ``3*k``): display only;
+# the expression, its canonical form and kernel files keep the tree as it is.
+
+_FOLD = {
+    "add": lambda a, b: a + b,
+    "multiply": lambda a, b: a * b,
+    "div": lambda a: 1.0 / a if a != 0 else math.nan,
+    "exp": lambda a: math.exp(a) if a < 700 else math.inf,
+    "sqrt": lambda a: math.sqrt(a) if a >= 0 else math.nan,
+    "square": lambda a: a * a,
+}
+
+
+def _number(node: Node) -> float | None:
+    """The value of a constant leaf, else None (slots and the input pair are not numbers)."""
+    tok, ch = node
+    if ch:
+        return None
+    try:
+        return float(tok)
+    except ValueError:
+        return None
+
+
+def _fold(node: Node) -> Node:
+    """Replace constant subtrees by their value (6 significant digits) and drop factors of 1."""
+    tok, ch = node
+    if not ch:
+        return node
+    kids = tuple(_fold(c) for c in ch)
+    if tok in _FOLD:
+        vals = [_number(k) for k in kids]
+        if all(v is not None for v in vals):
+            v = _FOLD[tok](*vals)
+            if math.isfinite(v):
+                return (f"{v:.6g}", ())
+    if tok in ("add", "multiply"):
+        # Gather the constants of the whole chain (``1 + (1 + k)`` reads ``2 + k``), drop a
+        # factor 1 or a term 0; otherwise keep the operands in their order.
+        ops = _chain(tok, kids)
+        nums = [v for v in map(_number, ops) if v is not None]
+        unit = 0.0 if tok == "add" else 1.0
+        if len(nums) >= 2 or unit in nums:
+            c = math.fsum(nums) if tok == "add" else math.prod(nums)
+            rest = [o for o in ops if _number(o) is None]
+            out = ([(f"{c:.6g}", ())] if c != unit or not rest else []) + rest
+            acc = out[0]
+            for o in out[1:]:
+                acc = (tok, (acc, o))
+            return acc
+    return (tok, kids)
+
+
+def _chain(tok: str, kids: tuple[Node, ...]) -> list[Node]:
+    """Operands of a chain of ``tok`` (``add`` or ``multiply``), flattened."""
+    out: list[Node] = []
+    for k in kids:
+        out.extend(_chain(tok, k[1]) if k[0] == tok else [k])
+    return out
+
 # Precedence: 1 sum, 2 product/quotient, 3 power, 4 atom.
 
 
@@ -351,9 +412,9 @@ class Kernel:
         ``sc(p*x)`` the map ``[sin(p·x), cos(p·x)]`` itself; both sum over the input
         dimensions when ``d > 1``.
         """
-        return _infix(self._nested)[0]
+        return _infix(_fold(self._nested))[0]
 
     @property
     def latex(self) -> str:
         """LaTeX formula of ``k(x, x')`` (slots shown as ``θ_k``)."""
-        return _latex(self._nested)[0]
+        return _latex(_fold(self._nested))[0]

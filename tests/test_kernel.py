@@ -302,6 +302,18 @@ def test_infix_examples():
     assert library.linear().infix == "(x-hp0)*(x'-hp0)/hp1"
 
 
+def test_readable_forms_fold_constants():
+    """Constant arithmetic is folded for display only; the tree and its canonical form are kept."""
+    se = library.squared_exponential()
+    k = Kernel(("add", "1", "add", "1", "multiply", "multiply", "add", "2", "1", "1", *se.tokens))
+    assert k.infix == "2 + 3*" + se.infix
+    assert k.tokens[:2] == ("add", "1") and k.canonical != Kernel(("add", "2", *se.tokens)).canonical
+    assert Kernel(("multiply", "1", *se.tokens)).infix == se.infix
+    assert Kernel(("add", "div", "5", *se.tokens)).infix == "0.2 + " + se.infix
+    assert Kernel(("add", "exp", "5", "sqrt", "-1")).infix == "148.413 + sqrt(-1)"  # not a number: kept
+    assert r"\theta" in k.latex and "3" in k.latex and "2 +" in k.latex
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_infix_latex_random_trees(seed):
     """Random well-typed trees render without error."""
