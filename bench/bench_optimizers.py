@@ -13,7 +13,7 @@ Methods, each run once per seed (the order rotates from seed to seed):
                     of restarts);
 ``powell ours``     the same Powell and budget from our starts (role-aware ranges, periodogram
                     frequencies): separates the optimiser from the starting points;
-``default``         ``OptimConfig()``: the defaults (metric LML -> L-BFGS-B; 20 random starts
+``default``         ``OptimConfig()``: the defaults (metric LML -> L-BFGS-B; 50 random starts
                     scored by LML alone, then L-BFGS-B from the best 3, at most 60 evaluations
                     each);
 ``lbfgs R``         ``OptimConfig(method="lbfgs", n_restarts=R, max_evals=100, n_screen=0)``:

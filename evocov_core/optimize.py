@@ -130,7 +130,7 @@ class OptimConfig:
     method: str = "auto"
     n_restarts: int = 3
     max_evals: int = 60
-    n_screen: int = 20
+    n_screen: int = 50
     ref_fun_call: int = 300
     sigma_theta: float = 0.1
     init: str = "roles"

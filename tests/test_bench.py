@@ -253,6 +253,17 @@ def test_report_from_a_hand_made_folder(tsdl_dir: Path, tmp_path: Path) -> None:
     assert std.loc["08-radio"].min() == pytest.approx(1.0)
 
 
+def test_run_records_are_written_at_start_and_updated_at_the_end(tmp_path: Path) -> None:
+    from evocov_core.benchmarks.common import append_run, read_runs, update_run
+
+    path = tmp_path / "runs.json"
+    assert append_run(path, {"command": "a", "finished": "t1"}) == 0
+    i = append_run(path, {"command": "b"})  # a killed invocation stays like this
+    assert i == 1 and [r["command"] for r in read_runs(path)] == ["a", "b"]
+    update_run(path, i, {"command": "b", "finished": "t2"})
+    assert read_runs(path) == [{"command": "a", "finished": "t1"}, {"command": "b", "finished": "t2"}]
+
+
 def test_interrupted_invocation_counts_until_its_last_trial() -> None:
     from evocov_core.benchmarks.reproduce import _invocation_walls
 

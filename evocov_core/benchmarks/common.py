@@ -47,6 +47,7 @@ __all__ = [
     "read_runs",
     "resolve_series",
     "run_jobs",
+    "update_run",
     "write_json",
 ]
 
@@ -190,9 +191,22 @@ def read_runs(path: Path) -> list[dict]:
     return list(json.loads(path.read_text(encoding="utf-8")).get("runs", []))
 
 
-def append_run(path: Path, run: dict) -> None:
-    """Append one invocation record to ``runs.json``."""
-    write_json(path, {"runs": [*read_runs(path), run]})
+def append_run(path: Path, run: dict) -> int:
+    """Append one invocation record to ``runs.json``; returns its index (for :func:`update_run`).
+
+    Record an invocation when it starts, so that one that is killed still names its command
+    (the reports show it as interrupted), and update the record when it ends.
+    """
+    runs = read_runs(path)
+    write_json(path, {"runs": [*runs, run]})
+    return len(runs)
+
+
+def update_run(path: Path, index: int, run: dict) -> None:
+    """Replace record ``index`` of ``runs.json`` (written by :func:`append_run`)."""
+    runs = read_runs(path)
+    runs[index] = run
+    write_json(path, {"runs": runs})
 
 
 def _json_default(o: object) -> object:

@@ -59,6 +59,7 @@ from .common import (
     now_iso,
     read_runs,
     resolve_series,
+    update_run,
 )
 from .paper import PAPER_TABLE3
 
@@ -135,6 +136,7 @@ def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str 
                "started": now_iso(), "machine": machine_info(), "n_mutations": n_mutations, "seed": seed,
                "method": method, "base": base, "y_mean": y_mean, "config": cfg.to_dict(), "data_dir": str(data_dir)}
     t_run = time.perf_counter()
+    run_index = append_run(out / "runs.json", run_doc)
     conv_file = ResultFile(out / "conversion.csv", CONVERSION_COLUMNS, ["series"])
     t3 = ResultFile(out / "table3.csv", TABLE3_COLUMNS, TABLE3_KEY)
     done = t3.keys()
@@ -218,7 +220,7 @@ def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str 
         say(f"{s}: better {res.better_fitted:.2f} (vs published {sum(better_pub) / n:.2f}), simpler "
             f"{res.simpler:.2f}, both {res.both:.2f} in {time.perf_counter() - t0:.0f} s")
     run_doc.update(finished=now_iso(), wall_seconds=round(time.perf_counter() - t_run, 2))
-    append_run(out / "runs.json", run_doc)
+    update_run(out / "runs.json", run_index, run_doc)
     return mutations_report(out)
 
 
