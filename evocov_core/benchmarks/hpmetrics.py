@@ -44,6 +44,7 @@ from .common import (
     read_runs,
     resolve_series,
     run_jobs,
+    update_run,
 )
 from .paper import PAPER_TABLE4, TABLE4_METRICS
 
@@ -129,6 +130,7 @@ def hp_metrics(data_dir: Path, out: Path, *, trials: int, series: str | None = N
     say(f"bench metrics: {len(jobs)} fits to run ({len(names)} series × {len(METRICS)} metrics × {trials} trials, "
         f"method {method})")
     t0 = time.perf_counter()
+    run_index = append_run(out / "runs.json", run_doc)
     count = [0]
 
     def on_result(job: MetricJob, row: dict) -> None:
@@ -141,7 +143,7 @@ def hp_metrics(data_dir: Path, out: Path, *, trials: int, series: str | None = N
         run_jobs(run_metric_job, jobs, workers=workers, scheduler=scheduler, on_result=on_result, log=say)
     finally:
         run_doc.update(finished=now_iso(), wall_seconds=round(time.perf_counter() - t0, 2), fits_run=count[0])
-        append_run(out / "runs.json", run_doc)
+        update_run(out / "runs.json", run_index, run_doc)
     return metrics_report(out)
 
 

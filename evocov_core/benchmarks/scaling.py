@@ -56,6 +56,7 @@ from .common import (
     now_iso,
     read_runs,
     resolve_series,
+    update_run,
 )
 
 __all__ = ["fixed_kernels", "profile_breakdown", "scaling"]
@@ -155,6 +156,7 @@ def scaling(data_dir: Path, out: Path, *, kernels: int = 20, series: str | None 
     run_doc = {"command": command_line(argv), "argv": list(argv if argv is not None else sys.argv[1:]),
                "started": now_iso(), "machine": machine_info(), "kernels": kernels, "population": population,
                "reps": reps, "seed": seed, "workers_series": workers_series}
+    run_index = append_run(out / "runs.json", run_doc)
     ks = fixed_kernels(kernels, seed)
     pd.DataFrame({"kernel": [k.prefix for k in ks], "infix": [k.infix for k in ks], "q": [k.q for k in ks]}) \
         .to_csv(out / "kernels.csv", index=False)
@@ -227,7 +229,7 @@ def scaling(data_dir: Path, out: Path, *, kernels: int = 20, series: str | None 
     _figure(by_n, by_w, out / "scaling.html")
     run_doc.update(finished=now_iso(), wall_seconds=round(time.perf_counter() - t_run, 2), workers_series=wname,
                    n_workers_series=wds.n_train, profile_total_s=round(total, 3))
-    append_run(out / "runs.json", run_doc)
+    update_run(out / "runs.json", run_index, run_doc)
     return scaling_report(out)
 
 
