@@ -303,7 +303,8 @@ def test_mutations_metrics_scaling_tiny(tsdl_dir: Path, tmp_path: Path) -> None:
     text = rep.read_text(encoding="utf-8")
     assert "Seconds per kernel fit" in text and "process pool, 2 workers" in text
     prof = pd.read_csv(tmp_path / "s" / "profile.csv")
-    assert prof["fraction"].sum() == pytest.approx(1.0, abs=1e-6)
+    # profile.csv stores 6 significant digits, so each fraction carries up to 5e-7 of rounding
+    assert prof["fraction"].sum() == pytest.approx(1.0, abs=5e-7 * len(prof) + 1e-12)
 
 
 def test_cli_registers_bench() -> None:
