@@ -201,7 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .metrics import METRICS
     from .search.config import ALGORITHMS, PRESETS
 
-    metric_choices = [m.replace("_", "-") for m in METRICS] + list(METRICS)
+    # both spellings are accepted (posterior-lml, posterior_lml); help shows each once
+    metric_choices = list(dict.fromkeys([m.replace("_", "-") for m in METRICS] + list(METRICS)))
+    metric_meta = "{" + ",".join(m.replace("_", "-") for m in METRICS) + "}"
     parser = argparse.ArgumentParser(prog="python -m evocov_core",
                                      description="Evolve Gaussian-process kernels from elementary expressions.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -228,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
                       ("n-screen", int),
                       ("ref-fun-call", int), ("sigma-theta", float)):
         p.add_argument(f"--{name}", type=typ, dest=name.replace("-", "_"))
-    p.add_argument("--metric", choices=metric_choices)
+    p.add_argument("--metric", choices=metric_choices, metavar=metric_meta)
     p.add_argument("--method", choices=["auto", "lbfgs", "powell"])
     p.add_argument("--init", choices=["roles", "paper"])
     _add_exec_args(p)
@@ -240,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel", required=True)
     _add_data_args(p)
     p.add_argument("--mutations", type=int, default=200)
-    p.add_argument("--metric", choices=metric_choices, default="lml")
+    p.add_argument("--metric", choices=metric_choices, metavar=metric_meta, default="lml")
     _add_exec_args(p)
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_explore)
