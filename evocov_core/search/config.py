@@ -76,7 +76,9 @@ class SearchConfig:
     n_restarts, max_evals : int
         L-BFGS-B starts and evaluations per start.
     n_screen : int
-        Random starts scored before L-BFGS-B runs from the best ``n_restarts``.
+        Random starts scored before L-BFGS-B runs from the best ``n_restarts``. Searches
+        screen 20 (single fits screen 50): on Airline, 50 made quick searches 1.3× slower
+        with a worse median test RMSE (``bench/results/search_quick/n_screen.md``).
     ref_fun_call : int
         Powell budget reference (``max_fun_call = ref · 350²/n²``).
     sigma_theta : float
