@@ -175,6 +175,15 @@ def _generation(page: Page, wait: float = 0.0) -> tuple[int, int] | None:
         time.sleep(0.3)
 
 
+def _fitness_points(page: Page) -> int:
+    """Markers drawn in the live fitness chart (one per generation, on the "best of generation"
+    trace, the only one with markers), -1 while there is no chart: what the user sees."""
+    return page.evaluate("""() => {
+        const gd = document.querySelector('.st-key-search_fitness .js-plotly-plot');
+        return gd ? gd.querySelectorAll('.scatterlayer .points path').length : -1;
+    }""")
+
+
 def _status(page: Page) -> str:
     text = page.locator(".st-key-search_status").first.inner_text(timeout=30_000)
     for s in ("finished", "cancelled", "failed", "interrupted", "running", "queued"):
@@ -240,17 +249,22 @@ def test_upload_search_reload_results_download(server, browser, tmp_path):
     job_id = re.search(r"job=([0-9a-f]{12})", page.url).group(1)
 
     seen: list[int] = []
+    drawn: list[int] = []  # points of the fitness chart, each time it changes
     t0 = time.time()
     while time.time() - t0 < 240:
         g = _generation(page)
         if g and (not seen or g[0] != seen[-1]):
             seen.append(g[0])
-        if len([s for s in seen if s > 0]) >= 2 and _status(page) == "running":
+        p = _fitness_points(page)
+        if p > 0 and (not drawn or p != drawn[-1]):
+            drawn.append(p)
+        if len([s for s in seen if s > 0]) >= 2 and len(drawn) >= 2 and _status(page) == "running":
             break
         if _status(page) in ("finished", "cancelled", "failed"):
             break
         time.sleep(0.3)
     assert len(set(seen) - {0}) >= 2, f"generation counter did not move twice while running: {seen}"
+    assert len(drawn) >= 2 and drawn == sorted(drawn), f"the fitness chart did not grow twice while running: {drawn}"
     expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
     _shot(page, "03-search-running")
 
