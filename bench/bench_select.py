@@ -40,7 +40,8 @@ from evocov_core.optimize import OptimConfig, Start, fit_kernel
 
 
 def _tuple(text: str) -> tuple[float, ...]:
-    return tuple(float(v) for v in re.findall(r"[-+0-9.eE]+|nan|inf", str(text)))
+    """A records cell such as ``(-7.46, 6.16, 10.0)`` (``str`` of a tuple) as floats."""
+    return tuple(float(v) for v in str(text).strip("()").split(",") if v.strip())
 
 
 def tail_scores(records: pd.DataFrame, data: FitData, k: int, seed: int = 0) -> pd.DataFrame:
