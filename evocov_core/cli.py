@@ -47,7 +47,10 @@ def _progress_printer(quiet: bool):
         desc = f"q={best.q} BIC={best.bic:.2f} {best.kernel.infix[:70]}" if best is not None else "no kernel yet"
         mean = f"{p.stats.mean_bic:.1f}" if math.isfinite(p.stats.mean_bic) else "-"
         flag = " (restart)" if p.stats.restarted else ""
-        print(f"[{p.generation}/{p.total_generations}] {p.elapsed:6.1f}s evals={p.n_evaluations} "
+        left = p.time_left
+        head = f"[{p.generation}]" if left is not None else f"[{p.generation}/{p.total_generations}]"
+        clock = f"{p.elapsed:6.1f}s ({left:.0f}s left)" if left is not None else f"{p.elapsed:6.1f}s"
+        print(f"{head} {clock} evals={p.n_evaluations} "
               f"gen best={p.stats.best_bic:.2f} mean={mean}{flag} | best {desc}", file=sys.stderr, flush=True)
 
     return report
@@ -102,9 +105,11 @@ def _config_from_args(args: argparse.Namespace):
     from .search import preset
 
     overrides = {}
-    for name in ("generations", "population", "mu", "p_mutation", "p_crossover", "beta", "d_min", "d_max",
-                 "o_max", "rho_max", "psd_w", "n_hyper", "metric", "method", "n_restarts", "max_evals",
-                 "n_screen", "ref_fun_call", "sigma_theta", "init"):
+    for name in ("generations", "population", "mu", "p_mutation", "p_crossover", "beta", "patience", "d_min",
+                 "d_max", "o_max", "rho_max", "psd_w", "n_hyper", "metric", "method", "n_restarts", "max_evals",
+                 "n_screen", "ref_fun_call", "sigma_theta", "init", "metric_split", "require_input", "time_budget",
+                 "cache_fits", "screen_points", "promote_fraction", "seed_fraction", "p_expand", "select_top",
+                 "data_bounds"):
         v = getattr(args, name, None)
         if v is not None:
             overrides[name] = v.replace("-", "_") if name == "metric" else v
@@ -142,7 +147,19 @@ def cmd_search(args: argparse.Namespace) -> int:
     print(f"q={best.q}  BIC={best.bic:.4f}  LML={best.lml:.4f}  {best.metric}={best.metric_value:.4f}")
     if best.test_rmse is not None:
         print(f"test RMSE: {best.test_rmse:.6g}")
-    print(f"{result.n_evaluations} kernels fitted in {time.perf_counter() - t0:.1f} s; wrote {args.out}")
+    if result.selection:
+        low = result.best_bic
+        print(f"chosen among the {len(result.selection)} lowest-BIC kernels by the last {config.metric_split:.0%} "
+              f"of the training range; lowest BIC {low.bic:.4f} (q={low.q})"
+              + (f", test RMSE {low.test_rmse:.6g}" if low is not None and low.test_rmse is not None else ""))
+    if result.ensemble:
+        from .averaging import ensemble_test_rmse
+
+        bma = ensemble_test_rmse(data, result.ensemble)
+        if bma is not None:
+            print(f"model average of {len(result.ensemble)} kernels: test RMSE {bma:.6g}")
+    screened = f", {result.n_screen_fits} screening fits" if result.n_screen_fits else ""
+    print(f"{result.n_evaluations} kernels fitted{screened} in {time.perf_counter() - t0:.1f} s; wrote {args.out}")
     return 0
 
 
@@ -223,13 +240,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", help="search for a kernel")
     _add_data_args(p)
     p.add_argument("--algorithm", choices=ALGORITHMS, default="evocov")
-    p.add_argument("--preset", choices=list(PRESETS), default="quick")
+    p.add_argument("--preset", choices=list(PRESETS), default="quick",
+                   help="quick: 60 s budget (default); standard: 5 min; paper: the paper's settings, no limit; "
+                        "quick-fixed: the former quick, a fixed number of fits")
     for name, typ in (("generations", int), ("population", int), ("mu", int), ("p-mutation", float),
                       ("p-crossover", float), ("beta", float), ("d-min", int), ("d-max", int), ("o-max", int),
                       ("rho-max", int), ("psd-w", int), ("n-hyper", int), ("n-restarts", int), ("max-evals", int),
-                      ("n-screen", int),
-                      ("ref-fun-call", int), ("sigma-theta", float)):
+                      ("n-screen", int), ("patience", int), ("metric-split", float),
+                      ("ref-fun-call", int), ("sigma-theta", float), ("screen-points", int),
+                      ("promote-fraction", float), ("seed-fraction", float), ("p-expand", float), ("select-top", int)):
         p.add_argument(f"--{name}", type=typ, dest=name.replace("-", "_"))
+    p.add_argument("--time-budget", type=float, metavar="SECONDS",
+                   help="wall-clock seconds for the whole search (quick: 60, standard: 300; 0 = no limit: "
+                        "fixed N and G)")
+    for name, what in (("require-input", "only kernels that depend on x"),
+                       ("cache-fits", "never fit the same canonical kernel twice"),
+                       ("data-bounds", "tie lengthscale and period bounds to the data")):
+        p.add_argument(f"--{name}", dest=name.replace("-", "_"), action=argparse.BooleanOptionalAction,
+                       default=None, help=what)
     p.add_argument("--metric", choices=metric_choices, metavar=metric_meta)
     p.add_argument("--method", choices=["auto", "lbfgs", "powell"])
     p.add_argument("--init", choices=["roles", "paper"])

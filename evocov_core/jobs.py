@@ -31,7 +31,7 @@ from .metrics import FitData
 from .model import FittedModel
 from .optimize import FitResult
 from .parallel import make_executor
-from .search import SearchConfig, explore_mutations, run_search
+from .search import SearchConfig, explore_mutations, run_search, search_executor
 from .search.common import EvalRecord, GenerationStats, Progress
 from .store import RunStore
 
@@ -284,10 +284,15 @@ class JobManager:
                 return
             data = FitData.from_dataset(spec.dataset, split_fraction=spec.config.metric_split)
             stop: Callable[[], bool] = job.cancel_event.is_set
-            with make_executor(data, spec.config.optim, workers=spec.workers) as ex:
+            make = search_executor if spec.kind == "search" else (
+                lambda d, c, workers: make_executor(d, c.optim, workers=workers))
+            with make(data, spec.config, workers=spec.workers) as ex:
                 if spec.kind == "search":
                     res = run_search(data, spec.config, seed=spec.seed, executor=ex,
                                      progress=lambda p: self._on_progress(job, p), should_stop=stop)
+                    if res.selection or res.budget_spent:
+                        with job.lock:
+                            job.extra = _search_extra(res, spec.dataset)
                 else:
                     assert spec.base is not None
                     base = spec.base
@@ -321,6 +326,18 @@ class JobManager:
             with self._lock:
                 self._running.discard(job.id)
             self._dispatch()
+
+
+def _search_extra(res, ds: Dataset) -> dict:
+    """What the Results page shows of a budgeted search: the model choice and the model average."""
+    return {
+        "budget_spent": bool(res.budget_spent),
+        "n_screen_fits": int(res.n_screen_fits),
+        "n_cache_hits": int(res.n_cache_hits),
+        "selection": [{k: (_f(v) if isinstance(v, float) else v) for k, v in row.items()} for row in res.selection],
+        "lowest_bic": _best_doc(res.best_bic, ds),
+        "ensemble": [{"weight": float(w), "kernel": _best_doc(f, ds)} for f, w in res.ensemble],
+    }
 
 
 def _f(v: float | None) -> float | None:

@@ -27,7 +27,7 @@ paper.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -98,6 +98,14 @@ class FitData:
     frequency_peaks : (tuple of float, tuple of float)
         Periodogram peak angular frequencies (model units) and weights, used to start
         frequency slots (:mod:`evocov_core.spectrum`).
+    step : float
+        Median spacing of the first input column (model units): the sampling step that
+        starting ranges and data-tied bounds are read from. A subset of the data (a
+        screening window, the head of a validation split) keeps the full data's step,
+        peaks and span so that values carry over between them.
+    span : float
+        Range of the first input column that bounds are tied to (1 for the training
+        data in model units).
     """
 
     X: Array
@@ -110,6 +118,8 @@ class FitData:
     y_std: float = 1.0
     split_fraction: float = 0.1
     frequency_peaks: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())
+    step: float = math.nan
+    span: float = 1.0
 
     @property
     def n(self) -> int:
@@ -129,7 +139,20 @@ class FitData:
                 split = SplitData(Xt, y[mask], Xv, y[~mask], Inputs(Xt), Inputs(Xv, Xt), Inputs(Xv))
         omegas, weights = periodogram_peaks(X[:, 0], y)
         peaks = (tuple(map(float, omegas)), tuple(map(float, weights)))
-        return cls(X, y, Inputs(X), split, X_test, y_test, y_mean, y_std, split_fraction, peaks)
+        return cls(X, y, Inputs(X), split, X_test, y_test, y_mean, y_std, split_fraction, peaks,
+                   median_step(X[:, 0]), float(np.ptp(X[:, 0])) if len(y) > 1 else 1.0)
+
+    def subset(self, mask: NDArray[np.bool_], *, X_test: Array | None = None, y_test: Array | None = None
+               ) -> FitData:
+        """The training points where ``mask`` holds, as data of their own (no split metrics).
+
+        Outputs stay in this data's model units and the step, span and periodogram peaks
+        are kept, so hyperparameter values and bounds mean the same on both.
+        """
+        X, y = self.X[mask], self.y[mask]
+        return replace(FitData.from_arrays(X, y, X_test=X_test, y_test=y_test, y_mean=self.y_mean,
+                                           y_std=self.y_std, split_fraction=0.0),
+                       frequency_peaks=self.frequency_peaks, step=self.step, span=self.span)
 
     @classmethod
     def from_dataset(cls, ds: Dataset, *, split_fraction: float = 0.1) -> FitData:
@@ -139,6 +162,13 @@ class FitData:
         y_test = ds.y_test if ds.n_test else None
         return cls.from_arrays(nm.x_to_model(ds.X_train), nm.y_to_model(ds.y_train), X_test=X_test,
                                y_test=y_test, y_mean=nm.y_mean, y_std=nm.y_std, split_fraction=split_fraction)
+
+
+def median_step(x: Array) -> float:
+    """Median positive gap of sorted ``x`` (``1/n`` when there is none)."""
+    gaps = np.diff(np.sort(np.asarray(x, dtype=np.float64)))
+    gaps = gaps[gaps > 0]
+    return float(np.median(gaps)) if gaps.size else 1.0 / max(len(x), 2)
 
 
 def _split(data: FitData) -> SplitData:

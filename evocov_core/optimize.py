@@ -49,7 +49,7 @@ from .gp import NumericalFailure, posterior
 from .gp import lml as gp_lml
 from .grammar import subtree_end
 from .kernel import Kernel
-from .metrics import GRADIENT_METRICS, METRICS, FitData, loss, loss_and_grad, rmse
+from .metrics import GRADIENT_METRICS, METRICS, FitData, loss, loss_and_grad, median_step, rmse
 from .scoring import PENALTY, bic
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "fit_kernel",
     "init_ranges",
     "powell_budget",
+    "slot_bounds",
     "slot_roles",
 ]
 
@@ -124,6 +125,10 @@ class OptimConfig:
     init : str
         ``roles`` (data-aware ranges per slot role) or ``paper`` (uniform in the box).
     space : HyperSpace
+    data_bounds : bool
+        Tie the box of lengthscale and frequency slots to the data (:func:`slot_bounds`):
+        no lengthscale below half the sampling step, no period shorter than two steps or
+        longer than the training span.
     """
 
     metric: str = "lml"
@@ -135,6 +140,7 @@ class OptimConfig:
     sigma_theta: float = 0.1
     init: str = "roles"
     space: HyperSpace = field(default_factory=HyperSpace)
+    data_bounds: bool = False
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
@@ -285,10 +291,7 @@ def init_ranges(data: FitData) -> dict[str, tuple[float, float]]:
     shifts ``[log 0.1, log 3]`` (a trend's zero from one range before the data to one
     after); exponents ``[log 0.1, log 5]``; noise variance ``[log 1e-4, log 0.5]``.
     """
-    x = np.sort(data.X[:, 0])
-    gaps = np.diff(x)
-    gaps = gaps[gaps > 0]
-    h = float(np.median(gaps)) if gaps.size else 1.0 / max(data.n, 2)
+    h = data.step if math.isfinite(data.step) else median_step(data.X[:, 0])
     return {
         "frequency": (math.log(math.pi), max(math.log(math.pi) + 0.5, math.log(math.pi / h))),
         "lengthscale": (math.log(h), math.log(10.0)),
@@ -302,10 +305,39 @@ def init_ranges(data: FitData) -> dict[str, tuple[float, float]]:
     }
 
 
+def slot_bounds(kernel: Kernel, data: FitData, config: OptimConfig,
+                roles: dict[str, set[str]] | None = None) -> tuple[Array, Array]:
+    """Lower and upper bounds of ``z = [log θ, log σ²]`` for this kernel on these data.
+
+    The box of :class:`HyperSpace`; with ``config.data_bounds``, a slot whose only role is
+    ``lengthscale`` gets ``log θ ≥ log(h/2)`` and one whose only role is ``frequency``
+    gets ``ω = 2π/p`` with ``2h ≤ p ≤ span`` (h: sampling step, span: training range,
+    model units). A slot with several roles keeps the plain box. Shorter lengthscales
+    turn a kernel into white noise, shorter periods alias, and a period longer than the
+    data is a trend that the kernel wraps around when it extrapolates.
+    """
+    lo, hi = config.space.lower_upper(kernel.n_params)
+    if not config.data_bounds:
+        return lo, hi
+    roles = slot_roles(kernel) if roles is None else roles
+    h = data.step if math.isfinite(data.step) else median_step(data.X[:, 0])
+    span = data.span if math.isfinite(data.span) and data.span > 0 else 1.0
+    for k, s in enumerate(kernel.slots):
+        r = roles[s]
+        if r == {"lengthscale"}:
+            lo[k] = max(lo[k], math.log(h / 2))
+        elif r == {"frequency"}:
+            lo[k] = max(lo[k], math.log(2 * math.pi / span))
+            hi[k] = min(hi[k], math.log(math.pi / h))
+        if lo[k] > hi[k]:  # too few points for the rule: keep the plain box
+            lo[k], hi[k] = config.space.bounds
+    return lo, hi
+
+
 def _draw_new(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator,
               ranges: dict[str, tuple[float, float]], roles: dict[str, set[str]]) -> Array:
     p = kernel.n_params
-    lo, hi = config.space.lower_upper(p)
+    lo, hi = slot_bounds(kernel, data, config, roles)
     if config.init == "paper":
         return rng.uniform(lo, hi)
     omegas, weights = data.frequency_peaks
@@ -326,8 +358,8 @@ def _draw_new(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random
 
 def _starts(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator,
             start: Start | None, count: int) -> list[Array]:
-    lo, hi = config.space.lower_upper(kernel.n_params)
     ranges, roles = init_ranges(data), slot_roles(kernel)
+    lo, hi = slot_bounds(kernel, data, config, roles)
     out = []
     for k in range(count):
         z = _draw_new(kernel, data, config, rng, ranges, roles)
@@ -348,12 +380,17 @@ def _starts(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.G
 class _Tracker:
     """Counts evaluations and keeps the best point seen."""
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: float | None = None) -> None:
+        self.deadline = deadline
         self.n_evals = 0
         self.best_loss = math.inf
         self.best_z: Array | None = None
         self.last_error = ""
         self.last_status = "optimiser_failed"
+
+    def past_deadline(self) -> bool:
+        # Only once something was evaluated: a fit always returns a point when it can.
+        return self.deadline is not None and self.best_z is not None and time.time() >= self.deadline
 
     def fail(self, exc: BaseException | None, reason: str = "") -> None:
         self.n_evals += 1
@@ -375,6 +412,8 @@ def _screen(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.G
     cands = _starts(kernel, data, config, rng, start, config.n_screen)
     scores = []
     for z in cands:
+        if tr.past_deadline():
+            break
         try:
             f = loss(config.metric, kernel, data, z)
         except _NUMERIC_ERRORS as exc:
@@ -386,6 +425,7 @@ def _screen(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.G
             else:
                 tr.fail(None, "metric is not finite")
         scores.append(f if math.isfinite(f) else math.inf)
+    cands = cands[: len(scores)]
     order = sorted(range(len(cands)), key=lambda i: scores[i])
     if start is not None:  # the inherited values themselves always get a run
         order = [0] + [i for i in order if i != 0]
@@ -393,14 +433,14 @@ def _screen(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.G
 
 
 def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[Array], tr: _Tracker) -> None:
-    lo, hi = config.space.lower_upper(kernel.n_params)
+    lo, hi = slot_bounds(kernel, data, config)
     bounds = list(zip(lo, hi, strict=True))
     zero = np.zeros(kernel.n_params + 1)
     used = [0]  # evaluations of the current start
 
     def fun(z: Array) -> tuple[float, Array]:
         # scipy checks maxfun only between iterations; enforce the cap exactly.
-        if used[0] >= config.max_evals:
+        if used[0] >= config.max_evals or tr.past_deadline():
             raise _BudgetSpent
         used[0] += 1
         try:
@@ -423,11 +463,11 @@ def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[
 
 def _run_powell(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[Array], tr: _Tracker,
                 more_starts: Callable[[], Array]) -> None:
-    lo, hi = config.space.lower_upper(kernel.n_params)
+    lo, hi = slot_bounds(kernel, data, config)
     budget = powell_budget(config.ref_fun_call, data.n)
 
     def fun(z: Array) -> float:
-        if tr.n_evals >= budget:
+        if tr.n_evals >= budget or tr.past_deadline():
             raise _BudgetSpent
         outside = np.maximum(lo - z, 0.0) + np.maximum(z - hi, 0.0)
         if outside.any():
@@ -445,7 +485,7 @@ def _run_powell(kernel: Kernel, data: FitData, config: OptimConfig, starts: list
         return f
 
     queue = list(starts)
-    while tr.n_evals < budget:
+    while tr.n_evals < budget and not tr.past_deadline():
         z0 = queue.pop(0) if queue else more_starts()
         before = tr.n_evals
         try:
@@ -461,7 +501,7 @@ class _BudgetSpent(Exception):
 
 
 def fit_kernel(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator,
-               start: Start | None = None) -> FitResult:
+               start: Start | None = None, *, deadline: float | None = None) -> FitResult:
     """Optimise ``kernel``'s hyperparameters under ``config.metric``.
 
     Parameters
@@ -474,6 +514,9 @@ def fit_kernel(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.rando
         Source of every random start.
     start : Start, optional
         Inherited or current values (see the module docstring).
+    deadline : float, optional
+        Wall-clock time (``time.time()``) after which the fit stops and returns the best
+        point it has evaluated (a time-budgeted search sets it).
 
     Returns
     -------
@@ -483,7 +526,7 @@ def fit_kernel(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.rando
     if start is not None and len(start.theta) != kernel.n_params:
         raise ValueError(f"start has {len(start.theta)} slot values but the kernel has {kernel.n_params} slots")
     t0 = time.perf_counter()
-    tr = _Tracker()
+    tr = _Tracker(deadline)
     method = config.resolved_method
     try:
         if method == "lbfgs":

@@ -8,6 +8,9 @@ every executor.
 
 The training data (:class:`~evocov_core.metrics.FitData`) is shipped to each worker once
 per run (process-pool initializer, or a Dask ``scatter(broadcast=True)``), not per task.
+Besides the main data and optimiser settings, an executor can hold named **stages**
+(``{"screen": (window data, settings), ...}``): a task names the stage it runs in, so a
+search can fit candidates cheaply on a window first and fully later on the same workers.
 
 Cancellation: ``map`` polls ``should_stop`` each time a result arrives (serial: between
 tasks) and then returns at once; unfinished tasks are cancelled and their slots hold
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Protocol
@@ -38,6 +41,7 @@ __all__ = [
     "Executor",
     "ProcessExecutor",
     "SerialExecutor",
+    "Stages",
     "Task",
     "make_executor",
     "run_task",
@@ -56,17 +60,43 @@ class Task:
         Entropy for this task's ``numpy.random.SeedSequence``.
     start : Start or None
         Inherited or current hyperparameter values.
+    stage : str
+        Which of the executor's data/settings pairs to fit on (``""``: the main one).
+    deadline : float or None
+        Wall-clock time (``time.time()``) at which the fit returns its best point so far.
     """
 
     tokens: tuple[str, ...]
     seed: tuple[int, ...]
     start: Start | None = None
+    stage: str = ""
+    deadline: float | None = None
+
+
+Stages = Mapping[str, tuple[FitData, OptimConfig]]
 
 
 def run_task(data: FitData, config: OptimConfig, task: Task) -> FitResult:
-    """Fit one task's kernel (pure: same inputs, same result)."""
+    """Fit one task's kernel on ``data`` with ``config`` (pure but for the deadline)."""
     rng = np.random.default_rng(np.random.SeedSequence(list(task.seed)))
-    return fit_kernel(Kernel(task.tokens), data, config, rng, task.start)
+    return fit_kernel(Kernel(task.tokens), data, config, rng, task.start, deadline=task.deadline)
+
+
+def _contexts(data: FitData, config: OptimConfig, stages: Stages | None) -> dict[str, tuple[FitData, OptimConfig]]:
+    ctx = {"": (data, config)}
+    for name, pair in (stages or {}).items():
+        if not name:
+            raise ValueError("a stage needs a non-empty name")
+        ctx[name] = pair
+    return ctx
+
+
+def _run_in(contexts: Mapping[str, tuple[FitData, OptimConfig]], task: Task) -> FitResult:
+    try:
+        data, config = contexts[task.stage]
+    except KeyError:
+        raise ValueError(f"this executor has no stage {task.stage!r} (it has {sorted(contexts)})") from None
+    return run_task(data, config, task)
 
 
 StopCheck = Callable[[], bool]
@@ -74,6 +104,8 @@ StopCheck = Callable[[], bool]
 
 class Executor(Protocol):
     """Runs tasks for one search run. Use as a context manager."""
+
+    stages: frozenset[str]
 
     def map(self, tasks: Sequence[Task], should_stop: StopCheck | None = None,
             on_result: Callable[[int, FitResult], None] | None = None) -> list[FitResult | None]:
@@ -88,10 +120,12 @@ class SerialExecutor:
 
     workers = 1
 
-    def __init__(self, data: FitData, config: OptimConfig) -> None:
+    def __init__(self, data: FitData, config: OptimConfig, stages: Stages | None = None) -> None:
         prepare_process()
         self.data = data
         self.config = config
+        self._contexts = _contexts(data, config, stages)
+        self.stages = frozenset(self._contexts) - {""}
 
     def map(self, tasks: Sequence[Task], should_stop: StopCheck | None = None,
             on_result: Callable[[int, FitResult], None] | None = None) -> list[FitResult | None]:
@@ -99,7 +133,7 @@ class SerialExecutor:
         for i, t in enumerate(tasks):
             if should_stop is not None and should_stop():
                 break
-            out[i] = run_task(self.data, self.config, t)
+            out[i] = _run_in(self._contexts, t)
             if on_result is not None:
                 on_result(i, out[i])  # type: ignore[arg-type]
         return out
@@ -115,20 +149,19 @@ class SerialExecutor:
 
 
 # Worker-process globals, set once by the pool initializer.
-_W_DATA: FitData | None = None
-_W_CONFIG: OptimConfig | None = None
+_W_CONTEXTS: dict[str, tuple[FitData, OptimConfig]] = {}
 
 
-def _init_worker(data: FitData, config: OptimConfig) -> None:
-    global _W_DATA, _W_CONFIG
+def _init_worker(contexts: dict[str, tuple[FitData, OptimConfig]]) -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     prepare_process()
-    _W_DATA, _W_CONFIG = data, config
+    _W_CONTEXTS.clear()
+    _W_CONTEXTS.update(contexts)
 
 
 def _worker_task(task: Task) -> FitResult:
-    assert _W_DATA is not None and _W_CONFIG is not None
-    return run_task(_W_DATA, _W_CONFIG, task)
+    assert _W_CONTEXTS, "worker not initialised"
+    return _run_in(_W_CONTEXTS, task)
 
 
 def _collect(futures: list[Future], should_stop: StopCheck | None,
@@ -159,10 +192,13 @@ class ProcessExecutor:
     deadlock.
     """
 
-    def __init__(self, data: FitData, config: OptimConfig, workers: int | None = None) -> None:
+    def __init__(self, data: FitData, config: OptimConfig, workers: int | None = None,
+                 stages: Stages | None = None) -> None:
         self.workers = workers or os.cpu_count() or 1
+        contexts = _contexts(data, config, stages)
+        self.stages = frozenset(contexts) - {""}
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"),
-                                         initializer=_init_worker, initargs=(data, config))
+                                         initializer=_init_worker, initargs=(contexts,))
 
     def map(self, tasks: Sequence[Task], should_stop: StopCheck | None = None,
             on_result: Callable[[int, FitResult], None] | None = None) -> list[FitResult | None]:
@@ -179,9 +215,9 @@ class ProcessExecutor:
         self.close()
 
 
-def _dask_task(data: FitData, config: OptimConfig, task: Task) -> FitResult:
+def _dask_task(contexts: dict[str, tuple[FitData, OptimConfig]], task: Task) -> FitResult:
     prepare_process()
-    return run_task(data, config, task)
+    return _run_in(contexts, task)
 
 
 class DaskExecutor:
@@ -192,7 +228,7 @@ class DaskExecutor:
     """
 
     def __init__(self, data: FitData, config: OptimConfig, address: str | None = None, *,
-                 client: object | None = None, workers: int = 2) -> None:
+                 client: object | None = None, workers: int = 2, stages: Stages | None = None) -> None:
         from distributed import Client, LocalCluster
 
         self._cluster = None
@@ -207,14 +243,16 @@ class DaskExecutor:
             self._client = Client(address)
             self._own_client = True
         self.workers = len(self._client.scheduler_info().get("workers", {})) or workers  # type: ignore[attr-defined]
-        self._config = config
-        self._data = self._client.scatter(data, broadcast=True)  # type: ignore[attr-defined]
+        contexts = _contexts(data, config, stages)
+        self.stages = frozenset(contexts) - {""}
+        # In a list: scatter() would send a dict's values one by one, keyed by its keys.
+        self._contexts = self._client.scatter([contexts], broadcast=True)[0]  # type: ignore[attr-defined]
 
     def map(self, tasks: Sequence[Task], should_stop: StopCheck | None = None,
             on_result: Callable[[int, FitResult], None] | None = None) -> list[FitResult | None]:
         from distributed import as_completed
 
-        futures = [self._client.submit(_dask_task, self._data, self._config, t, pure=False)  # type: ignore[attr-defined]
+        futures = [self._client.submit(_dask_task, self._contexts, t, pure=False)  # type: ignore[attr-defined]
                    for t in tasks]
         index = {f.key: i for i, f in enumerate(futures)}
         out: list[FitResult | None] = [None] * len(futures)
@@ -245,10 +283,11 @@ class DaskExecutor:
 
 
 def make_executor(data: FitData, config: OptimConfig, *, workers: int | None = None,
-                  scheduler: str | None = None) -> SerialExecutor | ProcessExecutor | DaskExecutor:
+                  scheduler: str | None = None, stages: Stages | None = None
+                  ) -> SerialExecutor | ProcessExecutor | DaskExecutor:
     """``scheduler`` -> Dask; ``workers == 1`` -> serial; otherwise a process pool."""
     if scheduler:
-        return DaskExecutor(data, config, scheduler)
+        return DaskExecutor(data, config, scheduler, stages=stages)
     if workers == 1:
-        return SerialExecutor(data, config)
-    return ProcessExecutor(data, config, workers)
+        return SerialExecutor(data, config, stages)
+    return ProcessExecutor(data, config, workers, stages)

@@ -103,7 +103,7 @@ def test_conversion_reproduces_published_lml_and_rmse(tsdl_dir: Path) -> None:
 
 def test_quick_budget_rule() -> None:
     for key, alg in ALGORITHMS.items():
-        base = preset("quick", alg.algorithm, metric=alg.metric)
+        base = preset("quick-fixed", alg.algorithm, metric=alg.metric)
         assert budget_config(key, "paper", 500) == preset("paper", alg.algorithm, metric=alg.metric)
         fits = [estimated_fits(budget_config(key, "quick", n)) for n in (129, 216, 490, 909)]
         assert fits == sorted(fits, reverse=True), key  # fewer fits for larger series

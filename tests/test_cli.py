@@ -15,7 +15,8 @@ import pytest
 from evocov_core.kernel_file import load_kernel_file
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = ["--population", "8", "--generations", "2", "--mu", "3", "--d-min", "2", "--d-max", "5", "--psd-w", "6",
+TINY = ["--preset", "quick-fixed",
+        "--population", "8", "--generations", "2", "--mu", "3", "--d-min", "2", "--d-max", "5", "--psd-w", "6",
         "--n-restarts", "1", "--max-evals", "15", "--n-screen", "4", "--workers", "1", "--seed", "1"]
 
 

@@ -38,7 +38,7 @@ def tiny(algorithm: str = "evocov", **kw: object) -> SearchConfig:
     if algorithm == "random":
         base.update(population=10)
     base.update(kw)
-    return preset("quick", algorithm, **base)
+    return preset("quick-fixed", algorithm, **base)
 
 
 def signature(result) -> list[tuple]:

@@ -7,6 +7,8 @@
 ``mutations``       Table 3: mutants of the published GPSS kernels (``bench mutations``)
 ``hpmetrics``       Table 4: the five hyperparameter metrics (``bench metrics``)
 ``scaling``         seconds per kernel fit against n and workers, profile (``bench scaling``)
+``accuracy``        budgeted dashboard searches on the 13 series, with ablations (``bench accuracy``,
+                    ``bench accuracy-report``)
 ``paper``           numbers transcribed from the paper, the published RMSE files
 ``common``          series loading with the split check, resumable result files, job runner
 ``cli``             the argument parser

@@ -17,7 +17,7 @@ Budgets
 ``quick``: designed so that one trial of each of the 5 algorithms on each of the 13 series
 (65 trials) takes about 20 minutes of 2-core time: every trial gets about
 ``T = 30`` core-seconds (:data:`QUICK_TRIAL_CORE_SECONDS`). It starts from
-``preset("quick", algorithm)`` (read at run time: depths, μ/N, restarts, PSD check, ...)
+``preset("quick-fixed", algorithm)`` (read at run time: depths, μ/N, restarts, PSD check, ...)
 and only lowers its number of kernel fits. A fit costs about
 ``c_a · (e/e_a) · (n/129)^2.2`` core-seconds (``bench scaling`` measured seconds per fit
 ∝ n^2.18 over the 13 series; PERF_NOTES.md n^2.1 for one LML), with ``c_a``
@@ -150,9 +150,9 @@ def fit_core_seconds(key: str, config: SearchConfig, n_train: int) -> float:
 
 
 def _quick_base(key: str, n_train: int) -> SearchConfig:
-    """``preset("quick")`` for ``key``, with the quick budget's Powell evaluations."""
+    """``preset("quick-fixed")`` (the former ``quick``) for ``key``, with the quick budget's Powell evaluations."""
     alg = ALGORITHMS[key]
-    base = preset("quick", alg.algorithm, metric=alg.metric)
+    base = preset("quick-fixed", alg.algorithm, metric=alg.metric)
     if base.optim.resolved_method == "powell":
         evals = base.n_screen + base.n_restarts * base.max_evals
         base = base.with_(ref_fun_call=max(1, math.ceil(evals * n_train**2 / 350**2)))
@@ -169,7 +169,7 @@ def quick_fits(key: str, n_train: int, factor: float = 1.0) -> float:
 def quick_scale(key: str, n_train: int, factor: float = 1.0) -> float:
     """``s = F(n)/F_preset``: the fraction of the quick preset's fits a trial gets."""
     alg = ALGORITHMS[key]
-    return quick_fits(key, n_train, factor) / estimated_fits(preset("quick", alg.algorithm, metric=alg.metric))
+    return quick_fits(key, n_train, factor) / estimated_fits(preset("quick-fixed", alg.algorithm, metric=alg.metric))
 
 
 def predicted_core_seconds(key: str, config: SearchConfig, n_train: int) -> float:

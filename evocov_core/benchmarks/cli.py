@@ -8,6 +8,8 @@
     python -m evocov_core bench mutations --data-dir ... --mutations 200 --out DIR
     python -m evocov_core bench metrics   --data-dir ... --trials 10 --out DIR
     python -m evocov_core bench scaling   --data-dir ... --out DIR
+    python -m evocov_core bench accuracy  --budget quick --seeds 3 --workers 2 --variants full --out DIR
+    python -m evocov_core bench accuracy-report --out DIR
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from .budget import ALGORITHMS
 from .common import BenchError
@@ -35,6 +38,23 @@ def _exec_args(p: argparse.ArgumentParser) -> None:
                    help="local worker processes (default: every core; 1 = in this process)")
     p.add_argument("--scheduler", default=None,
                    help="Dask scheduler address (tcp://host:8786), or 'local' for a LocalCluster of --workers")
+
+
+class _OneLineErrors(argparse.ArgumentParser):
+    """Argument errors as one line ``error: ...`` and exit status 2, like every other user error.
+
+    (argparse prints the usage too; an unknown option would reach the main parser, so it is
+    refused here.)
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message}\n")
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        ns, extra = super().parse_known_args(args, namespace)
+        if extra:
+            self.error(f"unrecognized arguments: {' '.join(extra)}")
+        return ns, extra
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -107,6 +127,29 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r.add_argument("--no-dask", action="store_true", help="skip the Dask LocalCluster measurement")
     r.add_argument("--out", type=Path, required=True)
 
+    r = bsub.add_parser("accuracy", help="test RMSE of budgeted dashboard searches on the 13 series, with ablations",
+                        description="Each series × seed × variant one budgeted EvoCov search with the dashboard's "
+                                    "settings, one after another; resumable. See evocov_core/benchmarks/accuracy.py.")
+    r.__class__ = _OneLineErrors
+    _data_arg(r)
+    r.add_argument("--budget", choices=["quick", "standard"], default="quick",
+                   help="the dashboard preset and its time budget (quick: 60 s, standard: 300 s)")
+    r.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                   help="seconds per search instead of the preset's")
+    r.add_argument("--seeds", type=int, default=3, help="K: seeds 0..K-1 per series and variant (default 3)")
+    r.add_argument("--series", default=None, help="comma-separated subset, e.g. 01-airline,03-mauna (default: all)")
+    r.add_argument("--workers", type=int, default=2, help="processes of each search (default 2; 1 = in this "
+                                                          "process); searches never overlap")
+    r.add_argument("--variants", default="full",
+                   help="comma-separated variants, or all: full, no-screen, no-seed, no-select, no-cache, "
+                        "no-bounds, fixed-quick (default: full)")
+    r.add_argument("--out", type=Path, required=True, help="output folder (reused to resume)")
+
+    r = bsub.add_parser("accuracy-report", help="regenerate report.md of a bench accuracy folder, running nothing")
+    r.__class__ = _OneLineErrors
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--data-dir", type=Path, default=None, help="default: the one recorded in run.json")
+
     p.set_defaults(func=main)
     return p
 
@@ -175,6 +218,21 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         path = scaling(a.data_dir, a.out, kernels=a.kernels, series=a.series, workers_series=a.workers_series,
                        population=a.population, reps=a.reps, seed=a.seed, dask=not a.no_dask, argv=argv)
         print(f"wrote {path}")
+    elif cmd == "accuracy":
+        from .accuracy import accuracy
+
+        res = accuracy(a.data_dir, a.out, budget=a.budget, time_budget=a.time_budget, seeds=a.seeds,
+                       series=a.series, workers=a.workers, variants=a.variants, argv=argv)
+        for line in res.summary:
+            print(line)
+        print(f"wrote {res.path}")
+    elif cmd == "accuracy-report":
+        from .accuracy import accuracy_report
+
+        res = accuracy_report(a.out, data_dir=a.data_dir)
+        for line in res.summary:
+            print(line)
+        print(f"wrote {res.path}")
     else:  # pragma: no cover - argparse refuses others
         raise BenchError(f"unknown bench command {cmd!r}")
     return 0

@@ -7,8 +7,11 @@ dispatches on ``config.algorithm`` and, when no executor is given, makes one.
 
 from __future__ import annotations
 
+import dataclasses
+import time
+
 from ..metrics import FitData
-from ..parallel import Executor, make_executor
+from ..parallel import Executor
 from .common import EvalRecord, GenerationStats, Progress, ProgressCallback, SearchResult, StopCheck
 from .config import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
 from .evocov import run_evocov
@@ -16,6 +19,8 @@ from .explore import ExploreResult, explore_mutations, neighbour_ratios
 from .gpss import run_gpss
 from .gwtf import run_gwtf
 from .random_search import run_random_search
+from .select import choose_model
+from .stages import search_executor, search_stages
 
 __all__ = [
     "ALGORITHMS",
@@ -36,6 +41,8 @@ __all__ = [
     "run_gwtf",
     "run_random_search",
     "run_search",
+    "search_executor",
+    "search_stages",
 ]
 
 _RUNNERS = {"evocov": run_evocov, "random": run_random_search, "gwtf": run_gwtf, "gpss": run_gpss}
@@ -44,13 +51,33 @@ _RUNNERS = {"evocov": run_evocov, "random": run_random_search, "gwtf": run_gwtf,
 def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: Executor | None = None,
                workers: int | None = None, scheduler: str | None = None,
                progress: ProgressCallback | None = None, should_stop: StopCheck | None = None) -> SearchResult:
-    """Run ``config.algorithm`` on ``data``.
+    """Run ``config.algorithm`` on ``data`` and choose the kernel to return.
 
-    Without ``executor``, one is made for the run (``scheduler`` -> Dask, ``workers=1`` ->
-    serial, else a process pool of ``workers`` or every core) and closed afterwards.
+    Without ``executor``, one is made for the run with the stages ``config`` needs
+    (:func:`~evocov_core.search.stages.search_executor`: ``scheduler`` -> Dask,
+    ``workers=1`` -> serial, else a process pool of ``workers`` or every core) and closed
+    afterwards. With ``config.select_top > 1`` the returned ``best`` is chosen by
+    :func:`~evocov_core.search.select.choose_model` among the lowest-BIC kernels (the
+    lowest stays in ``best_bic``); with ``config.time_budget`` the whole call, the model
+    choice included, ends within the budget plus the time of one metric evaluation.
     """
-    runner = _RUNNERS[config.algorithm]
+    t0 = time.perf_counter()
     if executor is not None:
-        return runner(data, config, executor, seed=seed, progress=progress, should_stop=should_stop)
-    with make_executor(data, config.optim, workers=workers, scheduler=scheduler) as ex:
-        return runner(data, config, ex, seed=seed, progress=progress, should_stop=should_stop)
+        return _run(data, config, executor, seed, progress, should_stop, t0)
+    with search_executor(data, config, workers=workers, scheduler=scheduler) as ex:
+        return _run(data, config, ex, seed, progress, should_stop, t0)
+
+
+def _run(data: FitData, config: SearchConfig, executor: Executor, seed: int, progress: ProgressCallback | None,
+         should_stop: StopCheck | None, t0: float) -> SearchResult:
+    result = _RUNNERS[config.algorithm](data, config, executor, seed=seed, progress=progress,
+                                        should_stop=should_stop)
+    if config.select_top <= 1 or result.status == "cancelled" or len(result.candidates) <= 1:
+        return result
+    deadline = None
+    if config.time_budget > 0:
+        deadline = time.time() + (t0 + 0.97 * config.time_budget - time.perf_counter())
+    chosen, rows, ensemble = choose_model(data, result.candidates, executor, seed=seed, deadline=deadline,
+                                          should_stop=should_stop)
+    return dataclasses.replace(result, best=chosen or result.best, selection=rows, ensemble=ensemble,
+                               elapsed=time.perf_counter() - t0)

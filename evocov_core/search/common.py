@@ -3,6 +3,20 @@
 A search is a plain function ``run(data, config, executor, seed, progress, should_stop)``.
 After every generation it calls ``progress(Progress)``; it polls ``should_stop()``
 between kernel fits and returns the best result so far when asked to stop.
+
+The :class:`Tracker` also owns the parts of a budgeted search that do not depend on the
+algorithm:
+
+* **time budget**: with ``config.time_budget`` the run stops itself (status
+  ``finished``, ``budget_spent``) when its share of the budget is spent; fits in flight
+  stop at the same instant with the best point they reached (``Task.deadline``);
+* **canonical cache** (``config.cache_fits``): a kernel whose canonical form was fitted
+  before in the run keeps that fit instead of being fitted again;
+* **screening** (``config.screen_points``): a batch of new kernels is first fitted on a
+  subset of the training points (executor stage ``screen``, see
+  :func:`~evocov_core.search.stages.search_stages`); the best ``promote_fraction`` of
+  them by that BIC are fitted on all the data from the values found (stage ``promote``);
+  the others are recorded with status ``screened_out`` and never selected.
 """
 
 from __future__ import annotations
@@ -10,13 +24,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
 from ..kernel import Kernel
 from ..optimize import FitResult, Start
 from ..parallel import Executor, Task
+from ..scoring import PENALTY
 
 __all__ = [
     "EvalRecord",
@@ -26,7 +41,11 @@ __all__ = [
     "SearchResult",
     "StopCheck",
     "Tracker",
+    "search_share",
 ]
+
+#: Status of a candidate fitted only on the screening subset and not promoted.
+SCREENED_OUT = "screened_out"
 
 ProgressCallback = Callable[["Progress"], None]
 StopCheck = Callable[[], bool]
@@ -103,6 +122,10 @@ class Progress:
         Seconds since the run started.
     evaluated : tuple of EvalRecord
         The kernels fitted in this generation.
+    time_budget : float
+        The run's time budget in seconds (0: none).
+    n_screen_fits : int
+        Screening fits so far (not counted in ``n_evaluations``).
     """
 
     algorithm: str
@@ -114,6 +137,13 @@ class Progress:
     restarts: int
     elapsed: float
     evaluated: tuple[EvalRecord, ...]
+    time_budget: float = 0.0
+    n_screen_fits: int = 0
+
+    @property
+    def time_left(self) -> float | None:
+        """Seconds left of the budget (None without one)."""
+        return max(0.0, self.time_budget - self.elapsed) if self.time_budget > 0 else None
 
 
 @dataclass(frozen=True)
@@ -123,15 +153,32 @@ class SearchResult:
     Attributes
     ----------
     best : FitResult or None
-        Lowest-BIC kernel of the run (None only if nothing could be fitted).
+        The kernel the search returns (None only if nothing could be fitted): the
+        lowest BIC, or with ``select_top > 1`` the choice of
+        :func:`~evocov_core.search.select.choose_model`.
     status : str
         ``finished`` or ``cancelled``.
     history : tuple of GenerationStats
     records : tuple of EvalRecord
         Every kernel fitted.
     n_evaluations : int
+        Full fits (screening fits are counted in ``n_screen_fits``).
     restarts : int
     elapsed : float
+    settings : dict
+    best_bic : FitResult or None
+        Lowest-BIC kernel of the run.
+    budget_spent : bool
+        The run stopped because its time budget was spent.
+    n_screen_fits : int
+    n_cache_hits : int
+        Kernels met again and not refitted.
+    candidates : tuple of FitResult
+        The ``select_top`` lowest-BIC distinct kernels, lowest first.
+    selection : tuple of dict
+        The candidates of the model choice, best BIC first (empty without one).
+    ensemble : tuple of (FitResult, float)
+        Kernels and weights of the model average (empty without one).
     """
 
     algorithm: str
@@ -143,6 +190,13 @@ class SearchResult:
     restarts: int
     elapsed: float
     settings: dict = field(default_factory=dict)
+    best_bic: FitResult | None = None
+    budget_spent: bool = False
+    n_screen_fits: int = 0
+    n_cache_hits: int = 0
+    candidates: tuple[FitResult, ...] = ()
+    selection: tuple[dict, ...] = ()
+    ensemble: tuple[tuple[FitResult, float], ...] = ()
 
 
 def _better(a: FitResult | None, b: FitResult | None) -> FitResult | None:
@@ -154,11 +208,32 @@ def _better(a: FitResult | None, b: FitResult | None) -> FitResult | None:
     return a
 
 
+def search_share(config: object) -> float:
+    """Share of a time budget the search itself may use; the rest is for the model choice."""
+    if getattr(config, "time_budget", 0.0) <= 0:
+        return 1.0
+    return 0.88 if getattr(config, "select_top", 1) > 1 else 0.97
+
+
 class Tracker:
-    """Bookkeeping shared by the searches: best so far, records, history, progress calls."""
+    """Bookkeeping shared by the searches: best so far, records, history, progress calls,
+    and the time budget, fit cache and screening of a budgeted search (module docstring).
+
+    Parameters
+    ----------
+    algorithm : str
+    total_generations : int
+    progress, should_stop : callable or None
+    seed : int
+    config : SearchConfig, optional
+        Read for ``time_budget``, ``cache_fits``, ``screen_points`` and
+        ``promote_fraction`` (without it: no budget, no cache, no screening).
+    n_train : int
+        Training points (screening applies only above ``screen_points``).
+    """
 
     def __init__(self, algorithm: str, total_generations: int, progress: ProgressCallback | None,
-                 should_stop: StopCheck | None, seed: int) -> None:
+                 should_stop: StopCheck | None, seed: int, *, config: object | None = None, n_train: int = 0) -> None:
         self.algorithm = algorithm
         self.total = total_generations
         self.progress = progress
@@ -168,35 +243,136 @@ class Tracker:
         self.records: list[EvalRecord] = []
         self.history: list[GenerationStats] = []
         self.n_evaluations = 0
+        self.n_screen_fits = 0
+        self.n_cache_hits = 0
         self.restarts = 0
         self.t0 = time.perf_counter()
         self.cancelled = False
+        self.budget_spent = False
         self.generation = 0
+        self.time_budget = float(getattr(config, "time_budget", 0.0) or 0.0)
+        self._stop_at = self.t0 + self.time_budget * search_share(config) if self.time_budget > 0 else math.inf
+        self._cache: dict[str, FitResult] | None = {} if getattr(config, "cache_fits", False) else None
+        m = int(getattr(config, "screen_points", 0) or 0)
+        self._screen = 0 < m < n_train
+        self._promote = float(getattr(config, "promote_fraction", 1.0))
+        self._top_k = int(getattr(config, "select_top", 1) or 1)
+        self._best_by_canonical: dict[str, FitResult] = {}
+
+    @property
+    def stopped(self) -> bool:
+        """Cancelled by the caller or out of time."""
+        return self.cancelled or self.budget_spent
+
+    def fit_deadline(self) -> float | None:
+        """The search's deadline as wall-clock time (``time.time()``) for :class:`Task`, or None."""
+        if not math.isfinite(self._stop_at):
+            return None
+        return time.time() + (self._stop_at - time.perf_counter())
 
     def stop_requested(self) -> bool:
         if self.cancelled:
             return True
         if self._should_stop is not None and self._should_stop():
             self.cancelled = True
-        return self.cancelled
+            return True
+        if not self.budget_spent and time.perf_counter() >= self._stop_at:
+            self.budget_spent = True
+        return self.budget_spent
+
+    def _map(self, executor: Executor, tasks: list[Task]) -> list[FitResult | None]:
+        if not tasks:
+            return []
+        return executor.map(tasks, self.stop_requested)
 
     def evaluate(self, executor: Executor, kernels: Sequence[Kernel], starts: Sequence[Start | None],
                  origins: Sequence[str]) -> list[FitResult | None]:
-        """Fit a generation's kernels; each gets the seed (run seed, generation, index)."""
+        """Fit a generation's kernels; each gets the seed (run seed, generation, index).
+
+        Returns one fit per kernel (None where the run stopped first). With the cache, a
+        kernel fitted before (or twice in this batch) gets that fit; with screening, the
+        kernels not promoted get a fit with status ``screened_out`` and BIC +inf.
+        """
         self.generation += 1
         g = self.generation
-        tasks = [Task(k.tokens, (self.seed, g, i), s) for i, (k, s) in enumerate(zip(kernels, starts, strict=True))]
-        fits = executor.map(tasks, self.stop_requested)
+        n = len(kernels)
+        fits: list[FitResult | None] = [None] * n
+        first: dict[str, int] = {}  # canonical -> index fitted in this batch
+        copies: list[tuple[int, int]] = []
+        todo: list[int] = []
+        for i, k in enumerate(kernels):
+            if self._cache is not None:
+                hit = self._cache.get(k.canonical)
+                if hit is not None:
+                    fits[i] = hit
+                    self.n_cache_hits += 1
+                    continue
+                if k.canonical in first:
+                    copies.append((i, first[k.canonical]))
+                    self.n_cache_hits += 1
+                    continue
+                first[k.canonical] = i
+            todo.append(i)
+        deadline = self.fit_deadline()
+        if self._screen:
+            new = self._screened(executor, g, todo, kernels, starts, deadline)
+        else:
+            tasks = [Task(kernels[i].tokens, (self.seed, g, i), starts[i], deadline=deadline) for i in todo]
+            new = dict(zip(todo, self._map(executor, tasks), strict=True))
         recs: list[EvalRecord] = []
-        for i, f in enumerate(fits):
+        for i in todo:
+            f = new.get(i)
             if f is None:
                 continue
-            self.n_evaluations += 1
-            self.best = _better(self.best, f)
+            fits[i] = f
+            if self._cache is not None:
+                self._cache[kernels[i].canonical] = f
+            if f.status == SCREENED_OUT:
+                self.n_screen_fits += 1
+            else:
+                self.n_evaluations += 1
+                self.best = _better(self.best, f)
+                if f.ok and math.isfinite(f.bic):
+                    c = f.kernel.canonical
+                    self._best_by_canonical[c] = _better(self._best_by_canonical.get(c), f)  # type: ignore[assignment]
             recs.append(EvalRecord.from_fit(f, g, i, origins[i]))
+        for i, j in copies:
+            fits[i] = fits[j]
         self.records.extend(recs)
         self._gen_recs = recs
         return fits
+
+    def _screened(self, executor: Executor, g: int, todo: list[int], kernels: Sequence[Kernel],
+                  starts: Sequence[Start | None], deadline: float | None) -> dict[int, FitResult | None]:
+        """Screen ``todo`` on the subset, promote the best to full fits (see the module docstring)."""
+        tasks = [Task(kernels[i].tokens, (self.seed, g, i, 1), starts[i], stage="screen", deadline=deadline)
+                 for i in todo]
+        screened = dict(zip(todo, self._map(executor, tasks), strict=True))
+        ranked = sorted((i for i in todo if screened[i] is not None and screened[i].ok),
+                        key=lambda i: screened[i].bic)  # type: ignore[union-attr]
+        n_up = max(1, math.ceil(self._promote * len(ranked))) if ranked else 0
+        up = ranked[:n_up]
+        if self.stopped:
+            # Out of time: still give the run one full fit if it has none (one evaluation).
+            up = ranked[:1] if self.best is None and not self.cancelled else []
+            deadline = time.time()
+        out: dict[int, FitResult | None] = {}
+        for r, i in enumerate(ranked[n_up:], start=n_up + 1):
+            sf = screened[i]
+            assert sf is not None
+            out[i] = replace(sf, status=SCREENED_OUT, bic=PENALTY, lml=math.nan, test_rmse=None, n=sf.n,
+                             reason=f"screened out: BIC {sf.bic:.2f} on {sf.n} points, rank {r} of {len(ranked)}")
+        for i in todo:
+            sf = screened[i]
+            if sf is not None and not sf.ok:
+                out[i] = sf  # failed on the subset: a numerical failure, recorded as such
+        tasks = [Task(kernels[i].tokens, (self.seed, g, i, 2), screened[i].start(),  # type: ignore[union-attr]
+                      stage="promote", deadline=deadline) for i in up]
+        stop = None if self.stopped else self.stop_requested
+        promoted = executor.map(tasks, stop) if tasks else []
+        for i, f in zip(up, promoted, strict=True):
+            out[i] = f
+        return out
 
     def end_generation(self, restarted: bool = False) -> None:
         recs = self._gen_recs
@@ -207,7 +383,7 @@ class Tracker:
             mean_bic=float(np.mean(finite)) if finite else math.inf,
             best_so_far_bic=self.best.bic if self.best is not None else math.inf,
             n_evaluated=len(recs),
-            n_failed=sum(1 for r in recs if r.status != "ok"),
+            n_failed=sum(1 for r in recs if r.status not in ("ok", SCREENED_OUT)),
             restarted=restarted,
             elapsed=time.perf_counter() - self.t0,
         )
@@ -216,12 +392,20 @@ class Tracker:
         self.history.append(stats)
         if self.progress is not None:
             self.progress(Progress(self.algorithm, self.generation, self.total, stats, self.best,
-                                   self.n_evaluations, self.restarts, stats.elapsed, tuple(recs)))
+                                   self.n_evaluations, self.restarts, stats.elapsed, tuple(recs),
+                                   self.time_budget, self.n_screen_fits))
 
     def result(self, settings: dict | None = None) -> SearchResult:
         return SearchResult(self.algorithm, self.best, "cancelled" if self.cancelled else "finished",
                             tuple(self.history), tuple(self.records), self.n_evaluations, self.restarts,
-                            time.perf_counter() - self.t0, settings or {})
+                            time.perf_counter() - self.t0, settings or {}, best_bic=self.best,
+                            budget_spent=self.budget_spent, n_screen_fits=self.n_screen_fits,
+                            n_cache_hits=self.n_cache_hits, candidates=self.top(self._top_k))
+
+    def top(self, k: int) -> tuple[FitResult, ...]:
+        """The ``k`` lowest-BIC distinct (canonical) kernels fitted so far, lowest first."""
+        fits = sorted(self._best_by_canonical.values(), key=lambda f: f.bic)
+        return tuple(fits[:k])
 
 
 def start_of(fit: FitResult | None) -> Start | None:

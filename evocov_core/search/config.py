@@ -1,4 +1,15 @@
-"""Search settings, their validation, and the ``paper`` and ``quick`` presets.
+"""Search settings, their validation, and the presets.
+
+Presets
+-------
+``quick``        a time budget of 60 s wall (the dashboard's default), every part of the
+                 budgeted search on: canonical fit cache, screening on a window, seeded
+                 GPSS structures and expansions, data-tied bounds, the returned model
+                 chosen on a held-out tail of the training range.
+``standard``     the same with 5 minutes.
+``paper``        the paper's section 6.2 settings, no time limit, none of the above.
+``quick-fixed``  the former ``quick``: a fixed count of fits (N, G exact), no time limit;
+                 what ``bench reproduce --budget quick`` sizes (same seed, same result).
 
 One flat, frozen :class:`SearchConfig` serves every algorithm (it is what the CLI
 parses, the dashboard edits and the run store saves). What ``population`` and
@@ -92,6 +103,33 @@ class SearchConfig:
     require_input : bool
         Discard kernels that do not depend on x (constants) when generating and varying
         (see :class:`~evocov_core.variation.VariationConfig`; the paper keeps them).
+    time_budget : float
+        Wall-clock seconds for the whole search, model choice included; 0 = no limit
+        (fixed counts: N, G exact). With a budget, ``generations`` is only a cap: the
+        search stops itself when the time is spent and returns the best kernel so far.
+    cache_fits : bool
+        Never fit the same canonical kernel twice in a run: a kernel met again (a
+        selected parent, a child equal to a kernel seen before) keeps its first fit.
+    screen_points : int
+        When the training data have more points than this, new candidates are first
+        fitted on this many of them (half spread over the whole range, half the most
+        recent, contiguous) and only the best ``promote_fraction`` of each batch, by that
+        BIC, are fitted on all the data, from the values found. 0 = off.
+    promote_fraction : float
+        Share of a screened batch promoted to full fits (at least one).
+    seed_fraction : float
+        Share of the first population made of GPSS structures (base kernels SE, PER,
+        LIN, RQ, their pairwise sums and products); the rest are random trees.
+    p_expand : float
+        Probability that a mutation is a GPSS-style expansion (``S + B``, ``S × B`` of a
+        subtree ``S`` with a base kernel ``B``, or ``B`` replacing a base-kernel subtree).
+    select_top : int
+        The returned kernel is chosen among the ``select_top`` lowest-BIC distinct
+        kernels by how well, refitted on the first part of the training range, they
+        predict its last ``metric_split`` part (posterior LML). 1 = the lowest BIC.
+    data_bounds : bool
+        Tie lengthscale and period bounds to the data
+        (:func:`~evocov_core.optimize.slot_bounds`).
     """
 
     algorithm: str = "evocov"
@@ -119,6 +157,14 @@ class SearchConfig:
     metric_split: float = 0.1
     base_kernels: tuple[str, ...] = GPSS_BASE_KERNELS
     require_input: bool = False
+    time_budget: float = 0.0
+    cache_fits: bool = False
+    screen_points: int = 0
+    promote_fraction: float = 0.3
+    seed_fraction: float = 0.0
+    p_expand: float = 0.0
+    select_top: int = 1
+    data_bounds: bool = False
 
     def __post_init__(self) -> None:
         def need(cond: bool, msg: str) -> None:
@@ -127,7 +173,7 @@ class SearchConfig:
 
         need(self.algorithm in ALGORITHMS, f"algorithm must be one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
         for name in ("population", "generations", "mu", "d_max", "o_max", "rho_max", "psd_w", "n_hyper",
-                     "n_restarts", "max_evals", "n_screen", "ref_fun_call"):
+                     "n_restarts", "max_evals", "n_screen", "ref_fun_call", "screen_points", "select_top"):
             v = getattr(self, name)
             need(isinstance(v, int) and not isinstance(v, bool), f"{name} must be a whole number, got {v!r}")
         need(self.population >= 2 or self.algorithm == "gpss",
@@ -153,6 +199,14 @@ class SearchConfig:
         need(0.0 < self.metric_split < 0.9, f"metric_split must be in (0, 0.9), got {self.metric_split}")
         need(bool(self.base_kernels) and all(b in ("SE", "PER", "LIN", "RQ", "C") for b in self.base_kernels),
              f"base_kernels must be a non-empty subset of SE, PER, LIN, RQ, C, got {self.base_kernels}")
+        need(isinstance(self.time_budget, (int, float)) and 0.0 <= self.time_budget <= 7 * 86400,
+             f"time_budget must be between 0 (no limit) and a week in seconds, got {self.time_budget}")
+        need(self.screen_points == 0 or self.screen_points >= 20,
+             f"screen_points must be 0 (off) or at least 20, got {self.screen_points}")
+        need(0.0 < self.promote_fraction <= 1.0, f"promote_fraction must be in (0, 1], got {self.promote_fraction}")
+        need(0.0 <= self.seed_fraction <= 1.0, f"seed_fraction must be in [0, 1], got {self.seed_fraction}")
+        need(0.0 <= self.p_expand <= 1.0, f"p_expand must be in [0, 1], got {self.p_expand}")
+        need(1 <= self.select_top <= 100, f"select_top must be in [1, 100], got {self.select_top}")
         try:
             self.optim  # noqa: B018 - validates the optimiser settings
         except ValueError as exc:
@@ -163,7 +217,7 @@ class SearchConfig:
         return OptimConfig(metric=self.metric, method=self.method, n_restarts=self.n_restarts,
                            max_evals=self.max_evals, n_screen=self.n_screen, ref_fun_call=self.ref_fun_call,
                            sigma_theta=self.sigma_theta,
-                           init=self.init, space=HyperSpace())
+                           init=self.init, space=HyperSpace(), data_bounds=self.data_bounds)
 
     @property
     def variation(self) -> VariationConfig:
@@ -206,11 +260,29 @@ _QUICK: dict[str, dict] = {
     "gwtf": dict(population=40, generations=8, d_min=3, d_max=8, psd_w=12, n_restarts=1, require_input=True),
     "gpss": dict(generations=3, n_restarts=3),
 }
-PRESETS = {"paper": _PAPER, "quick": _QUICK}
+# Budgeted presets: what a dashboard user gets. The parts and their measured contribution:
+# bench/results/accuracy/ (``bench accuracy --variants ...``).
+_BUDGETED_PARTS = dict(cache_fits=True, data_bounds=True, select_top=5)
+_EVOLVE = dict(population=40, generations=100_000, mu=8, patience=3, d_min=3, d_max=8, psd_w=12, n_restarts=1,
+               require_input=True, screen_points=240, promote_fraction=0.3, seed_fraction=0.5, p_expand=0.3,
+               **_BUDGETED_PARTS)
+
+
+def _budgeted(seconds: float) -> dict[str, dict]:
+    return {
+        "evocov": dict(_EVOLVE, time_budget=seconds),
+        "random": dict(_QUICK["random"], population=100_000, screen_points=240, time_budget=seconds,
+                       **_BUDGETED_PARTS),
+        "gwtf": dict(_QUICK["gwtf"], screen_points=240, time_budget=seconds, **_BUDGETED_PARTS),
+        "gpss": dict(generations=10, n_restarts=3, time_budget=seconds, **_BUDGETED_PARTS),
+    }
+
+
+PRESETS = {"quick": _budgeted(60.0), "standard": _budgeted(300.0), "paper": _PAPER, "quick-fixed": _QUICK}
 
 
 def preset(name: str, algorithm: str = "evocov", **overrides: object) -> SearchConfig:
-    """The ``paper`` or ``quick`` settings for an algorithm, with overrides."""
+    """The settings of preset ``name`` (see the module docstring) for an algorithm, with overrides."""
     if name not in PRESETS:
         raise ConfigError(f"preset must be one of {', '.join(PRESETS)}, got {name!r}")
     if algorithm not in ALGORITHMS:

@@ -17,7 +17,11 @@
     Evaluate(pop);  return Select(pop ∪ {best}, 1)
 
 The best kernel is tracked over every evaluation of the run (a superset of the
-paper's bookkeeping, so never worse). Offspring inherit their parents' values
+paper's bookkeeping, so never worse). Budgeted presets add, with settings that are off
+in the paper's: a share ``seed_fraction`` of the first population made of GPSS
+structures, a share ``p_expand`` of mutations that are GPSS expansions
+(:mod:`evocov_core.search.structures`), and the time budget, fit cache and screening of
+the :class:`~evocov_core.search.common.Tracker`. Offspring inherit their parents' values
 (section 4.3.2) and selected kernels are evaluated again from their current values.
 All randomness of the loop (random kernels, selection ties, variation, PSD checks)
 comes from one generator seeded by the run seed; each fit has its own seed
@@ -37,6 +41,7 @@ from ..parallel import Executor
 from ..variation import crossover, mutate, random_kernel
 from .common import ProgressCallback, SearchResult, StopCheck, Tracker, start_of, sub_rng
 from .config import SearchConfig
+from .structures import expand, seed_kernels
 
 __all__ = ["run_evocov"]
 
@@ -73,12 +78,14 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
     grammar = get_grammar(config.n_hyper)
     vcfg = config.variation
     rng = sub_rng(seed, 0)
-    tr = Tracker("evocov", config.generations, progress, should_stop, seed)
+    tr = Tracker("evocov", config.generations, progress, should_stop, seed, config=config, n_train=data.n)
     N, mu = config.population, config.mu
 
-    def random_population() -> list[_Ind]:
+    def random_population(seeded: bool = False) -> list[_Ind]:
         out = []
-        for _ in range(N):
+        if seeded and config.seed_fraction > 0:
+            out = [_Ind(k, None, "seed") for k in seed_kernels(round(config.seed_fraction * N), sub_rng(seed, 1))]
+        for _ in range(N - len(out)):
             if tr.stop_requested():
                 break
             out.append(_Ind(random_kernel(grammar, rng, config.d_min, config.d_max, vcfg)[0], None, "random"))
@@ -89,7 +96,10 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
         for _ in range(N - mu):
             if rng.random() < config.p_mutation or len(sel) < 2:
                 p = sel[int(rng.integers(len(sel)))]
-                c = mutate(p.kernel, rng, vcfg, grammar, theta=p.theta, log_noise=p.log_noise)
+                if config.p_expand > 0 and rng.random() < config.p_expand:
+                    c = expand(p.kernel, rng, vcfg, config.n_hyper, theta=p.theta, log_noise=p.log_noise)
+                else:
+                    c = mutate(p.kernel, rng, vcfg, grammar, theta=p.theta, log_noise=p.log_noise)
             else:
                 i, j = rng.choice(len(sel), size=2, replace=False)
                 a, b = sel[int(i)], sel[int(j)]
@@ -98,14 +108,14 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
             out.append(_Ind(c.kernel, Start(c.theta, c.log_noise), c.origin))
         return out
 
-    pop = random_population()
+    pop = random_population(seeded=True)
     f_prev = math.inf
     stalled = 0  # consecutive generations without enough improvement
     for _ in range(1, config.generations):
         if tr.stop_requested():
             break
         fits = tr.evaluate(executor, [p.kernel for p in pop], [p.start for p in pop], [p.origin for p in pop])
-        if tr.cancelled:
+        if tr.stopped:
             break
         f_i = min((_key(f) for f in fits), default=math.inf)
         with_fit = [f for f in fits if f is not None and f.ok]

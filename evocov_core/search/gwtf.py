@@ -35,12 +35,12 @@ def run_gwtf(data: FitData, config: SearchConfig, executor: Executor, *, seed: i
     rng = sub_rng(seed, 0)
     G, N = config.generations, config.population
     total = 1 + N * max(G - 1, 1)
-    tr = Tracker("gwtf", total, progress, should_stop, seed)
+    tr = Tracker("gwtf", total, progress, should_stop, seed, config=config, n_train=data.n)
     kernels = [random_kernel(grammar, rng, config.d_min, config.d_max, vcfg)[0] for _ in range(G)]
     fits = tr.evaluate(executor, kernels, [None] * G, ["random"] * G)
     tr.end_generation()
     current: list[FitResult | None] = list(fits)
-    survivors = [i for i in range(G) if not tr.cancelled]
+    survivors = [i for i in range(G) if not tr.stopped]
     rounds = max(G - 1, 1)
     for _ in range(rounds):
         for _step in range(N):
@@ -59,7 +59,7 @@ def run_gwtf(data: FitData, config: SearchConfig, executor: Executor, *, seed: i
                 if _bic(nf) < _bic(current[i]):
                     current[i] = nf
             tr.end_generation()
-        if tr.cancelled or len(survivors) <= 1:
+        if tr.stopped or len(survivors) <= 1:
             break
         worst = max(survivors, key=lambda i: _bic(current[i]))
         survivors.remove(worst)

@@ -1,0 +1,803 @@
+"""``bench accuracy`` and ``bench accuracy-report``: what a dashboard user gets, on the 13 TSDL series.
+
+Each trial is one budgeted EvoCov search with the settings a dashboard user gets
+(``preset("quick")`` or ``preset("standard")``, a time budget of 60 s or 300 s) on one
+series at the published split, with one seed (seeds ``0 … K−1``) and one *variant*: the
+preset itself (``full``) or the preset with one part turned off (:data:`VARIANTS`), so
+that an ablation table shows what each part contributes.
+
+Trials run **one after another** in this process, each search with ``--workers``
+processes of its own, so that no two searches share the cores and every wall time is
+honest; the wall time is measured around :func:`~evocov_core.search.run_search`
+(process pool start included) and its **wall ratio** is wall / budget.
+
+The output folder holds::
+
+    run.json     every invocation (command, start, end, wall, machine, settings of each variant)
+    trials.csv   one row per finished trial (appended and synced as each ends)
+    kernels/     <series>__<variant>__seed<k>.json, the returned kernel (evocov_core.kernel_file format)
+    report.md    per-series table, ablation table, summary lines, every trial
+
+A trial is done when its row says ``ok`` and its kernel file exists, or the search fitted
+nothing (``no_kernel``); rows with ``error`` are run again. Rerunning the same command only
+runs what is missing; a folder holds one set of settings per variant (a rerun with other
+settings, e.g. another budget, is refused).
+
+Scores, per series and variant, over the seeds: the median test RMSE (original units) of
+the returned model, of the Bayesian model average (BMA, the search's ensemble) and of the
+lowest-BIC kernel, each divided by the best published RMSE of the series
+(``evocov_paper_rmse.csv``'s ``best_published``); the returned model's also by the paper's
+EvoCov mean (``evocov_lml_mean``). A trial that fitted nothing counts as an infinite RMSE.
+Per variant, over the series: the geometric mean of those median ratios
+(``accuracy_geomean``), the worst (``worst_ratio``), the number above 3
+(``series_over_3x``) and the largest wall ratio of any trial (``max_wall_ratio``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from ..data import Dataset
+from .common import (
+    BenchError,
+    ResultFile,
+    append_run,
+    command_line,
+    fmt,
+    load_series,
+    machine_info,
+    md_table,
+    now_iso,
+    read_runs,
+    resolve_series,
+    update_run,
+)
+
+__all__ = [
+    "BUDGETS",
+    "OVER",
+    "TRIAL_COLUMNS",
+    "TRIAL_KEY",
+    "VARIANTS",
+    "AccuracyReport",
+    "Summary",
+    "TrialSpec",
+    "ablation_table",
+    "accuracy",
+    "accuracy_report",
+    "done_keys",
+    "kernel_path",
+    "parse_variants",
+    "pending_trials",
+    "reference_rmse",
+    "run_trial",
+    "series_table",
+    "summarize",
+    "summary_line",
+    "trials_file",
+    "variant_config",
+]
+
+#: The dashboard's budgeted presets.
+BUDGETS = ("quick", "standard")
+
+#: A series counts in ``series_over_3x`` when its median ratio to the best published RMSE exceeds this.
+OVER = 3.0
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A benchmark variant: overrides on top of the budget's preset.
+
+    Attributes
+    ----------
+    overrides : mapping
+        Settings changed on the preset (``SearchConfig.with_``).
+    description : str
+        What is turned off, for the report.
+    preset : str or None
+        Another preset to start from (None: the ``--budget`` one, with its time budget).
+    timed : bool
+        False: the search runs without a time budget (``time_budget = 0``; its wall ratio
+        is still against the ``--budget`` seconds).
+    """
+
+    overrides: Mapping[str, object] = field(default_factory=dict)
+    description: str = ""
+    preset: str | None = None
+    timed: bool = True
+
+
+#: The variants: ``full`` is what a dashboard user gets; each other turns one part off.
+VARIANTS: dict[str, Variant] = {
+    "full": Variant({}, "the preset as the dashboard runs it"),
+    "no-screen": Variant({"screen_points": 0}, "no screening fits on a subset of the points before the full fits "
+                         "(the preset screens only series longer than its screen_points)"),
+    "no-seed": Variant({"seed_fraction": 0.0, "p_expand": 0.0},
+                       "no seeded initial population, no expansion of good kernels"),
+    "no-select": Variant({"select_top": 1}, "return the lowest-BIC kernel (no selection among the top ones)"),
+    "no-cache": Variant({"cache_fits": False}, "no cache of fitted kernels"),
+    "no-bounds": Variant({"data_bounds": False}, "no hyperparameter bounds from the data"),
+    "fixed-quick": Variant({}, "the previous default: preset('quick-fixed'), fixed counts, no time budget",
+                           preset="quick-fixed", timed=False),
+}
+
+TRIAL_COLUMNS = [
+    "series", "variant", "seed", "budget", "status", "n_train", "n_test", "budget_s", "wall_s", "wall_ratio",
+    "elapsed_s", "test_rmse", "bma_test_rmse", "bic_test_rmse", "q", "bic", "ensemble_size", "n_evaluations",
+    "n_screen_fits", "generations", "expression", "infix", "kernel_file", "host", "finished", "reason",
+]
+TRIAL_KEY = ["series", "variant", "seed"]
+
+#: Rows of these statuses are finished trials (``error`` rows are run again and left out of the scores).
+COUNTED = ("ok", "no_kernel")
+
+
+# --- settings --------------------------------------------------------------------------------
+
+
+def parse_variants(text: str | Sequence[str]) -> list[str]:
+    """Variant names from a comma-separated string (``all``: every variant), checked.
+
+    Raises
+    ------
+    BenchError
+        For an unknown or empty list.
+    """
+    items = [v.strip() for v in (text.split(",") if isinstance(text, str) else text) if v.strip()]
+    if items == ["all"]:
+        return list(VARIANTS)
+    bad = [v for v in items if v not in VARIANTS]
+    if bad or not items:
+        raise BenchError(f"unknown variant(s) {', '.join(bad) or '(none)'}; choose from {', '.join(VARIANTS)} "
+                         "or all")
+    return list(dict.fromkeys(items))
+
+
+def budget_seconds(budget: str, time_budget: float | None = None) -> float:
+    """The seconds of a search: ``time_budget`` when given, else the preset's ``config.time_budget``."""
+    if budget not in BUDGETS:
+        raise BenchError(f"--budget must be one of {', '.join(BUDGETS)}, got {budget!r}")
+    if time_budget is not None:
+        if not (math.isfinite(time_budget) and time_budget > 0):
+            raise BenchError(f"--time-budget must be a positive number of seconds, got {time_budget}")
+        return float(time_budget)
+    seconds = getattr(_preset(budget), "time_budget", 0.0)
+    if not seconds:  # 0 = no limit
+        raise BenchError(f"preset({budget!r}) has no time budget; pass --time-budget SECONDS")
+    return float(seconds)
+
+
+def _preset(name: str) -> Any:
+    from ..search import preset
+
+    try:
+        return preset(name)
+    except ValueError as exc:  # ConfigError: the preset does not exist (yet)
+        raise BenchError(f"preset {name!r}: {exc}") from None
+
+
+def variant_config(variant: str, budget: str, time_budget: float | None = None) -> Any:
+    """The :class:`~evocov_core.search.SearchConfig` of a variant under a budget.
+
+    Parameters
+    ----------
+    variant : str
+        A key of :data:`VARIANTS`.
+    budget : {"quick", "standard"}
+        The dashboard preset the variant starts from.
+    time_budget : float, optional
+        Seconds per search, instead of the preset's.
+
+    Raises
+    ------
+    BenchError
+        For an unknown variant or budget, or a setting the search does not have.
+    """
+    if variant not in VARIANTS:
+        parse_variants(variant)  # raises with the list of names
+    v = VARIANTS[variant]
+    seconds = budget_seconds(budget, time_budget)
+    config = _preset(v.preset or budget)
+    try:
+        if v.timed:
+            config = config.with_(time_budget=seconds)
+        elif getattr(config, "time_budget", 0):
+            config = config.with_(time_budget=0.0)  # 0 = no limit
+        return config.with_(**v.overrides)
+    except (TypeError, ValueError) as exc:  # unknown field (TypeError) or ConfigError
+        raise BenchError(f"variant {variant!r}: cannot apply {dict(v.overrides)} to the search settings: "
+                         f"{exc}") from None
+
+
+# --- result files and resuming ------------------------------------------------------------------
+
+
+def trials_file(out: Path) -> ResultFile:
+    """The ``trials.csv`` of an accuracy folder."""
+    return ResultFile(Path(out) / "trials.csv", TRIAL_COLUMNS, TRIAL_KEY)
+
+
+def kernel_path(series: str, variant: str, seed: int) -> str:
+    """Kernel file of a trial, relative to the output folder."""
+    return f"kernels/{series}__{variant}__seed{seed}.json"
+
+
+def done_keys(out: Path) -> set[tuple[str, str, int]]:
+    """``(series, variant, seed)`` of the finished trials of a folder.
+
+    Finished: status ``ok`` with its kernel file present, or ``no_kernel``. Error rows
+    and ``ok`` rows whose kernel file was deleted are not (they are run again).
+    """
+    out = Path(out)
+
+    def done(row: dict) -> bool:
+        if row.get("status") == "no_kernel":
+            return True
+        return row.get("status") == "ok" and (out / str(row.get("kernel_file"))).is_file()
+
+    return trials_file(out).keys(done)  # type: ignore[return-value]
+
+
+def pending_trials(series: Iterable[str], variants: Iterable[str], seeds: int,
+                   done: set[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+    """The trials still to run, in running order: seed, then variant, then series.
+
+    With this order an interrupted run has already covered every series with the first
+    seeds, so its report is useful.
+
+    Parameters
+    ----------
+    series, variants : iterable of str
+    seeds : int
+        K: seeds ``0 … K−1``.
+    done : set of tuple
+        Keys of the finished trials (:func:`done_keys`).
+    """
+    series, variants = list(series), list(variants)
+    return [(s, v, k) for k in range(seeds) for v in variants for s in series if (s, v, k) not in done]
+
+
+# --- one trial -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """One trial: a series, a variant and a seed, with its settings."""
+
+    series: str
+    variant: str
+    seed: int
+    budget: str
+    budget_s: float
+    config: Any
+    dataset: Dataset
+    workers: int = 2
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """``(series, variant, seed)``: the trial's identity in ``trials.csv``."""
+        return (self.series, self.variant, self.seed)
+
+
+def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> dict:
+    """Run one search; returns ``{"row": trials.csv row, "kernel": kernel-file dict or None}``.
+
+    Parameters
+    ----------
+    spec : TrialSpec
+    search : callable, optional
+        ``search(data, config, seed=, workers=)``; default
+        :func:`evocov_core.search.run_search`.
+
+    Notes
+    -----
+    Never raises for a failed search: the exception becomes a row with status ``error``
+    (run again on the next invocation). ``KeyboardInterrupt`` does propagate.
+    """
+    from ..kernel_file import kernel_file_dict
+    from ..metrics import FitData
+
+    if search is None:
+        from ..search import run_search as search
+    ds = spec.dataset
+    row: dict = {"series": spec.series, "variant": spec.variant, "seed": spec.seed, "budget": spec.budget,
+                 "n_train": ds.n_train, "n_test": ds.n_test, "budget_s": spec.budget_s, "host": socket.gethostname()}
+    doc = None
+    t0 = None
+    try:
+        data = FitData.from_dataset(ds, split_fraction=spec.config.metric_split)
+        t0 = time.perf_counter()
+        result = search(data, spec.config, seed=spec.seed, workers=spec.workers)
+        wall = time.perf_counter() - t0
+        row.update(wall_s=round(wall, 3), wall_ratio=round(wall / spec.budget_s, 4),
+                   elapsed_s=round(float(result.elapsed), 3), n_evaluations=result.n_evaluations,
+                   n_screen_fits=getattr(result, "n_screen_fits", None), generations=len(result.history))
+        best = result.best
+        if best is None or not best.ok:
+            row.update(status="no_kernel", reason="no kernel could be fitted")
+        else:
+            ensemble = tuple(getattr(result, "ensemble", ()) or ())
+            bma = None
+            if ensemble:
+                from ..averaging import ensemble_test_rmse
+
+                bma = ensemble_test_rmse(data, ensemble)
+            best_bic = getattr(result, "best_bic", None) or best
+            row.update(status="ok", test_rmse=best.test_rmse, bma_test_rmse=bma, bic_test_rmse=best_bic.test_rmse,
+                       q=best.q, bic=best.bic, ensemble_size=len(ensemble), expression=best.kernel.prefix,
+                       infix=best.kernel.infix, kernel_file=kernel_path(spec.series, spec.variant, spec.seed))
+            doc = kernel_file_dict(best, ds.norm, dataset=spec.series, n_test=ds.n_test,
+                                   test_fraction=ds.test_fraction,
+                                   extra_scores={"variant": spec.variant, "seed": spec.seed, "budget": spec.budget,
+                                                 "budget_seconds": spec.budget_s, "seconds": round(wall, 3),
+                                                 "evaluations": result.n_evaluations,
+                                                 "bma_test_rmse": _finite(bma)})
+    except Exception as exc:  # one failed trial must not stop the benchmark
+        if t0 is not None and "wall_s" not in row:
+            wall = time.perf_counter() - t0
+            row.update(wall_s=round(wall, 3), wall_ratio=round(wall / spec.budget_s, 4))
+        row.update(status="error", reason=f"{type(exc).__name__}: {exc}"[:500])
+    row["finished"] = now_iso()
+    return {"row": row, "kernel": doc}
+
+
+def _finite(v: object) -> float | None:
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+class AccuracyReport(NamedTuple):
+    """What :func:`accuracy` and :func:`accuracy_report` produce."""
+
+    path: Path
+    """``report.md``."""
+    summary: list[str]
+    """The summary lines, one per variant (``variant=NAME accuracy_geomean=… …``)."""
+
+
+def _json_norm(d: object) -> object:
+    return json.loads(json.dumps(d, sort_keys=True, default=str))
+
+
+def _check_settings(runs: list[dict], settings: dict[str, dict], out: Path) -> None:
+    """Refuse to resume a variant whose recorded settings differ from today's."""
+    for variant, cfg in settings.items():
+        before = next((r["settings"][variant] for r in reversed(runs) if variant in r.get("settings", {})), None)
+        if before is None:
+            continue
+        before, now = _json_norm(before), _json_norm(cfg)
+        if before != now:
+            diff = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))  # type: ignore[union-attr]
+            raise BenchError(f"{out} holds variant {variant!r} with other settings (differing: {', '.join(diff)}; "
+                             "another budget, or did the preset change?); use another --out")
+
+
+def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: float | None = None,
+             seeds: int = 3, series: str | Sequence[str] | None = None, workers: int = 2,
+             variants: str | Sequence[str] = "full", argv: Sequence[str] | None = None,
+             log: Callable[[str], None] | None = None) -> AccuracyReport:
+    """Run (or resume) the accuracy benchmark into ``out``, then write its report.
+
+    Parameters
+    ----------
+    data_dir : Path
+        The 13 TSDL series (``NN-name.csv``, ``splits.csv``, ``evocov_paper_rmse.csv``).
+    out : Path
+        Output folder (created; reused to resume).
+    budget : {"quick", "standard"}
+        The dashboard preset and its time budget.
+    time_budget : float, optional
+        Seconds per search instead of the preset's.
+    seeds : int
+        K: seeds ``0 … K−1`` per series and variant.
+    series : str or sequence of str, optional
+        Subset of the series (names, numbers or short names; default all).
+    workers : int
+        Processes of each search (searches never run at the same time).
+    variants : str or sequence of str
+        Keys of :data:`VARIANTS` (comma-separated), or ``all``.
+    argv : sequence of str, optional
+        The command line, for the records (default ``sys.argv[1:]``).
+    log : callable, optional
+        Progress lines (default: standard error).
+
+    Returns
+    -------
+    AccuracyReport
+        The report's path and summary lines.
+
+    Raises
+    ------
+    BenchError
+        For bad arguments, missing data or a folder made with other settings.
+    """
+    say = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    if seeds < 1:
+        raise BenchError(f"--seeds must be at least 1, got {seeds}")
+    if workers < 1:
+        raise BenchError(f"--workers must be at least 1, got {workers}")
+    names_v = parse_variants(variants)
+    seconds = budget_seconds(budget, time_budget)
+    data_dir, out = Path(data_dir).resolve(), Path(out)
+    names = resolve_series(data_dir, series)
+    reference_rmse(data_dir)  # fail now, not after hours, if the reference file is missing
+    configs = {v: variant_config(v, budget, time_budget) for v in names_v}
+    settings = {v: c.to_dict() for v, c in configs.items()}
+    datasets = {s: load_series(data_dir, s) for s in names}
+    out.mkdir(parents=True, exist_ok=True)
+    _check_settings(read_runs(out / "run.json"), settings, out)
+    (out / "kernels").mkdir(exist_ok=True)
+
+    todo = pending_trials(names, names_v, seeds, done_keys(out))
+    total = len(names) * len(names_v) * seeds
+    argv = list(sys.argv[1:] if argv is None else argv)
+    run = {"command": command_line(argv), "argv": argv, "started": now_iso(), "budget": budget,
+           "budget_s": seconds, "time_budget_override": time_budget, "seeds": seeds, "series": names,
+           "variants": names_v, "workers": workers, "data_dir": str(data_dir), "settings": settings,
+           "machine": machine_info()}
+    run_index = append_run(out / "run.json", run)
+    timed = sum(VARIANTS[v].timed for _, v, _ in todo)
+    say(f"bench accuracy: {len(todo)} trials to run, {total - len(todo)} already done; budget {budget} "
+        f"({seconds:g} s per search, {workers} worker(s) each): about {timed * seconds / 60:.0f} min"
+        + (" plus the untimed variants" if timed < len(todo) else "") + f"; out {out}")
+    rf = trials_file(out)
+    t0 = time.perf_counter()
+    count, completed = 0, False
+    try:
+        for i, (s, v, k) in enumerate(todo, 1):
+            spec = TrialSpec(s, v, k, budget, seconds, configs[v], datasets[s], workers)
+            res = run_trial(spec)
+            row, doc = res["row"], res["kernel"]
+            if doc is not None:
+                from ..kernel_file import dump_kernel_file
+
+                path = out / row["kernel_file"]
+                tmp = path.with_suffix(".json.tmp")
+                tmp.write_text(dump_kernel_file(doc), encoding="utf-8")
+                os.replace(tmp, path)
+            rf.append(row)
+            count += 1
+            say(f"[{i}/{len(todo)}] {s} {v} seed {k}: {row['status']} rmse={fmt(row.get('test_rmse'))} "
+                f"bma={fmt(row.get('bma_test_rmse'))} q={row.get('q', '-')} wall {fmt(row.get('wall_s'), 3)} s "
+                f"(×{fmt(row.get('wall_ratio'), 3)}) fits={row.get('n_evaluations', '-')}"
+                + (f" ({row.get('reason')})" if row["status"] != "ok" else ""))
+        completed = True
+    finally:  # also on Ctrl-C; a killed process leaves its record without an end (shown as interrupted)
+        run.update(finished=now_iso(), wall_seconds=round(time.perf_counter() - t0, 2), trials_run=count,
+                   trials_skipped=total - len(todo), interrupted=not completed)
+        update_run(out / "run.json", run_index, run)
+    return accuracy_report(out, data_dir=data_dir)
+
+
+# --- tables ------------------------------------------------------------------------------------------
+
+
+def reference_rmse(data_dir: Path) -> pd.DataFrame:
+    """``best_published`` and ``evocov_lml_mean`` of ``evocov_paper_rmse.csv``, indexed by series."""
+    path = Path(data_dir) / "evocov_paper_rmse.csv"
+    if not path.is_file():
+        raise BenchError(f"{path} not found: it holds the reference RMSEs; pass --data-dir")
+    df = pd.read_csv(path).set_index("dataset")
+    missing = [c for c in ("best_published", "evocov_lml_mean") if c not in df.columns]
+    if missing:
+        raise BenchError(f"{path} lacks column(s) {', '.join(missing)}")
+    return df[["best_published", "evocov_lml_mean"]].apply(pd.to_numeric, errors="coerce")
+
+
+def _numeric(trials: pd.DataFrame, cols: Iterable[str]) -> pd.DataFrame:
+    t = trials.copy()
+    for c in cols:
+        t[c] = pd.to_numeric(t[c], errors="coerce") if c in t else np.nan
+    return t
+
+
+SERIES_COLUMNS = ["trials", "failed", "rmse", "ratio", "paper_ratio", "bma_rmse", "bma_ratio", "bic_rmse",
+                  "bic_ratio", "wall_s", "max_wall_ratio", "fits", "screen_fits", "generations", "q"]
+
+
+def series_table(trials: pd.DataFrame, refs: pd.DataFrame, variant: str = "full") -> pd.DataFrame:
+    """Per-series scores of one variant, over its finished trials (status ``ok`` or ``no_kernel``).
+
+    Columns (medians over the seeds unless said): ``trials``; ``failed`` (``no_kernel``
+    trials, whose RMSE counts as infinite); ``rmse`` of the returned model, ``ratio`` =
+    rmse / best published, ``paper_ratio`` = rmse / the paper's EvoCov LML mean;
+    ``bma_rmse``, ``bma_ratio`` (over the seeds with an ensemble); ``bic_rmse``,
+    ``bic_ratio`` (the lowest-BIC kernel); ``wall_s``; ``max_wall_ratio`` (the largest);
+    ``fits`` (``n_evaluations``), ``screen_fits``, ``generations``, ``q``.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Rows of ``trials.csv``.
+    refs : DataFrame
+        :func:`reference_rmse`.
+    variant : str
+    """
+    num = ["test_rmse", "bma_test_rmse", "bic_test_rmse", "wall_s", "wall_ratio", "n_evaluations",
+           "n_screen_fits", "generations", "q"]
+    t = _numeric(trials, num)
+    if len(t):
+        t = t[(t["variant"] == variant) & t["status"].isin(COUNTED)].copy()
+    if t.empty:
+        return pd.DataFrame(columns=SERIES_COLUMNS, index=pd.Index([], name="series"))
+    failed = t["status"] != "ok"
+    t.loc[failed | t["test_rmse"].isna(), "test_rmse"] = math.inf
+    t.loc[failed | t["bic_test_rmse"].isna(), "bic_test_rmse"] = math.inf
+    g = t.groupby("series")
+    tab = pd.DataFrame({
+        "trials": g.size(),
+        "failed": g["status"].agg(lambda s: int((s != "ok").sum())),
+        "rmse": g["test_rmse"].median(),
+        "bma_rmse": g["bma_test_rmse"].median(),
+        "bic_rmse": g["bic_test_rmse"].median(),
+        "wall_s": g["wall_s"].median(),
+        "max_wall_ratio": g["wall_ratio"].max(),
+        "fits": g["n_evaluations"].median(),
+        "screen_fits": g["n_screen_fits"].median(),
+        "generations": g["generations"].median(),
+        "q": g["q"].median(),
+    })
+    tab.index.name = "series"
+    best = refs["best_published"].reindex(tab.index)
+    tab["ratio"] = tab["rmse"] / best
+    tab["paper_ratio"] = tab["rmse"] / refs["evocov_lml_mean"].reindex(tab.index)
+    tab["bma_ratio"] = tab["bma_rmse"] / best
+    tab["bic_ratio"] = tab["bic_rmse"] / best
+    return tab[SERIES_COLUMNS].sort_index()
+
+
+class Summary(NamedTuple):
+    """The summary of one variant over its series."""
+
+    accuracy_geomean: float
+    """Geometric mean over the series of the per-series median ratio (inf when one is inf)."""
+    worst_ratio: float
+    """The largest per-series median ratio."""
+    series_over_3x: int
+    """Series whose median ratio exceeds :data:`OVER`."""
+    max_wall_ratio: float
+    """The largest wall / budget of any trial."""
+    n_series: int
+    """Series with a ratio (those without a reference RMSE are left out)."""
+
+
+def summarize(table: pd.DataFrame, column: str = "ratio") -> Summary:
+    """Summarise a :func:`series_table` on one of its ratio columns (``ratio``, ``bma_ratio``, ...).
+
+    Series whose ratio is missing (no reference, or no BMA in any seed) are left out.
+    """
+    nan = math.nan
+    r = pd.to_numeric(table[column], errors="coerce").dropna().to_numpy(dtype=float) if len(table) else np.array([])
+    wall = pd.to_numeric(table["max_wall_ratio"], errors="coerce").dropna() if len(table) else pd.Series(dtype=float)
+    max_wall = float(wall.max()) if len(wall) else nan
+    if r.size == 0:
+        return Summary(nan, nan, 0, max_wall, 0)
+    gm = math.inf if np.isinf(r).any() else float(np.exp(np.mean(np.log(r))))
+    return Summary(gm, float(r.max()), int((r > OVER).sum()), max_wall, int(r.size))
+
+
+def _num(v: float, digits: int = 4) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf"
+    return f"{v:.{digits}g}"
+
+
+def summary_line(variant: str, summary: Summary) -> str:
+    """``variant=NAME accuracy_geomean=… worst_ratio=… series_over_3x=… max_wall_ratio=…``."""
+    return (f"variant={variant} accuracy_geomean={_num(summary.accuracy_geomean)} "
+            f"worst_ratio={_num(summary.worst_ratio)} series_over_3x={summary.series_over_3x} "
+            f"max_wall_ratio={_num(summary.max_wall_ratio)}")
+
+
+def _variants_present(trials: pd.DataFrame) -> list[str]:
+    present = set(trials["variant"]) if len(trials) else set()
+    return [v for v in VARIANTS if v in present] + sorted(v for v in present if v not in VARIANTS)
+
+
+ABLATION_COLUMNS = ["series", "trials", "failed", "geomean", "worst", "over_3x", "bma_geomean", "bma_worst",
+                    "bma_over_3x", "bic_geomean", "max_wall_ratio", "median_fits", "vs_full"]
+
+
+def ablation_table(trials: pd.DataFrame, refs: pd.DataFrame, variants: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per variant: :func:`summarize` of the returned model, the BMA and the lowest-BIC kernel.
+
+    ``vs_full`` is the geometric mean, over the series both have, of the variant's median
+    ratio over ``full``'s (above 1: turning the part off hurts; 1 for ``full``).
+    """
+    variants = list(variants) if variants is not None else _variants_present(trials)
+    tables = {v: series_table(trials, refs, v) for v in variants}
+    full = tables["full"] if "full" in tables else series_table(trials, refs, "full")
+    rows = {}
+    for v, tab in tables.items():
+        s, b, c = summarize(tab), summarize(tab, "bma_ratio"), summarize(tab, "bic_ratio")
+        vs = math.nan
+        if len(full) and len(tab):
+            both = pd.concat([tab["ratio"], full["ratio"]], axis=1, keys=["v", "f"], join="inner").dropna()
+            if len(both):
+                q = (both["v"] / both["f"]).to_numpy(dtype=float)
+                vs = math.nan if np.isnan(q).any() else (
+                    math.inf if np.isinf(q).any() else float(np.exp(np.mean(np.log(q)))))
+        rows[v] = {"series": s.n_series, "trials": int(tab["trials"].sum()) if len(tab) else 0,
+                   "failed": int(tab["failed"].sum()) if len(tab) else 0,
+                   "geomean": s.accuracy_geomean, "worst": s.worst_ratio, "over_3x": s.series_over_3x,
+                   "bma_geomean": b.accuracy_geomean, "bma_worst": b.worst_ratio, "bma_over_3x": b.series_over_3x,
+                   "bic_geomean": c.accuracy_geomean, "max_wall_ratio": s.max_wall_ratio,
+                   "median_fits": float(tab["fits"].median()) if len(tab) else math.nan, "vs_full": vs}
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=ABLATION_COLUMNS)
+    out.index.name = "variant"
+    return out
+
+
+# --- report --------------------------------------------------------------------------------------------
+
+
+def _f(v: object, digits: int = 3) -> str:
+    """A ratio for a table: fixed decimals, ``inf``, ``-`` for missing."""
+    try:
+        x = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "-"
+    if math.isnan(x):
+        return "-"
+    return "inf" if math.isinf(x) else f"{x:.{digits}f}"
+
+
+def _commands(runs: list[dict], trials: pd.DataFrame) -> list[str]:
+    from .reproduce import _invocation_walls
+
+    lines = ["## Commands", ""]
+    walls = _invocation_walls(runs, trials) if runs else []
+    for r, (wall, cut) in zip(runs, walls, strict=True):
+        if cut:
+            ended = f"interrupted, last trial {wall:.0f} s after the start"
+        elif r.get("interrupted"):
+            ended = f"interrupted at {r.get('finished')}, wall {fmt(wall)} s"
+        else:
+            ended = f"finished {r.get('finished')}, wall {fmt(wall)} s"
+        lines += ["```", r.get("command", ""), "```",
+                  f"started {r.get('started')}, {ended}; budget {r.get('budget')} ({fmt(r.get('budget_s'))} s per "
+                  f"search), seeds {r.get('seeds')}, variants {', '.join(r.get('variants', []))}, "
+                  f"{r.get('workers')} worker(s) per search; trials run {r.get('trials_run', '?')}, already done "
+                  f"{r.get('trials_skipped', '?')}", ""]
+    if runs:
+        lines += ["## Machine", "", "At the start of the last invocation:", "",
+                  md_table(["", ""], list(runs[-1].get("machine", {}).items()), "ll"), ""]
+    return lines
+
+
+def _series_section(tab: pd.DataFrame, variant: str) -> list[str]:
+    rows = [[s, int(r["trials"]), fmt(r["rmse"]), _f(r["ratio"]), _f(r["paper_ratio"]), fmt(r["bma_rmse"]),
+             _f(r["bma_ratio"]), _f(r["bic_ratio"]), fmt(r["wall_s"], 3), _f(r["max_wall_ratio"], 2),
+             fmt(r["fits"], 4), fmt(r["generations"], 3), fmt(r["q"], 3)]
+            for s, r in tab.iterrows()]
+    return [f"## Per series, variant `{variant}`", "",
+            "Medians over the seeds. ratio = RMSE / best published RMSE of the series; paper = RMSE / the "
+            "EvoCov paper's mean (LML); BMA = the search's model average; BIC = the lowest-BIC kernel; wall ratio "
+            "= wall / budget (the largest over the seeds); fits = kernels fitted.", "",
+            md_table(["series", "seeds", "test RMSE", "ratio", "paper ratio", "BMA RMSE", "BMA ratio",
+                      "BIC ratio", "wall s", "max wall ratio", "fits", "generations", "q"], rows), ""]
+
+
+def _ablation_section(abl: pd.DataFrame, per_variant: dict[str, pd.DataFrame]) -> list[str]:
+    lines = ["## Ablation", "",
+             "One row per variant, over its series: geometric mean (gmean) of the per-series median ratio to the "
+             "best published RMSE, the worst, the number over 3×, for the returned model, the BMA and the lowest-BIC "
+             "kernel; the largest wall ratio of any trial; vs full = geometric mean over the shared series of the "
+             "variant's median ratio / full's (above 1: the part turned off helps).", "",
+             md_table(["variant", "series", "trials", "failed", "gmean", "worst", "> 3×", "BMA gmean", "BMA worst",
+                       "BMA > 3×", "BIC gmean", "max wall ratio", "median fits", "vs full"],
+                      [[v, int(r["series"]), int(r["trials"]), int(r["failed"]), _f(r["geomean"]), _f(r["worst"]),
+                        int(r["over_3x"]), _f(r["bma_geomean"]), _f(r["bma_worst"]), int(r["bma_over_3x"]),
+                        _f(r["bic_geomean"]), _f(r["max_wall_ratio"], 2), fmt(r["median_fits"], 4), _f(r["vs_full"])]
+                       for v, r in abl.iterrows()]), "",
+             md_table(["variant", "what changes"],
+                      [[v, f"{VARIANTS[v].description}: "
+                        + (f"`{dict(VARIANTS[v].overrides)}`" if VARIANTS[v].overrides else "no override")]
+                       for v in abl.index if v in VARIANTS], "ll"), ""]
+    if len(per_variant) > 1:
+        series = sorted({s for t in per_variant.values() for s in t.index})
+        lines += ["Median ratio to the best published RMSE per series and variant:", "",
+                  md_table(["series", *per_variant],
+                           [[s, *(_f(t["ratio"].get(s, math.nan)) for t in per_variant.values())] for s in series]),
+                  ""]
+    return lines
+
+
+def _trial_rows(trials: pd.DataFrame) -> list[str]:
+    rows = []
+    for r in trials.sort_values(["variant", "series", "seed"]).to_dict("records"):
+        infix = r.get("infix")
+        infix = "" if not isinstance(infix, str) else infix
+        kernel = ("`" + (infix if len(infix) <= 80 else infix[:77] + "…").replace("|", "\\|") + "`") if infix else "-"
+        rows.append([r["series"], r["variant"], int(r["seed"]), r["status"], fmt(r.get("test_rmse")),
+                     fmt(r.get("bma_test_rmse")), fmt(r.get("bic_test_rmse")), fmt(r.get("q"), 3),
+                     fmt(r.get("wall_s"), 3), _f(r.get("wall_ratio"), 2), fmt(r.get("n_evaluations"), 6),
+                     fmt(r.get("n_screen_fits"), 6), fmt(r.get("generations"), 4), kernel])
+    return ["## Trials", "",
+            md_table(["series", "variant", "seed", "status", "test RMSE", "BMA RMSE", "BIC RMSE", "q", "wall s",
+                      "wall ratio", "fits", "screen fits", "generations", "returned kernel"], rows,
+                     "lllrrrrrrrrrrl"), ""]
+
+
+def accuracy_report(out: Path, *, data_dir: Path | None = None) -> AccuracyReport:
+    """(Re)write ``report.md`` of an accuracy folder from its ``trials.csv`` and ``run.json`` only.
+
+    Parameters
+    ----------
+    out : Path
+        The folder.
+    data_dir : Path, optional
+        Where ``evocov_paper_rmse.csv`` is (default: the one recorded in ``run.json``).
+
+    Returns
+    -------
+    AccuracyReport
+        The report's path and the summary line of each variant.
+    """
+    out = Path(out)
+    rf = trials_file(out)
+    runs = read_runs(out / "run.json")
+    if not runs and not rf.path.is_file():
+        raise BenchError(f"{out} has no run.json nor trials.csv: not a bench accuracy folder")
+    if data_dir is None:
+        data_dir = next((Path(r["data_dir"]) for r in reversed(runs) if r.get("data_dir")), None)
+        if data_dir is None:
+            raise BenchError(f"{out}/run.json records no data folder; pass --data-dir")
+    refs = reference_rmse(data_dir)
+    trials = rf.read()
+    if len(trials):
+        trials["seed"] = pd.to_numeric(trials["seed"], errors="coerce").astype(int)
+    variants = _variants_present(trials)
+    per_variant = {v: series_table(trials, refs, v) for v in variants}
+    summary = [summary_line(v, summarize(per_variant[v])) for v in variants]
+    last = runs[-1] if runs else {}
+    lines = [f"# EvoCov accuracy at the dashboard's budget `{last.get('budget', '?')}` "
+             f"({fmt(last.get('budget_s'))} s per search)", "",
+             "Regenerate this report from the folder's files with "
+             f"`python -m evocov_core bench accuracy-report --out {out}`.", "",
+             "Each trial: one EvoCov search with the dashboard's settings on one of the 13 TSDL series at the "
+             "published split (checked against `splits.csv`), one seed, one variant; trials ran one after another, "
+             "each search with its own worker processes, and the wall time is measured around the search. "
+             "A trial that fitted nothing counts as an infinite RMSE; the untimed `fixed-quick` variant's wall "
+             "ratio is against the same budget.", "",
+             "## Summary", "", "Returned model, median over the seeds, then over the series "
+             f"(ratio to the best published RMSE; over 3× = ratio > {OVER:g}):", "",
+             "```", *(summary or ["(no finished trial yet)"]), "```", ""]
+    n_err = int((trials["status"] == "error").sum()) if len(trials) else 0
+    if n_err:
+        lines += [f"{n_err} trial(s) ended with an error (left out of the scores; rerun the command to retry "
+                  "them): see the trial list.", ""]
+    lines += _commands(runs, trials)
+    if variants:
+        main_v = "full" if "full" in per_variant else variants[0]
+        lines += _series_section(per_variant[main_v], main_v)
+        lines += _ablation_section(ablation_table(trials, refs, variants), per_variant)
+        lines += _trial_rows(trials)
+    else:
+        lines += ["No finished trial yet: no tables.", ""]
+    path = out / "report.md"
+    tmp = path.with_suffix(".md.tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return AccuracyReport(path, summary)

@@ -1,0 +1,82 @@
+"""The data and optimiser settings each stage of a budgeted search fits on.
+
+=============  ====================================================================
+stage          data / settings
+=============  ====================================================================
+``""``         all the training data / the search's settings (every unscreened fit)
+``screen``     a subset of ``screen_points`` training points (:func:`screen_mask`) /
+               the search's settings
+``promote``    all the training data / one L-BFGS-B run of half the evaluations from
+               the screened values (they are close: a refinement, not a search)
+``head``       the first ``1 − metric_split`` of the training range / one L-BFGS-B
+               run from the full-data values (the model choice's refits)
+=============  ====================================================================
+
+An executor made with :func:`search_executor` holds all of them, so each worker gets
+every data set once per run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..metrics import FitData
+from ..optimize import OptimConfig
+from ..parallel import Stages, make_executor
+from .config import SearchConfig
+
+__all__ = ["screen_mask", "search_executor", "search_stages"]
+
+
+def screen_mask(n: int, m: int) -> NDArray[np.bool_]:
+    """Which of ``n`` training points (sorted by x) screening uses: ``m`` of them.
+
+    Half spread evenly over the whole range (long trends and periods stay visible),
+    half the most recent points, contiguous (short periods and the local behaviour the
+    forecast starts from).
+    """
+    mask = np.zeros(n, dtype=bool)
+    if m >= n:
+        mask[:] = True
+        return mask
+    recent = m // 2
+    mask[n - recent:] = True
+    spread = np.unique(np.round(np.linspace(0, n - recent - 1, m - recent)).astype(int))
+    mask[spread] = True
+    return mask
+
+
+def _refit(optim: OptimConfig, share: float = 1.0) -> OptimConfig:
+    """One L-BFGS-B run from the given values (``share`` of the evaluations), no random starts."""
+    return dataclasses.replace(optim, n_screen=0, n_restarts=1, max_evals=max(10, round(optim.max_evals * share)))
+
+
+def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitData, OptimConfig]]:
+    """The stages ``config`` needs on ``data`` (empty for the paper's settings)."""
+    optim = config.optim
+    stages: dict[str, tuple[FitData, OptimConfig]] = {}
+    if 0 < config.screen_points < data.n:
+        order = np.argsort(data.X[:, 0], kind="stable")
+        mask = np.zeros(data.n, dtype=bool)
+        mask[order[screen_mask(data.n, config.screen_points)]] = True
+        stages["screen"] = (data.subset(mask), optim)
+    if config.screen_points > 0:
+        stages["promote"] = (data, _refit(optim, 0.5))
+    if config.select_top > 1 and data.split is not None:
+        from ..data import split_mask
+
+        head = split_mask(data.X, data.split_fraction)
+        tail = ~head
+        stages["head"] = (data.subset(head, X_test=data.X[tail], y_test=data.y[tail] * data.y_std + data.y_mean),
+                          _refit(optim))
+    return stages
+
+
+def search_executor(data: FitData, config: SearchConfig, *, workers: int | None = None,
+                    scheduler: str | None = None, stages: Stages | None = None):
+    """An executor for a search with ``config`` on ``data`` (:func:`~evocov_core.parallel.make_executor`)."""
+    return make_executor(data, config.optim, workers=workers, scheduler=scheduler,
+                         stages=search_stages(data, config) if stages is None else stages)

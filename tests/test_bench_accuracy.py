@@ -1,0 +1,325 @@
+"""``python -m evocov_core bench accuracy`` / ``accuracy-report``: scores, resuming, report, CLI errors.
+
+Everything here runs on synthetic ``trials.csv`` rows or a synthetic 30-point series with
+a stand-in search (fast and deterministic); one ``slow`` test runs a real one-second search.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evocov_core.benchmarks import accuracy as acc
+from evocov_core.benchmarks.common import BenchError, append_run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _refs() -> pd.DataFrame:
+    return pd.DataFrame({"best_published": [10.0, 1.0, 2.0, 4.0], "evocov_lml_mean": [20.0, 2.0, 1.0, 4.0]},
+                        index=pd.Index(["01-a", "02-b", "03-c", "04-d"], name="dataset"))
+
+
+def _row(series: str, seed: int, status: str = "ok", rmse: float | None = None, bma: float | None = None,
+         wall_ratio: float = 0.5, variant: str = "full", fits: int = 100) -> dict:
+    return {"series": series, "variant": variant, "seed": seed, "budget": "quick", "status": status,
+            "budget_s": 60.0, "wall_s": 60.0 * wall_ratio, "wall_ratio": wall_ratio, "test_rmse": rmse,
+            "bma_test_rmse": bma, "bic_test_rmse": rmse, "n_evaluations": fits, "n_screen_fits": 0,
+            "generations": 5, "q": 4, "infix": "hp0^2*exp(-0.5*|x-x'|^2/hp1^2)",
+            "kernel_file": acc.kernel_path(series, variant, seed) if status == "ok" else "",
+            "finished": "2026-01-01T10:00:00+00:00"}
+
+
+def _trials() -> pd.DataFrame:
+    """Three series of variant ``full`` (median ratios 2, 0.5, 5) and two of ``no-seed``."""
+    rows = [
+        _row("01-a", 0, rmse=10.0, bma=10.0), _row("01-a", 1, rmse=20.0, bma=30.0, wall_ratio=1.25),
+        _row("01-a", 2, rmse=30.0, bma=50.0),
+        _row("02-b", 0, rmse=0.5), _row("02-b", 1, rmse=0.5), _row("02-b", 2, rmse=4.0),  # no BMA at all
+        _row("03-c", 0, rmse=8.0, bma=4.0), _row("03-c", 1, rmse=10.0, bma=4.0),
+        _row("03-c", 2, status="no_kernel", wall_ratio=1.1),  # counts as an infinite RMSE
+        _row("03-c", 3, status="error", wall_ratio=9.0),  # left out (run again later)
+        _row("01-a", 0, rmse=40.0, variant="no-seed"), _row("02-b", 0, rmse=1.0, variant="no-seed", wall_ratio=2.0),
+    ]
+    return pd.DataFrame(rows)
+
+
+# --- summary arithmetic -------------------------------------------------------------------------
+
+
+def test_series_table_takes_medians_over_seeds() -> None:
+    tab = acc.series_table(_trials(), _refs(), "full")
+    assert list(tab.index) == ["01-a", "02-b", "03-c"]
+    assert tab.loc["01-a", ["rmse", "ratio", "paper_ratio"]].tolist() == pytest.approx([20.0, 2.0, 1.0])
+    assert tab.loc["02-b", "ratio"] == pytest.approx(0.5)
+    # 8, 10 and a failed trial (inf): median 10; the error row is not counted.
+    assert tab.loc["03-c", ["trials", "failed"]].tolist() == [3, 1]
+    assert tab.loc["03-c", "ratio"] == pytest.approx(5.0)
+    assert tab.loc["03-c", "paper_ratio"] == pytest.approx(10.0)
+    assert tab.loc["01-a", "bma_ratio"] == pytest.approx(3.0)
+    assert math.isnan(tab.loc["02-b", "bma_ratio"])
+    assert tab.loc["01-a", "max_wall_ratio"] == pytest.approx(1.25)
+    assert tab.loc["03-c", "max_wall_ratio"] == pytest.approx(1.1)  # not the error row's 9.0
+
+
+def test_summary_geomean_worst_count_and_wall() -> None:
+    tab = acc.series_table(_trials(), _refs(), "full")
+    s = acc.summarize(tab)
+    assert s.accuracy_geomean == pytest.approx((2.0 * 0.5 * 5.0) ** (1 / 3))
+    assert (s.worst_ratio, s.series_over_3x, s.n_series) == (pytest.approx(5.0), 1, 3)
+    assert s.max_wall_ratio == pytest.approx(1.25)
+    bma = acc.summarize(tab, "bma_ratio")  # 02-b has no ensemble: left out
+    assert bma.n_series == 2 and bma.accuracy_geomean == pytest.approx(math.sqrt(3.0 * 2.0))
+    assert acc.summary_line("full", s) == ("variant=full accuracy_geomean=1.71 worst_ratio=5 series_over_3x=1 "
+                                           "max_wall_ratio=1.25")
+
+
+def test_a_series_where_every_seed_failed_is_infinitely_bad() -> None:
+    trials = pd.DataFrame([_row("01-a", 0, rmse=10.0), _row("04-d", 0, status="no_kernel")])
+    s = acc.summarize(acc.series_table(trials, _refs(), "full"))
+    assert math.isinf(s.accuracy_geomean) and math.isinf(s.worst_ratio) and s.series_over_3x == 1
+    assert "accuracy_geomean=inf" in acc.summary_line("full", s)
+    empty = acc.summarize(acc.series_table(trials, _refs(), "no-cache"))
+    assert empty.n_series == 0 and math.isnan(empty.accuracy_geomean)
+
+
+def test_ablation_table_compares_each_variant_with_full() -> None:
+    abl = acc.ablation_table(_trials(), _refs())
+    assert list(abl.index) == ["full", "no-seed"]
+    assert abl.loc["full", "vs_full"] == pytest.approx(1.0)
+    # no-seed ratios 4 (01-a) and 1 (02-b) against full's 2 and 0.5: twice as bad on both.
+    assert abl.loc["no-seed", "vs_full"] == pytest.approx(2.0)
+    assert abl.loc["no-seed", "geomean"] == pytest.approx(2.0)
+    assert abl.loc["no-seed", ["over_3x", "series", "trials"]].tolist() == [1, 2, 2]
+    assert abl.loc["no-seed", "max_wall_ratio"] == pytest.approx(2.0)
+    assert abl.loc["full", "failed"] == 1
+
+
+# --- resuming -----------------------------------------------------------------------------------
+
+
+def test_finished_trials_are_skipped(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    rf = acc.trials_file(out)
+    for series, variant, seed, status, kernel in [
+        ("01-airline", "full", 0, "ok", True),  # done
+        ("01-airline", "full", 1, "ok", False),  # kernel file deleted: run again
+        ("02-solar", "full", 0, "error", False),  # error: run again
+        ("02-solar", "full", 1, "no_kernel", False),  # done (the search fitted nothing)
+        ("01-airline", "no-seed", 0, "ok", True),  # done
+    ]:
+        row = _row(series, seed, status=status, rmse=1.0, variant=variant)
+        rf.append(row)
+        if kernel:
+            path = out / acc.kernel_path(series, variant, seed)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("{}", encoding="utf-8")
+    rf.append(_row("02-solar", 0, status="error", variant="no-seed"))
+    rf.append(_row("02-solar", 0, status="no_kernel", variant="no-seed"))  # a later row replaces the error
+    done = acc.done_keys(out)
+    assert done == {("01-airline", "full", 0), ("02-solar", "full", 1), ("01-airline", "no-seed", 0),
+                    ("02-solar", "no-seed", 0)}
+    todo = acc.pending_trials(["01-airline", "02-solar"], ["full", "no-seed"], 2, done)
+    assert todo == [("02-solar", "full", 0), ("01-airline", "full", 1), ("01-airline", "no-seed", 1),
+                    ("02-solar", "no-seed", 1)]
+    assert acc.pending_trials(["01-airline"], ["full"], 1, done) == []
+
+
+def _toy_data_dir(path: Path) -> Path:
+    """A TSDL-like folder with one 30-point series, its split and reference RMSEs."""
+    from evocov_core.data import load_tsdl
+
+    path.mkdir()
+    rng = np.random.default_rng(0)
+    x = 1990 + np.arange(30) / 4
+    y = np.sin(x * 2) + 0.1 * (x - 1990) + 0.05 * rng.standard_normal(30)
+    pd.DataFrame({"x": x, "y": y}).to_csv(path / "01-toy.csv", index=False)
+    ds = load_tsdl(path / "01-toy.csv")
+    pd.DataFrame({"file": ["01-toy.csv"], "n_train": [ds.n_train], "n_test": [ds.n_test]}).to_csv(
+        path / "splits.csv", index=False)
+    pd.DataFrame({"dataset": ["01-toy"], "best_published": [0.2], "evocov_lml_mean": [0.4]}).to_csv(
+        path / "evocov_paper_rmse.csv", index=False)
+    return path
+
+
+def test_a_rerun_runs_only_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command's loop, with a stand-in search (one real SE fit) instead of ``run_search``."""
+    from evocov_core.kernel_file import load_kernel_file
+    from evocov_core.library import squared_exponential
+    from evocov_core.optimize import fit_kernel
+
+    calls: list[tuple[int, float]] = []
+
+    def fake_search(data, config, *, seed: int, workers: int):
+        calls.append((seed, config.time_budget))
+        fit = fit_kernel(squared_exponential(), data, config.optim, np.random.default_rng(seed))
+        return SimpleNamespace(best=fit, best_bic=fit, ensemble=((fit, 1.0),), n_evaluations=1, n_screen_fits=0,
+                               history=(None, None), elapsed=0.01)
+
+    monkeypatch.setattr("evocov_core.search.run_search", fake_search)
+    data_dir, out = _toy_data_dir(tmp_path / "data"), tmp_path / "out"
+    quiet = {"log": lambda s: None, "workers": 1, "time_budget": 7.0}
+    res = acc.accuracy(data_dir, out, seeds=2, argv=["bench", "accuracy", "first"], **quiet)
+    assert calls == [(0, 7.0), (1, 7.0)]
+    rows = pd.read_csv(out / "trials.csv")
+    assert rows[["series", "variant", "seed", "status"]].values.tolist() == [["01-toy", "full", 0, "ok"],
+                                                                             ["01-toy", "full", 1, "ok"]]
+    assert (rows["budget_s"] == 7.0).all() and (rows["generations"] == 2).all()
+    assert np.allclose(rows["wall_ratio"], rows["wall_s"] / 7.0, atol=1e-3)
+    assert np.allclose(rows["bma_test_rmse"], rows["test_rmse"])  # a one-kernel ensemble is that kernel
+    kf = load_kernel_file(out / "kernels" / "01-toy__full__seed1.json")
+    assert kf.kernel.q == 3
+    assert res.summary[0].startswith("variant=full accuracy_geomean=")
+    # Rerun with one more seed: only seed 2 runs; then nothing at all.
+    acc.accuracy(data_dir, out, seeds=3, argv=["bench", "accuracy", "second"], **quiet)
+    acc.accuracy(data_dir, out, seeds=3, argv=["bench", "accuracy", "third"], **quiet)
+    assert [c[0] for c in calls] == [0, 1, 2]
+    assert len(pd.read_csv(out / "trials.csv")) == 3
+    runs = json.loads((out / "run.json").read_text(encoding="utf-8"))["runs"]
+    assert [(r["trials_run"], r["trials_skipped"]) for r in runs] == [(2, 0), (1, 2), (0, 3)]
+    assert "bench accuracy third" in (out / "report.md").read_text(encoding="utf-8")
+    # Other settings (another budget) in the same folder are refused, before anything runs.
+    with pytest.raises(BenchError, match="time_budget"):
+        acc.accuracy(data_dir, out, seeds=3, argv=["x"], log=lambda s: None, workers=1, time_budget=8.0)
+    assert len(json.loads((out / "run.json").read_text(encoding="utf-8"))["runs"]) == 3
+    # Ctrl-C during a search: the invocation is recorded as interrupted, the finished trials stay.
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("evocov_core.search.run_search", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        acc.accuracy(data_dir, out, seeds=4, argv=["x"], **quiet)
+    last = json.loads((out / "run.json").read_text(encoding="utf-8"))["runs"][-1]
+    assert last["interrupted"] is True and last["trials_run"] == 0
+    assert len(pd.read_csv(out / "trials.csv")) == 3
+    assert "interrupted at" in acc.accuracy_report(out).path.read_text(encoding="utf-8")
+
+
+# --- report ---------------------------------------------------------------------------------------
+
+
+def test_report_is_regenerated_from_the_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from evocov_core.benchmarks import main
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    _refs().reset_index().to_csv(data_dir / "evocov_paper_rmse.csv", index=False)
+    out = tmp_path / "out"
+    out.mkdir()
+    append_run(out / "run.json", {"command": "python -m evocov_core bench accuracy --first", "budget": "quick",
+                                  "budget_s": 60.0, "started": "2026-01-01T09:59:00+00:00", "variants": ["full"],
+                                  "data_dir": str(data_dir), "machine": {"CPU": "test CPU"}})  # interrupted
+    append_run(out / "run.json", {"command": "python -m evocov_core bench accuracy --second", "budget": "quick",
+                                  "budget_s": 60.0, "started": "2026-01-01T11:00:00+00:00", "wall_seconds": 42.0,
+                                  "finished": "2026-01-01T11:00:42+00:00", "variants": ["full", "no-seed"],
+                                  "data_dir": str(data_dir), "machine": {"CPU": "test CPU"}})
+    rf = acc.trials_file(out)
+    for row in _trials().to_dict("records"):
+        rf.append(row)
+    assert main(["bench", "accuracy-report", "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out.splitlines()
+    assert stdout[:2] == [
+        "variant=full accuracy_geomean=1.71 worst_ratio=5 series_over_3x=1 max_wall_ratio=1.25",
+        "variant=no-seed accuracy_geomean=2 worst_ratio=4 series_over_3x=1 max_wall_ratio=2",
+    ]
+    text = (out / "report.md").read_text(encoding="utf-8")
+    for part in (*stdout[:2], "## Per series, variant `full`", "## Ablation", "## Trials", "test CPU",
+                 "bench accuracy --first", "interrupted, last trial 60 s after the start", "wall 42 s",
+                 "1 trial(s) ended with an error", "| 03-c | 3 | 10 | 5.000 | 10.000 |", "| no-seed | 2 | 2 | 0 |",
+                 "\\|x-x'\\|"):
+        assert part in text, part
+    # The report comes from the files alone: delete it, regenerate, same text.
+    (out / "report.md").unlink()
+    path, summary = acc.accuracy_report(out)
+    assert path.read_text(encoding="utf-8") == text and summary == stdout[:2]
+
+
+def test_report_needs_the_reference_rmse(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    append_run(out / "run.json", {"command": "c", "data_dir": str(tmp_path / "nowhere")})
+    with pytest.raises(BenchError, match=r"evocov_paper_rmse\.csv"):
+        acc.accuracy_report(out)
+
+
+# --- settings and command line ----------------------------------------------------------------------
+
+
+def test_each_variant_changes_only_its_part() -> None:
+    full = acc.variant_config("full", "quick").to_dict()
+    assert full["time_budget"] == acc.budget_seconds("quick") > 0
+    assert acc.variant_config("full", "standard").time_budget > full["time_budget"]
+    assert acc.variant_config("full", "quick", 12.5).time_budget == 12.5
+    for name, v in acc.VARIANTS.items():
+        if v.preset is not None:
+            continue
+        cfg = acc.variant_config(name, "quick").to_dict()
+        assert {k for k in cfg if cfg[k] != full[k]} == set(v.overrides), name
+    fixed = acc.variant_config("fixed-quick", "quick")
+    assert fixed.time_budget == 0  # no time limit
+    assert acc.parse_variants("all") == list(acc.VARIANTS)
+    assert acc.parse_variants("no-seed, full,no-seed") == ["no-seed", "full"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--budget", "huge"], "invalid choice"),
+    (["--seeds", "three"], "invalid int value"),
+    (["--bogus", "1"], "unrecognized arguments: --bogus 1"),
+    (["--seeds", "0"], "--seeds must be at least 1"),
+    (["--workers", "0"], "--workers must be at least 1"),
+    (["--variants", "full,nope"], "unknown variant(s) nope"),
+    (["--time-budget", "-5"], "--time-budget must be a positive number"),
+    (["--series", "99-nothing"], "unknown series '99-nothing'"),
+    (["--data-dir", "/nonexistent/tsdl"], "data folder /nonexistent/tsdl does not exist"),
+])
+def test_argument_errors_are_one_line(args: list[str], message: str, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from evocov_core.benchmarks import main
+
+    data_dir = _toy_data_dir(tmp_path / "data")
+    argv = ["bench", "accuracy", "--data-dir", str(data_dir), "--out", str(tmp_path / "out"), *args]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "out" / "trials.csv").exists()
+
+
+def test_missing_out_and_empty_folder_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from evocov_core.benchmarks import main
+
+    assert main(["bench", "accuracy"]) == 2
+    assert main(["bench", "accuracy-report", "--out", str(tmp_path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and "required: --out" in lines[0] and "not a bench accuracy folder" in lines[1]
+
+
+def test_the_module_entry_point_reports_errors_on_one_line(tmp_path: Path) -> None:
+    res = subprocess.run([sys.executable, "-m", "evocov_core", "bench", "accuracy", "--seeds", "0", "--out",
+                          str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert res.returncode == 2 and res.stderr == "error: --seeds must be at least 1, got 0\n"
+
+
+# --- one real search ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_one_real_budgeted_trial(tmp_path: Path) -> None:
+    from evocov_core.kernel_file import load_kernel_file
+
+    data_dir = _toy_data_dir(tmp_path / "data")
+    res = acc.accuracy(data_dir, tmp_path / "out", time_budget=1.5, seeds=1, workers=1, log=lambda s: None,
+                       argv=["test"])
+    row = pd.read_csv(tmp_path / "out" / "trials.csv").iloc[0]
+    assert row["status"] == "ok", row["reason"]
+    assert math.isfinite(row["test_rmse"]) and row["n_evaluations"] >= 1 and row["generations"] >= 1
+    assert load_kernel_file(tmp_path / "out" / row["kernel_file"]).kernel.infix == row["infix"]
+    assert res.summary[0].startswith("variant=full ")

@@ -1,0 +1,297 @@
+"""The budgeted search: time budget, fit cache, screening, seeded structures, model choice, averaging."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from evocov_core.averaging import bic_weights, ensemble_predict, mixture, score_weights
+from evocov_core.data import Dataset
+from evocov_core.gp import posterior
+from evocov_core.grammar import check_tree, subtree_end
+from evocov_core.kernel import Kernel
+from evocov_core.library import compose
+from evocov_core.metrics import FitData
+from evocov_core.optimize import OptimConfig, fit_kernel, slot_bounds, slot_roles
+from evocov_core.parallel import SerialExecutor
+from evocov_core.psd import PSDConfig, check_psd
+from evocov_core.search import ConfigError, preset, run_search, search_stages
+from evocov_core.search.common import SCREENED_OUT
+from evocov_core.search.select import choose_model
+from evocov_core.search.stages import screen_mask
+from evocov_core.search.structures import expand, expand_once, seed_kernels, seed_structures
+from evocov_core.variation import VariationConfig
+
+
+def _series(n: int, seed: int = 0) -> FitData:
+    """Monthly-like series with trend and a yearly cycle; the last 10 % held out."""
+    rng = np.random.default_rng(seed)
+    x = 1950 + np.arange(n) / 12.0
+    y = 0.3 * (x - 1950) + 2 * np.sin(2 * np.pi * x) + 0.3 * rng.standard_normal(n)
+    return FitData.from_dataset(Dataset.from_arrays(x, y, test_fraction=0.1))
+
+
+@pytest.fixture(scope="module")
+def small() -> FitData:
+    return _series(90)
+
+
+def _budgeted(**kw: object):
+    base = dict(population=10, mu=3, generations=3, d_min=2, d_max=5, psd_w=6, max_evals=15, n_screen=4, rho_max=30,
+                time_budget=0.0)
+    base.update(kw)
+    return preset("quick", **base)
+
+
+# --- presets and settings ---------------------------------------------------------------
+
+
+def test_presets_by_time() -> None:
+    assert preset("quick").time_budget == 60.0
+    assert preset("standard").time_budget == 300.0
+    assert preset("paper").time_budget == 0.0 and not preset("paper").cache_fits
+    fixed = preset("quick-fixed")
+    assert fixed.time_budget == 0.0 and fixed.select_top == 1 and fixed.screen_points == 0
+    assert fixed.population * fixed.generations == 1500
+    with pytest.raises(ConfigError, match="time_budget"):
+        preset("quick", time_budget=-1.0)
+    with pytest.raises(ConfigError, match="screen_points"):
+        preset("quick", screen_points=5)
+
+
+# --- time budget --------------------------------------------------------------------------
+
+
+def test_budget_respected_on_900_points() -> None:
+    """A 5 s budget on a 900-point series returns a valid kernel within 6 s (the issue's test)."""
+    data = _series(1000)
+    assert data.n >= 900
+    cfg = preset("quick", time_budget=5.0)
+    t0 = time.perf_counter()
+    res = run_search(data, cfg, seed=0, workers=1)
+    wall = time.perf_counter() - t0
+    assert wall <= 6.0, wall
+    assert res.best is not None and res.best.ok and math.isfinite(res.best.bic)
+    assert res.budget_spent and res.status == "finished"
+    assert res.n_screen_fits > 0  # 900 > 240 points: candidates were screened first
+
+
+def test_fit_deadline_returns_best_point_so_far(small: FitData) -> None:
+    k = compose(["*", "SE", "PER"])
+    cfg = OptimConfig(n_screen=30, n_restarts=3, max_evals=200)
+    fit = fit_kernel(k, small, cfg, np.random.default_rng(0), deadline=time.time())
+    assert fit.ok and fit.n_evals == 1  # stops after the first evaluation, with a valid point
+
+
+# --- cache and screening ------------------------------------------------------------------
+
+
+def test_cache_never_fits_a_canonical_kernel_twice(small: FitData) -> None:
+    cfg = _budgeted(generations=6, population=12, mu=4, select_top=1)
+    with SerialExecutor(small, cfg.optim, search_stages(small, cfg)) as ex:
+        res = run_search(small, cfg, seed=2, executor=ex)
+    canon = [r.canonical for r in res.records]
+    assert len(canon) == len(set(canon))
+    assert res.n_cache_hits > 0  # selected parents come back every generation
+    # Without the cache the same run refits them.
+    cfg2 = cfg.with_(cache_fits=False)
+    with SerialExecutor(small, cfg2.optim, search_stages(small, cfg2)) as ex:
+        res2 = run_search(small, cfg2, seed=2, executor=ex)
+    assert len({r.canonical for r in res2.records}) < len(res2.records)
+
+
+def test_screening_promotes_the_best_share() -> None:
+    data = _series(160)
+    cfg = _budgeted(screen_points=60, promote_fraction=0.3, generations=2, select_top=1)
+    assert "screen" in search_stages(data, cfg) and search_stages(data, cfg)["screen"][0].n == 60
+    with SerialExecutor(data, cfg.optim, search_stages(data, cfg)) as ex:
+        res = run_search(data, cfg, seed=1, executor=ex)
+    first = [r for r in res.records if r.generation == 1]
+    out = [r for r in first if r.status == SCREENED_OUT]
+    full = [r for r in first if r.status != SCREENED_OUT]
+    assert len(full) == math.ceil(0.3 * (len(first)))
+    assert res.n_screen_fits >= len(out) > 0
+    assert all(math.isinf(r.bic) for r in out)
+    assert res.best.kernel.canonical not in {r.canonical for r in out}
+
+
+def test_screening_needs_the_stage() -> None:
+    data = _series(160)
+    cfg = _budgeted(screen_points=60)
+    with SerialExecutor(data, cfg.optim) as ex, pytest.raises(ValueError, match="no stage 'screen'"):
+        run_search(data, cfg, seed=1, executor=ex)
+
+
+@pytest.mark.parametrize(("n", "m"), [(100, 40), (901, 240), (50, 50), (30, 60)])
+def test_screen_mask_spreads_and_keeps_the_end(n: int, m: int) -> None:
+    mask = screen_mask(n, m)
+    assert mask.sum() == min(n, m) or (m < n and m - 2 <= mask.sum() <= m)
+    assert mask[0] and mask[-1]
+    if m < n:
+        assert mask[n - m // 2:].all()  # the most recent half, contiguous
+
+
+# --- seeded structures and expansions ---------------------------------------------------
+
+
+def test_seeded_structures_are_well_typed_and_psd() -> None:
+    structs = seed_structures()
+    assert len(structs) == 24
+    kernels = seed_kernels(100, np.random.default_rng(0))
+    assert len(kernels) == 24 and len({k.canonical for k in kernels}) == 24
+    assert [k.canonical for k in kernels[:4]] == [compose(b).canonical for b in ("SE", "PER", "LIN", "RQ")]
+    for k in kernels:
+        check_tree(k.tokens, n_hyper=20)
+        assert check_psd(k, np.random.default_rng(1), PSDConfig(w=8)).ok, k.infix
+
+
+def test_expansion_keeps_the_parent_and_adds_a_base_kernel() -> None:
+    rng = np.random.default_rng(3)
+    parent = compose(["*", "SE", "PER"])
+    theta = tuple(float(v) for v in range(parent.n_params))
+    cfg = VariationConfig(psd=PSDConfig(w=6))
+    kinds = set()
+    for _ in range(30):
+        child = expand(parent, rng, cfg, 20, theta=theta, log_noise=-2.0)
+        assert child.origin == "expansion"
+        check_tree(child.kernel.tokens, n_hyper=20)
+        kept = dict(zip(parent.slots, theta, strict=True))
+        for s, v in zip(child.kernel.slots, child.theta, strict=True):
+            assert (v == kept[s]) if s in kept else math.isnan(v)
+        kinds.add(child.kernel.tokens[0])
+        assert child.kernel.n_params > parent.n_params or child.kernel.canonical != parent.canonical
+    assert {"add", "multiply"} <= kinds
+
+
+def test_expansion_replaces_a_base_kernel() -> None:
+    rng = np.random.default_rng(0)
+    parent = compose("SE")
+    seen = {tuple(t) for t in (expand_once(parent, rng, 20) for _ in range(60)) if t is not None}
+    # Some child is a base kernel other than SE (B -> B'), none keeps SE's slots for it.
+    bases = {compose(b).canonical for b in ("PER", "LIN", "RQ")}
+    assert any(Kernel(t).canonical in bases for t in seen)
+
+
+def test_expansion_without_free_slots_returns_the_parent() -> None:
+    parent = compose(["+", "SE", "SE"])  # 4 slots
+    child = expand(parent, np.random.default_rng(0), VariationConfig(psd=PSDConfig(w=4)), 4)
+    assert child.origin == "parent" and child.kernel == parent
+
+
+# --- data-tied bounds -----------------------------------------------------------------------
+
+
+def test_data_bounds_tie_lengthscales_and_periods(small: FitData) -> None:
+    k = compose(["+", "SE", "PER"])
+    roles = slot_roles(k)
+    plain_lo, plain_hi = slot_bounds(k, small, OptimConfig())
+    lo, hi = slot_bounds(k, small, OptimConfig(data_bounds=True))
+    h = small.step
+    for i, s in enumerate(k.slots):
+        if roles[s] == {"lengthscale"}:
+            assert lo[i] == pytest.approx(math.log(h / 2))
+        elif roles[s] == {"frequency"}:
+            assert lo[i] == pytest.approx(math.log(2 * math.pi / small.span))
+            assert hi[i] == pytest.approx(math.log(math.pi / h))
+        else:
+            assert (lo[i], hi[i]) == (plain_lo[i], plain_hi[i])
+    fit = fit_kernel(k, small, OptimConfig(data_bounds=True, n_screen=10), np.random.default_rng(0))
+    z = fit.z
+    assert np.all(z >= lo - 1e-9) and np.all(z <= hi + 1e-9)
+
+
+def test_subset_keeps_units_and_bounds(small: FitData) -> None:
+    mask = screen_mask(small.n, 40)
+    sub = small.subset(mask)
+    assert sub.n == mask.sum()
+    assert sub.step == small.step and sub.span == small.span and sub.frequency_peaks == small.frequency_peaks
+    np.testing.assert_array_equal(sub.y, small.y[mask])
+
+
+# --- model choice and averaging ----------------------------------------------------------
+
+
+def test_mixture_equals_hand_computation() -> None:
+    means = [[0.0, 1.0], [2.0, 3.0]]
+    variances = [[1.0, 0.5], [4.0, 0.5]]
+    w = [0.25, 0.75]
+    mean, var = mixture(means, variances, w)
+    np.testing.assert_allclose(mean, [0.25 * 0 + 0.75 * 2, 0.25 * 1 + 0.75 * 3])
+    # E[y²] − E[y]²
+    e2 = [0.25 * (1 + 0) + 0.75 * (4 + 4), 0.25 * (0.5 + 1) + 0.75 * (0.5 + 9)]
+    np.testing.assert_allclose(var, np.array(e2) - mean**2)
+    with pytest.raises(ValueError, match="sum to 1"):
+        mixture(means, variances, [0.5, 0.6])
+
+
+def test_weights() -> None:
+    np.testing.assert_allclose(bic_weights([10.0, 12.0, math.inf]), np.array([1, math.exp(-1), 0]) / (1 + math.exp(-1)))
+    np.testing.assert_allclose(score_weights([0.0, math.log(3.0)]), [0.25, 0.75])
+    with pytest.raises(ValueError, match="no finite"):
+        score_weights([-math.inf])
+
+
+def test_ensemble_predict_is_the_mixture_of_the_posteriors(small: FitData) -> None:
+    cfg = OptimConfig(n_screen=10)
+    fits = [fit_kernel(compose(s), small, cfg, np.random.default_rng(i)) for i, s in enumerate(["SE", "PER"])]
+    X = np.linspace(1.8, 2.3, 7)[:, None]
+    mean, var = ensemble_predict(small, [(fits[0], 0.4), (fits[1], 0.6)], X)
+    posts = [posterior(f.kernel, small.inputs, small.y, np.array(f.theta), f.log_noise, X, jitter=f.jitter)
+             for f in fits]
+    m_hand = 0.4 * posts[0].mean + 0.6 * posts[1].mean
+    v_parts = [p.var + f.noise_variance for p, f in zip(posts, fits, strict=True)]
+    v_hand = 0.4 * (v_parts[0] + posts[0].mean**2) + 0.6 * (v_parts[1] + posts[1].mean**2) - m_hand**2
+    np.testing.assert_allclose(mean, m_hand, rtol=1e-10)
+    np.testing.assert_allclose(var, v_hand, rtol=1e-8, atol=1e-12)
+
+
+def test_model_choice_by_tail_score(small: FitData) -> None:
+    cfg = _budgeted(select_top=4, generations=4)
+    stages = search_stages(small, cfg)
+    assert "head" in stages and stages["head"][0].n == small.split.X_t.shape[0]
+    with SerialExecutor(small, cfg.optim, stages) as ex:
+        res = run_search(small, cfg, seed=5, executor=ex)
+        again = run_search(small, cfg, seed=5, executor=ex)
+    assert res.best_bic is not None and res.best_bic.bic == min(r.bic for r in res.records)
+    rows = res.selection
+    assert 2 <= len(rows) <= 4
+    assert [r["bic"] for r in rows] == sorted(r["bic"] for r in rows)
+    chosen = [r for r in rows if r["chosen"]]
+    assert len(chosen) == 1 and chosen[0]["canonical"] == res.best.kernel.canonical
+    assert chosen[0]["tail_score"] == max(r["tail_score"] for r in rows)
+    assert sum(w for _, w in res.ensemble) == pytest.approx(1.0)
+    # Fixed counts and no budget: same seed, same result, model choice included.
+    assert again.best.kernel.canonical == res.best.kernel.canonical and again.selection == res.selection
+
+
+def test_choose_model_without_head_stage_keeps_lowest_bic(small: FitData) -> None:
+    cfg = OptimConfig(n_screen=6)
+    fits = sorted((fit_kernel(compose(s), small, cfg, np.random.default_rng(0)) for s in ("SE", "PER", "LIN")),
+                  key=lambda f: f.bic)
+    with SerialExecutor(small, cfg) as ex:
+        chosen, rows, ensemble = choose_model(small, fits, ex, seed=0)
+    assert chosen is fits[0] and rows == () and ensemble == ()
+
+
+def test_seeded_first_population(small: FitData) -> None:
+    cfg = _budgeted(seed_fraction=0.5, population=10, generations=2, select_top=1)
+    with SerialExecutor(small, cfg.optim, search_stages(small, cfg)) as ex:
+        res = run_search(small, cfg, seed=0, executor=ex)
+    first = [r for r in res.records if r.generation == 1]
+    assert sum(r.origin == "seed" for r in first) == 5
+    seeded = {compose(b).canonical for b in ("SE", "PER", "LIN", "RQ")}
+    assert seeded <= {r.canonical for r in first}
+
+
+def test_expansion_subtrees_are_covariances() -> None:
+    # Every expansion wraps a Cov subtree: the parent's tokens survive as one contiguous block.
+    rng = np.random.default_rng(11)
+    parent = compose(["*", "PER", "LIN"])
+    for _ in range(20):
+        t = expand_once(parent, rng, 20)
+        assert t is not None
+        if t[0] in ("add", "multiply") and t[1:1 + len(parent.tokens)] == parent.tokens:
+            assert subtree_end(t, 1) == 1 + len(parent.tokens)
