@@ -17,11 +17,12 @@ import plotly.graph_objects as go
 from .data import Dataset, Normalisation, decimal_years_to_dates
 from .grammar import is_slot, symbol
 from .kernel import Kernel, _nest
-from .model import FittedModel
+from .model import FittedModel, ModelAverage
 from .optimize import slot_roles
 from .search.common import GenerationStats
 
 __all__ = [
+    "average_members_data",
     "explorer_figure",
     "extrapolation_data",
     "extrapolation_figure",
@@ -31,6 +32,7 @@ __all__ = [
     "hyperparameter_table",
     "pareto_data",
     "pareto_figure",
+    "selection_data",
     "series_data",
     "series_figure",
     "tree_figure",
@@ -209,8 +211,11 @@ def tree_figure(kernel: Kernel, theta: Sequence[float] | None = None, title: str
 # --- extrapolation ---------------------------------------------------------------------------
 
 
-def extrapolation_data(model: FittedModel, ds: Dataset, n_grid: int = 400, extend: float = 0.0) -> pd.DataFrame:
+def extrapolation_data(model: FittedModel | ModelAverage, ds: Dataset, n_grid: int = 400, extend: float = 0.0
+                       ) -> pd.DataFrame:
     """Predictive mean and ±2σ band (observation std) on a grid over the data range.
+
+    ``model`` is one fitted kernel or a model average (mixture mean and std).
 
     Columns ``x`` (display), ``x_value``, ``mean``, ``lower``, ``upper``, ``std``.
     ``extend`` adds that fraction of the range beyond the last point.
@@ -247,6 +252,69 @@ def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = No
     fig.update_layout(title=title, xaxis_title=ds.x_label, yaxis_title=ds.y_label, height=420,
                       margin=dict(l=10, r=10, t=40 if title else 10, b=10), legend=_LEGEND)
     return fig
+
+
+# --- model choice and model average -------------------------------------------------------------
+
+
+def _num_or_nan(v: object) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return math.nan
+    return float(v) if math.isfinite(v) else math.nan
+
+
+def selection_data(selection: Sequence[Mapping]) -> pd.DataFrame:
+    """The candidates a search chose its kernel among, lowest BIC first.
+
+    ``selection`` is a search's ``selection`` rows (:func:`evocov_core.search.select.choose_model`,
+    stored in a run's ``extra``). Missing or non-finite scores become NaN.
+
+    Returns
+    -------
+    DataFrame
+        One row per candidate: ``BIC rank, kernel, q, BIC, tail score, tail RMSE, weight,
+        test RMSE, chosen``.
+    """
+    cols = ["BIC rank", "kernel", "q", "BIC", "tail score", "tail RMSE", "weight", "test RMSE", "chosen"]
+    rows = [{
+        "BIC rank": int(r.get("rank") or i + 1),
+        "kernel": str(r.get("expression") or r.get("canonical") or ""),
+        "q": int(r["q"]) if isinstance(r.get("q"), int) else None,
+        "BIC": _num_or_nan(r.get("bic")),
+        "tail score": _num_or_nan(r.get("tail_score")),
+        "tail RMSE": _num_or_nan(r.get("tail_rmse")),
+        "weight": _num_or_nan(r.get("weight")),
+        "test RMSE": _num_or_nan(r.get("test_rmse")),
+        "chosen": bool(r.get("chosen")),
+    } for i, r in enumerate(selection)]
+    return pd.DataFrame(rows, columns=cols).sort_values("BIC rank", kind="stable").reset_index(drop=True)
+
+
+def average_members_data(ensemble: Sequence[Mapping]) -> pd.DataFrame:
+    """The kernels of a model average, heaviest first.
+
+    ``ensemble`` is a run's stored ``ensemble``: ``{"weight": w, "kernel": <kernel-file dict>}``
+    entries. Weights are shown normalised to sum 1.
+
+    Returns
+    -------
+    DataFrame
+        ``weight, kernel, q, BIC, test RMSE``.
+    """
+    cols = ["weight", "kernel", "q", "BIC", "test RMSE"]
+    rows = []
+    for e in ensemble:
+        doc = e.get("kernel") or {}
+        sc = doc.get("scores") or {}
+        rows.append({"weight": _num_or_nan(e.get("weight")),
+                     "kernel": str(doc.get("infix") or doc.get("expression") or ""),
+                     "q": doc.get("q"), "BIC": _num_or_nan(sc.get("bic")),
+                     "test RMSE": _num_or_nan(sc.get("test_rmse"))})
+    df = pd.DataFrame(rows, columns=cols)
+    total = df["weight"].sum()
+    if len(df) and total > 0:
+        df["weight"] = df["weight"] / total
+    return df.sort_values("weight", ascending=False, kind="stable").reset_index(drop=True)
 
 
 # --- Pareto plots --------------------------------------------------------------------------------

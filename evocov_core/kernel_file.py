@@ -22,6 +22,9 @@ DEAP's ``PrimitiveTree.from_string``: the expression is tokenised and parsed her
 against the primitive set, iteratively, with bounds on file size, expression length,
 node count and depth. Anything else is refused with a :class:`KernelFileError` that
 names the problem.
+
+A model-average file (``"format": "evocov-model-average"``, :func:`model_average_dict`,
+:func:`parse_model_average`) lists kernel files with weights: a Bayesian model average.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,7 +44,9 @@ from .kernel import Kernel
 from .optimize import FitResult, slot_roles
 
 __all__ = [
+    "AVERAGE_FORMAT",
     "FORMAT",
+    "MAX_AVERAGE_KERNELS",
     "MAX_DEPTH",
     "MAX_FILE_BYTES",
     "MAX_NODES",
@@ -50,8 +56,10 @@ __all__ = [
     "dump_kernel_file",
     "kernel_file_dict",
     "load_kernel_file",
+    "model_average_dict",
     "parse_expression",
     "parse_kernel_file",
+    "parse_model_average",
 ]
 
 FORMAT = "evocov-kernel"
@@ -61,6 +69,9 @@ MAX_DEPTH = 40
 MAX_NODES = 2000
 MAX_EXPRESSION_CHARS = 50_000
 MAX_FILE_BYTES = 1_000_000
+#: A model-average file: kernel files with weights (see :func:`model_average_dict`).
+AVERAGE_FORMAT = "evocov-model-average"
+MAX_AVERAGE_KERNELS = 100
 
 _TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<num>-?[0-9]+(?:\.[0-9]+)?)|(?P<punct>[(),]))")
 
@@ -205,14 +216,8 @@ def _reject_constant(name: str) -> float:
     raise KernelFileError(f"{name} is not allowed in a kernel file (values must be finite numbers)")
 
 
-def parse_kernel_file(text: str | bytes) -> KernelFile:
-    """Validate and parse the content of a kernel file.
-
-    Raises
-    ------
-    KernelFileError
-        With a message naming the first problem found.
-    """
+def _load_json(text: str | bytes) -> dict:
+    """A JSON object from untrusted text: size, encoding, strict numbers checked."""
     if isinstance(text, bytes):
         if len(text) > MAX_FILE_BYTES:
             raise KernelFileError(f"file is {len(text)} bytes, above the limit of {MAX_FILE_BYTES}")
@@ -232,6 +237,18 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
         raise KernelFileError(f"not a usable JSON number ({str(exc)[:80]})") from None
     if not isinstance(doc, dict):
         raise KernelFileError("top level must be a JSON object")
+    return doc
+
+
+def parse_kernel_file(text: str | bytes) -> KernelFile:
+    """Validate and parse the content of a kernel file.
+
+    Raises
+    ------
+    KernelFileError
+        With a message naming the first problem found.
+    """
+    doc = _load_json(text)
     if doc.get("format") != FORMAT:
         raise KernelFileError(f"'format' must be {FORMAT!r}, got {_short(repr(doc.get('format')))}")
     if doc.get("version") != VERSION:
@@ -370,3 +387,82 @@ def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dat
 def dump_kernel_file(doc: dict) -> str:
     """Serialise a kernel-file document (strict JSON: no NaN or Infinity)."""
     return json.dumps(doc, indent=2, allow_nan=False)
+
+
+# --- model-average files ---------------------------------------------------------------------------
+
+
+def model_average_dict(kernels: Sequence[dict], weights: Sequence[float], *, dataset: str | None = None,
+                       scores: dict | None = None) -> dict:
+    """The JSON document of a Bayesian model average: kernel-file documents with weights::
+
+        {"format": "evocov-model-average", "version": 1,
+         "kernels": [{"weight": 0.7, "kernel": {<kernel file>}}, ...],
+         "scores": {"dataset": "airline", "test_rmse": ...}, ...}
+
+    Its forecast is the mixture ``Σ_k w_k N(μ_k, σ_k²)`` of the kernels' predictive
+    distributions (:class:`evocov_core.model.ModelAverage`).
+
+    Parameters
+    ----------
+    kernels : sequence of dict
+        K kernel-file documents (:func:`kernel_file_dict`).
+    weights : sequence of float
+        K weights (stored as given; readers normalise them to sum 1).
+    dataset : str, optional
+    scores : dict, optional
+        More scores of the average (e.g. its test RMSE); non-finite floats become None.
+    """
+    from . import __version__
+
+    if len(kernels) != len(weights):
+        raise ValueError(f"{len(weights)} weights for {len(kernels)} kernels")
+    sc: dict[str, Any] = {"dataset": dataset, "n_kernels": len(kernels)}
+    for k, v in (scores or {}).items():
+        sc[k] = _finite_or_none(v) if isinstance(v, float) else v
+    return {
+        "format": AVERAGE_FORMAT,
+        "version": VERSION,
+        "description": "Bayesian model average: the forecast is the mixture of the kernels' predictive "
+                       "distributions, weighted by 'weight' (normalised to sum 1)",
+        "kernels": [{"weight": float(w), "kernel": doc} for doc, w in zip(kernels, weights, strict=True)],
+        "scores": sc,
+        "software": f"evocov {__version__}",
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def parse_model_average(text: str | bytes) -> list[tuple[KernelFile, float]]:
+    """Validate and parse a model-average file: ``[(kernel file, weight), ...]``.
+
+    Every kernel is checked as :func:`parse_kernel_file` checks a kernel file; weights
+    must be finite and non-negative (returned as stored, not normalised).
+
+    Raises
+    ------
+    KernelFileError
+        With a message naming the first problem found.
+    """
+    doc = _load_json(text)
+    if doc.get("format") != AVERAGE_FORMAT:
+        raise KernelFileError(f"'format' must be {AVERAGE_FORMAT!r}, got {_short(repr(doc.get('format')))}")
+    if doc.get("version") != VERSION:
+        raise KernelFileError(f"unsupported version {_short(repr(doc.get('version')))}; this program reads {VERSION}")
+    entries = doc.get("kernels")
+    if not isinstance(entries, list) or not entries:
+        raise KernelFileError("'kernels' must be a non-empty list of {\"weight\": ..., \"kernel\": {...}} objects")
+    if len(entries) > MAX_AVERAGE_KERNELS:
+        raise KernelFileError(f"{len(entries)} kernels, above the limit of {MAX_AVERAGE_KERNELS}")
+    out = []
+    for i, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("kernel"), dict):
+            raise KernelFileError(f"kernel {i}: each entry must be an object with 'weight' and 'kernel'")
+        w = _number(entry.get("weight"), f"kernel {i} weight", nonneg=True)
+        try:
+            kf = parse_kernel_file(json.dumps(entry["kernel"]))
+        except KernelFileError as exc:
+            raise KernelFileError(f"kernel {i}: {exc}") from None
+        out.append((kf, w))
+    if not any(w > 0 for _, w in out):
+        raise KernelFileError("every weight is zero")
+    return out

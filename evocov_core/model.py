@@ -4,25 +4,32 @@
 given the training data (original units) it predicts mean and standard deviation at
 any inputs, in original units, with exactly the matrix that was scored (same noise,
 same jitter, same normalisation).
+
+:class:`ModelAverage` is a Bayesian model average of several of them (the mixture of
+their predictive distributions, :func:`evocov_core.averaging.mixture`), with the same
+``predict`` / ``predict_dataset`` / ``test_rmse`` interface, so the dashboard draws
+it like a single model.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .averaging import mixture
 from .data import Dataset, Normalisation
 from .evaluate import Inputs
 from .gp import posterior
 from .kernel import Kernel
-from .kernel_file import KernelFile
+from .kernel_file import KernelFile, KernelFileError, dump_kernel_file, parse_kernel_file
 from .metrics import rmse
 from .optimize import FitResult
 
-__all__ = ["FittedModel", "Prediction"]
+__all__ = ["FittedModel", "ModelAverage", "Prediction", "average_weights", "model_average_predict"]
 
 Array = NDArray[np.float64]
 
@@ -101,3 +108,164 @@ class FittedModel:
         if ds.n_test == 0:
             return None
         return rmse(ds.y_test, self.predict_dataset(ds).mean)
+
+
+# --- Bayesian model average --------------------------------------------------------------------
+
+
+def average_weights(weights: ArrayLike, n: int | None = None) -> Array:
+    """Model-average weights, checked and normalised to sum 1.
+
+    Weights that do not sum to 1 (stored weights are filtered and rounded) are divided by
+    their sum; negative, non-finite or all-zero weights are refused.
+
+    Parameters
+    ----------
+    weights : array_like of shape (K,)
+    n : int, optional
+        The number of models the weights are for (checked when given).
+
+    Returns
+    -------
+    ndarray of shape (K,)
+
+    Raises
+    ------
+    ValueError
+        With a message saying which weight is wrong.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 1 or not len(w):
+        raise ValueError(f"model-average weights must be a non-empty list of numbers, got shape {w.shape}")
+    if n is not None and len(w) != n:
+        raise ValueError(f"{len(w)} weights for {n} kernels")
+    bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
+    if len(bad):
+        i = int(bad[0])
+        raise ValueError(f"model-average weight {i + 1} is {float(w[i])}: weights must be finite and >= 0")
+    total = float(w.sum())
+    if total <= 0:
+        raise ValueError("model-average weights are all zero: nothing to average")
+    return w / total
+
+
+@dataclass(frozen=True)
+class ModelAverage:
+    """A Bayesian model average: the Gaussian mixture ``Σ_k w_k N(μ_k, σ_k²)`` of fitted models.
+
+    Attributes
+    ----------
+    members : tuple of FittedModel
+        K models, each with its own values and normalisation.
+    weights : tuple of float
+        K non-negative weights summing to 1 (normalised on construction, see
+        :func:`average_weights`).
+    """
+
+    members: tuple[FittedModel, ...]
+    weights: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not self.members:
+            raise ValueError("a model average needs at least one kernel")
+        w = average_weights(self.weights, len(self.members))
+        object.__setattr__(self, "members", tuple(self.members))
+        object.__setattr__(self, "weights", tuple(float(v) for v in w))
+
+    @property
+    def k(self) -> int:
+        """The number of kernels."""
+        return len(self.members)
+
+    @classmethod
+    def from_files(cls, files: Sequence[KernelFile], weights: ArrayLike,
+                   fallback_norm: Normalisation | None = None) -> ModelAverage:
+        """From loaded kernel files (values in each file's normalisation, else ``fallback_norm``)."""
+        return cls(tuple(FittedModel.from_file(kf, fallback_norm) for kf in files), tuple(np.asarray(weights, float)))
+
+    @classmethod
+    def from_docs(cls, docs: Sequence[dict | KernelFile], weights: ArrayLike,
+                  fallback_norm: Normalisation | None = None) -> ModelAverage:
+        """From kernel-file documents (dicts, e.g. a run's stored ``ensemble``), each validated by
+        :func:`~evocov_core.kernel_file.parse_kernel_file` (never evaluated); loaded
+        :class:`KernelFile`\\ s are taken as they are.
+
+        Raises
+        ------
+        KernelFileError
+            Naming the member whose document is invalid.
+        """
+        files = []
+        for i, doc in enumerate(docs):
+            if isinstance(doc, KernelFile):
+                files.append(doc)
+                continue
+            try:
+                if not isinstance(doc, dict):
+                    raise KernelFileError(f"expected a kernel-file object, got {type(doc).__name__}")
+                files.append(parse_kernel_file(dump_kernel_file(doc)))
+            except (KernelFileError, TypeError, ValueError) as exc:
+                raise KernelFileError(f"kernel {i + 1} of the model average: {exc}") from None
+        return cls.from_files(files, weights, fallback_norm)
+
+    def predict(self, X_train: ArrayLike, y_train: ArrayLike, X_new: ArrayLike) -> Prediction:
+        """Mixture mean and standard deviations at ``X_new``, all in original units.
+
+        Each member predicts with :meth:`FittedModel.predict`; the mixture of their
+        observation distributions gives ``std``, of their latent distributions ``std_f``.
+
+        Parameters
+        ----------
+        X_train : array_like of shape (n, d) or (n,)
+        y_train : array_like of shape (n,)
+        X_new : array_like of shape (m, d) or (m,)
+
+        Returns
+        -------
+        Prediction
+            ``mean``, ``std``, ``std_f`` of shape (m,).
+        """
+        used = [(m, w) for m, w in zip(self.members, self.weights, strict=True) if w > 0]
+        preds = [m.predict(X_train, y_train, X_new) for m, _ in used]
+        w = average_weights([w for _, w in used])
+        mu = np.stack([p.mean for p in preds])
+        # Centre on the mixture mean before the second moment: data far from zero would
+        # otherwise lose the variance to cancellation (E[y²] − E[y]²).
+        centre = w @ mu
+        mean_c, var = mixture(mu - centre, np.stack([p.std**2 for p in preds]), w)
+        _, var_f = mixture(mu - centre, np.stack([p.std_f**2 for p in preds]), w)
+        return Prediction(preds[0].x, centre + mean_c, np.sqrt(var), np.sqrt(var_f))
+
+    def predict_dataset(self, ds: Dataset, X_new: ArrayLike | None = None) -> Prediction:
+        """Predict at ``X_new`` (default: the test part) from the data set's training part."""
+        X = ds.X_test if X_new is None else X_new
+        return self.predict(ds.X_train, ds.y_train, X)
+
+    def test_rmse(self, ds: Dataset) -> float | None:
+        """RMSE of the mixture mean on the data set's test part (original units)."""
+        if ds.n_test == 0:
+            return None
+        return rmse(ds.y_test, self.predict_dataset(ds).mean)
+
+
+def model_average_predict(docs: Sequence[dict | KernelFile], weights: ArrayLike, ds: Dataset,
+                          X_new: ArrayLike | None = None) -> Prediction:
+    """Predictive mixture of kernel files at ``X_new``, given a data set's training part.
+
+    Parameters
+    ----------
+    docs : sequence of dict or KernelFile
+        K kernel-file documents (parsed and validated, never evaluated) or loaded files.
+        Values are read in each file's normalisation, else in ``ds.norm``.
+    weights : array_like of shape (K,)
+        Non-negative; normalised to sum 1 (see :func:`average_weights`).
+    ds : Dataset
+    X_new : array_like of shape (m, d) or (m,), optional
+        Default: the test inputs.
+
+    Returns
+    -------
+    Prediction
+        Mixture mean and standard deviations of shape (m,), original units.
+    """
+    return ModelAverage.from_docs(docs, weights, ds.norm).predict_dataset(ds, X_new)

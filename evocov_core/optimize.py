@@ -389,8 +389,10 @@ class _Tracker:
         self.last_status = "optimiser_failed"
 
     def past_deadline(self) -> bool:
-        # Only once something was evaluated: a fit always returns a point when it can.
-        return self.deadline is not None and self.best_z is not None and time.time() >= self.deadline
+        # Only once something was evaluated (a fit returns a point when it can), or after a few
+        # failed tries (a kernel that cannot be evaluated does not hold the run past its deadline).
+        return (self.deadline is not None and (self.best_z is not None or self.n_evals >= 3)
+                and time.time() >= self.deadline)
 
     def fail(self, exc: BaseException | None, reason: str = "") -> None:
         self.n_evals += 1

@@ -45,7 +45,8 @@ st.caption(
 
 CPUS = os.cpu_count() or 1
 # Settings each algorithm reads (see evocov_core/search/config.py); the others are shown disabled.
-_COMMON = {"metric", "method", "n_restarts", "max_evals", "n_screen", "ref_fun_call", "sigma_theta", "init"}
+_COMMON = {"metric", "method", "n_restarts", "max_evals", "n_screen", "ref_fun_call", "sigma_theta", "init",
+           "time_budget", "cache_fits", "screen_points", "promote_fraction", "select_top", "data_bounds"}
 USED = {
     "evocov": {
         "population",
@@ -61,6 +62,8 @@ USED = {
         "n_hyper",
         "patience",
         "require_input",
+        "seed_fraction",
+        "p_expand",
     }
     | _COMMON,
     "random": {"population", "d_min", "d_max", "o_max", "rho_max", "psd_w", "n_hyper", "require_input"} | _COMMON,
@@ -103,6 +106,14 @@ FIELDS = (
     "sigma_theta",
     "init",
     "base_kernels",
+    "time_budget",
+    "cache_fits",
+    "screen_points",
+    "promote_fraction",
+    "seed_fraction",
+    "p_expand",
+    "select_top",
+    "data_bounds",
 )
 # Only the settings this version of the core has (a newer core may add some).
 FIELDS = tuple(f for f in FIELDS if f in {fl.name for fl in dataclasses.fields(SearchConfig)})
@@ -158,10 +169,21 @@ with settings_col:
         list(PRESETS),
         key=_k("preset"),
         on_change=_apply_preset,
-        help="quick: about a minute on 2 cores for Airline. paper: the paper's section 6.2 settings "
-        "(hours). Choosing a preset resets every setting below.",
+        help="quick: a 60 s time budget. standard: 5 minutes. paper: the paper's section 6.2 settings "
+        "(no time limit; hours). quick-fixed: the former quick preset, a fixed number of fits. "
+        "Choosing a preset resets every setting below.",
     )
     used = USED[algo]
+    st.number_input(
+        "Time budget (seconds)",
+        min_value=0.0,
+        max_value=7 * 86400.0,
+        step=30.0,
+        key=_k("time_budget"),
+        help="Wall-clock time for the whole search on this machine, the choice of the returned kernel "
+        "included; the search sizes and stops itself and returns the best kernel found. "
+        "0 = no limit: exactly N × G fits (reproducible: same seed, same result).",
+    )
 
     def num(
         field: str,
@@ -327,6 +349,67 @@ with settings_col:
             key=_k("init"),
             help="roles: data-aware ranges per slot role. paper: uniform in the search box.",
         )
+    with st.expander("Budgeted search: screening, seeds, model choice"):
+        a, b = st.columns(2)
+        a.checkbox(
+            "Never refit a kernel",
+            key=_k("cache_fits"),
+            help="A kernel met again (same canonical form) keeps its first fit.",
+        )
+        b.checkbox(
+            "Data-tied bounds",
+            key=_k("data_bounds"),
+            help="No lengthscale below half the sampling step; periods between two steps and the training span.",
+        )
+        a, b = st.columns(2)
+        num(
+            "screen_points",
+            "Screening points",
+            "Above this many training points, new kernels are first fitted on this many (half spread over "
+            "the range, half the most recent) and only the best share is fitted on all the data. 0 = off.",
+            0,
+            100000,
+            col=a,
+        )
+        num(
+            "promote_fraction",
+            "Share promoted",
+            "Share of a screened batch fitted on all the data.",
+            0.01,
+            1.0,
+            step=0.05,
+            fmt_="%.2f",
+            col=b,
+        )
+        a, b = st.columns(2)
+        num(
+            "seed_fraction",
+            "Seeded share of the first population",
+            "GPSS structures (SE, PER, LIN, RQ, their pairwise sums and products) in the first population.",
+            0.0,
+            1.0,
+            step=0.05,
+            fmt_="%.2f",
+            col=a,
+        )
+        num(
+            "p_expand",
+            "GPSS expansions among mutations",
+            "Probability that a mutation adds or multiplies a base kernel, or swaps one.",
+            0.0,
+            1.0,
+            step=0.05,
+            fmt_="%.2f",
+            col=b,
+        )
+        num(
+            "select_top",
+            "Choose among the K lowest-BIC kernels",
+            "The returned kernel is the one of the K lowest-BIC kernels that best predicts the last part of "
+            "the training range after a refit on the rest; they also make the model average. 1 = lowest BIC.",
+            1,
+            100,
+        )
     with st.expander("Run", expanded=True):
         a, b = st.columns(2)
         a.number_input(
@@ -371,9 +454,14 @@ with settings_col:
         "n_screen",
         "ref_fun_call",
         "patience",
+        "screen_points",
+        "select_top",
     ):
         if f in values:
             values[f] = int(values[f])
+    for f in ("time_budget", "promote_fraction", "seed_fraction", "p_expand"):
+        if f in values:
+            values[f] = float(values[f])
     values["p_mutation"] = round(float(values["p_mutation"]), 6)
     values["p_crossover"] = round(1.0 - values["p_mutation"], 6)
     try:
@@ -427,6 +515,7 @@ def _render_run(run_id: str) -> None:
         restarts, best, error, algo_ = snap.restarts, snap.best, snap.error, snap.algorithm
         label = snap.label
         history = snap.history
+        budget = float(job.spec.config.time_budget)
     else:
         run = get_run(run_id)
         if run is None:
@@ -436,6 +525,7 @@ def _render_run(run_id: str) -> None:
         total = int(run["settings"].get("generations") or gen) if run["algorithm"] != "random" else gen
         elapsed, n_eval = float(run.get("elapsed") or 0.0), int(run.get("n_evaluations") or 0)
         restarts, error, algo_, label = 0, run.get("error") or "", run["algorithm"], run.get("label") or ""
+        budget = float(run["settings"].get("time_budget") or 0.0)
         best = fit_from_doc(run["best"]) if run.get("best") else None
         history = _history_from_store(run_id)
         if len(history):
@@ -457,12 +547,18 @@ def _render_run(run_id: str) -> None:
                 f"search{'es' if mc != 1 else ''} at once. Yours starts by itself when a slot frees up.",
                 icon=":material/hourglass_top:",
             )
-        frac = min(gen / total, 1.0) if total else 0.0
-        text = (
-            f"Generation {gen} / {total}"
-            if total
-            else ("Starting worker processes…" if status == "running" else f"Generation {gen}")
-        )
+        if budget > 0:
+            done = status not in ("queued", "running")
+            frac = 1.0 if done else min(elapsed / budget, 1.0)
+            left = max(0.0, budget - elapsed)
+            text = f"Generation {gen} · {'finished' if done else f'{left:.0f} s left of {budget:.0f} s'}"
+        else:
+            frac = min(gen / total, 1.0) if total else 0.0
+            text = (
+                f"Generation {gen} / {total}"
+                if total
+                else ("Starting worker processes…" if status == "running" else f"Generation {gen}")
+            )
         st.progress(frac, text=text)
         m1, m2, m3, m4 = st.columns(4)
         m1.metric("Elapsed", time.strftime("%H:%M:%S", time.gmtime(elapsed)))

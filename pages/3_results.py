@@ -1,4 +1,5 @@
-"""Results page: the best kernel of a run, its extrapolation, baselines, the Pareto plot, kernel files."""
+"""Results page: the best kernel of a run, how it was chosen, its extrapolation (or the model average's),
+baselines, the Pareto plot, kernel files."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import streamlit as st
 
 from evocov_core.baselines import se_baseline
 from evocov_core.data import Dataset
-from evocov_core.figures import pareto_data, pareto_figure
-from evocov_core.kernel_file import KernelFileError, parse_kernel_file
+from evocov_core.figures import average_members_data, pareto_data, pareto_figure, selection_data
+from evocov_core.kernel_file import KernelFileError, dump_kernel_file, parse_kernel_file
 from evocov_core.metrics import FitData
 from evocov_core.model import FittedModel
 from evocov_core.optimize import FitResult
@@ -18,6 +19,7 @@ from pages._common import (
     PAGE_SEARCH,
     RESULTS_RUN_KEY,
     algorithm_label,
+    average_test_rmse,
     background_fit,
     current_dataset,
     dataset_fingerprint,
@@ -31,11 +33,14 @@ from pages._common import (
     latest_session_run,
     leave_pages_directory_mode,
     list_runs,
+    model_average_text,
     polish,
     poll_every,
     run_label,
+    run_model_average,
     runs_on_dataset,
     show_kernel,
+    show_model_average,
     start_gpss_baseline,
     status_badge,
     store,
@@ -90,8 +95,52 @@ if run_id is not None:
 
     tab_best, tab_pareto, tab_file = st.tabs(["Best kernel", "All kernels (Pareto)", "Apply a kernel file"])
 
+    # --- what the search returned: the chosen kernel, the lowest-BIC one, the model average -----------
+    extra = run.get("extra") or {}
+    selection = [r for r in extra.get("selection") or [] if isinstance(r, dict)]
+    average, average_entries, average_problem = run_model_average(extra, ds)
+    lowest_doc = extra.get("lowest_bic") if isinstance(extra.get("lowest_bic"), dict) else None
+    lowest = None
+    if lowest_doc is not None:
+        try:
+            lowest = fit_from_doc(lowest_doc, ds.n_train)
+        except (KernelFileError, ValueError):
+            lowest_doc = None
+    chosen_is_lowest = any(r.get("chosen") and r.get("rank") == 1 for r in selection)
+    forecasts = {"chosen": "Chosen kernel"}
+    if average is not None:
+        forecasts["average"] = f"Model average ({average.k} kernel{'s' if average.k > 1 else ''})"
+    best_doc = run["best"] or {}
+    lowest_differs = lowest_doc is not None and any(
+        lowest_doc.get(k) != best_doc.get(k) for k in ("expression", "hyperparameters", "noise_variance")
+    )
+    if lowest is not None and (selection or lowest_differs):
+        forecasts["lowest"] = "Lowest BIC" + (" (= chosen)" if chosen_is_lowest else "")
+    kernel_name = f"evocov-kernel-{ds.name}-{run_id}.json"
+    average_name = f"evocov-model-average-{ds.name}-{run_id}.json"
+
     # --- best kernel and baselines --------------------------------------------------------------
     with tab_best:
+        forecast = "chosen"
+        if len(forecasts) > 1:
+            forecast = st.radio(
+                "Forecast",
+                list(forecasts),
+                format_func=forecasts.get,
+                horizontal=True,
+                key=f"results_forecast_{run_id}",
+                help="Chosen kernel: the one the search returned. Model average: the mixture of the lowest-BIC "
+                "kernels' forecasts, weighted by how well each predicted the end of the training range. "
+                "Lowest BIC: the kernel with the best training-data score. The test RMSE and the extrapolation "
+                "below follow this choice.",
+            )
+        if average_problem:
+            st.caption(f"The model average of this run cannot be used: {average_problem}")
+        avg_rmse = average_test_rmse(average, ds) if average is not None else None
+        shown_rmse = {"chosen": best.test_rmse, "average": avg_rmse,
+                      "lowest": lowest.test_rmse if lowest is not None else None}[forecast]
+        shown_what = {"chosen": "chosen kernel" if selection else "best kernel (lowest BIC)",
+                      "average": "model average (mixture mean)", "lowest": "lowest-BIC kernel"}[forecast]
         st.markdown("##### Test RMSE against baselines")
         fp = dataset_fingerprint(ds)
         se_future = existing_fit(("se", fp)) or background_fit(("se", fp), se_baseline, FitData.from_dataset(ds))
@@ -112,16 +161,16 @@ if run_id is not None:
             se_rmse = se.test_rmse if isinstance(se, FitResult) else None
             c_best, c_se, c_gpss = st.columns(3)
             vs = [
-                f"{best.test_rmse - r:+.4g} vs {n}"
+                f"{shown_rmse - r:+.4g} vs {n}"
                 for r, n in ((se_rmse, "SE"), (g_rmse, "GPSS"))
-                if r is not None and best.test_rmse is not None
+                if r is not None and shown_rmse is not None
             ]
             c_best.metric(
                 "This run",
-                fmt(best.test_rmse),
+                fmt(shown_rmse),
                 delta=", ".join(vs) or None,
                 delta_color="inverse",
-                help="Test RMSE of this run's best kernel (lowest BIC). The difference to each baseline "
+                help=f"Test RMSE of this run's {shown_what}. The difference to each baseline "
                 "is green when this run extrapolates better.",
             )
             with c_se:
@@ -178,16 +227,82 @@ if run_id is not None:
         ):
             start_gpss_baseline(ds)
             st.rerun()
+        if selection:
+            st.divider()
+            st.markdown("##### How the kernel was chosen")
+            split = (run.get("settings") or {}).get("metric_split") or 0.1
+            st.markdown(
+                f"The search ranks kernels by BIC; the returned kernel is, among the {len(selection)} lowest-BIC "
+                f"ones, the one that best predicts the last {split:.0%} of the training range after being refitted "
+                "on the rest."
+            )
+            table = selection_data(selection)
+            if not table["tail score"].notna().any():
+                st.caption("No refit could be scored here: the lowest-BIC kernel was kept, and the model average "
+                           "is weighted by BIC.")
+            st.dataframe(
+                table,
+                hide_index=True,
+                width="stretch",
+                column_config={
+                    "BIC rank": st.column_config.NumberColumn("BIC rank", help="1 = lowest BIC."),
+                    "kernel": st.column_config.TextColumn("kernel", width="large"),
+                    "BIC": st.column_config.NumberColumn("BIC", format="%.2f"),
+                    "tail score": st.column_config.NumberColumn(
+                        "tail score",
+                        format="%.2f",
+                        help=f"Posterior log-likelihood of the last {split:.0%} of the training range given the "
+                        "rest, after refitting on the rest. Higher is better.",
+                    ),
+                    "tail RMSE": st.column_config.NumberColumn(
+                        "tail RMSE", format="%.4g", help="RMSE of that prediction of the held-out tail."
+                    ),
+                    "weight": st.column_config.NumberColumn(
+                        "weight", format="%.3f", help="Weight in the model average (Bayesian model averaging)."
+                    ),
+                    "test RMSE": st.column_config.NumberColumn(
+                        "test RMSE", format="%.4g", help="On the test part, never used for the choice."
+                    ),
+                    "chosen": st.column_config.CheckboxColumn("chosen"),
+                },
+            )
         st.divider()
-        show_kernel(
-            best,
-            ds,
-            key="results_best",
-            title="Best kernel (lowest BIC)",
-            download_name=f"evocov-kernel-{ds.name}-{run_id}.json",
-            doc=run["best"],
-            expand_hyperparameters=True,
-        )
+        average_download = None
+        if average is not None:
+            average_download = (model_average_text(average_entries, ds, test_rmse=avg_rmse, run=run_id), average_name)
+        if forecast == "average" and average is not None:
+            show_model_average(
+                average,
+                ds,
+                key="results_average",
+                members=average_members_data(average_entries),
+                test_rmse=avg_rmse,
+                title=forecasts["average"],
+                average_download=average_download,
+                kernel_download=(dump_kernel_file(run["best"]), kernel_name),
+            )
+        elif forecast == "lowest" and lowest is not None and lowest_doc is not None:
+            show_kernel(
+                lowest,
+                ds,
+                key="results_lowest",
+                title="Lowest-BIC kernel" + (" (also the chosen one)" if chosen_is_lowest else ""),
+                download_name=f"evocov-kernel-{ds.name}-{run_id}-lowest-bic.json",
+                doc=lowest_doc,
+                expand_hyperparameters=True,
+                average_download=average_download,
+            )
+        else:
+            show_kernel(
+                best,
+                ds,
+                key="results_best",
+                title="Chosen kernel" if selection else "Best kernel (lowest BIC)",
+                download_name=kernel_name,
+                doc=run["best"],
+                expand_hyperparameters=True,
+                average_download=average_download,
+            )
 
     # --- Pareto plot over every kernel evaluated --------------------------------------------------
     with tab_pareto:

@@ -32,12 +32,14 @@ from evocov_core.figures import (
 from evocov_core.jobs import Job, JobManager
 from evocov_core.kernel_file import (
     KernelFile,
+    KernelFileError,
     dump_kernel_file,
     kernel_file_dict,
+    model_average_dict,
     parse_expression,
     parse_kernel_file,
 )
-from evocov_core.model import FittedModel
+from evocov_core.model import FittedModel, ModelAverage
 from evocov_core.optimize import FitResult
 from evocov_core.search import ALGORITHM_LABELS
 from evocov_core.store import RunStore, default_data_dir
@@ -408,12 +410,16 @@ def fmt(v: Any, spec: str = ".4g") -> str:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _extrapolation(cache_key: str, _model: FittedModel, _ds: Dataset) -> pd.DataFrame:
+def _extrapolation(cache_key: str, _model: FittedModel | ModelAverage, _ds: Dataset) -> pd.DataFrame:
     return extrapolation_data(_model, _ds)
 
 
-def model_key(model: FittedModel, ds: Dataset) -> str:
+def model_key(model: FittedModel | ModelAverage, ds: Dataset) -> str:
     h = hashlib.sha1()
+    if isinstance(model, ModelAverage):
+        for m, w in zip(model.members, model.weights, strict=True):
+            h.update(f"{model_key(m, ds)}:{w!r};".encode())
+        return h.hexdigest()
     h.update(model.kernel.prefix.encode())
     h.update(np.asarray(model.theta, dtype=np.float64).tobytes())
     h.update(f"{model.log_noise!r}{model.jitter!r}{model.norm!r}".encode())
@@ -421,7 +427,7 @@ def model_key(model: FittedModel, ds: Dataset) -> str:
     return h.hexdigest()
 
 
-def extrapolation_chart(model: FittedModel, ds: Dataset, key: str, title: str | None = None) -> None:
+def extrapolation_chart(model: FittedModel | ModelAverage, ds: Dataset, key: str, title: str | None = None) -> None:
     try:
         pred = _extrapolation(model_key(model, ds), model, ds)
     except Exception as exc:  # a numerically broken kernel must not break the page
@@ -442,8 +448,12 @@ def show_kernel(
     model: FittedModel | None = None,
     doc: dict | None = None,
     expand_hyperparameters: bool = False,
+    average_download: tuple[str, str] | None = None,
 ) -> None:
-    """Tree, formula, scores, hyperparameters, extrapolation and a JSON download of one kernel."""
+    """Tree, formula, scores, hyperparameters, extrapolation and a JSON download of one kernel.
+
+    ``average_download`` = (JSON text, file name) of a model average, offered beside the kernel's.
+    """
     k = fit.kernel
     model = model or FittedModel.from_fit(fit, ds.norm)
     left, right = st.columns([1, 1])
@@ -467,7 +477,8 @@ def show_kernel(
     extrapolation_chart(model, ds, key=f"{key}_extrap", title="Extrapolation: predictive mean and ±2σ band")
     if download_name:
         d = doc if doc is not None else kernel_doc(fit, ds)
-        st.download_button(
+        cols = st.columns(2) if average_download else None
+        (cols[0] if cols else st).download_button(
             "Download kernel (JSON)",
             dump_kernel_file(d),
             file_name=download_name,
@@ -476,6 +487,118 @@ def show_kernel(
             icon=":material/download:",
             help="A versioned kernel file: load it on the Results page or with `python -m evocov_core predict`.",
         )
+        if cols and average_download:
+            with cols[1]:
+                average_download_button(*average_download, key=f"{key}_average_download")
+
+
+# --- the model choice and the model average of a search ----------------------------------------------
+
+
+def run_model_average(extra: dict, ds: Dataset) -> tuple[ModelAverage | None, list[dict], str | None]:
+    """A run's stored model average: ``(average or None, its entries, why it cannot be used or None)``.
+
+    ``extra["ensemble"]`` holds ``{"weight": w, "kernel": <kernel-file dict>}`` entries; older
+    runs have none (``(None, [], None)``).
+    """
+    entries = [e for e in extra.get("ensemble") or [] if isinstance(e, dict) and isinstance(e.get("kernel"), dict)]
+    if not entries:
+        return None, [], None
+    try:
+        avg = ModelAverage.from_docs([e["kernel"] for e in entries], [e.get("weight") for e in entries], ds.norm)
+    except (KernelFileError, ValueError, TypeError) as exc:
+        return None, entries, str(exc)
+    return avg, entries, None
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _average_test_rmse(cache_key: str, _avg: ModelAverage, _ds: Dataset) -> float | None:
+    return _avg.test_rmse(_ds)
+
+
+def average_test_rmse(avg: ModelAverage, ds: Dataset) -> float | None:
+    """Test RMSE of the model average's mean (None without test data or when it cannot predict)."""
+    try:
+        v = _average_test_rmse(model_key(avg, ds), avg, ds)
+    except Exception:  # a numerically broken member must not break the page
+        return None
+    return v if v is not None and math.isfinite(v) else None
+
+
+def model_average_text(entries: list[dict], ds: Dataset, *, test_rmse: float | None = None, run: str | None = None
+                       ) -> str:
+    """The model-average JSON file of a run's stored ensemble entries."""
+    scores: dict[str, Any] = {"test_rmse": test_rmse, "n_test": ds.n_test, "test_fraction": ds.test_fraction}
+    if run:
+        scores["run"] = run
+    doc = model_average_dict([e["kernel"] for e in entries], [float(e["weight"]) for e in entries],
+                             dataset=ds.name, scores=scores)
+    return json.dumps(doc, indent=2, allow_nan=False)
+
+
+def average_download_button(text: str, file_name: str, key: str) -> None:
+    st.download_button(
+        "Download model average (JSON)",
+        text,
+        file_name=file_name,
+        mime="application/json",
+        key=key,
+        icon=":material/download:",
+        help="The kernels of the model average (each a kernel file) with their weights; the forecast is "
+        "the mixture of their predictive distributions.",
+    )
+
+
+def show_model_average(
+    avg: ModelAverage,
+    ds: Dataset,
+    key: str,
+    *,
+    members: pd.DataFrame,
+    test_rmse: float | None,
+    title: str = "Model average",
+    average_download: tuple[str, str] | None = None,
+    kernel_download: tuple[str, str] | None = None,
+) -> None:
+    """Members, test RMSE, mixture extrapolation and downloads of a model average.
+
+    ``average_download`` / ``kernel_download`` = (JSON text, file name).
+    """
+    st.markdown(f"**{title}**")
+    st.caption(
+        "The forecast is the mixture of the kernels' predictive distributions, each weighted: its mean is the "
+        "weighted mean of theirs; its band also widens where they disagree."
+    )
+    c1, c2 = st.columns(2)
+    c1.metric("Kernels", avg.k)
+    c2.metric("Test RMSE", fmt(test_rmse), help=f"Of the mixture mean, on the {ds.n_test} test points, "
+              f"in {ds.y_label} units.")
+    st.dataframe(
+        members,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "weight": st.column_config.NumberColumn("weight", format="%.3f"),
+            "kernel": st.column_config.TextColumn("kernel", width="large"),
+            "BIC": st.column_config.NumberColumn("BIC", format="%.2f"),
+            "test RMSE": st.column_config.NumberColumn("test RMSE", format="%.4g"),
+        },
+    )
+    extrapolation_chart(avg, ds, key=f"{key}_extrap", title="Extrapolation: mixture mean and ±2σ band")
+    c_kernel, c_average = st.columns(2)
+    if kernel_download:
+        c_kernel.download_button(
+            "Download kernel (JSON)",
+            kernel_download[0],
+            file_name=kernel_download[1],
+            mime="application/json",
+            key=f"{key}_kernel_download",
+            icon=":material/download:",
+            help="The chosen kernel alone, as a versioned kernel file.",
+        )
+    if average_download:
+        with c_average:
+            average_download_button(*average_download, key=f"{key}_download")
 
 
 # --- run look-ups --------------------------------------------------------------------------------

@@ -285,6 +285,22 @@ def test_search_defaults_are_quick_evocov():
     assert not at.button(key="search_start").disabled
 
 
+def test_time_budget_follows_the_preset():
+    at = search_page()
+    assert at.number_input(key="s_time_budget").value == preset("quick").time_budget == 60.0
+    at.selectbox(key="s_preset").set_value("standard").run()
+    no_exception(at)
+    assert at.number_input(key="s_time_budget").value == 300.0
+    at.selectbox(key="s_preset").set_value("quick-fixed").run()
+    assert at.number_input(key="s_time_budget").value == 0.0
+    assert at.number_input(key="s_select_top").value == 1
+    # A budget the core refuses is reported, and Start is disabled.
+    at.number_input(key="s_time_budget").set_value(30.0).run()
+    at.number_input(key="s_screen_points").set_value(5).run()
+    assert any("screen_points" in e for e in texts(at, "error"))
+    assert at.button(key="search_start").disabled
+
+
 def test_mu_not_below_population_is_refused():
     at = search_page()
     at.number_input(key="s_mu").set_value(preset("quick", "evocov").population).run()  # μ = N
@@ -389,6 +405,13 @@ def test_results_page_renders_a_finished_run(data_dir):
     assert metrics["SE baseline"] == "…"  # fitting in the background (kept pending in tests)
     assert metrics["GPSS baseline"] not in ("–", "…")  # the run itself is a GPSS run on these data
     assert metrics["This run"] == metrics["GPSS baseline"]
+    # The quick preset chose among the lowest-BIC kernels: the page says how, and offers the average.
+    assert any("How the kernel was chosen" in m for m in texts(at, "markdown"))
+    radio = [r for r in at.radio if r.label == "Forecast"]
+    assert radio and "average" in radio[0].options[1].lower()
+    radio[0].set_value("average").run()
+    no_exception(at)
+    assert {m.label: m.value for m in at.metric}["This run"] not in ("–", "…")
 
 
 def test_results_download_is_a_valid_kernel_file(data_dir):

@@ -169,9 +169,10 @@ def _generation(page: Page, wait: float = 0.0) -> tuple[int, int] | None:
     t0 = time.time()
     while True:
         text = page.locator(".st-key-search_status").first.inner_text(timeout=30_000)
-        m = re.search(r"Generation (\d+) / (\d+)", text)
+        # "Generation 3 / 60" (fixed counts) or "Generation 3 · 41 s left of 60 s" (a time budget).
+        m = re.search(r"Generation (\d+)(?: / (\d+))?", text)
         if m or time.time() - t0 >= wait:
-            return (int(m.group(1)), int(m.group(2))) if m else None
+            return (int(m.group(1)), int(m.group(2) or 0)) if m else None
         time.sleep(0.3)
 
 
@@ -264,6 +265,8 @@ def test_upload_search_reload_results_download(server, browser, tmp_path):
             break
         time.sleep(0.3)
     assert len(set(seen) - {0}) >= 2, f"generation counter did not move twice while running: {seen}"
+    status_text = page.locator(".st-key-search_status").first.inner_text()
+    assert _status(page) != "running" or re.search(r"\d+ s left of 60 s", status_text), status_text
     assert len(drawn) >= 2 and drawn == sorted(drawn), f"the fitness chart did not grow twice while running: {drawn}"
     expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
     _shot(page, "03-search-running")

@@ -120,7 +120,7 @@ def test_screening_promotes_the_best_share() -> None:
 
 def test_screening_needs_the_stage() -> None:
     data = _series(160)
-    cfg = _budgeted(screen_points=60)
+    cfg = _budgeted(screen_points=60, select_top=1)
     with SerialExecutor(data, cfg.optim) as ex, pytest.raises(ValueError, match="no stage 'screen'"):
         run_search(data, cfg, seed=1, executor=ex)
 
@@ -295,3 +295,22 @@ def test_expansion_subtrees_are_covariances() -> None:
         assert t is not None
         if t[0] in ("add", "multiply") and t[1:1 + len(parent.tokens)] == parent.tokens:
             assert subtree_end(t, 1) == 1 + len(parent.tokens)
+
+
+def test_horizon_spread_flags_exploding_variance(small: FitData) -> None:
+    from dataclasses import replace
+
+    from evocov_core.search.select import EXPLODING_SPREAD, horizon_spread
+
+    cfg = OptimConfig(n_screen=10)
+    se = fit_kernel(compose("SE"), small, cfg, np.random.default_rng(0))
+    spread = horizon_spread(small, se)
+    assert math.isfinite(spread) and 0 < spread < EXPLODING_SPREAD
+    # LIN × SE with a tiny LIN scale θl and a short SE lengthscale: beyond the data the posterior
+    # falls back to the prior, whose variance (x − θs)²/θl is huge.
+    fit = fit_kernel(compose(["*", "LIN", "SE"]), small, cfg, np.random.default_rng(0))
+    roles = slot_roles(fit.kernel)
+    new = {"scale": math.log(1e-4), "lengthscale": math.log(0.01)}
+    theta = tuple(new.get(next(iter(roles[s])), t) if len(roles[s]) == 1 else t
+                  for s, t in zip(fit.kernel.slots, fit.theta, strict=True))
+    assert horizon_spread(small, replace(fit, theta=theta)) > EXPLODING_SPREAD

@@ -139,3 +139,17 @@ def test_explore(series_csv: Path, searched: tuple[Path, subprocess.CompletedPro
     rows = pd.read_csv(dest)
     assert len(rows) == 4
     assert "better fitted" in res.stdout
+
+
+def test_search_with_a_time_budget(series_csv: Path, tmp_path: Path) -> None:
+    """``--time-budget`` bounds the run, the progress shows the time left, the model choice is reported."""
+    out = tmp_path / "best.json"
+    res = cli("search", "--data", str(series_csv), "--x", "t", "--y", "value", "--time-budget", "4",
+              "--workers", "1", "--seed", "2", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "s left)" in res.stderr
+    assert "chosen among the 5 lowest-BIC kernels" in res.stdout
+    kf = load_kernel_file(out)
+    assert kf.q >= 2
+    bad = cli("search", "--data", str(series_csv), "--time-budget", "-3", "--out", str(out))
+    assert bad.returncode != 0 and "time_budget" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -130,6 +130,9 @@ VARIANTS: dict[str, Variant] = {
     "no-select": Variant({"select_top": 1}, "return the lowest-BIC kernel (no selection among the top ones)"),
     "no-cache": Variant({"cache_fits": False}, "no cache of fitted kernels"),
     "no-bounds": Variant({"data_bounds": False}, "no hyperparameter bounds from the data"),
+    "before": Variant({}, "the previous default, preset('quick-fixed') (paper operators, no cache, no screening, "
+                      "no seeds, no data bounds, lowest BIC returned), stopped by the same time budget",
+                      preset="quick-fixed"),
     "fixed-quick": Variant({}, "the previous default: preset('quick-fixed'), fixed counts, no time budget",
                            preset="quick-fixed", timed=False),
 }

@@ -189,7 +189,7 @@ def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str 
         except GpssParseError as exc:
             notes.append(f"fell back to our GPSS baseline's kernel ({exc})")
             with make_search_executor(data, cfg.optim, workers=workers, scheduler=scheduler) as ex:
-                res = run_gpss(data, preset("quick", "gpss"), ex, seed=seed)
+                res = run_gpss(data, preset("quick-fixed", "gpss"), ex, seed=seed)
             base_fit = res.best
             structure = res.settings.get("gpss_structure", "")
             if base_fit is None:

@@ -70,6 +70,9 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
 
 def _run(data: FitData, config: SearchConfig, executor: Executor, seed: int, progress: ProgressCallback | None,
          should_stop: StopCheck | None, t0: float) -> SearchResult:
+    if config.select_top > 1 and data.split is not None and "head" not in getattr(executor, "stages", ()):
+        raise ValueError("select_top > 1 needs an executor with the 'head' stage: make it with "
+                         "search_executor(data, config) or pass search_stages(data, config)")
     result = _RUNNERS[config.algorithm](data, config, executor, seed=seed, progress=progress,
                                         should_stop=should_stop)
     if config.select_top <= 1 or result.status == "cancelled" or len(result.candidates) <= 1:

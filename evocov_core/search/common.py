@@ -208,6 +208,15 @@ def _better(a: FitResult | None, b: FitResult | None) -> FitResult | None:
     return a
 
 
+def _mean(values: list[float]) -> float:
+    """Mean of finite values; +inf when empty or when it overflows (BICs of wild kernels can be ~1e308)."""
+    if not values:
+        return math.inf
+    with np.errstate(over="ignore", invalid="ignore"):
+        m = float(np.mean(values))
+    return m if math.isfinite(m) else math.inf
+
+
 def search_share(config: object) -> float:
     """Share of a time budget the search itself may use; the rest is for the model choice."""
     if getattr(config, "time_budget", 0.0) <= 0:
@@ -314,8 +323,9 @@ class Tracker:
                 first[k.canonical] = i
             todo.append(i)
         deadline = self.fit_deadline()
+        screen_only: set[int] = set()
         if self._screen:
-            new = self._screened(executor, g, todo, kernels, starts, deadline)
+            new, screen_only = self._screened(executor, g, todo, kernels, starts, deadline)
         else:
             tasks = [Task(kernels[i].tokens, (self.seed, g, i), starts[i], deadline=deadline) for i in todo]
             new = dict(zip(todo, self._map(executor, tasks), strict=True))
@@ -327,9 +337,7 @@ class Tracker:
             fits[i] = f
             if self._cache is not None:
                 self._cache[kernels[i].canonical] = f
-            if f.status == SCREENED_OUT:
-                self.n_screen_fits += 1
-            else:
+            if i not in screen_only:  # (screening fits are counted where they are made)
                 self.n_evaluations += 1
                 self.best = _better(self.best, f)
                 if f.ok and math.isfinite(f.bic):
@@ -343,21 +351,35 @@ class Tracker:
         return fits
 
     def _screened(self, executor: Executor, g: int, todo: list[int], kernels: Sequence[Kernel],
-                  starts: Sequence[Start | None], deadline: float | None) -> dict[int, FitResult | None]:
-        """Screen ``todo`` on the subset, promote the best to full fits (see the module docstring)."""
+                  starts: Sequence[Start | None], deadline: float | None
+                  ) -> tuple[dict[int, FitResult | None], set[int]]:
+        """Screen ``todo`` on the subset, promote the best to full fits (see the module docstring).
+
+        Returns the fit of each kernel and the indices that were only fitted on the subset.
+        """
         tasks = [Task(kernels[i].tokens, (self.seed, g, i, 1), starts[i], stage="screen", deadline=deadline)
                  for i in todo]
         screened = dict(zip(todo, self._map(executor, tasks), strict=True))
+        self.n_screen_fits += sum(1 for f in screened.values() if f is not None)
         ranked = sorted((i for i in todo if screened[i] is not None and screened[i].ok),
                         key=lambda i: screened[i].bic)  # type: ignore[union-attr]
         n_up = max(1, math.ceil(self._promote * len(ranked))) if ranked else 0
         up = ranked[:n_up]
-        if self.stopped:
-            # Out of time: still give the run one full fit if it has none (one evaluation).
-            up = ranked[:1] if self.best is None and not self.cancelled else []
-            deadline = time.time()
         out: dict[int, FitResult | None] = {}
+        if self.stopped:
+            # Out of time: still give the run a full fit if it has none, one evaluation at the
+            # screened values of each candidate in turn until one can be evaluated.
+            up = []
+            for i in ranked if self.best is None and not self.cancelled else []:
+                f = executor.map([Task(kernels[i].tokens, (self.seed, g, i, 2), screened[i].start(),  # type: ignore[union-attr]
+                                       stage="promote", deadline=time.time())])[0]
+                out[i] = f
+                up.append(i)
+                if f is not None and f.ok:
+                    break
         for r, i in enumerate(ranked[n_up:], start=n_up + 1):
+            if i in out:
+                continue
             sf = screened[i]
             assert sf is not None
             out[i] = replace(sf, status=SCREENED_OUT, bic=PENALTY, lml=math.nan, test_rmse=None, n=sf.n,
@@ -366,13 +388,12 @@ class Tracker:
             sf = screened[i]
             if sf is not None and not sf.ok:
                 out[i] = sf  # failed on the subset: a numerical failure, recorded as such
-        tasks = [Task(kernels[i].tokens, (self.seed, g, i, 2), screened[i].start(),  # type: ignore[union-attr]
-                      stage="promote", deadline=deadline) for i in up]
-        stop = None if self.stopped else self.stop_requested
-        promoted = executor.map(tasks, stop) if tasks else []
-        for i, f in zip(up, promoted, strict=True):
-            out[i] = f
-        return out
+        if not self.stopped:
+            tasks = [Task(kernels[i].tokens, (self.seed, g, i, 2), screened[i].start(),  # type: ignore[union-attr]
+                          stage="promote", deadline=deadline) for i in up]
+            for i, f in zip(up, executor.map(tasks, self.stop_requested) if tasks else [], strict=True):
+                out[i] = f
+        return out, set(out) - set(up)
 
     def end_generation(self, restarted: bool = False) -> None:
         recs = self._gen_recs
@@ -380,7 +401,7 @@ class Tracker:
         stats = GenerationStats(
             generation=self.generation,
             best_bic=min(finite) if finite else math.inf,
-            mean_bic=float(np.mean(finite)) if finite else math.inf,
+            mean_bic=_mean(finite),
             best_so_far_bic=self.best.bic if self.best is not None else math.inf,
             n_evaluated=len(recs),
             n_failed=sum(1 for r in recs if r.status not in ("ok", SCREENED_OUT)),

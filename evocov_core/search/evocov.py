@@ -116,6 +116,7 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
             break
         fits = tr.evaluate(executor, [p.kernel for p in pop], [p.start for p in pop], [p.origin for p in pop])
         if tr.stopped:
+            tr.end_generation(restarted=False)  # report what the last, partial generation fitted
             break
         f_i = min((_key(f) for f in fits), default=math.inf)
         with_fit = [f for f in fits if f is not None and f.ok]

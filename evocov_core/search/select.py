@@ -10,6 +10,12 @@ score is returned (refitted on all the training data, as found by the search); t
 part is never used. The scores also weight a Bayesian model average of the K kernels
 (:mod:`evocov_core.averaging`), offered beside the single kernel.
 
+Each candidate is also checked for a predictive variance that explodes over the forecast
+horizon (:func:`horizon_spread`): its standard deviation one tenth of the training span
+beyond the data, in units of the data's standard deviation, is reported and flagged above
+:data:`EXPLODING_SPREAD` (flagged, not penalised: the tail score already pays for such a
+forecast through its log-determinant).
+
 Evidence: ``bench/results/bench_select.md`` (post hoc, 39 quick runs: lower test RMSE in
 17, higher in 12, geometric-mean RMSE ratio 0.85 for K = 5) and
 ``bench/results/accuracy/`` (``variant=no-select``).
@@ -23,16 +29,18 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..averaging import bic_weights, score_weights
-from ..gp import NumericalFailure
+from ..gp import NumericalFailure, posterior
 from ..metrics import FitData, metric_value
 from ..optimize import FitResult
 from ..parallel import Executor, Task
 from .common import StopCheck
 
-__all__ = ["choose_model", "tail_score"]
+__all__ = ["EXPLODING_SPREAD", "choose_model", "horizon_spread", "tail_score"]
 
 #: Kernels with less than this weight are left out of the model average.
 MIN_WEIGHT = 1e-4
+#: A forecast standard deviation above this many data standard deviations is flagged.
+EXPLODING_SPREAD = 3.0
 _NUMERIC = (NumericalFailure, FloatingPointError, ArithmeticError, np.linalg.LinAlgError)
 
 
@@ -46,6 +54,24 @@ def tail_score(data: FitData, head_fit: FitResult | None) -> float:
     except _NUMERIC:
         return -math.inf
     return value if math.isfinite(value) else -math.inf
+
+
+def horizon_spread(data: FitData, fit: FitResult, horizon: float = 0.1) -> float:
+    """Predictive standard deviation ``horizon`` training spans beyond the last input, in data SDs.
+
+    Outputs are standardised in model units, so this is the ratio of the forecast's spread
+    to the data's; +inf when it cannot be computed.
+    """
+    x = data.X.copy()[-1:]
+    x[0, 0] = float(data.X[:, 0].max()) + horizon * data.span
+    try:
+        with np.errstate(all="ignore"):
+            post = posterior(fit.kernel, data.inputs, data.y, np.asarray(fit.theta), fit.log_noise, x,
+                             jitter=fit.jitter)
+        value = math.sqrt(float(post.var[0]) + fit.noise_variance)
+    except _NUMERIC:
+        return math.inf
+    return value if math.isfinite(value) else math.inf
 
 
 def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Executor, *, seed: int,
@@ -71,7 +97,8 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     chosen : FitResult or None
         The best tail score (the lowest BIC when no refit could be scored).
     rows : tuple of dict
-        One per candidate: rank, expression, q, bic, tail_score, tail_rmse, weight, chosen.
+        One per candidate: rank, expression, q, bic, tail_score, tail_rmse, weight, chosen,
+        horizon_sd (:func:`horizon_spread`) and exploding (above :data:`EXPLODING_SPREAD`).
     ensemble : tuple of (FitResult, float)
         The model average: kernels with their weights (tail scores; BIC without any).
     """
@@ -90,6 +117,7 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     else:
         best = 0
         weights = bic_weights([f.bic for f in cands])
+    spreads = [horizon_spread(data, f) for f in cands]
     rows = tuple({
         "rank": i + 1,
         "expression": f.kernel.infix,
@@ -101,6 +129,8 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         "test_rmse": f.test_rmse,
         "weight": float(weights[i]),
         "chosen": i == best,
+        "horizon_sd": spreads[i],
+        "exploding": spreads[i] > EXPLODING_SPREAD,
     } for i, f in enumerate(cands))
     ensemble = tuple((f, float(w)) for f, w in zip(cands, weights, strict=True) if w >= MIN_WEIGHT)
     total = sum(w for _, w in ensemble)

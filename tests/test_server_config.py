@@ -1,0 +1,21 @@
+"""The dashboard's server settings (``.streamlit/config.toml``)."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib", reason="tomllib needs Python 3.11")
+
+CONFIG = Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml"
+
+
+def test_server_listens_on_loopback_only() -> None:
+    """``streamlit run app.py`` must not be reachable from the network unless asked to."""
+    server = tomllib.loads(CONFIG.read_text(encoding="utf-8"))["server"]
+    address = server.get("address")
+    assert address is not None, "server.address unset: Streamlit then listens on every interface"
+    assert address == "localhost" or ipaddress.ip_address(address).is_loopback, address
+    assert server.get("headless") is True
