@@ -323,3 +323,22 @@ def test_one_real_budgeted_trial(tmp_path: Path) -> None:
     assert math.isfinite(row["test_rmse"]) and row["n_evaluations"] >= 1 and row["generations"] >= 1
     assert load_kernel_file(tmp_path / "out" / row["kernel_file"]).kernel.infix == row["infix"]
     assert res.summary[0].startswith("variant=full ")
+
+
+def test_readme_table_compares_with_the_paper_and_published(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    _refs().reset_index().to_csv(data_dir / "evocov_paper_rmse.csv", index=False)
+    pd.DataFrame({"dataset": ["01-a", "01-a", "02-b"], "method": ["GPSS", "ABCD-accuracy", "GPSS"],
+                  "rmse": [12.0, 11.0, 1.5]}).to_csv(data_dir / "published_rmse.csv", index=False)
+    out = tmp_path / "out"
+    out.mkdir()
+    rf = acc.trials_file(out)
+    for row in _trials().to_dict("records"):
+        rf.append(row)
+    text = acc.readme_table(out, data_dir)
+    lines = text.splitlines()
+    assert lines[0] == "| series | EvoCov here (× best published) | EvoCov paper (mean) | GPSS | ABCD-accuracy |"
+    assert "| 01-a | 20 (2.00×) | 20 | 12 | 11 |" in lines  # median of 10, 20, 30; ratio to 10
+    assert "| 02-b | 0.5 (0.50×) | 2 | 1.5 | – |" in lines
+    assert "Geometric mean of the ratios to the best published: 1.71" in text

@@ -743,6 +743,42 @@ def _trial_rows(trials: pd.DataFrame) -> list[str]:
                      "lllrrrrrrrrrrl"), ""]
 
 
+#: Published methods in the README's comparison table (``published_rmse.csv``'s ``method``).
+README_METHODS = ("GPSS", "ABCD-accuracy")
+
+
+def readme_table(out: Path, data_dir: Path, variant: str = "full") -> str:
+    """The README's "how good is it" table: per series, our median test RMSE (returned model)
+    beside the EvoCov paper's mean and the published GPSS and ABCD results.
+
+    Parameters
+    ----------
+    out : Path
+        A bench accuracy folder.
+    data_dir : Path
+        Holds ``evocov_paper_rmse.csv`` and ``published_rmse.csv``.
+    variant : str
+    """
+    refs = reference_rmse(data_dir)
+    pub = pd.read_csv(Path(data_dir) / "published_rmse.csv")
+    pub = pub[pub.method.isin(README_METHODS)].pivot_table(index="dataset", columns="method", values="rmse")
+    trials = trials_file(Path(out)).read()
+    table = series_table(trials, refs, variant)
+    rows = []
+    for series, r in table.iterrows():
+        best = refs.loc[series, "best_published"]
+        cells = [series, f"{r['rmse']:.4g} ({r['rmse'] / best:.2f}×)",
+                 f"{refs.loc[series, 'evocov_lml_mean']:.4g}"]
+        cells += [f"{pub.loc[series, m]:.4g}" if series in pub.index and m in pub.columns
+                  and np.isfinite(pub.loc[series, m]) else "–" for m in README_METHODS]
+        rows.append(cells)
+    s = summarize(table)
+    head = ["series", "EvoCov here (× best published)", "EvoCov paper (mean)", *README_METHODS]
+    return md_table(head, rows) + (f"\n\nGeometric mean of the ratios to the best published: "
+                                   f"{s.accuracy_geomean:.2f}; worst {s.worst_ratio:.2f}; "
+                                   f"series over 3×: {s.series_over_3x}.")
+
+
 def accuracy_report(out: Path, *, data_dir: Path | None = None) -> AccuracyReport:
     """(Re)write ``report.md`` of an accuracy folder from its ``trials.csv`` and ``run.json`` only.
 

@@ -149,6 +149,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r.__class__ = _OneLineErrors
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--data-dir", type=Path, default=None, help="default: the one recorded in run.json")
+    r.add_argument("--readme", action="store_true",
+                   help="also print the README's comparison table (ours, EvoCov paper, GPSS, ABCD)")
 
     p.set_defaults(func=main)
     return p
@@ -233,6 +235,13 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         for line in res.summary:
             print(line)
         print(f"wrote {res.path}")
+        if a.readme:
+            from .accuracy import readme_table
+            from .common import read_runs
+
+            data_dir = a.data_dir or next((Path(r["data_dir"]) for r in reversed(read_runs(a.out / "run.json"))
+                                           if r.get("data_dir")), None)
+            print(readme_table(a.out, data_dir))
     else:  # pragma: no cover - argparse refuses others
         raise BenchError(f"unknown bench command {cmd!r}")
     return 0
