@@ -240,6 +240,14 @@ def _load_json(text: str | bytes) -> dict:
     return doc
 
 
+def _check_header(doc: dict, fmt: str) -> None:
+    """Refuse a document of another format or version."""
+    if doc.get("format") != fmt:
+        raise KernelFileError(f"'format' must be {fmt!r}, got {_short(repr(doc.get('format')))}")
+    if doc.get("version") != VERSION:
+        raise KernelFileError(f"unsupported version {_short(repr(doc.get('version')))}; this program reads {VERSION}")
+
+
 def parse_kernel_file(text: str | bytes) -> KernelFile:
     """Validate and parse the content of a kernel file.
 
@@ -249,10 +257,7 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
         With a message naming the first problem found.
     """
     doc = _load_json(text)
-    if doc.get("format") != FORMAT:
-        raise KernelFileError(f"'format' must be {FORMAT!r}, got {_short(repr(doc.get('format')))}")
-    if doc.get("version") != VERSION:
-        raise KernelFileError(f"unsupported version {_short(repr(doc.get('version')))}; this program reads {VERSION}")
+    _check_header(doc, FORMAT)
     kernel = parse_expression(doc.get("expression"), n_hyper=10000)
     hps = doc.get("hyperparameters")
     if not isinstance(hps, dict):
@@ -444,10 +449,7 @@ def parse_model_average(text: str | bytes) -> list[tuple[KernelFile, float]]:
         With a message naming the first problem found.
     """
     doc = _load_json(text)
-    if doc.get("format") != AVERAGE_FORMAT:
-        raise KernelFileError(f"'format' must be {AVERAGE_FORMAT!r}, got {_short(repr(doc.get('format')))}")
-    if doc.get("version") != VERSION:
-        raise KernelFileError(f"unsupported version {_short(repr(doc.get('version')))}; this program reads {VERSION}")
+    _check_header(doc, AVERAGE_FORMAT)
     entries = doc.get("kernels")
     if not isinstance(entries, list) or not entries:
         raise KernelFileError("'kernels' must be a non-empty list of {\"weight\": ..., \"kernel\": {...}} objects")
