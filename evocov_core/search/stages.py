@@ -23,6 +23,7 @@ import dataclasses
 import numpy as np
 from numpy.typing import NDArray
 
+from ..data import split_mask
 from ..metrics import FitData
 from ..optimize import OptimConfig
 from ..parallel import Stages, make_executor
@@ -66,8 +67,6 @@ def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitDat
     if config.screen_points > 0:
         stages["promote"] = (data, _refit(optim, 0.5))
     if config.select_top > 1 and data.split is not None:
-        from ..data import split_mask
-
         head = split_mask(data.X, data.split_fraction)
         tail = ~head
         stages["head"] = (data.subset(head, X_test=data.X[tail], y_test=data.y[tail] * data.y_std + data.y_mean),
