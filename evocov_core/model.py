@@ -54,8 +54,26 @@ class Prediction:
     std_f: Array
 
 
+class _PredictsDatasets:
+    """``predict_dataset`` and ``test_rmse`` for anything with ``predict(X_train, y_train, X_new)``."""
+
+    def predict(self, X_train: ArrayLike, y_train: ArrayLike, X_new: ArrayLike) -> Prediction:
+        raise NotImplementedError
+
+    def predict_dataset(self, ds: Dataset, X_new: ArrayLike | None = None) -> Prediction:
+        """Predict at ``X_new`` (default: the test part) from the data set's training part."""
+        X = ds.X_test if X_new is None else X_new
+        return self.predict(ds.X_train, ds.y_train, X)
+
+    def test_rmse(self, ds: Dataset) -> float | None:
+        """RMSE of the predictive (or mixture) mean on the data set's test part (original units)."""
+        if ds.n_test == 0:
+            return None
+        return rmse(ds.y_test, self.predict_dataset(ds).mean)
+
+
 @dataclass(frozen=True)
-class FittedModel:
+class FittedModel(_PredictsDatasets):
     """Kernel, log slot values, log noise, jitter and the normalisation they live in."""
 
     kernel: Kernel
@@ -98,16 +116,6 @@ class FittedModel:
         X_out = np.asarray(X_new, dtype=np.float64)
         return Prediction(X_out if X_out.ndim == 2 else X_out[:, None], mean, std, std_f)
 
-    def predict_dataset(self, ds: Dataset, X_new: ArrayLike | None = None) -> Prediction:
-        """Predict at ``X_new`` (default: the test part) from the data set's training part."""
-        X = ds.X_test if X_new is None else X_new
-        return self.predict(ds.X_train, ds.y_train, X)
-
-    def test_rmse(self, ds: Dataset) -> float | None:
-        """RMSE of the predictive mean on the data set's test part (original units)."""
-        if ds.n_test == 0:
-            return None
-        return rmse(ds.y_test, self.predict_dataset(ds).mean)
 
 
 # --- Bayesian model average --------------------------------------------------------------------
@@ -150,7 +158,7 @@ def average_weights(weights: ArrayLike, n: int | None = None) -> Array:
 
 
 @dataclass(frozen=True)
-class ModelAverage:
+class ModelAverage(_PredictsDatasets):
     """A Bayesian model average: the Gaussian mixture ``Σ_k w_k N(μ_k, σ_k²)`` of fitted models.
 
     Attributes
@@ -235,17 +243,6 @@ class ModelAverage:
         mean_c, var = mixture(mu - centre, np.stack([p.std**2 for p in preds]), w)
         _, var_f = mixture(mu - centre, np.stack([p.std_f**2 for p in preds]), w)
         return Prediction(preds[0].x, centre + mean_c, np.sqrt(var), np.sqrt(var_f))
-
-    def predict_dataset(self, ds: Dataset, X_new: ArrayLike | None = None) -> Prediction:
-        """Predict at ``X_new`` (default: the test part) from the data set's training part."""
-        X = ds.X_test if X_new is None else X_new
-        return self.predict(ds.X_train, ds.y_train, X)
-
-    def test_rmse(self, ds: Dataset) -> float | None:
-        """RMSE of the mixture mean on the data set's test part (original units)."""
-        if ds.n_test == 0:
-            return None
-        return rmse(ds.y_test, self.predict_dataset(ds).mean)
 
 
 def model_average_predict(docs: Sequence[dict | KernelFile], weights: ArrayLike, ds: Dataset,

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import socket
 import sys
 import time
@@ -63,6 +62,7 @@ from .common import (
     read_runs,
     resolve_series,
     update_run,
+    write_text_atomic,
 )
 
 __all__ = [
@@ -473,10 +473,7 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
             if doc is not None:
                 from ..kernel_file import dump_kernel_file
 
-                path = out / row["kernel_file"]
-                tmp = path.with_suffix(".json.tmp")
-                tmp.write_text(dump_kernel_file(doc), encoding="utf-8")
-                os.replace(tmp, path)
+                write_text_atomic(out / row["kernel_file"], dump_kernel_file(doc))
             rf.append(row)
             count += 1
             say(f"[{i}/{len(todo)}] {s} {v} seed {k}: {row['status']} rmse={fmt(row.get('test_rmse'))} "
@@ -836,7 +833,5 @@ def accuracy_report(out: Path, *, data_dir: Path | None = None) -> AccuracyRepor
     else:
         lines += ["No finished trial yet: no tables.", ""]
     path = out / "report.md"
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, "\n".join(lines) + "\n")
     return AccuracyReport(path, summary)

@@ -175,12 +175,17 @@ def _cell(v: object) -> object:
     return v
 
 
-def write_json(path: Path, doc: dict) -> None:
-    """Write ``doc`` atomically (a temporary file renamed over the target)."""
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` atomically (a temporary file renamed over the target)."""
     path = Path(path)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2, default=_json_default), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def write_json(path: Path, doc: dict) -> None:
+    """Write ``doc`` atomically (a temporary file renamed over the target)."""
+    write_text_atomic(path, json.dumps(doc, indent=2, default=_json_default))
 
 
 def read_runs(path: Path) -> list[dict]:

@@ -47,6 +47,7 @@ from .common import (
     resolve_series,
     run_jobs,
     write_json,
+    write_text_atomic,
 )
 from .paper import (
     PAPER_TABLE6,
@@ -252,10 +253,7 @@ def reproduce(data_dir: Path, out: Path, *, algorithms: str, trials: int, budget
         if doc is not None:
             from ..kernel_file import dump_kernel_file
 
-            path = out / row["kernel_file"]
-            tmp = path.with_suffix(".json.tmp")
-            tmp.write_text(dump_kernel_file(doc), encoding="utf-8")
-            os.replace(tmp, path)
+            write_text_atomic(out / row["kernel_file"], dump_kernel_file(doc))
         rf.append(row)
         count[0] += 1
         rmse = fmt(row.get("test_rmse"))
