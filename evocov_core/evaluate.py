@@ -43,10 +43,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from numpy.typing import ArrayLike, NDArray
+from scipy.special import expit
 
 from .grammar import CONSTANTS, arity, is_slot
 from .kernel import Kernel
@@ -361,105 +363,319 @@ def _features(X: Array, omega: float) -> Array:
     return np.hstack((np.sin(a), np.cos(a)))
 
 
-# Operators whose reverse rule reads their own output z (exp: z, sqrt: 1/(2z), div: −z²,
-# power: z log w, sq_dist: −2z, dot_prod: −z). Their output must survive until the
-# backward walk, so a parent may not overwrite it in place when a tape is kept.
-_NEEDS_OWN_OUTPUT = frozenset({"exp", "sqrt", "div", "power", "sq_dist", "dot_prod"})
+# --------------------------------------------------------------------------------------
+# The operators: one table entry per primitive, forward and reverse rules side by side
 
 
-def _forward(prog: _Program, pair: _Pair, theta: Array, tape: bool) -> list[object]:
-    """Evaluate every node bottom-up; returns the node values (prefix order).
+class _Walk:
+    """State of one evaluation: node values, which of them this pass owns, and, on the
+    reverse walk, the adjoints and the gradient.
 
-    ``theta`` holds natural (exponentiated) slot values. Without ``tape`` every
-    operator writes into a child's buffer when it owns one (one n×n pass, no new array);
-    with ``tape`` only where the reverse walk will not need the overwritten value.
+    ``theta`` holds natural (exponentiated) slot values. ``tape`` means a reverse walk
+    will follow, so values it reads must not be overwritten in place.
     """
-    toks, kids, has_p = prog.tokens, prog.children, prog.has_param
-    vals: list[object] = [None] * len(toks)
-    owned = [False] * len(toks)  # vals[i] is a fresh array this pass may overwrite
 
-    def clobberable(c: int) -> bool:
-        if not owned[c]:
+    __slots__ = ("adjs", "grad", "owned", "pair", "prog", "tape", "theta", "vals")
+
+    def __init__(self, prog: _Program, pair: _Pair, theta: Array, tape: bool) -> None:
+        self.prog = prog
+        self.pair = pair
+        self.theta = theta
+        self.tape = tape
+        self.vals: list[object] = [None] * len(prog.tokens)
+        self.owned = [False] * len(prog.tokens)  # vals[i] is a fresh array this pass may overwrite
+        self.adjs: list[object] = []
+        self.grad: Array = np.zeros(0)
+
+    def clobberable(self, c: int) -> bool:
+        """May node ``c``'s value be overwritten by its parent?"""
+        if not self.owned[c]:
             return False
-        return not tape or not has_p[c] or toks[c] not in _NEEDS_OWN_OUTPUT
+        return not self.tape or not self.prog.has_param[c] or not _OPS[self.prog.tokens[c]].reads_output
 
+    def slot(self, c: int) -> int:
+        """Position in θ of the slot node ``c`` (an operator's Hyper argument)."""
+        return self.prog.slot_pos[c]
+
+
+Forward = Callable[[_Walk, int, tuple[int, ...]], object]
+Reverse = Callable[[_Walk, int, tuple[int, ...], Any], None]
+
+
+@dataclass(frozen=True)
+class _Op:
+    """One primitive of the grammar as the evaluator sees it.
+
+    Attributes
+    ----------
+    forward : callable
+        ``forward(walk, i, children) -> value`` of node ``i`` from its children's values
+        (``walk.vals``); may write into a child's buffer when ``walk.clobberable`` allows.
+    reverse : callable
+        ``reverse(walk, i, children, adjoint)``: given ``∂f/∂value_i``, adds the
+        children's adjoints to ``walk.adjs`` (only children with slots below them) and
+        the slot gradients (∂f/∂log θ) to ``walk.grad``.
+    reads_output : bool
+        The reverse rule reads the node's own value, so a parent must not overwrite it
+        in place while a tape is kept.
+    """
+
+    forward: Forward
+    reverse: Reverse
+    reads_output: bool = False
+
+
+# --- nestable operators on covariance values -----------------------------------------
+
+
+def _binary(ufunc: np.ufunc, reads_operands: bool) -> Forward:
+    def forward(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+        a, b = w.vals[ch[0]], w.vals[ch[1]]
+        hp_ = w.prog.has_param
+        # multiply's reverse rule reads each operand to form the other's adjoint.
+        ok_a = w.clobberable(ch[0]) and (not reads_operands or not w.tape or not hp_[ch[1]])
+        ok_b = w.clobberable(ch[1]) and (not reads_operands or not w.tape or not hp_[ch[0]])
+        if ok_a and _is_mat(a) and (not _is_mat(b) or b.shape == a.shape):  # type: ignore[union-attr]
+            return ufunc(a, b, out=a)
+        if ok_b and _is_mat(b) and (not _is_mat(a) or a.shape == b.shape):  # type: ignore[union-attr]
+            return ufunc(b, a, out=b)
+        return ufunc(a, b)
+    return forward
+
+
+def _add_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    for c in ch:
+        if w.prog.has_param[c]:
+            w.adjs[c] = _down(a, w.vals[i], w.vals[c])
+
+
+def _multiply_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    u, v = w.vals[ch[0]], w.vals[ch[1]]
+    if w.prog.has_param[ch[0]]:
+        w.adjs[ch[0]] = _down(a * v, w.vals[i], u)
+    if w.prog.has_param[ch[1]]:
+        w.adjs[ch[1]] = _down(a * u, w.vals[i], v)
+
+
+def _unary(ufunc: np.ufunc, reads_input: bool = False) -> Forward:
+    def forward(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+        a = w.vals[ch[0]]
+        if _is_mat(a):
+            if w.clobberable(ch[0]) and not (reads_input and w.tape and w.prog.has_param[ch[0]]):
+                return ufunc(a, out=a)
+            return ufunc(a)
+        return ufunc(a)
+    return forward
+
+
+_reciprocal = _unary(np.reciprocal)
+
+
+def _div_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+    a = w.vals[ch[0]]
+    if _is_mat(a):
+        return _reciprocal(w, i, ch)
+    return 1.0 / a if a != 0 else np.inf  # type: ignore[operator]
+
+
+def _exp_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    w.adjs[ch[0]] = a * w.vals[i]
+
+
+def _square_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    w.adjs[ch[0]] = a * (2.0 * w.vals[ch[0]])  # type: ignore[operator]
+
+
+def _sqrt_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    z = np.asarray(w.vals[i])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dz = np.where(z > 0, 0.5 / z, 0.0)  # 0 where sqrt is not differentiable (see module notes)
+    w.adjs[ch[0]] = a * dz
+
+
+def _div_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    w.adjs[ch[0]] = a * -(np.asarray(w.vals[i]) ** 2)
+
+
+def _power_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+    a, th = w.vals[ch[0]], w.vals[ch[1]]
+    if _is_mat(a) and w.clobberable(ch[0]) and not w.tape:
+        return np.power(a, th, out=a)
+    return np.power(a, th)
+
+
+def _power_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    base = np.asarray(w.vals[ch[0]])
+    z = np.asarray(w.vals[i])
+    th = float(w.vals[ch[1]])  # type: ignore[arg-type]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        dzdw = np.where(base != 0, th * np.power(base, th - 1.0), 0.0)
+        dlog = np.where(base > 0, z * np.log(np.where(base > 0, base, 1.0)), 0.0)
+    if w.prog.has_param[ch[0]]:
+        w.adjs[ch[0]] = a * dzdw
+    gz = a * dlog
+    w.grad[..., w.slot(ch[1])] += (_sum2(gz) if _is_mat(w.vals[i]) else gz) * th
+
+
+def _identity_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+    return w.vals[ch[0]]
+
+
+def _identity_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    w.adjs[ch[0]] = a  # hp(θ): the slot leaf below adds a·θ to its gradient
+
+
+# --- input transforms and the data-dependent covariances ----------------------------------
+
+
+def _euc_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+    return _Feat(False)
+
+
+def _spectral_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+    pair = w.pair
+    om = float(w.vals[ch[1]])  # type: ignore[arg-type]
+    F1 = _features(pair.X1, om)
+    F2 = F1 if pair.X2 is pair.X1 else _features(pair.X2, om)
+    return _Feat(True, om, w.slot(ch[1]), F1, F2)
+
+
+def _no_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    """Feature maps: their θ is differentiated by the covariance that reads them."""
+
+
+def _sq_dist_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+    f: _Feat = w.vals[ch[0]]  # type: ignore[assignment]
+    pair = w.pair
+    inv = 1.0 / float(w.vals[ch[1]]) ** 2  # type: ignore[arg-type]
+    if f.spectral:
+        # (2d − 2 F1F2ᵀ)/l²: the factor goes on the small n×2d side of the product.
+        z = pair.gram(f.F1, f.F2 * (-2.0 * inv))  # type: ignore[arg-type, operator]
+        z += 2.0 * pair.d * inv
+        np.maximum(z, 0.0, out=z)
+        pair.clear_diag(z)
+        return z
+    return pair.sqdist * inv
+
+
+def _sq_dist_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    f: _Feat = w.vals[ch[0]]  # type: ignore[assignment]
+    z: Array = w.vals[i]  # type: ignore[assignment]
+    # z ∝ θl⁻²: ∂z/∂log θl = −2 z.
+    w.grad[..., w.slot(ch[1])] += -2.0 * _sum2(a * z)
+    if f.spectral and w.prog.has_param[ch[0]]:
+        lval = float(w.vals[ch[1]])  # type: ignore[arg-type]
+        # z = (2d − 2G)/θl²  ⇒  ∂z/∂ω = −2/θl² ∂G/∂ω
+        w.grad[..., f.pos] += (-2.0 / lval**2) * _spectral_grad(w.pair, f, a) * f.omega
+
+
+def _dot_prod_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+    # (x̂ − s)·(x̂' − s)/l as one matrix product of shifted features: no n×n passes
+    # beyond the product itself.
+    S1, S2 = _shifted(w.pair, w.vals[ch[0]], float(w.vals[ch[1]]))  # type: ignore[arg-type]
+    return w.pair.gram(S1 * (1.0 / float(w.vals[ch[2]])), S2)  # type: ignore[arg-type]
+
+
+def _dot_prod_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    # z = S1 S2ᵀ / l with S = x̂ − s.
+    f: _Feat = w.vals[ch[0]]  # type: ignore[assignment]
+    z: Array = w.vals[i]  # type: ignore[assignment]
+    s = float(w.vals[ch[1]])  # type: ignore[arg-type]
+    l_ = float(w.vals[ch[2]])  # type: ignore[arg-type]
+    S1, S2 = _shifted(w.pair, f, s)
+    rows = a.sum(axis=-1)  # batch + (n,)
+    cols = a.sum(axis=-2)  # batch + (m,)
+    # ∂z_ij/∂s = −(Σ_k S1_ik + Σ_k S2_jk)/l
+    dz_ds = -(rows @ S1.sum(axis=1) + cols @ S2.sum(axis=1)) / l_
+    w.grad[..., w.slot(ch[1])] += dz_ds * s
+    w.grad[..., w.slot(ch[2])] += -_sum2(a * z)
+    if f.spectral and w.prog.has_param[ch[0]]:
+        dF1, dF2 = f.derivatives(w.pair)
+        w.grad[..., f.pos] += (_lowrank_grad(a, S1, S2, dF1, dF2) / l_) * f.omega
+
+
+def _switches(pair: _Pair, loc: float, width: float) -> tuple[Array, Array]:
+    """σ((x₁ − θc)/θs) for both sides of the pair (shared when X2 is X1), shape (n,), (m,)."""
+    s1 = expit((pair.X1[:, 0] - loc) / width)
+    return s1, (s1 if pair.X2 is pair.X1 else expit((pair.X2[:, 0] - loc) / width))
+
+
+def _changepoint_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+    pair = w.pair
+    s1, s2 = _switches(pair, float(w.vals[ch[3]]), float(w.vals[ch[4]]))  # type: ignore[arg-type]
+    before = pair.gram((1.0 - s1)[:, None], (1.0 - s2)[:, None])  # (1 − σ)(1 − σ')
+    after = pair.gram(s1[:, None], s2[:, None])  # σσ'
+    before *= w.vals[ch[1]]
+    after *= w.vals[ch[2]]
+    before += after
+    return before
+
+
+def _changepoint_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    # z = (1 − s)(1 − s')ᵀ ⊙ u + s s'ᵀ ⊙ v,  s = σ(r), r = (x − θc)/θs.
+    pair, hp_ = w.pair, w.prog.has_param
+    u, v = w.vals[ch[1]], w.vals[ch[2]]
+    loc, width = float(w.vals[ch[3]]), float(w.vals[ch[4]])  # type: ignore[arg-type]
+    s1, s2 = _switches(pair, loc, width)
+    c1, c2 = (1.0 - s1)[:, None], (1.0 - s2)[:, None]
+    o1, o2 = s1[:, None], s2[:, None]
+    if hp_[ch[1]]:
+        w.adjs[ch[1]] = _down(a * pair.gram(c1, c2), w.vals[i], u)
+    if hp_[ch[2]]:
+        w.adjs[ch[2]] = _down(a * pair.gram(o1, o2), w.vals[i], v)
+    au, av = a * u, a * v
+    # ∂s/∂log θc = −s(1 − s)·θc/θs and ∂s/∂log θs = −s(1 − s)·r; ∂(1 − s) = −∂s.
+    r1 = (pair.X1[:, :1] - loc) / width
+    r2 = r1 if pair.X2 is pair.X1 else (pair.X2[:, :1] - loc) / width
+    g1, g2 = o1 * c1, o2 * c2
+    for k, (d1, d2) in ((ch[3], (g1 * (-loc / width), g2 * (-loc / width))), (ch[4], (-g1 * r1, -g2 * r2))):
+        w.grad[..., w.slot(k)] += _lowrank_grad(av, o1, o2, d1, d2) - _lowrank_grad(au, c1, c2, d1, d2)
+
+
+#: Every operator of the grammar (:mod:`evocov_core.grammar`): a new primitive is one
+#: entry here (and its symbol there). ``reads_output``: exp (z), sqrt (1/(2z)), div (−z²),
+#: power (z log w), sq_dist (−2z) and dot_prod (−z) read their own value going back.
+_OPS: dict[str, _Op] = {
+    "add": _Op(_binary(np.add, reads_operands=False), _add_rev),
+    "multiply": _Op(_binary(np.multiply, reads_operands=True), _multiply_rev),
+    "exp": _Op(_unary(np.exp), _exp_rev, reads_output=True),
+    "sqrt": _Op(_unary(np.sqrt), _sqrt_rev, reads_output=True),
+    "div": _Op(_div_fwd, _div_rev, reads_output=True),
+    "square": _Op(_unary(np.square, reads_input=True), _square_rev),  # reverse reads the input (2w)
+    "power": _Op(_power_fwd, _power_rev, reads_output=True),
+    "hp": _Op(_identity_fwd, _identity_rev),
+    "euc": _Op(_euc_fwd, _no_rev),
+    "spectral": _Op(_spectral_fwd, _no_rev),
+    "sq_dist": _Op(_sq_dist_fwd, _sq_dist_rev, reads_output=True),
+    "dot_prod": _Op(_dot_prod_fwd, _dot_prod_rev, reads_output=True),
+    "changepoint": _Op(_changepoint_fwd, _changepoint_rev),  # reverse reads its operands, not z
+}
+
+
+def _forward(prog: _Program, pair: _Pair, theta: Array, tape: bool) -> _Walk:
+    """Evaluate every node bottom-up; ``walk.vals`` holds the node values (prefix order).
+
+    Without ``tape`` every operator writes into a child's buffer when it owns one (one
+    n×n pass, no new array) and children are released as soon as their parent is
+    evaluated; with ``tape`` only where the reverse walk will not need the overwritten
+    value.
+    """
+    w = _Walk(prog, pair, theta, tape)
+    toks, kids, vals, owned = prog.tokens, prog.children, w.vals, w.owned
     for i in range(len(toks) - 1, -1, -1):
-        tok = toks[i]
         ch = kids[i]
         if not ch:
             p = prog.slot_pos[i]
-            if p >= 0:
-                vals[i] = theta[p]
-            elif tok == "x":
-                vals[i] = pair
-            else:
-                vals[i] = CONSTANTS[tok]
+            tok = toks[i]
+            vals[i] = theta[p] if p >= 0 else (pair if tok == "x" else CONSTANTS[tok])
             continue
-        a = vals[ch[0]]
-        out: object
-        if tok == "add" or tok == "multiply":
-            b = vals[ch[1]]
-            op = np.add if tok == "add" else np.multiply
-            # multiply's reverse rule reads each operand to form the other's adjoint.
-            ok_a = clobberable(ch[0]) and (tok == "add" or not tape or not has_p[ch[1]])
-            ok_b = clobberable(ch[1]) and (tok == "add" or not tape or not has_p[ch[0]])
-            if ok_a and _is_mat(a) and (not _is_mat(b) or b.shape == a.shape):  # type: ignore[union-attr]
-                out = op(a, b, out=a)
-            elif ok_b and _is_mat(b) and (not _is_mat(a) or a.shape == b.shape):  # type: ignore[union-attr]
-                out = op(b, a, out=b)
-            else:
-                out = op(a, b)
-        elif tok in ("exp", "sqrt", "div", "square"):
-            f = {"exp": np.exp, "sqrt": np.sqrt, "div": np.reciprocal, "square": np.square}[tok]
-            # square's reverse rule reads its input (2w), so it keeps it under a tape.
-            if _is_mat(a) and clobberable(ch[0]) and (tok != "square" or not tape or not has_p[ch[0]]):
-                out = f(a, out=a)
-            elif _is_mat(a):
-                out = f(a)
-            elif tok == "div":
-                out = 1.0 / a if a != 0 else np.inf  # type: ignore[operator]
-            else:
-                out = f(a)
-        elif tok == "power":
-            th = vals[ch[1]]
-            if _is_mat(a) and clobberable(ch[0]) and not tape:
-                out = np.power(a, th, out=a)
-            else:
-                out = np.power(a, th)
-        elif tok == "hp":
-            out = a
-        elif tok == "euc":
-            out = _Feat(False)
-        elif tok == "spectral":
-            om = float(vals[ch[1]])  # type: ignore[arg-type]
-            F1 = _features(pair.X1, om)
-            F2 = F1 if pair.X2 is pair.X1 else _features(pair.X2, om)
-            out = _Feat(True, om, prog.slot_pos[ch[1]], F1, F2)
-        elif tok == "sq_dist":
-            f_: _Feat = a  # type: ignore[assignment]
-            inv = 1.0 / float(vals[ch[1]]) ** 2  # type: ignore[arg-type]
-            if f_.spectral:
-                # (2d − 2 F1F2ᵀ)/l²: the factor goes on the small n×2d side of the product.
-                z = pair.gram(f_.F1, f_.F2 * (-2.0 * inv))  # type: ignore[operator]
-                z += 2.0 * pair.d * inv
-                np.maximum(z, 0.0, out=z)
-                pair.clear_diag(z)
-            else:
-                z = pair.sqdist * inv
-            out = z
-        elif tok == "dot_prod":
-            # (x̂ − s)·(x̂' − s)/l as one matrix product of shifted features: no n×n passes
-            # beyond the product itself.
-            S1, S2 = _shifted(pair, a, float(vals[ch[1]]))  # type: ignore[arg-type]
-            out = pair.gram(S1 * (1.0 / float(vals[ch[2]])), S2)  # type: ignore[arg-type]
-        else:  # pragma: no cover - the grammar has no other symbol
-            raise ValueError(f"unknown operator {tok!r}")
+        out = _OPS[toks[i]].forward(w, i, ch)
         vals[i] = out
         owned[i] = _is_mat(out)
         if not tape:
             for c in ch:  # release children early: lower peak memory
                 vals[c] = None
-    return vals
+    return w
 
 
 def _to_matrix(v: object, shape: tuple[int, int]) -> Array:
@@ -473,68 +689,31 @@ def _sum2(a: Array) -> Array:
     return a.sum(axis=(-2, -1))
 
 
-def _backward(prog: _Program, pair: _Pair, theta: Array, vals: list[object], seed: Array,
-              batch: tuple[int, ...]) -> Array:
+def _backward(w: _Walk, seed: Array, batch: tuple[int, ...]) -> Array:
     """Reverse walk (parents before children): ∂f/∂log θ for a root adjoint ``seed``.
 
     ``seed`` has shape ``batch + (n, m)``. Scalar nodes carry adjoints of shape
-    ``batch``; matrix nodes ``batch + (n, m)``.
+    ``batch``; matrix nodes ``batch + (n, m)``. The walk's values are left as they are,
+    so one forward pass serves any number of reverse walks.
     """
-    toks, kids, hp_ = prog.tokens, prog.children, prog.has_param
-    grad = np.zeros((*batch, prog.n_params))
-    adjs: list[object] = [None] * len(toks)
-    adjs[0] = seed if _is_mat(vals[0]) else _sum2(seed)
-    for i, tok in enumerate(toks):
-        a = adjs[i]
+    prog = w.prog
+    toks, kids = prog.tokens, prog.children
+    w.grad = np.zeros((*batch, prog.n_params))
+    w.adjs = [None] * len(toks)
+    w.adjs[0] = seed if _is_mat(w.vals[0]) else _sum2(seed)
+    for i in range(len(toks)):
+        a = w.adjs[i]
         if a is None:
             continue
-        adjs[i] = None  # free memory as we go
+        w.adjs[i] = None  # free memory as we go
         ch = kids[i]
-        if not ch:
+        if ch:
+            _OPS[toks[i]].reverse(w, i, ch, a)
+        elif prog.slot_pos[i] >= 0:
+            # Leaf slot reached through ``hp`` or ``power``: a holds ∂f/∂θ.
             p = prog.slot_pos[i]
-            if p >= 0:
-                # Leaf slot reached through ``hp`` or ``power``: a holds ∂f/∂θ.
-                grad[..., p] += a * theta[p]  # type: ignore[operator]
-            continue
-        if tok == "add":
-            for c in ch:
-                if hp_[c]:
-                    adjs[c] = _down(a, vals[i], vals[c])
-        elif tok == "multiply":
-            w, v = vals[ch[0]], vals[ch[1]]
-            if hp_[ch[0]]:
-                adjs[ch[0]] = _down(a * v, vals[i], w)  # type: ignore[operator]
-            if hp_[ch[1]]:
-                adjs[ch[1]] = _down(a * w, vals[i], v)  # type: ignore[operator]
-        elif tok == "exp":
-            adjs[ch[0]] = a * vals[i]  # type: ignore[operator]
-        elif tok == "square":
-            adjs[ch[0]] = a * (2.0 * vals[ch[0]])  # type: ignore[operator]
-        elif tok == "sqrt":
-            z = vals[i]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                dz = np.where(np.asarray(z) > 0, 0.5 / np.asarray(z), 0.0)
-            adjs[ch[0]] = a * dz  # type: ignore[operator]
-        elif tok == "div":
-            z = vals[i]
-            adjs[ch[0]] = a * -(np.asarray(z) ** 2)  # type: ignore[operator]
-        elif tok == "power":
-            w = np.asarray(vals[ch[0]])
-            z = np.asarray(vals[i])
-            th = float(vals[ch[1]])  # type: ignore[arg-type]
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                dzdw = np.where(w != 0, th * np.power(w, th - 1.0), 0.0)
-                dlog = np.where(w > 0, z * np.log(np.where(w > 0, w, 1.0)), 0.0)
-            if hp_[ch[0]]:
-                adjs[ch[0]] = a * dzdw  # type: ignore[operator]
-            gz = a * dlog  # type: ignore[operator]
-            grad[..., prog.slot_pos[ch[1]]] += (_sum2(gz) if _is_mat(vals[i]) else gz) * th
-        elif tok == "hp":
-            adjs[ch[0]] = a
-        elif tok == "sq_dist":
-            _sq_dist_back(prog, pair, theta, vals, i, a, grad)  # type: ignore[arg-type]
-        elif tok == "dot_prod":
-            _dot_prod_back(prog, pair, theta, vals, i, a, grad)  # type: ignore[arg-type]
+            w.grad[..., p] += a * w.theta[p]
+    grad, w.adjs, w.grad = w.grad, [], np.zeros(0)
     return grad
 
 
@@ -563,45 +742,12 @@ def _spectral_grad(pair: _Pair, f: _Feat, a: Array) -> Array:
     return _lowrank_grad(a, f.F1, f.F2, dF1, dF2)
 
 
-def _sq_dist_back(prog: _Program, pair: _Pair, theta: Array, vals: list[object], i: int,
-                  a: Array, grad: Array) -> None:
-    ch = prog.children[i]
-    f: _Feat = vals[ch[0]]  # type: ignore[assignment]
-    z: Array = vals[i]  # type: ignore[assignment]
-    # z ∝ θl⁻²: ∂z/∂log θl = −2 z.
-    grad[..., prog.slot_pos[ch[1]]] += -2.0 * _sum2(a * z)
-    if f.spectral and prog.has_param[ch[0]]:
-        lval = float(vals[ch[1]])  # type: ignore[arg-type]
-        # z = (2d − 2G)/θl²  ⇒  ∂z/∂ω = −2/θl² ∂G/∂ω
-        grad[..., f.pos] += (-2.0 / lval**2) * _spectral_grad(pair, f, a) * f.omega
-
-
 def _shifted(pair: _Pair, f: _Feat, shift: float) -> tuple[Array, Array]:
     """Features minus the dot-product shift, both sides (shared when X2 is X1)."""
     A1, A2 = (f.F1, f.F2) if f.spectral else (pair.X1, pair.X2)
     assert A1 is not None and A2 is not None
     S1 = A1 - shift
     return S1, (S1 if A2 is A1 else A2 - shift)
-
-
-def _dot_prod_back(prog: _Program, pair: _Pair, theta: Array, vals: list[object], i: int,
-                   a: Array, grad: Array) -> None:
-    # z = S1 S2ᵀ / l with S = x̂ − s.
-    ch = prog.children[i]
-    f: _Feat = vals[ch[0]]  # type: ignore[assignment]
-    z: Array = vals[i]  # type: ignore[assignment]
-    s = float(vals[ch[1]])  # type: ignore[arg-type]
-    l_ = float(vals[ch[2]])  # type: ignore[arg-type]
-    S1, S2 = _shifted(pair, f, s)
-    rows = a.sum(axis=-1)  # batch + (n,)
-    cols = a.sum(axis=-2)  # batch + (m,)
-    # ∂z_ij/∂s = −(Σ_k S1_ik + Σ_k S2_jk)/l
-    dz_ds = -(rows @ S1.sum(axis=1) + cols @ S2.sum(axis=1)) / l_
-    grad[..., prog.slot_pos[ch[1]]] += dz_ds * s
-    grad[..., prog.slot_pos[ch[2]]] += -_sum2(a * z)
-    if f.spectral and prog.has_param[ch[0]]:
-        dF1, dF2 = f.derivatives(pair)
-        grad[..., f.pos] += (_lowrank_grad(a, S1, S2, dF1, dF2) / l_) * f.omega
 
 
 # --------------------------------------------------------------------------------------
@@ -668,7 +814,7 @@ def covariance(kernel: Kernel, inputs: Inputs | ArrayLike, theta: ArrayLike,
     th = _natural(theta, prog)
     pair, is_row = inp.pair_for(kernel)
     with np.errstate(all="ignore"):
-        vals = _forward(prog, pair, th, tape=False)
+        vals = _forward(prog, pair, th, tape=False).vals
     if is_row:
         return inp.expand(_to_matrix(vals[0], (1, pair.X2.shape[0]))[0])
     # Node values are fresh arrays (never the cached data), so no copy is needed.
@@ -687,7 +833,7 @@ def covariance_diag(kernel: Kernel, X: ArrayLike, theta: ArrayLike) -> Array:
     th = _natural(theta, prog)
     pair = _Pair(A, A, zero_diag=True, mode="elementwise")
     with np.errstate(all="ignore"):
-        vals = _forward(prog, pair, th, tape=False)
+        vals = _forward(prog, pair, th, tape=False).vals
     return _to_matrix(vals[0], (A.shape[0], 1))[:, 0].copy()
 
 
@@ -709,13 +855,14 @@ def covariance_vjp(kernel: Kernel, inputs: Inputs | ArrayLike, theta: ArrayLike
     th = _natural(theta, prog)
     pair, is_row = inp.pair_for(kernel)
     with np.errstate(all="ignore"):
-        vals = _forward(prog, pair, th, tape=True)
+        walk = _forward(prog, pair, th, tape=True)
+    vals = walk.vals
     n, m = inp.shape
     if is_row:
         K = inp.expand(_to_matrix(vals[0], (1, pair.X2.shape[0]))[0])
     else:
         K = _to_matrix(vals[0], (n, m))
-        if vals[0] is K and prog.tokens[0] in _NEEDS_OWN_OUTPUT:
+        if vals[0] is K and _OPS[prog.tokens[0]].reads_output:
             K = K.copy()  # the reverse walk reads the root value; callers may overwrite K
 
     def vjp(G: ArrayLike) -> Array:
@@ -727,7 +874,7 @@ def covariance_vjp(kernel: Kernel, inputs: Inputs | ArrayLike, theta: ArrayLike
             return np.zeros((*batch, 0))
         seed = inp.reduce(Ga) if is_row else Ga
         with np.errstate(all="ignore"):
-            return _backward(prog, pair, th, vals, seed, batch)
+            return _backward(walk, seed, batch)
 
     return K, vjp
 

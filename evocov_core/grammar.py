@@ -22,6 +22,17 @@ Symbols (the paper's Table 2)::
                   exp(w), sqrt(w), square(w) = w²
     terminals     the Cov constants −1, −0.5, 0.5, 1, 2, 3, 5
 
+Beyond Table 2 (grammar option ``changepoints``, off in the paper's settings)::
+
+    nestable      changepoint(x, w, v, θc, θs)
+                      -> (1 − σ(x))(1 − σ(x'))·w + σ(x)σ(x')·v,   σ(x) = 1/(1 + e^(−(x₁ − θc)/θs))
+
+ABCD's change-point operator (Lloyd et al. 2014): ``w`` before the location ``θc``, ``v``
+after it, switching over a width of about ``θs`` along the first input (time). It is PSD
+whenever ``w`` and ``v`` are (each weight is a rank-one PSD matrix and Schur products and
+sums keep PSD). Every symbol is always *parsed* (kernel files with change points load
+in any grammar); the option decides whether random trees and mutations *draw* them.
+
 A tree is stored as an immutable tuple of token names in prefix (Polish) order, the
 same flat layout as DEAP's ``PrimitiveTree``; :func:`to_primitive_tree` converts it.
 DEAP's own ``gp.compile``/``from_string`` are never used: they ``eval`` text.
@@ -40,6 +51,7 @@ import numpy as np
 from deap import gp
 
 __all__ = [
+    "CHANGEPOINT_OPERATORS",
     "CONSTANTS",
     "DEFAULT_N_HYPER",
     "Cov",
@@ -146,7 +158,12 @@ _OPERATORS: tuple[Symbol, ...] = (
     Symbol("sqrt", (Cov,), Cov, "nestable"),
     Symbol("square", (Cov,), Cov, "nestable"),
 )
-_FIXED: dict[str, Symbol] = {s.name: s for s in _OPERATORS}
+#: Symbols beyond the paper's Table 2, drawn only by grammars built with ``changepoints``.
+CHANGEPOINT_OPERATORS: tuple[Symbol, ...] = (
+    Symbol("changepoint", (InputPair, Cov, Cov, Hyper, Hyper), Cov, "nestable"),
+)
+_EXTRA = frozenset(s.name for s in CHANGEPOINT_OPERATORS)
+_FIXED: dict[str, Symbol] = {s.name: s for s in (*_OPERATORS, *CHANGEPOINT_OPERATORS)}
 _FIXED["x"] = Symbol("x", (), InputPair, "argument")
 for _name, _value in CONSTANTS.items():
     _FIXED[_name] = Symbol(_name, (), Cov, "constant", _value)
@@ -227,6 +244,7 @@ class Grammar:
 
     n_hyper: int
     pset: gp.PrimitiveSetTyped
+    changepoints: bool = False
 
     @property
     def slots(self) -> tuple[str, ...]:
@@ -243,20 +261,22 @@ class Grammar:
         return self._by_kind(typ)[2]
 
     def _by_kind(self, typ: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-        return _kinds(self.n_hyper, typ)
+        return _kinds(self.n_hyper, typ, self.changepoints)
 
     def symbols(self) -> tuple[Symbol, ...]:
         """Every symbol of the grammar, slots included."""
-        return tuple(_FIXED.values()) + tuple(_slot_symbol(s) for s in self.slots)
+        fixed = tuple(s for s in _FIXED.values() if self.changepoints or s.name not in _EXTRA)
+        return fixed + tuple(_slot_symbol(s) for s in self.slots)
 
 
 @lru_cache(maxsize=64)
-def _kinds(n_hyper: int, typ: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+def _kinds(n_hyper: int, typ: type, changepoints: bool = False
+           ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     terms: list[str] = []
     notnests: list[str] = []
     nests: list[str] = []
     for s in _FIXED.values():
-        if s.ret is not typ:
+        if s.ret is not typ or (s.name in _EXTRA and not changepoints):
             continue
         if s.kind in ("argument", "constant"):
             terms.append(s.name)
@@ -274,8 +294,10 @@ def _placeholder(*_args: object) -> None:  # pragma: no cover - never called
 
 
 @lru_cache(maxsize=16)
-def get_grammar(n_hyper: int = DEFAULT_N_HYPER) -> Grammar:
+def get_grammar(n_hyper: int = DEFAULT_N_HYPER, changepoints: bool = False) -> Grammar:
     """Return the grammar with ``n_hyper`` slots (1 ≤ n_hyper ≤ 10000).
+
+    ``changepoints=False`` is the paper's Table 2; True adds the change-point operator.
 
     Examples
     --------
@@ -288,11 +310,11 @@ def get_grammar(n_hyper: int = DEFAULT_N_HYPER) -> Grammar:
     n_hyper = int(n_hyper)
     pset = gp.PrimitiveSetTyped("kernel", [InputPair] + [Hyper] * n_hyper, Cov, prefix="ARG")
     pset.renameArguments(ARG0="x", **{f"ARG{k + 1}": f"hp{k}" for k in range(n_hyper)})
-    for s in _OPERATORS:
+    for s in (*_OPERATORS, *(CHANGEPOINT_OPERATORS if changepoints else ())):
         pset.addPrimitive(_placeholder, list(s.args), s.ret, name=s.name)
     for name, value in CONSTANTS.items():
         pset.addTerminal(value, Cov, name=name)
-    return Grammar(n_hyper=n_hyper, pset=pset)
+    return Grammar(n_hyper=n_hyper, pset=pset, changepoints=bool(changepoints))
 
 
 def to_primitive_tree(tokens: tuple[str, ...], grammar: Grammar) -> gp.PrimitiveTree:

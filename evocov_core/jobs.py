@@ -280,7 +280,8 @@ class JobManager:
             self.store.set_status(job.id, "running")
         try:
             if job.cancel_event.is_set():
-                self._finish(job, "cancelled", None, 0.0, 0)
+                # Stopped before it started: by the user, or by a server shutting down.
+                self._finish(job, "interrupted" if self._closing else "cancelled", None, 0.0, 0)
                 return
             data = FitData.from_dataset(spec.dataset, split_fraction=spec.config.metric_split)
             stop: Callable[[], bool] = job.cancel_event.is_set

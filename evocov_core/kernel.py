@@ -15,7 +15,8 @@ Forms
                (associative chains flattened) and renumbering slots by first
                appearance: equal kernels up to commutativity, associativity and slot
                names get the same string, the cache key and table label.
-``infix``      ``exp(-0.5*|x-x'|^2/hp0^2)``: for people.
+``infix``      ``exp(-0.5*|x-x'|^2/hp0^2)``: for people; a change point reads
+               ``CP[hp3, hp4](before, after)`` (location hp3, width hp4).
 ``latex``      for the dashboard (``st.latex``).
 """
 
@@ -251,6 +252,9 @@ def _infix(node: Node) -> tuple[str, int]:
             return f"(x-{s})*(x'-{s})/{ls}", 2
         p = tch[1][0]
         return f"(sc({p}*x)-{s}).(sc({p}*x')-{s})/{ls}", 2
+    if tok == "changepoint":
+        before, after = _infix(ch[1])[0], _infix(ch[2])[0]
+        return f"CP[{ch[3][0]}, {ch[4][0]}]({before}, {after})", 4
     raise TreeError(f"cannot render {tok!r} here")  # pragma: no cover - typed trees only
 
 
@@ -295,6 +299,9 @@ def _latex(node: Node) -> tuple[str, int]:
         p = _tex_slot(tch[1][0])
         phi = rf"\phi_{{{p}}}"
         return rf"\frac{{({phi}(x) - {s})\cdot({phi}(x') - {s})}}{{{ls}}}", 4
+    if tok == "changepoint":
+        c, w = _tex_slot(ch[3][0]), _tex_slot(ch[4][0])
+        return (rf"\mathrm{{CP}}_{{{c},\,{w}}}\left({_latex(ch[1])[0]},\; {_latex(ch[2])[0]}\right)"), 4
     raise TreeError(f"cannot render {tok!r} here")  # pragma: no cover
 
 
@@ -367,8 +374,8 @@ class Kernel:
 
     @cached_property
     def is_stationary(self) -> bool:
-        """True when the tree uses no ``dot_prod``: k depends on x − x' only."""
-        return "dot_prod" not in self.tokens
+        """True when the tree uses no ``dot_prod`` or ``changepoint``: k depends on x − x' only."""
+        return "dot_prod" not in self.tokens and "changepoint" not in self.tokens
 
     # --- forms -----------------------------------------------------------------------
     @cached_property

@@ -259,7 +259,8 @@ def slot_roles(kernel: Kernel) -> dict[str, set[str]]:
 
     Roles: ``frequency`` (spectral θp), ``lengthscale`` (sq_dist of raw inputs),
     ``periodic_lengthscale`` (sq_dist of spectral features), ``shift`` / ``scale``
-    (dot_prod θs / θl), ``value`` (hp), ``exponent`` (power).
+    (dot_prod θs / θl), ``value`` (hp), ``exponent`` (power), ``location`` /
+    ``steepness`` (changepoint θc / θs).
     """
     toks = kernel.tokens
     roles: dict[str, set[str]] = {s: set() for s in kernel.slots}
@@ -278,6 +279,10 @@ def slot_roles(kernel: Kernel) -> dict[str, set[str]]:
         elif t == "power":
             j = subtree_end(toks, i + 1)
             roles[toks[j]].add("exponent")
+        elif t == "changepoint":
+            j = subtree_end(toks, subtree_end(toks, i + 2))  # past x and both operands
+            roles[toks[j]].add("location")
+            roles[toks[j + 1]].add("steepness")
     return roles
 
 
@@ -289,7 +294,9 @@ def init_ranges(data: FitData) -> dict[str, tuple[float, float]]:
     lengthscales from one sample to ten ranges, ``[log h, log 10]``; periodic
     lengthscales, dot-product scales and values ``[−3, 3]`` around unit variance;
     shifts ``[log 0.1, log 3]`` (a trend's zero from one range before the data to one
-    after); exponents ``[log 0.1, log 5]``; noise variance ``[log 1e-4, log 0.5]``.
+    after); exponents ``[log 0.1, log 5]``; change-point locations inside the data
+    ``[log 1.05, log 1.95]`` and widths from one sample to a fifth of the range
+    ``[log h, log 0.2]``; noise variance ``[log 1e-4, log 0.5]``.
     """
     h = data.step if math.isfinite(data.step) else median_step(data.X[:, 0])
     return {
@@ -300,6 +307,8 @@ def init_ranges(data: FitData) -> dict[str, tuple[float, float]]:
         "scale": (-3.0, 3.0),
         "value": (-3.0, 3.0),
         "exponent": (math.log(0.1), math.log(5.0)),
+        "location": (math.log(1.05), math.log(1.95)),
+        "steepness": (math.log(h), max(math.log(h) + 0.5, math.log(0.2))),
         "": (-3.0, 3.0),
         "noise": (math.log(1e-4), math.log(0.5)),
     }
@@ -314,7 +323,10 @@ def slot_bounds(kernel: Kernel, data: FitData, config: OptimConfig,
     gets ``ω = 2π/p`` with ``2h ≤ p ≤ span`` (h: sampling step, span: training range,
     model units). A slot with several roles keeps the plain box. Shorter lengthscales
     turn a kernel into white noise, shorter periods alias, and a period longer than the
-    data is a trend that the kernel wraps around when it extrapolates.
+    data is a trend that the kernel wraps around when it extrapolates. A change-point
+    ``location`` stays inside the training inputs (beyond them it changes nothing the
+    data can show, only the forecast) and its ``steepness`` between h/4 (a step) and the
+    span.
     """
     lo, hi = config.space.lower_upper(kernel.n_params)
     if not config.data_bounds:
@@ -329,6 +341,13 @@ def slot_bounds(kernel: Kernel, data: FitData, config: OptimConfig,
         elif r == {"frequency"}:
             lo[k] = max(lo[k], math.log(2 * math.pi / span))
             hi[k] = min(hi[k], math.log(math.pi / h))
+        elif r == {"location"}:
+            x = data.X[:, 0]
+            lo[k] = max(lo[k], math.log(max(float(x.min()), 1e-300)))
+            hi[k] = min(hi[k], math.log(max(float(x.max()), 1e-300)))
+        elif r == {"steepness"}:
+            lo[k] = max(lo[k], math.log(h / 4))
+            hi[k] = min(hi[k], math.log(span))
         if lo[k] > hi[k]:  # too few points for the rule: keep the plain box
             lo[k], hi[k] = config.space.bounds
     return lo, hi

@@ -41,7 +41,6 @@ __all__ = [
 ]
 
 MUTATIONS = ("insert", "shrink", "uniform", "node_replacement")
-_NESTABLE_COV = ("power", "add", "multiply", "div", "exp", "sqrt", "square")
 
 
 @dataclass(frozen=True)
@@ -178,7 +177,8 @@ def _insert(tokens: tuple[str, ...], grammar: Grammar, rng: np.random.Generator)
     i = covs[int(rng.integers(len(covs)))]
     end = subtree_end(tokens, i)
     sub = tokens[i:end]
-    op = _NESTABLE_COV[int(rng.integers(len(_NESTABLE_COV)))]
+    ops = grammar.nestable(Cov)
+    op = ops[int(rng.integers(len(ops)))]
     args = symbol(op).args
     cov_positions = [k for k, t in enumerate(args) if t is Cov]
     keep_at = cov_positions[int(rng.integers(len(cov_positions)))]

@@ -47,6 +47,7 @@ CPUS = os.cpu_count() or 1
 # Settings each algorithm reads (see evocov_core/search/config.py); the others are shown disabled.
 _COMMON = {"metric", "method", "n_restarts", "max_evals", "n_screen", "ref_fun_call", "sigma_theta", "init",
            "time_budget", "cache_fits", "screen_points", "promote_fraction", "select_top", "data_bounds"}
+_GRAMMAR = {"changepoints"}  # the grammar option: every search can use change points
 USED = {
     "evocov": {
         "population",
@@ -65,11 +66,14 @@ USED = {
         "seed_fraction",
         "p_expand",
     }
-    | _COMMON,
-    "random": {"population", "d_min", "d_max", "o_max", "rho_max", "psd_w", "n_hyper", "require_input"} | _COMMON,
+    | _COMMON
+    | _GRAMMAR,
+    "random": {"population", "d_min", "d_max", "o_max", "rho_max", "psd_w", "n_hyper", "require_input"} | _COMMON
+    | _GRAMMAR,
     "gwtf": {"population", "generations", "d_min", "d_max", "o_max", "rho_max", "psd_w", "n_hyper", "require_input"}
-    | _COMMON,
-    "gpss": {"generations", "base_kernels"} | _COMMON,
+    | _COMMON
+    | _GRAMMAR,
+    "gpss": {"generations", "base_kernels"} | _COMMON | _GRAMMAR,
 }
 N_LABEL = {
     "evocov": "Population size N",
@@ -114,6 +118,7 @@ FIELDS = (
     "p_expand",
     "select_top",
     "data_bounds",
+    "changepoints",
 )
 # Only the settings this version of the core has (a newer core may add some).
 FIELDS = tuple(f for f in FIELDS if f in {fl.name for fl in dataclasses.fields(SearchConfig)})
@@ -360,6 +365,13 @@ with settings_col:
             "Data-tied bounds",
             key=_k("data_bounds"),
             help="No lengthscale below half the sampling step; periods between two steps and the training span.",
+        )
+        a.checkbox(
+            "Change points",
+            key=_k("changepoints"),
+            help="Let random trees, mutations and expansions use ABCD's change-point operator CP(before, after), "
+            "which switches from one kernel to another around a fitted location. Not in the paper's grammar.",
+            disabled="changepoints" not in used,
         )
         a, b = st.columns(2)
         num(

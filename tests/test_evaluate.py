@@ -36,6 +36,14 @@ SPECIAL = {
     "shared_everywhere": Kernel(("multiply", "hp", "hp0", "add", "dot_prod", "euc", "x", "hp0", "hp0",
                                  "exp", "multiply", "-1", "sq_dist", "spectral", "x", "hp0", "hp0")),
     "scalar_only": Kernel(("add", "hp", "hp0", "square", "hp", "hp1")),
+    # ABCD's change point CP(SE, LIN) and variants (scalar operands, a slot shared with an operand).
+    "changepoint": Kernel(("changepoint", "x", *library.squared_exponential("hp0", "hp1").tokens,
+                           *library.linear("hp2", "hp3").tokens, "hp4", "hp5")),
+    "changepoint_scalar": Kernel(("changepoint", "x", "hp", "hp0", "1", "hp1", "hp2")),
+    "changepoint_shared": Kernel(("changepoint", "x", "exp", "multiply", "-0.5", "sq_dist", "euc", "x", "hp0",
+                                  "hp", "hp1", "hp0", "hp0")),
+    "changepoint_nested": Kernel(("multiply", "changepoint", "x", "1", "changepoint", "x", "hp", "hp0", "2",
+                                  "hp1", "hp2", "hp3", "hp4", "sq_dist", "spectral", "x", "hp5", "hp6")),
 }
 ALL_NAMED = {**LIBRARY, **COMPOSITIONS, **SPECIAL}
 

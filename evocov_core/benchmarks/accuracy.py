@@ -130,6 +130,8 @@ VARIANTS: dict[str, Variant] = {
     "no-select": Variant({"select_top": 1}, "return the lowest-BIC kernel (no selection among the top ones)"),
     "no-cache": Variant({"cache_fits": False}, "no cache of fitted kernels"),
     "no-bounds": Variant({"data_bounds": False}, "no hyperparameter bounds from the data"),
+    "no-changepoints": Variant({"changepoints": False}, "the paper's grammar: no change-point operator (random "
+                               "trees, mutations and GPSS expansions S -> CP(S, B), CP(B, S) use it otherwise)"),
     "before": Variant({}, "the previous default, preset('quick-fixed') (paper operators, no cache, no screening, "
                       "no seeds, no data bounds, lowest BIC returned), stopped by the same time budget",
                       preset="quick-fixed"),
@@ -382,12 +384,24 @@ def _json_norm(d: object) -> object:
 
 
 def _check_settings(runs: list[dict], settings: dict[str, dict], out: Path) -> None:
-    """Refuse to resume a variant whose recorded settings differ from today's."""
+    """Refuse to resume a variant whose recorded settings differ from today's.
+
+    A setting the records do not have (added to the search later) counts as unchanged when
+    today's value is the setting's default: the search then behaves as it did.
+    """
+    from dataclasses import MISSING, fields
+
+    from ..search import SearchConfig
+
+    defaults = _json_norm({f.name: f.default for f in fields(SearchConfig) if f.default is not MISSING})
     for variant, cfg in settings.items():
         before = next((r["settings"][variant] for r in reversed(runs) if variant in r.get("settings", {})), None)
         if before is None:
             continue
         before, now = _json_norm(before), _json_norm(cfg)
+        for k in set(now) - set(before):  # type: ignore[arg-type]
+            if k in defaults and now[k] == defaults[k]:  # type: ignore[index]
+                before[k] = now[k]  # type: ignore[index]
         if before != now:
             diff = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))  # type: ignore[union-attr]
             raise BenchError(f"{out} holds variant {variant!r} with other settings (differing: {', '.join(diff)}; "

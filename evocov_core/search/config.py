@@ -5,7 +5,8 @@ Presets
 ``quick``        a time budget of 60 s wall (the dashboard's default), every part of the
                  budgeted search on: canonical fit cache, screening on a window, seeded
                  GPSS structures and expansions, data-tied bounds, the returned model
-                 chosen on a held-out tail of the training range.
+                 chosen on a held-out tail of the training range, and the grammar with
+                 ABCD's change-point operator.
 ``standard``     the same with 5 minutes.
 ``paper``        the paper's section 6.2 settings, no time limit, none of the above.
 ``quick-fixed``  the former ``quick``: a fixed count of fits (N, G exact), no time limit;
@@ -130,6 +131,10 @@ class SearchConfig:
     data_bounds : bool
         Tie lengthscale and period bounds to the data
         (:func:`~evocov_core.optimize.slot_bounds`).
+    changepoints : bool
+        Grammar option: random trees, mutations and GPSS-style expansions also use
+        ABCD's change-point operator (:mod:`evocov_core.grammar`). Off in the paper's
+        settings, whose Table 2 grammar has none.
     """
 
     algorithm: str = "evocov"
@@ -165,6 +170,7 @@ class SearchConfig:
     p_expand: float = 0.0
     select_top: int = 1
     data_bounds: bool = False
+    changepoints: bool = False
 
     def __post_init__(self) -> None:
         def need(cond: bool, msg: str) -> None:
@@ -262,7 +268,7 @@ _QUICK: dict[str, dict] = {
 }
 # Budgeted presets: what a dashboard user gets. The parts and their measured contribution:
 # bench/results/accuracy/ (``bench accuracy --variants ...``).
-_BUDGETED_PARTS = dict(cache_fits=True, data_bounds=True, select_top=5)
+_BUDGETED_PARTS = dict(cache_fits=True, data_bounds=True, select_top=5, changepoints=True)
 _EVOLVE = dict(population=40, generations=100_000, mu=8, patience=3, d_min=3, d_max=8, psd_w=12, n_restarts=1,
                require_input=True, screen_points=240, promote_fraction=0.3, seed_fraction=0.5, p_expand=0.3,
                **_BUDGETED_PARTS)

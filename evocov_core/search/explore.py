@@ -62,7 +62,8 @@ def explore_mutations(base: FitResult, data: FitData, config: SearchConfig, exec
         raise ValueError(f"the base kernel has no fitted values ({base.reason})")
     if n_mutations < 1:
         raise ValueError("n_mutations must be at least 1")
-    grammar = get_grammar(max(config.n_hyper, 1 + max((int(s[2:]) for s in base.kernel.slots), default=0)))
+    grammar = get_grammar(max(config.n_hyper, 1 + max((int(s[2:]) for s in base.kernel.slots), default=0)),
+                          config.changepoints)
     vcfg = config.variation
     rng = sub_rng(seed, 1)
     tr = Tracker("explore", -(-n_mutations // batch), progress, should_stop, seed)

@@ -7,9 +7,11 @@ its first population (:func:`seed_kernels`) and lets one variation operator make
 moves of GPSS's grammar on any tree, evolved or not (:func:`expand`)::
 
     S → S + B        S → S × B        B → B'
+    S → CP(S, B)     S → CP(B, S)        (with ``changepoints``: ABCD's change point)
 
 where ``S`` is a covariance subtree (the root half of the time) and ``B`` a base kernel with
-fresh slots. The rest of the population stays random trees, as in the paper.
+fresh slots (a change point also gets a fresh location and width). The rest of the
+population stays random trees, as in the paper.
 """
 
 from __future__ import annotations
@@ -69,14 +71,14 @@ def _fresh_base(name: str, used: set[str], n_hyper: int) -> tuple[str, ...] | No
 
 
 def expand_once(kernel: Kernel, rng: np.random.Generator, n_hyper: int,
-                bases: tuple[str, ...] = SEED_BASES) -> tuple[str, ...] | None:
+                bases: tuple[str, ...] = SEED_BASES, changepoints: bool = False) -> tuple[str, ...] | None:
     """One GPSS move on ``kernel`` without checks (None when no fresh slots are left)."""
     t = kernel.tokens
     used = {s for s in t if is_slot(s)}
     covs = [i for i, tok in enumerate(t) if symbol(tok).ret is Cov]
     replaceable = [(i, name) for i in covs for name, pat in _BASE_PATTERNS.items()
                    if name in bases and _pattern(t[i:subtree_end(t, i)]) == pat]
-    move = int(rng.integers(3))
+    move = int(rng.integers(5 if changepoints else 3))
     if move == 2 and replaceable:  # B -> B'
         i, name = replaceable[int(rng.integers(len(replaceable)))]
         others = [b for b in bases if b != name]
@@ -87,13 +89,19 @@ def expand_once(kernel: Kernel, rng: np.random.Generator, n_hyper: int,
     new = _fresh_base(bases[int(rng.integers(len(bases)))], used, n_hyper)
     if new is None:
         return None
+    if move >= 3:  # S -> CP(S, B) or CP(B, S)
+        free = [f"hp{k}" for k in range(n_hyper) if f"hp{k}" not in used and f"hp{k}" not in new]
+        if len(free) < 2:
+            return None
+        before, after = (t[i:end], new) if move == 3 else (new, t[i:end])
+        return (*t[:i], "changepoint", "x", *before, *after, free[0], free[1], *t[end:])
     op = "add" if move == 0 else "multiply"
     return (*t[:i], op, *t[i:end], *new, *t[end:])
 
 
 def expand(kernel: Kernel, rng: np.random.Generator, cfg: VariationConfig, n_hyper: int, *,
            theta: tuple[float, ...] | None = None, log_noise: float = math.nan,
-           bases: tuple[str, ...] = SEED_BASES) -> Child:
+           bases: tuple[str, ...] = SEED_BASES, changepoints: bool = False) -> Child:
     """A GPSS-style expansion passing the variation checks (PSD, depth), else the parent.
 
     The child keeps the parent's values for the slots it keeps (NaN for the new base
@@ -101,7 +109,7 @@ def expand(kernel: Kernel, rng: np.random.Generator, cfg: VariationConfig, n_hyp
     """
     values = dict(zip(kernel.slots, theta, strict=True)) if theta is not None else {}
     for attempt in range(1, cfg.rho_max + 1):
-        tokens = expand_once(kernel, rng, n_hyper, bases)
+        tokens = expand_once(kernel, rng, n_hyper, bases, changepoints)
         if tokens is None:
             break
         k = _acceptable(tokens, kernel.tokens, cfg, rng)

@@ -1,0 +1,283 @@
+"""Chart data and Plotly figures (evocov_core.figures): the Pareto front, extrapolation bands, tree
+layout, series split, fitness curves, hyperparameter table, and the traces each figure builder draws.
+No browser: figures are inspected as plotly objects."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from evocov_core.data import Dataset
+from evocov_core.figures import (
+    explorer_figure,
+    extrapolation_data,
+    extrapolation_figure,
+    fitness_compare_figure,
+    fitness_data,
+    fitness_figure,
+    hyperparameter_table,
+    pareto_data,
+    pareto_figure,
+    pareto_front,
+    series_data,
+    series_figure,
+    split_value,
+    tree_figure,
+    tree_layout,
+)
+from evocov_core.library import compose
+from evocov_core.model import FittedModel
+from evocov_core.search.common import GenerationStats
+
+
+@pytest.fixture(scope="module")
+def ds() -> Dataset:
+    rng = np.random.default_rng(17)
+    x = np.linspace(2000.0, 2004.0, 30)
+    y = 50 + 2.0 * (x - 2000) + np.sin(2 * np.pi * x) + 0.2 * rng.standard_normal(x.size)
+    return Dataset.from_arrays(x, y, name="toy", test_fraction=0.2, x_label="year", y_label="level")
+
+
+@pytest.fixture(scope="module")
+def model(ds) -> FittedModel:
+    """SE with fixed values (amplitude 1, lengthscale 0.3, noise 0.01 in model units): no fitting."""
+    return FittedModel(compose("SE"), (0.0, math.log(0.3)), math.log(0.01), 0.0, ds.norm)
+
+
+def _dominated_by_definition(q, err, i) -> bool:
+    return any(q[j] <= q[i] and err[j] <= err[i] and (q[j] < q[i] or err[j] < err[i]) for j in range(len(q))
+               if np.isfinite(q[j]) and np.isfinite(err[j]))
+
+
+# --- Pareto front ----------------------------------------------------------------------------------------
+
+
+def test_pareto_front_small_case():
+    q = np.array([1, 2, 2, 3, 1, 4, 5, 2])
+    err = np.array([5.0, 3.0, 4.0, 1.0, 5.0, 1.0, 0.5, np.nan])
+    front = pareto_front(q, err)
+    # (1, 5) twice: equal points do not dominate each other; (2, 4) is beaten by (2, 3); (4, 1) by
+    # (3, 1); (5, 0.5) is the only point that low; NaN is never on the front.
+    assert front.tolist() == [True, True, False, True, True, False, True, False]
+
+
+def test_pareto_front_matches_the_definition_on_random_points():
+    rng = np.random.default_rng(3)
+    q = rng.integers(2, 12, 60).astype(float)
+    err = rng.lognormal(0.0, 1.0, 60)
+    err[::13] = np.inf
+    front = pareto_front(q, err)
+    want = [bool(np.isfinite(err[i])) and not _dominated_by_definition(q, err, i) for i in range(60)]
+    assert front.tolist() == want
+    # On a front sorted by q the error strictly decreases (ties in q keep one error value).
+    f = sorted({(q[i], err[i]) for i in np.flatnonzero(front)})
+    assert all(a[0] < b[0] and a[1] > b[1] for a, b in itertools.pairwise(f))
+    assert front.any()
+
+
+def test_pareto_data_keeps_rows_with_a_finite_rmse_in_order():
+    records = pd.DataFrame({"q": [4, 5, 3, 2, 6], "test_rmse": [1.0, None, 0.5, 2.0, "bad"],
+                            "infix": list("abcde"), "canonical": list("ABCDE")})
+    df = pareto_data(records)
+    assert list(df.row) == [0, 2, 3]  # pointers back to the input rows, input order kept
+    assert list(df.infix) == ["a", "c", "d"]
+    assert list(df.on_front) == [False, True, True]  # (4, 1.0) is beaten by (3, 0.5)
+    empty = pareto_data(records.iloc[:0])
+    assert list(empty.columns) == ["row", "q", "test_rmse", "infix", "on_front"] and empty.empty
+
+
+def test_pareto_figure_traces():
+    records = pd.DataFrame({"q": [2, 3, 4, 5], "test_rmse": [3.0, 1.0, 2.0, 0.5], "infix": list("abcd"),
+                            "canonical": list("abcd")})
+    pdata = pareto_data(records)
+    fig = pareto_figure(pdata, reference=(4, 1.5))
+    assert isinstance(fig, go.Figure)
+    names = [t.name for t in fig.data]
+    assert names == ["evaluated", "Pareto front", "original"]
+    front = fig.data[1]
+    assert list(front.x) == [2, 3, 5]  # no jitter on the front
+    assert list(front.customdata) == [0, 1, 3]
+    assert list(fig.data[0].customdata) == [2]
+    assert abs(fig.data[0].x[0] - 4) <= 0.15  # evaluated points are jittered sideways only
+    assert list(fig.data[2].x) == [4] and list(fig.data[2].y) == [1.5]
+    assert fig.layout.yaxis.type == "log"
+    assert pareto_figure(pdata, log_y=False).layout.yaxis.type == "linear"
+    assert [t.name for t in pareto_figure(pareto_data(records.iloc[:0])).data] == []
+
+
+def test_explorer_figure_marks_the_original_only_with_an_rmse():
+    records = pd.DataFrame({"q": [2, 3], "test_rmse": [3.0, 1.0], "infix": ["a", "b"], "canonical": ["a", "b"]})
+    assert [t.name for t in explorer_figure(records, 3, 2.0).data][-1] == "original"
+    assert "original" not in [t.name for t in explorer_figure(records, 3, None).data]
+
+
+# --- extrapolation ---------------------------------------------------------------------------------------
+
+
+def test_extrapolation_band_is_mean_plus_minus_two_sd(ds, model):
+    df = extrapolation_data(model, ds, n_grid=50, extend=0.5)
+    assert list(df.columns) == ["x", "x_value", "mean", "lower", "upper", "std"]
+    x = ds.x[:, 0]
+    # The grid runs from the first x to half a range beyond the last and contains every data x.
+    assert df.x_value.iloc[0] == x.min()
+    assert df.x_value.iloc[-1] == pytest.approx(x.max() + 0.5 * np.ptp(x))
+    assert np.all(np.diff(df.x_value) > 0)
+    assert set(x) <= set(df.x_value)
+    assert 50 <= len(df) <= 50 + len(x)
+    np.testing.assert_allclose(df.lower, df["mean"] - 2 * df["std"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(df.upper, df["mean"] + 2 * df["std"], rtol=0, atol=1e-9)
+    assert np.all(df["std"] > 0)
+    assert np.all((df.lower < df["mean"]) & (df["mean"] < df.upper))
+    pred = model.predict(ds.X_train, ds.y_train, df.x_value.to_numpy())
+    np.testing.assert_allclose(df["mean"], pred.mean, rtol=1e-12)
+    np.testing.assert_allclose(df["std"], pred.std, rtol=1e-12)
+    # The band widens away from the training data: far beyond the last point it is widest.
+    assert df["std"].iloc[-1] > df["std"][df.x_value <= ds.X_train.max()].max()
+
+
+def test_extrapolation_on_dates_and_refused_in_two_dimensions(ds, model):
+    dated = Dataset.from_arrays(ds.x[:, 0], ds.y, test_fraction=0.2, x_kind="date")
+    df = extrapolation_data(model, dated, n_grid=10)
+    assert pd.api.types.is_datetime64_any_dtype(df.x)
+    assert df.x.iloc[0].year == 2000 and df.x.iloc[-1].year == 2004
+    rng = np.random.default_rng(0)
+    two = Dataset.from_arrays(np.column_stack([np.arange(20.0), rng.standard_normal(20)]), rng.standard_normal(20))
+    with pytest.raises(ValueError, match="one input dimension"):
+        extrapolation_data(model, two)
+
+
+def test_extrapolation_figure_traces(ds, model):
+    df = extrapolation_data(model, ds, n_grid=20)
+    fig = extrapolation_figure(df, ds, title="forecast")
+    assert [t.name for t in fig.data] == [None, "±2σ", "predictive mean", "train", "test"]
+    assert fig.data[1].fill == "tonexty"
+    assert list(fig.data[0].y) == list(df.upper) and list(fig.data[1].y) == list(df.lower)
+    assert len(fig.data[3].x) == ds.n_train and len(fig.data[4].x) == ds.n_test
+    assert len(fig.layout.shapes) == 1 and fig.layout.shapes[0].x0 == split_value(ds)  # the split line
+    assert fig.layout.title.text == "forecast"
+
+
+# --- the series and its split -------------------------------------------------------------------------------
+
+
+def test_series_data_and_figure(ds):
+    df = series_data(ds)
+    assert list(df.part).count("train") == ds.n_train and list(df.part).count("test") == ds.n_test
+    assert split_value(ds) == ds.X_train[:, 0].max() < ds.X_test[:, 0].min()
+    fig = series_figure(ds)
+    assert [t.name for t in fig.data] == [f"train ({ds.n_train})", f"test ({ds.n_test})"]
+    assert fig.layout.title.text == "toy" and fig.layout.xaxis.title.text == "year"
+    whole = Dataset.from_arrays(ds.x[:, 0], ds.y, test_fraction=0.0)
+    fig = series_figure(whole)
+    assert len(fig.data) == 1 and len(fig.layout.shapes) == 0  # no test part, no split line
+
+
+# --- tree layout -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("expr", ["SE", ["+", "SE", "PER"], ["*", "LIN", ["+", "RQ", "C"]]])
+def test_tree_layout_places_every_node_below_its_parent(expr):
+    k = compose(expr)
+    nodes, edges = tree_layout(k)
+    assert list(nodes.id) == list(range(len(k.tokens)))
+    assert list(nodes.label) == list(k.tokens)  # ids in prefix order
+    assert len(edges) == len(nodes) - 1  # a tree
+    assert sorted(edges.child) == list(range(1, len(nodes)))  # every node but the root has one parent
+    assert nodes.y[0] == 0 and nodes.depth[0] == 0
+    assert (nodes.y == -nodes.depth).all()
+    for p, c in edges.itertuples(index=False):
+        assert nodes.y[c] == nodes.y[p] - 1
+    children = edges.groupby("parent").child.apply(list)
+    for p, cs in children.items():
+        assert nodes.x[p] == pytest.approx(np.mean(nodes.x[cs]))
+    leaves = nodes[~nodes.id.isin(edges.parent)]
+    assert list(leaves.x) == list(range(len(leaves)))  # consecutive, in order
+    assert set(nodes.kind) <= {"nestable", "not_nestable", "slot", "constant", "argument"}
+    assert set(nodes.label[nodes.kind == "slot"]) == set(k.slots)
+
+
+def test_tree_layout_hover_shows_slot_values():
+    k = compose(["+", "SE", "PER"])
+    theta = [0.1 * (i + 1) for i in range(k.n_params)]
+    nodes, _ = tree_layout(k, theta)
+    for slot, t in zip(k.slots, theta, strict=True):
+        hovers = set(nodes.hover[nodes.label == slot])
+        assert hovers == {f"{slot} = {math.exp(t):.4g}"}
+    assert set(nodes.hover[nodes.kind != "slot"]) == set(nodes.label[nodes.kind != "slot"])
+    with pytest.raises(ValueError):
+        tree_layout(k, theta[:-1])
+
+
+def test_tree_figure_traces():
+    k = compose(["+", "SE", "PER"])
+    nodes, edges = tree_layout(k)
+    fig = tree_figure(k, title="tree")
+    assert fig.data[0].mode == "lines"
+    assert len(fig.data[0].x) == 3 * len(edges)  # a segment and a gap per edge
+    kinds = sorted(nodes.kind.unique())
+    assert [t.name for t in fig.data[1:]] == [kd.replace("_", " ") for kd in kinds]
+    assert sum(len(t.x) for t in fig.data[1:]) == len(nodes)
+    assert fig.layout.height == max(260, 70 * (int(nodes.depth.max()) + 1))
+
+
+# --- fitness curves ---------------------------------------------------------------------------------------
+
+
+def _history() -> list[GenerationStats]:
+    return [GenerationStats(1, 30.0, 40.0, 30.0, 4, 0, False, 0.1),
+            GenerationStats(2, math.inf, math.inf, 30.0, 4, 4, True, 0.2),
+            GenerationStats(3, 20.0, 25.0, 20.0, 4, 1, False, 0.3)]
+
+
+def test_fitness_data_from_stats_and_from_the_store_frame():
+    df = fitness_data(_history())
+    assert list(df.columns) == ["generation", "best_bic", "mean_bic", "best_so_far_bic", "restarted"]
+    assert list(df.generation) == [1, 2, 3]
+    assert df.best_bic.isna().tolist() == [False, True, False]  # inf -> NaN
+    assert df.restarted.dtype == bool and df.restarted.tolist() == [False, True, False]
+    stored = pd.DataFrame({"run_id": "r", "generation": [1, 2], "best_bic": [5.0, None], "mean_bic": [6.0, 7.0],
+                           "best_so_far_bic": [5.0, 5.0], "restarted": [0, 1]})
+    df = fitness_data(stored)
+    assert df.best_bic.isna().tolist() == [False, True] and df.restarted.tolist() == [False, True]
+    assert fitness_data([]).empty and "best_so_far_bic" in fitness_data([]).columns
+
+
+def test_fitness_figures():
+    fig = fitness_figure(_history())
+    assert [t.name for t in fig.data] == ["best so far", "best of generation", "mean of generation", "restart"]
+    assert list(fig.data[0].y) == [30.0, 30.0, 20.0]
+    assert [s.x0 for s in fig.layout.shapes] == [2]  # one restart line
+    calm = fitness_figure(_history()[:1])
+    assert "restart" not in [t.name for t in calm.data] and len(calm.layout.shapes) == 0
+    cmp = fitness_compare_figure({"a": _history(), "b": _history()[:2]})
+    assert [t.name for t in cmp.data] == ["a", "b"]
+    assert list(cmp.data[1].y) == [30.0, 30.0]
+
+
+# --- hyperparameters --------------------------------------------------------------------------------------
+
+
+def test_hyperparameter_table_in_data_units(ds):
+    k = compose(["+", "SE", ["+", "PER", "LIN"]])
+    rng = np.random.default_rng(1)
+    theta = rng.uniform(-1, 1, k.n_params)
+    table = hyperparameter_table(k, theta, math.log(0.04), ds.norm).set_index("hyperparameter")
+    assert list(table.index) == [*k.slots, "noise"]
+    np.testing.assert_allclose(table.loc[list(k.slots), "value"], np.exp(theta))
+    sx = ds.norm.x_scale[0]
+    by_role = {r: s for s, r in table.roles.items()}
+    ls = by_role["lengthscale"]
+    assert table.loc[ls, "in data units"] == f"lengthscale {math.exp(theta[k.slots.index(ls)]) * sx:.4g} (x units)"
+    fr = by_role["frequency"]
+    period = 2 * math.pi / math.exp(theta[k.slots.index(fr)]) * sx
+    assert table.loc[fr, "in data units"] == f"period {period:.4g} (x units)"
+    sh = by_role["shift"]
+    at = ds.norm.x_offset[0] + (math.exp(theta[k.slots.index(sh)]) - 1.0) * sx
+    assert table.loc[sh, "in data units"] == f"at x = {at:.6g}"
+    assert table.loc["noise", "value"] == pytest.approx(0.04)
+    assert table.loc["noise", "in data units"] == f"noise std {0.2 * ds.norm.y_std:.4g} (y units)"
