@@ -45,9 +45,27 @@ __all__ = [
 Array = NDArray[np.float64]
 
 #: The project's bundled datasets (``data/`` at the repository root).
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+
+def _bundled_dir() -> Path:
+    """The bundled datasets: ``data/`` of a clone, else the installed package ``evocov_data``."""
+    clone = Path(__file__).resolve().parent.parent / "data"
+    if (clone / "catalog.json").is_file():
+        return clone
+    try:
+        from importlib.resources import files
+
+        installed = Path(str(files("evocov_data")))
+    except ModuleNotFoundError:
+        return clone
+    return installed if (installed / "catalog.json").is_file() else clone
+
+
+DATA_DIR = _bundled_dir()
 
 MIN_POINTS = 10
+#: Largest magnitude accepted in a column: squares of 1e150 already overflow float64.
+MAX_ABS_VALUE = 1e100
 DEFAULT_MAX_POINTS = 2000
 
 
@@ -369,12 +387,29 @@ def date_columns(df: pd.DataFrame) -> list[str]:
     return [c for c in df.columns if _looks_like_dates(df[c])]
 
 
+def _samples(s: pd.Series, k: int = 3) -> str:
+    """A few of a column's values that are not numbers, quoted and shortened, for messages."""
+    bad = s[pd.to_numeric(s, errors="coerce").isna() & s.notna()].astype(str).unique()[:k]
+    return ", ".join(repr(v if len(v) <= 30 else v[:30] + "…") for v in bad)
+
+
 def guess_columns(df: pd.DataFrame) -> tuple[str | None, str]:
-    """Default (x, y): a date or first numeric column for x (None: row number), last numeric for y."""
+    """Default (x, y): a date or first numeric column for x (None: row number), last numeric for y.
+
+    The values are expected in the last column (the usual layout, ``date,value``). When that
+    column is text, no other column is substituted for it: a :class:`DataError` names it and
+    shows some of its values, so the user picks the column to model.
+    """
     nums = numeric_columns(df)
     if not nums:
         raise DataError("no numeric column to model; the file needs at least one column of numbers")
     dates = date_columns(df)
+    last = df.columns[-1] if len(df.columns) else None
+    if last is not None and last not in nums and last not in dates and len(df.columns) > 1:
+        raise DataError(
+            f"the last column {last!r} is not numeric (values such as {_samples(df[last])}); "
+            f"choose the column to model{' among ' + ', '.join(map(repr, nums)) if nums else ''} "
+            "(Data page: value column; command line: --y NAME), or fix the file")
     if dates:
         return dates[0], nums[-1]
     if len(nums) == 1:
@@ -407,7 +442,7 @@ def dataset_from_frame(
     notes: list[str] = []
     yv = pd.to_numeric(df[y], errors="coerce")
     if yv.notna().sum() == 0:
-        raise DataError(f"column {y!r} has no numbers")
+        raise DataError(f"column {y!r} has no numbers (values such as {_samples(df[y])})")
     if x is None:
         xv = pd.Series(np.arange(len(df), dtype=np.float64))
         kind, x_label = "number", "row"
@@ -433,6 +468,13 @@ def dataset_from_frame(
             )
         notes.append(f"dropped {int(bad.sum())} rows with missing or non-finite values")
         xa, ya = xa[~bad], ya[~bad]
+    for label, col, arr in (("x", x, xa), ("value", y, ya)):
+        big = float(np.max(np.abs(arr), initial=0.0))
+        if big > MAX_ABS_VALUE:
+            raise DataError(
+                f"{label} column {col or 'row'!r} has values up to {big:.3g}: squares and variances of such "
+                "numbers overflow floating point; rescale the column (e.g. divide it by "
+                f"1e{int(format(big, 'e').split('e')[1]) - 3}) and try again")
     ds = Dataset.from_arrays(xa, ya, name=name, test_fraction=test_fraction, duplicates=duplicates,
                              x_label=x_label, y_label=y, x_kind=kind, notes=tuple(notes))
     if max_points is not None and ds.n > max_points:
@@ -449,9 +491,8 @@ def dataset_from_frame(
 def load_csv(path: str | Path | IO, x: str | None = None, y: str | None = None, **kwargs: object) -> Dataset:
     """Load a CSV file into a :class:`Dataset` (columns guessed when not given)."""
     df = read_table(path)
-    gx, gy = guess_columns(df)
     if y is None:
-        y = gy
+        gx, y = guess_columns(df)
         if x is None:
             x = gx
     name = Path(path).stem if isinstance(path, (str, Path)) else "upload"

@@ -261,15 +261,19 @@ class JobManager:
 
     def _finish(self, job: Job, status: str, best: FitResult | None, elapsed: float | None, n_eval: int | None,
                 error: str = "") -> None:
-        with job.lock:
-            job.status = status
-            job.error = error
-            job.finished = time.time()
-        if self.store is not None:
-            doc = _best_doc(best, job.spec.dataset) if job.spec.kind == "search" else None
-            self.store.finish_run(job.id, status, best_doc=doc, elapsed=elapsed, n_evaluations=n_eval,
-                                  error=error or None, extra=job.extra or None)
-        job.done_event.set()
+        # The store first: a page that sees the job ended must find its best kernel stored
+        # (it offers "Open in Results" only then, and does not poll an ended job again).
+        try:
+            if self.store is not None:
+                doc = _best_doc(best, job.spec.dataset) if job.spec.kind == "search" else None
+                self.store.finish_run(job.id, status, best_doc=doc, elapsed=elapsed, n_evaluations=n_eval,
+                                      error=error or None, extra=job.extra or None)
+        finally:
+            with job.lock:
+                job.status = status
+                job.error = error
+                job.finished = time.time()
+            job.done_event.set()
 
     def _run(self, job: Job) -> None:
         spec = job.spec

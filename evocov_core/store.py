@@ -17,6 +17,10 @@ marked ``interrupted`` by :meth:`RunStore.recover`.
 
 Connections are opened per call (SQLite in WAL mode), so job threads and page threads
 can use one store safely.
+
+The file records its layout in ``PRAGMA user_version`` (:data:`SCHEMA_VERSION`). A file
+from before versioning (0) has the layout of version 1 and is stamped on first open; a file
+written by a newer EvoCov is refused with a message instead of being misread.
 """
 
 from __future__ import annotations
@@ -36,7 +40,14 @@ import pandas as pd
 from .data import Dataset
 from .search.common import EvalRecord, GenerationStats
 
-__all__ = ["RunStore", "default_data_dir"]
+__all__ = ["SCHEMA_VERSION", "RunStore", "StoreVersionError", "default_data_dir"]
+
+#: Layout of the tables below; bump it (and migrate in ``RunStore.__init__``) when they change.
+SCHEMA_VERSION = 1
+
+
+class StoreVersionError(RuntimeError):
+    """The run store was written by a newer EvoCov whose tables this version cannot read."""
 
 STATUSES = ("queued", "running", "finished", "cancelled", "failed", "interrupted")
 
@@ -136,7 +147,14 @@ class RunStore:
             p.parent.mkdir(parents=True, exist_ok=True)
         self.path = p
         with self._conn() as c:
+            version = int(c.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise StoreVersionError(
+                    f"{p} was written by a newer EvoCov (store layout {version}, this version reads up to "
+                    f"{SCHEMA_VERSION}): upgrade EvoCov, or set EVOCOV_DATA_DIR to another folder")
             c.executescript(_SCHEMA)
+            if version < SCHEMA_VERSION:  # new file, or from before versioning: same layout as 1
+                c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextmanager
     def _conn(self) -> Iterator[sqlite3.Connection]:

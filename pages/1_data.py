@@ -113,7 +113,11 @@ with tab_upload:
                     icon=":material/block:",
                 )
             else:
-                gx, gy = guess_columns(df)
+                try:
+                    gx, gy = guess_columns(df)
+                except DataError as exc:  # the last column is text: say so, never substitute silently
+                    st.warning(f"**{up.name}:** {exc}", icon=":material/warning:")
+                    gx, gy = guess_columns(df[[c for c in df.columns if c in nums or c in dates]])
                 with st.expander(f"Preview of {up.name} ({len(df)} rows, {df.shape[1]} columns)"):
                     st.dataframe(df.head(20), hide_index=True)
                 x_opts = [ROW_NUMBER, *dates, *[c for c in nums if c not in dates]]

@@ -650,6 +650,24 @@ with run_col:
 
         live_status()
 
+        # The way on comes before the charts, which take a while to draw for a long run.
+        if not job_active:
+            run = get_run(job_id)
+            c1, c2, _ = st.columns([1, 1, 2])
+            if (
+                run is not None
+                and run.get("best")
+                and c1.button(
+                    "Open in Results", type="primary", key="search_open_results", icon=":material/emoji_events:"
+                )
+            ):
+                st.session_state[RESULTS_RUN_KEY] = job_id
+                st.switch_page(PAGE_RESULTS, query_params={"run": job_id})
+            if c2.button("New search", key="search_new", help="Stop watching this run and set up another."):
+                st.session_state.pop(SEARCH_JOB_KEY, None)
+                st.query_params.pop("job", None)
+                st.rerun()
+
         @st.fragment(run_every=poll_every(job_active and not paused))
         def live_charts() -> None:
             j = manager().get(job_id)
@@ -671,19 +689,3 @@ with run_col:
             st.caption(":material/pause: Live chart updates are paused.")
         live_charts()
 
-        if not job_active:
-            run = get_run(job_id)
-            c1, c2, _ = st.columns([1, 1, 2])
-            if (
-                run is not None
-                and run.get("best")
-                and c1.button(
-                    "Open in Results", type="primary", key="search_open_results", icon=":material/emoji_events:"
-                )
-            ):
-                st.session_state[RESULTS_RUN_KEY] = job_id
-                st.switch_page(PAGE_RESULTS, query_params={"run": job_id})
-            if c2.button("New search", key="search_new", help="Stop watching this run and set up another."):
-                st.session_state.pop(SEARCH_JOB_KEY, None)
-                st.query_params.pop("job", None)
-                st.rerun()

@@ -584,3 +584,13 @@ def test_explorer_well_known_base_is_fitted_in_the_background(no_background_fits
     at.run()
     no_exception(at)
     assert not at.button(key="ex_start").disabled
+
+
+def test_upload_with_a_text_value_column_says_so():
+    """The value column is text: the page says which column and shows values before anything is modelled."""
+    rows = "\n".join(f"{1990 + i},=cmd|'/c calc'!A{i}" for i in range(12))
+    at = app().run()
+    upload(at, f"year,value\n{rows}\n".encode(), "hostile.csv")
+    no_exception(at)
+    warnings = " ".join(w.value for w in at.warning)
+    assert "'value' is not numeric" in warnings and "=cmd" in warnings

@@ -153,3 +153,11 @@ def test_search_with_a_time_budget(series_csv: Path, tmp_path: Path) -> None:
     assert kf.q >= 2
     bad = cli("search", "--data", str(series_csv), "--time-budget", "-3", "--out", str(out))
     assert bad.returncode != 0 and "time_budget" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_search_refuses_a_text_value_column(tmp_path: Path) -> None:
+    csv = tmp_path / "hostile.csv"
+    csv.write_text("year,value\n" + "".join(f"{1990 + i},=cmd|'/c calc'!A{i}\n" for i in range(12)))
+    out = cli("search", "--data", str(csv), "--out", str(tmp_path / "k.json"))
+    assert out.returncode != 0 and not (tmp_path / "k.json").exists()
+    assert "'value' is not numeric" in out.stderr and "--y" in out.stderr and "Traceback" not in out.stderr

@@ -388,3 +388,24 @@ def test_dataset_from_frame_column_errors():
     ds = dataset_from_frame(df, None, "b")
     assert ds.x_label == "row"
 
+
+
+def test_text_value_column_is_named_not_replaced():
+    """A last column of text is not silently replaced by the x column: the error names it and shows values."""
+    rows = "".join(f"{1990 + i},=cmd|'/c calc'!A{i}\n" for i in range(12))
+    with pytest.raises(DataError, match=r"last column 'value' is not numeric \(values such as \"=cmd"):
+        load_csv(io.BytesIO(f"year,value\n{rows}".encode()))
+    # Picking a numeric column on purpose still works.
+    rows = "".join(f"{1990 + i},{i * 1.5},note {i}\n" for i in range(12))
+    ds = load_csv(io.BytesIO(f"year,sales,comment\n{rows}".encode()), x="year", y="sales")
+    assert ds.y_label == "sales" and ds.n == 12
+
+
+@pytest.mark.parametrize("column", ["y", "x"])
+def test_values_whose_squares_overflow_are_refused(column):
+    """1e300 would pass every check and fail at the end of a search; it is refused up front with advice."""
+    x = np.arange(20.0) + (1e300 if column == "x" else 0.0)
+    y = (1.0 + 0.1 * np.sin(x)) * (1e300 if column == "y" else 1.0)
+    frame = pd.DataFrame({"t": x, "v": y})
+    with pytest.raises(DataError, match=r"values up to 1(\.1)?e\+300.*overflow.*divide it by 1e297"):
+        dataset_from_frame(frame, "t", "v")

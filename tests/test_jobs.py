@@ -379,3 +379,21 @@ def test_snapshot_of_a_queued_job(ds, blocking):
     assert snap.best is None and snap.history == () and snap.error == ""
     blocking.release_all()  # let both end while the stand-in is still in place
     assert jm.get(a).wait(TIMEOUT) and jm.get(b).wait(TIMEOUT)
+
+
+def test_the_best_kernel_is_stored_before_the_job_reads_ended(ds, tmp_path):
+    """A page that sees the job ended looks its best kernel up in the store at once: it must be there."""
+    store = RunStore(tmp_path)
+    seen: list[tuple[str, bool]] = []
+    finish = store.finish_run
+
+    def finish_run(run_id, status, **kw):
+        seen.append((jm.get(run_id).snapshot().status, jm.get(run_id).snapshot().done))
+        return finish(run_id, status, **kw)
+
+    store.finish_run = finish_run  # type: ignore[method-assign]
+    jm = JobManager(store, max_concurrent=1)
+    job = jm.get(jm.submit(_spec(ds, 4, config=tiny())))
+    assert job.wait(TIMEOUT), "the job did not finish"
+    assert seen == [("running", False)]  # still running while its result is written
+    assert job.snapshot().done and store.get_run(job.id)["best"] is not None

@@ -333,3 +333,27 @@ def test_recover_own_runs_unless_active(store, ds):
     assert store.get_run("stale")["status"] == "interrupted"
     assert store.recover() == 1
     assert store.get_run("live")["status"] == "interrupted"
+
+
+def test_schema_version_is_stamped_and_a_newer_file_is_refused(tmp_path, ds):
+    """PRAGMA user_version: a new file gets SCHEMA_VERSION, a pre-versioning file (0) is stamped and keeps its
+    runs, a file from a newer EvoCov is refused with a message naming the versions."""
+    from evocov_core.store import SCHEMA_VERSION, StoreVersionError
+
+    store = RunStore(tmp_path / "a")
+    with sqlite3.connect(store.path) as c:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    # A file from before versioning: same tables, user_version 0, one run in it.
+    old = RunStore(tmp_path / "b")
+    rid = "r-before-versioning"
+    _new_run(old, ds, rid)
+    with sqlite3.connect(old.path) as c:
+        c.execute("PRAGMA user_version = 0")
+    again = RunStore(tmp_path / "b")
+    assert again.get_run(rid) is not None
+    with sqlite3.connect(again.path) as c:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    with sqlite3.connect(again.path) as c:
+        c.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(StoreVersionError, match=f"layout {SCHEMA_VERSION + 1}.*up to {SCHEMA_VERSION}"):
+        RunStore(tmp_path / "b")

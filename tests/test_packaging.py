@@ -1,0 +1,54 @@
+"""``pip install .``: an importable package, the ``evocov`` command, the bundled data found without the clone."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_dependencies_match_requirements():
+    """pyproject's dependencies and requirements.txt name the same packages with the same bounds."""
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    listed = [line.split("#")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
+    assert sorted(declared) == sorted(x for x in listed if x)
+
+
+@pytest.mark.slow
+def test_installed_package_runs_without_the_clone(tmp_path):
+    # Build from a copy: pip builds in the source tree (build/, *.egg-info), which must stay clean.
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    for name in ("evocov_core", "data"):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+    target = tmp_path / "site"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-cache-dir",
+         "--target", str(target), str(src)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    assert build.returncode == 0, build.stderr[-2000:]
+    assert (target / "bin" / "evocov").is_file()
+    # Outside the clone, with only the installed copy on the path.
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    code = ("import evocov_core, evocov_core.data as d; "
+            "print(evocov_core.__file__); print(d.DATA_DIR); print(len(d.bundled_datasets()))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    module, data_dir, n = run.stdout.split()
+    assert Path(module).is_relative_to(target) and Path(data_dir).is_relative_to(target)
+    assert int(n) >= 5 and (Path(data_dir) / "airline.csv").is_file()
+    cli = subprocess.run([str(target / "bin" / "evocov"), "search", "--help"], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=300)
+    assert cli.returncode == 0 and "--time-budget" in cli.stdout and "--changepoints" in cli.stdout
