@@ -2,9 +2,11 @@
 
 The package knows nothing of the dashboard. Modules, one idea each:
 
-``grammar``      the typed primitive set (paper Table 2) and random generation (Algorithm 2)
+``grammar``      the typed primitive set (paper Table 2, optionally ABCD's change point) and
+                 random generation (Algorithm 2)
 ``kernel``       the immutable Kernel value and its canonical / infix / LaTeX forms
-``evaluate``     the stack evaluator: K, diag(K), dK/dθ
+``evaluate``     the stack evaluator, one table entry per operator: K, diag(K), dK/dθ
+``simplify``     a readable equivalent of a kernel for display (SymPy)
 ``library``      well-known kernels (Table 1) and GPSS base kernels in the grammar
 ``psd``          the fast empirical PSD check (section 4.1.2)
 ``data``         datasets, CSV validation, the train/test split, normalisation
@@ -13,7 +15,18 @@ The package knows nothing of the dashboard. Modules, one idea each:
 ``optimize``     hyperparameter fitting with restarts and inheritance -> FitResult
 ``scoring``      BIC (eq. 7)
 ``variation``    crossover, the four mutations, bloat control (section 4.2)
+``spectrum``     periodogram peaks for the starting frequencies of periodic slots
+``averaging``    Bayesian model averaging of fitted kernels (predictive mixture)
+``model``        predictions of a fitted kernel or a model average in the data's units
 ``kernel_file``  versioned JSON kernel files and their safe parser
+``parallel``     serial, process-pool and Dask executors with per-task seeds
+``search``       EvoCov, Random Search, Go With The First, GPSS baseline, the mutation
+                 explorer, and what a budgeted search adds (package)
+``store``        the SQLite run store;  ``jobs``: background runs for the dashboard
+``figures``      chart data and Plotly figures;  ``cli``: the command line
+``baselines``    reference kernels fitted on the user's data (SE, fixed structures)
+``benchmarks``   the paper's tables, the accuracy benchmark, GPSS's published kernels and
+                 their reports (package)
 """
 
 __version__ = "0.1.0"

@@ -190,7 +190,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import main as bench_main
+    from .benchmarks import main as bench_main
 
     return bench_main(args)
 
@@ -276,12 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_explore)
 
-    try:
-        from .bench import add_parser as add_bench
-    except ImportError:  # pragma: no cover - bench module missing
-        pass
-    else:
-        add_bench(sub)
+    from .benchmarks import add_parser as add_bench
+
+    add_bench(sub)
     return parser
 
 

@@ -104,16 +104,55 @@ def fitness_data(history: Sequence[GenerationStats] | pd.DataFrame) -> pd.DataFr
     return df[["generation", "best_bic", "mean_bic", "best_so_far_bic", "restarted"]]
 
 
+def robust_range(values: np.ndarray, headroom: float = 1.0) -> tuple[float, float] | None:
+    """An axis range that outliers above cannot flatten: ``(low, high)``, or None without finite values.
+
+    From the lowest value to the upper quartile plus ``headroom`` times the distance between
+    them: a monotone curve fits whole, a few values orders of magnitude above the rest do not
+    set the scale (draw them clipped and marked).
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return None
+    lo, q3 = float(v.min()), float(np.quantile(v, 0.75))
+    spread = q3 - lo if q3 > lo else max(1.0, 0.05 * abs(q3))
+    return lo - 0.05 * spread, q3 + headroom * spread
+
+
+def fitness_view(df: pd.DataFrame) -> tuple[float, float] | None:
+    """The BIC range of the fitness chart: set by the best curves (best so far, best of generation).
+
+    Generation means, which a few wild kernels can throw to 10⁶ while the best is −600, do not
+    set it: above it they are clipped and marked.
+    """
+    return robust_range(np.concatenate([df.best_so_far_bic.to_numpy(dtype=float), df.best_bic.to_numpy(dtype=float)]))
+
+
 def fitness_figure(history: Sequence[GenerationStats] | pd.DataFrame, title: str = "Fitness (BIC, lower is better)"
                    ) -> go.Figure:
+    """Best so far, best and mean of each generation; the axis follows the best curves (:func:`fitness_view`)."""
     df = fitness_data(history)
+    view = fitness_view(df)
+    mean_shown = df.mean_bic
+    clipped = pd.Series(False, index=df.index)
+    if view is not None:
+        clipped = df.mean_bic > view[1]
+        mean_shown = df.mean_bic.where(~clipped, view[1])
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=df.generation, y=df.best_so_far_bic, name="best so far", mode="lines",
                              line=dict(color="#111", width=2)))
     fig.add_trace(go.Scatter(x=df.generation, y=df.best_bic, name="best of generation", mode="lines+markers",
                              line=dict(color=_COLORS["train"]), marker=dict(size=5)))
-    fig.add_trace(go.Scatter(x=df.generation, y=df.mean_bic, name="mean of generation", mode="lines",
-                             line=dict(color=_COLORS["other"], dash="dot")))
+    fig.add_trace(go.Scatter(x=df.generation, y=mean_shown, name="mean of generation", mode="lines",
+                             line=dict(color=_COLORS["other"], dash="dot"), customdata=df.mean_bic,
+                             hovertemplate="generation %{x}<br>mean BIC %{customdata:.4g}<extra></extra>"))
+    if clipped.any():
+        fig.add_trace(go.Scatter(x=df.generation[clipped], y=mean_shown[clipped], mode="markers",
+                                 name="mean above the chart", customdata=df.mean_bic[clipped],
+                                 marker=dict(symbol="triangle-up", size=9, color=_COLORS["other"]),
+                                 hovertemplate="generation %{x}<br>mean BIC %{customdata:.4g} (off the chart)"
+                                               "<extra></extra>"))
     for g in df.generation[df.restarted]:
         fig.add_vline(x=g, line_color="#ff7f0e", line_dash="dot", opacity=0.7)
     if df.restarted.any():
@@ -121,17 +160,33 @@ def fitness_figure(history: Sequence[GenerationStats] | pd.DataFrame, title: str
                                  line=dict(color="#ff7f0e", dash="dot")))
     fig.update_layout(title=title, xaxis_title="generation", yaxis_title="BIC", height=340,
                       margin=dict(l=10, r=10, t=40, b=10), legend=_LEGEND)
+    if view is not None:
+        fig.update_yaxes(range=list(view))
     return fig
 
 
 def fitness_compare_figure(histories: Mapping[str, pd.DataFrame | Sequence[GenerationStats]]) -> go.Figure:
-    """Best-so-far BIC of several runs on one chart."""
+    """Best-so-far BIC of several runs on one chart.
+
+    The axis is :func:`robust_range` of every run's curve (a first generation of wild kernels
+    would otherwise flatten the rest); points above it are clipped and marked.
+    """
+    frames = {label: fitness_data(h) for label, h in histories.items()}
+    values = np.concatenate([f.best_so_far_bic.to_numpy(dtype=float) for f in frames.values()] or [np.zeros(0)])
+    view = robust_range(values)
+    top = None if view is None else view[1]
     fig = go.Figure()
-    for label, h in histories.items():
-        df = fitness_data(h)
-        fig.add_trace(go.Scatter(x=df.generation, y=df.best_so_far_bic, mode="lines+markers", name=label))
+    for label, df in frames.items():
+        y = df.best_so_far_bic if top is None else df.best_so_far_bic.clip(upper=top)
+        symbols = ["triangle-up" if top is not None and v > top else "circle" for v in df.best_so_far_bic]
+        fig.add_trace(go.Scatter(x=df.generation, y=y, mode="lines+markers", name=label,
+                                 marker=dict(symbol=symbols), customdata=df.best_so_far_bic,
+                                 hovertemplate=f"{label}<br>generation %{{x}}<br>best BIC %{{customdata:.4g}}"
+                                               "<extra></extra>"))
     fig.update_layout(title="Best BIC so far", xaxis_title="generation", yaxis_title="BIC", height=380,
                       margin=dict(l=10, r=10, t=40, b=10))
+    if view is not None:
+        fig.update_yaxes(range=list(view))
     return fig
 
 

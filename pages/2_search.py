@@ -30,6 +30,7 @@ from pages._common import (
     polish,
     poll_every,
     remember_run,
+    scrollable_formulas,
     status_badge,
     store,
     watched_job,
@@ -601,6 +602,7 @@ def _best_panel(best) -> None:
     if best is None:
         st.caption("No kernel fitted yet.")
         return
+    scrollable_formulas()  # live: the tree as evolved (simplifying on every new best would stall the updates)
     st.latex(f"k(x, x') = {best.kernel.latex}")
     st.code(best.kernel.infix, language=None, wrap_lines=True)
     c1, c2, c3 = st.columns(3)

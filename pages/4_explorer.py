@@ -28,6 +28,7 @@ from pages._common import (
     fit_from_kernel_file,
     fit_from_row,
     fmt,
+    formula,
     get_run,
     gpss_baseline_job,
     leave_pages_directory_mode,
@@ -193,7 +194,7 @@ else:
 
 if base is not None:
     st.markdown(f"**{base_name}**")
-    st.latex(f"k(x, x') = {base.kernel.latex}")
+    formula(base.kernel)
     c1, c2, c3 = st.columns(3)
     c1.metric("q", base.q)
     c2.metric("Test RMSE", fmt(base.test_rmse))

@@ -30,6 +30,7 @@ from evocov_core.figures import (
     tree_figure,
 )
 from evocov_core.jobs import Job, JobManager
+from evocov_core.kernel import Kernel
 from evocov_core.kernel_file import (
     KernelFile,
     KernelFileError,
@@ -311,6 +312,23 @@ def existing_fit(key: tuple) -> Future | None:
     return _fit_runner().get(key)
 
 
+def scrollable_formulas() -> None:
+    """Long formulas scroll sideways inside their column instead of running off the page."""
+    st.html("<style>.katex-display { overflow-x: auto; overflow-y: hidden; padding-bottom: 4px; }</style>")
+
+
+def formula(kernel: Kernel) -> None:
+    """A kernel's formula as a person reads it: simplified by SymPy (evocov_core.simplify), the tree as
+    evolved one click away (the stored expression never changes)."""
+    from evocov_core.simplify import display_latex
+
+    scrollable_formulas()
+    st.latex(f"k(x, x') = {display_latex(kernel)}")
+    with st.expander("As evolved (the stored tree)"):
+        st.latex(f"k(x, x') = {kernel.latex}")
+        st.code(kernel.infix, language=None, wrap_lines=True)
+
+
 def polish(fig: Any) -> Any:
     """Dashboard layout of a core figure: the legend under the x-axis title, not on top of it."""
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.2, x=0, xanchor="left"))
@@ -459,8 +477,7 @@ def show_kernel(
     left, right = st.columns([1, 1])
     with left:
         st.markdown(f"**{title}**")
-        st.latex(f"k(x, x') = {k.latex}")
-        st.code(k.infix, language=None, wrap_lines=True)
+        formula(k)
         c1, c2, c3 = st.columns(3)
         c1.metric("q (hyperparameters)", k.q, help="Distinct kernel hyperparameters plus the noise variance.")
         c2.metric("BIC", fmt(fit.bic, ".2f"), help="−2·LML + q·log n on the training data; lower is better.")

@@ -281,3 +281,27 @@ def test_hyperparameter_table_in_data_units(ds):
     assert table.loc[sh, "in data units"] == f"at x = {at:.6g}"
     assert table.loc["noise", "value"] == pytest.approx(0.04)
     assert table.loc["noise", "in data units"] == f"noise std {0.2 * ds.norm.y_std:.4g} (y units)"
+
+
+def test_fitness_chart_stays_readable_when_the_mean_explodes():
+    """Issue 13.1: generation means of 2e6 while the best is about −600 must not flatten the best curve."""
+    best = [-420.0, -500.0, -560.0, -590.0, -597.0]
+    means = [-300.0, 2e6, 5e5, -450.0, 3e6]
+    hist = [GenerationStats(g + 1, b, m, min(best[: g + 1]), 40, 0, False, float(g)) for g, (b, m) in
+            enumerate(zip(best, means, strict=True))]
+    fig = fitness_figure(hist)
+    lo, hi = fig.layout.yaxis.range
+    assert lo <= -597.0 and -420.0 <= hi < 0.0  # the axis is set by the best curves, not by 3e6
+    mean = next(t for t in fig.data if t.name == "mean of generation")
+    assert max(mean.y) <= hi and list(mean.customdata) == means  # drawn clipped, true values on hover
+    marks = next(t for t in fig.data if t.name == "mean above the chart")
+    above = [(g + 1, m) for g, m in enumerate(means) if m > hi]
+    assert {2, 3, 5} <= {g for g, _ in above} and 4 not in {g for g, _ in above}  # −450 is on the chart
+    assert list(zip(marks.x, marks.customdata, strict=True)) == above
+    calm = fitness_figure(_history())
+    assert "mean above the chart" not in [t.name for t in calm.data]  # nothing clipped when nothing is wild
+    # Runs comparison: a wild first generation does not flatten the others.
+    wild = [GenerationStats(1, 1e6, 1e6, 1e6, 4, 0, False, 0.1), *hist[1:]]
+    cmp = fitness_compare_figure({"wild": wild, "calm": hist})
+    top = cmp.layout.yaxis.range[1]
+    assert top < 1e5 and cmp.data[0].y[0] == top and cmp.data[0].marker.symbol[0] == "triangle-up"

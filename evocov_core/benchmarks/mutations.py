@@ -3,7 +3,7 @@
 ``--mutations 0`` only verifies the conversions (``conversion.csv``, seconds for all 13).
 
 For each series, the GPSS kernel **with its published hyperparameters** (parsed from
-``gpss_kernels.md`` and converted to model units by :mod:`evocov_core.gpss_params`) is
+``gpss_kernels.md`` and converted to model units by :mod:`evocov_core.benchmarks.gpss_params`) is
 the starting point. First the conversion is verified: our LML of the converted kernel
 against GPSS's published nll, our test RMSE with the published values against GPSS's
 published RMSE (``conversion.csv``). Then M random mutations (each passing the PSD and
@@ -42,7 +42,6 @@ import numpy as np
 import pandas as pd
 
 from ..data import Dataset
-from ..gpss_params import GPSS_LIK_SF, GpssParseError, convert, read_gpss_entries, verify
 from ..metrics import FitData
 from ..optimize import FitResult, Start, fit_kernel
 from ..search import SearchConfig, explore_mutations, preset, run_gpss
@@ -61,6 +60,7 @@ from .common import (
     resolve_series,
     update_run,
 )
+from .gpss_params import GPSS_LIK_SF, GpssParseError, convert, read_gpss_entries, verify
 from .paper import PAPER_TABLE3
 
 __all__ = ["mutations", "published_fit"]
@@ -242,7 +242,8 @@ def mutations_report(out: Path) -> Path:
         "## Conversion of the published GPSS kernels", "",
         "Each published GPSS kernel (`gpss_kernels.md`, values rounded to 3 significant digits; periods of "
         "06-internet and 12-births and every likelihood noise transcribed at full precision from the same "
-        "result files, see `evocov_core/gpss_params.py`) written in our grammar with its values converted to "
+        "result files, see `evocov_core/benchmarks/gpss_params.py`) written in our grammar with its values "
+        "converted to "
         "model units. **LML**: ours on GPSS's data convention (zero mean, y/s_y) vs the published "
         "`−nll + n·log s_y`; **RMSE**: our zero-mean prediction with the published values vs GPSS's published "
         "test RMSE. `centred`: the same values on our usual centred model units (`--y-mean centred`), where they "
