@@ -1,8 +1,9 @@
-"""Helpers shared by the benchmark scripts: import path, threads, machine facts, timing, reports.
+"""Helpers shared by the benchmark scripts: threads, machine facts, timing, reports.
 
-Not a benchmark itself. ``python bench/<script>.py`` puts ``bench/`` on ``sys.path``, so the
-scripts import this module first; it puts the repository root on ``sys.path`` so that
-``evocov_core`` imports without installing the package.
+Not a benchmark itself. The scripts run as modules from the repository root
+(``python -m bench.bench_lml``), so ``evocov_core`` imports from the clone with no change to
+``sys.path``; markdown tables and the CPU name come from :mod:`evocov_core.benchmarks.common`,
+the same helpers the package's benchmarks use.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from evocov_core.benchmarks.common import cpu_model, md_table
+
+__all__ = ["ROOT", "calibrate", "command_line", "cpu_model", "interleaved", "limit_threads", "machine_info",
+           "md_table", "per_call", "pool_summary", "write_report"]
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 RESULTS_DIR = ROOT / "bench" / "results"
 
@@ -65,16 +69,6 @@ def limit_threads() -> dict[str, str]:
 # --- machine ------------------------------------------------------------------------
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
 
 def machine_info() -> list[tuple[str, str]]:
     """Facts to print beside every result: CPU, cores, library versions, BLAS."""
@@ -104,7 +98,9 @@ def machine_info() -> list[tuple[str, str]]:
 
 
 def command_line() -> str:
-    return "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]])
+    """The command as run from the repository root: ``python -m bench.<script> ...``."""
+    script = Path(sys.argv[0]).stem
+    return "python -m bench." + " ".join(shlex.quote(a) for a in [script, *sys.argv[1:]])
 
 
 # --- timing -------------------------------------------------------------------------
@@ -158,15 +154,6 @@ def interleaved(contenders: dict[str, Callable[[], object]], reps: int, block_se
 
 
 # --- reports ------------------------------------------------------------------------
-
-
-def md_table(header: Sequence[str], rows: Sequence[Sequence[object]], align: str | None = None) -> str:
-    """A GitHub markdown table; ``align`` is one of ``l``/``r`` per column (default: l then r)."""
-    align = align or "l" + "r" * (len(header) - 1)
-    sep = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def write_report(script: str, title: str, sections: Sequence[str], threads: dict[str, str]) -> Path:

@@ -13,7 +13,7 @@ processes, seed 0, and the report counts, per second of wall time:
 no screening, no seeds, lowest-BIC choice), i.e. the former quick preset cut at the same
 time. Usage (from the repository root)::
 
-    python bench/bench_fits.py --data-dir ../shared/data/tsdl --seconds 30 --workers 2
+    python -m bench.bench_fits --data-dir ../shared/data/tsdl --seconds 30 --workers 2
 
 Writes ``bench/results/bench_fits.md`` and ends with one ``key=value`` line per series.
 """
@@ -24,8 +24,7 @@ import argparse
 import time
 from pathlib import Path
 
-from _common import limit_threads, md_table, write_report
-
+from bench._common import limit_threads, md_table, write_report
 from evocov_core.data import load_csv
 from evocov_core.metrics import FitData
 from evocov_core.search import preset, run_search

@@ -33,7 +33,7 @@ Ratios are our time / other time: the floor ratio is >= 1, a scikit-learn ratio 
 we are faster. The last line printed is the summary (key=value pairs). Results also go to
 ``bench/results/bench_lml.md``.
 
-Run from the repository root: ``python bench/bench_lml.py`` (about 1-2 minutes).
+Run from the repository root: ``python -m bench.bench_lml`` (about 1-2 minutes).
 """
 
 from __future__ import annotations
@@ -43,12 +43,12 @@ import math
 import time
 
 import numpy as np
-from _common import interleaved, limit_threads, machine_info, md_table, write_report
 from scipy.linalg import cho_factor, cho_solve
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ExpSineSquared, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
+from bench._common import interleaved, limit_threads, machine_info, md_table, write_report
 from evocov_core.evaluate import Inputs, covariance
 from evocov_core.gp import lml, lml_and_grad
 from evocov_core.library import compose

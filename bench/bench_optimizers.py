@@ -57,7 +57,7 @@ Powell and vs ``sklearn 3`` (same number of restarts):
 default_minus_sklearn_lml=…`` and the same for ``mauna``. Results also go to
 ``bench/results/bench_optimizers.md``.
 
-Run from the repository root: ``python bench/bench_optimizers.py`` (about 3-5 minutes, mostly
+Run from the repository root: ``python -m bench.bench_optimizers`` (about 3-5 minutes, mostly
 scikit-learn on Mauna Loa); ``--profile`` adds a cProfile of one default fit on Mauna Loa;
 ``--n-screen N`` adds a row for the defaults with ``OptimConfig(n_screen=N)`` (start screening,
 when :mod:`evocov_core.optimize` has that option).
@@ -77,11 +77,11 @@ from pathlib import Path
 
 import numpy as np
 import scipy.optimize
-from _common import ROOT, limit_threads, machine_info, md_table, write_report
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ExpSineSquared, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
+from bench._common import ROOT, limit_threads, machine_info, md_table, write_report
 from evocov_core import optimize
 from evocov_core.data import load_tsdl
 from evocov_core.gp import lml

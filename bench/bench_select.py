@@ -11,7 +11,7 @@ it) is compared with that of the BIC choice. The test part is never used to choo
 
 Usage (from the repository root)::
 
-    python bench/bench_select.py --records 'runs/*.csv' --data-dir ../shared/data/tsdl --k 5,20
+    python -m bench.bench_select --records 'runs/*.csv' --data-dir ../shared/data/tsdl --k 5,20
 
 Each records file must be named ``<series>_s<seed>.csv`` with ``<series>.csv`` in
 ``--data-dir`` (make them with ``python -m evocov_core search --data <dir>/<series>.csv
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import limit_threads, md_table, write_report
 
+from bench._common import limit_threads, md_table, write_report
 from evocov_core.data import load_csv
 from evocov_core.kernel_file import parse_expression
 from evocov_core.metrics import FitData, metric_value

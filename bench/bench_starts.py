@@ -17,7 +17,7 @@ Each setting fits the same kernel once per seed (``np.random.default_rng(seed)``
 test RMSE (original units) and the mean wall time per fit, also relative to ``screen 20``.
 Settings alternate within each seed, so load from other processes falls on all of them alike.
 
-Run from the repository root: ``python bench/bench_starts.py [--seeds 20] [--series airline mauna]``
+Run from the repository root: ``python -m bench.bench_starts [--seeds 20] [--series airline mauna]``
 (about 2 minutes with the defaults). Report: ``bench/results/bench_starts.md``.
 """
 
@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import ROOT, limit_threads, machine_info, md_table, write_report
 
+from bench._common import ROOT, limit_threads, machine_info, md_table, write_report
 from evocov_core.data import load_tsdl
 from evocov_core.library import compose
 from evocov_core.metrics import FitData

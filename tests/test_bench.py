@@ -187,7 +187,7 @@ def test_reproduce_is_resumable(tsdl_dir: Path, tmp_path: Path) -> None:
     assert {p: p.stat().st_mtime_ns for p in kernels} == mtimes
     # A missing kernel file, an error row and a new trial are (re)run; the rest is not.
     kernels[0].unlink()
-    from evocov_core.benchmarks.reproduce import trials_file
+    from evocov_core.benchmarks.report import trials_file
 
     trials_file(out).append({"series": "01-airline", "algorithm": "random", "seed": 1, "budget": "quick",
                              "status": "error", "reason": "boom"})
@@ -220,7 +220,7 @@ def test_reproduce_is_resumable(tsdl_dir: Path, tmp_path: Path) -> None:
 
 
 def test_table5_standardises_each_row(tsdl_dir: Path) -> None:
-    from evocov_core.benchmarks.reproduce import table5, table6
+    from evocov_core.benchmarks.report import table5, table6
 
     trials = pd.DataFrame({
         "series": ["01-airline", "01-airline", "03-mauna", "03-mauna"],
@@ -242,7 +242,7 @@ def test_table5_standardises_each_row(tsdl_dir: Path) -> None:
 
 
 def test_report_from_a_hand_made_folder(tsdl_dir: Path, tmp_path: Path) -> None:
-    from evocov_core.benchmarks.reproduce import TRIAL_COLUMNS, report
+    from evocov_core.benchmarks.report import TRIAL_COLUMNS, report
 
     out = tmp_path / "f"
     out.mkdir()
@@ -272,14 +272,14 @@ def test_run_records_are_written_at_start_and_updated_at_the_end(tmp_path: Path)
 
 
 def test_interrupted_invocation_counts_until_its_last_trial() -> None:
-    from evocov_core.benchmarks.reproduce import _invocation_walls
+    from evocov_core.benchmarks.common import invocation_walls
 
     invs = [{"started": "2026-01-01T10:00:00+00:00"},  # killed: no wall_seconds
             {"started": "2026-01-01T11:00:00+00:00", "wall_seconds": 30.0},
             {"started": "2026-01-01T12:00:00+00:00"}]  # killed before any trial finished
     trials = pd.DataFrame({"finished": ["2026-01-01T10:01:00+00:00", "2026-01-01T10:05:00+00:00",
                                         "2026-01-01T11:00:20+00:00"]})
-    assert _invocation_walls(invs, trials) == [(300.0, True), (30.0, False), (0.0, True)]
+    assert invocation_walls(invs, trials) == [(300.0, True), (30.0, False), (0.0, True)]
 
 
 # --- the other experiments, tiny ------------------------------------------------------------
@@ -324,3 +324,18 @@ def test_cli_registers_bench() -> None:
     args = build_parser().parse_args(["bench", "report", "--out", "x"])
     assert args.bench_command == "report"
     assert main(["bench", "report", "--out", "/nonexistent/folder"]) == 2
+
+
+def test_benchmark_modules_import_without_cycles() -> None:
+    """Issue 12: no module of the benchmarks package imports, even lazily, one that imports it back."""
+    import ast
+    import graphlib
+
+    root = Path(__file__).resolve().parent.parent / "evocov_core" / "benchmarks"
+    graph = {}
+    for f in root.glob("*.py"):
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        graph[f.stem] = {n.module.split(".")[0] for n in ast.walk(tree)
+                         if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+    order = list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError on a cycle
+    assert order.index("report") < order.index("reproduce") and order.index("report") < order.index("estimate")

@@ -678,10 +678,10 @@ def _f(v: object, digits: int = 3) -> str:
 
 
 def _commands(runs: list[dict], trials: pd.DataFrame) -> list[str]:
-    from .reproduce import _invocation_walls
+    from .common import invocation_walls
 
     lines = ["## Commands", ""]
-    walls = _invocation_walls(runs, trials) if runs else []
+    walls = invocation_walls(runs, trials) if runs else []
     for r, (wall, cut) in zip(runs, walls, strict=True):
         if cut:
             ended = f"interrupted, last trial {wall:.0f} s after the start"

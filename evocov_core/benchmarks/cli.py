@@ -191,7 +191,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
                   scheduler=a.scheduler, series=a.series, quick_scale=a.quick_scale, argv=argv)
         print(f"wrote {a.out / 'report.md'}")
     elif cmd == "report":
-        from .reproduce import report
+        from .report import report
 
         print(f"wrote {report(a.out, data_dir=a.data_dir)}")
     elif cmd == "estimate":

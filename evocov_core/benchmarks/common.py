@@ -319,7 +319,7 @@ def make_search_executor(data: FitData, optim: OptimConfig, *, workers: int | No
 # --- machine and formatting ---------------------------------------------------------------
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
             for line in fh:
@@ -348,7 +348,7 @@ def machine_info() -> dict[str, str]:
     return {
         "date": _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
         "host": socket.gethostname(),
-        "CPU": _cpu_model(),
+        "CPU": cpu_model(),
         "cores": f"{os.cpu_count()} logical, {avail} available",
         "Python": platform.python_version(),
         "numpy": np.__version__,
@@ -395,3 +395,25 @@ def doc_md(text: str) -> str:
 def now_iso() -> str:
     """The local time now, ISO 8601 to the second."""
     return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def invocation_walls(invs: list[dict], trials: pd.DataFrame) -> list[tuple[float, bool]]:
+    """Wall seconds of each invocation, and whether it was interrupted.
+
+    An interrupted invocation (no ``wall_seconds``: the process was killed) is counted from its
+    start to the last trial that finished before the next invocation started (0 if none did).
+    """
+    finished = pd.to_datetime(trials["finished"] if "finished" in trials else pd.Series(dtype=str), utc=True,
+                              errors="coerce")
+    starts = [pd.to_datetime(i.get("started"), utc=True, errors="coerce") for i in invs]
+    out = []
+    for k, inv in enumerate(invs):
+        if inv.get("wall_seconds") is not None:
+            out.append((float(inv["wall_seconds"]), False))
+            continue
+        mask = finished >= starts[k]
+        if k + 1 < len(invs) and not pd.isna(starts[k + 1]):
+            mask &= finished < starts[k + 1]
+        last = finished[mask].max() if mask.any() else None
+        out.append(((last - starts[k]).total_seconds() if last is not None else 0.0, True))
+    return out

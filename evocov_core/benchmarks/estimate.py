@@ -38,17 +38,16 @@ from .budget import ALGORITHMS, budget_config, estimated_fits
 from .common import (
     BenchError,
     command_line,
-    fmt,
     load_series,
     machine_info,
     make_search_executor,
-    md_table,
     now_iso,
     resolve_series,
 )
 from .common import write_json as _write_json
+from .report import estimate_markdown, report
 
-__all__ = ["estimate", "estimate_markdown"]
+__all__ = ["estimate", "load_estimate"]
 
 
 def estimate(data_dir: Path, out: Path, *, series: str | None, generations: int = 2, trials: int = 10,
@@ -126,47 +125,11 @@ def estimate(data_dir: Path, out: Path, *, series: str | None, generations: int 
                total_wall_hours_on_cores=round(total / 3600 / max(cores, 1), 2), finished=now_iso())
     _write_json(out / "estimate.json", doc)
     if (out / "run.json").is_file():
-        from .reproduce import report
-
         report(out, data_dir=data_dir)
     else:
         (out / "estimate.md").write_text("# paper budget: estimated cost\n\n" + estimate_markdown(doc) + "\n",
                                          encoding="utf-8")
     return doc
-
-
-def estimate_markdown(doc: dict) -> str:
-    """The estimate as markdown (method, measurements, per-series extrapolation, totals)."""
-    lines = [f"Command: `{doc.get('command', '')}` ({doc.get('started')}), {doc.get('generations')} timed "
-             f"generations of N = {doc.get('population', 141)} per series and metric, machine "
-             f"{doc.get('machine', {}).get('CPU', '?')}.", "",
-             "Method: mean core-seconds per kernel fit of the timed generations (seeds 0) × the fits of a paper "
-             "trial: EvoCov 141 × 141 = 19881 (LML and SoPL timed separately; SoPL uses Powell with "
-             "ref_fun_call 300), Random Search 20000, GWTF 18013, GPSS ≤ 787 (an upper bound of its candidates "
-             "over 10 levels; crude), the last three at the EvoCov-LML per-fit cost; untimed series by a power "
-             "law in n_train fitted per algorithm. The first generations hold the smallest kernels, so treat "
-             "these as lower bounds.", "",
-             md_table(["series", "n", "metric", "fits timed", "wall s", "fit core-s", "core-s / generation",
-                       "core-s / fit"],
-                      [[m["series"], m["n_train"], m["algorithm"], m["fits"], fmt(m["wall_seconds"]),
-                        fmt(m["fit_core_seconds"]), ", ".join(fmt(v) for v in m["core_seconds_per_generation"]),
-                        fmt(m["core_seconds_per_fit"], 3)] for m in doc.get("measured", [])], "lrlrrrlr"), ""]
-    full = doc.get("all_series_core_seconds", {})
-    if full:
-        keys = list(full)
-        series = sorted(next(iter(full.values())))
-        timed = set(doc.get("per_trial_core_seconds", {}))
-        rows = [[s + ("" if s in timed else " (extrapolated)"),
-                 *(fmt(full[k][s] / 3600, 3) for k in keys),
-                 fmt(sum(full[k][s] for k in keys) / 3600, 3)] for s in series]
-        lines += ["Estimated core-hours per trial (paper budget):", "",
-                  md_table(["series", *keys, "all"], rows), "",
-                  "Exponents b of cost ∝ n^b: " + ", ".join(f"{k} {v}" for k, v in doc.get("exponents", {}).items()),
-                  "",
-                  f"**Total for {doc.get('trials')} trials × {len(keys)} algorithms × {len(series)} series: "
-                  f"{doc.get('total_core_hours')} core-hours, about {doc.get('total_wall_hours_on_cores')} hours "
-                  f"of wall time on {doc.get('cores')} cores** (perfect packing, no other load).", ""]
-    return "\n".join(lines)
 
 
 def load_estimate(out: Path) -> dict | None:

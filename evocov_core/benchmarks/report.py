@@ -1,0 +1,361 @@
+"""``bench report``: the results folder of ``bench reproduce`` read back as the paper's tables.
+
+This module owns the folder's layout (``trials.csv`` columns, kernel file names, ``run.json``)
+and everything written from it: ``table5.csv``, ``table5_raw.csv``, ``table6.csv``,
+``figure5.html`` and ``report.md`` (with the paper-budget estimate of ``bench estimate``
+when the folder has one). :mod:`~evocov_core.benchmarks.reproduce` runs the trials and
+:mod:`~evocov_core.benchmarks.estimate` times them; both write through this module and
+neither is imported by it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from .budget import ALGORITHMS
+from .common import (
+    BenchError,
+    ResultFile,
+    doc_md,
+    fmt,
+    invocation_walls,
+    md_table,
+)
+from .paper import (
+    PAPER_TABLE6,
+    PAPER_TABLE6_COLUMNS,
+    PUBLISHED_METHODS,
+    load_evocov_paper,
+    load_published,
+)
+
+__all__ = ["TRIAL_COLUMNS", "TRIAL_KEY", "estimate_markdown", "kernel_path", "load_run", "report", "table5",
+           "table6", "trials_file"]
+
+TRIAL_COLUMNS = [
+    "series", "algorithm", "seed", "budget", "status", "test_rmse", "q", "bic", "lml", "metric", "metric_value",
+    "wall_seconds", "cpu_seconds", "n_evaluations", "restarts", "n_train", "n_test", "expression", "infix",
+    "kernel_file", "settings", "host", "pid", "finished", "reason",
+]
+TRIAL_KEY = ["series", "algorithm", "seed", "budget"]
+
+#: Short column labels for the markdown tables (the CSVs keep the long ones).
+SHORT = {
+    "ABCD-accuracy": "ABCD acc", "ABCD-interpretability": "ABCD int", "Eureqa": "Eureqa",
+    "paper EvoCov LML best": "P LML best", "paper EvoCov LML mean": "P LML mean",
+    "paper EvoCov SoPL best": "P SoPL best", "paper EvoCov SoPL mean": "P SoPL mean",
+    "paper Random Search mean": "P RS mean", "paper GWTF mean": "P GWTF mean",
+}
+OUR_SHORT = {"evocov-lml": "LML", "evocov-sopl": "SoPL", "random": "RS", "gwtf": "GWTF", "gpss": "GPSS*"}
+
+
+def trials_file(out: Path) -> ResultFile:
+    """The ``trials.csv`` of a folder."""
+    return ResultFile(Path(out) / "trials.csv", TRIAL_COLUMNS, TRIAL_KEY)
+
+
+def kernel_path(series: str, algorithm: str, budget: str, seed: int) -> str:
+    """Kernel file of a trial, relative to the output folder."""
+    return f"kernels/{series}__{algorithm}__{budget}__seed{seed}.json"
+
+
+# --- one trial ---------------------------------------------------------------------------------
+
+
+
+def load_run(out: Path) -> dict:
+    """``run.json`` of a results folder (empty when there is none)."""
+    p = out / "run.json"
+    if not p.is_file():
+        return {}
+    return json.loads(p.read_text(encoding="utf-8"))
+
+
+def _ours(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    ok = trials[trials["status"] == "ok"].copy()
+    ok["test_rmse"] = pd.to_numeric(ok["test_rmse"], errors="coerce")
+    ok["q"] = pd.to_numeric(ok["q"], errors="coerce")
+    return {k: ok[ok["algorithm"] == k] for k in ALGORITHMS if (ok["algorithm"] == k).any()}
+
+
+def table5(trials: pd.DataFrame, data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Raw and standardised test RMSE (series × method), with Mean and Median rows (standardised).
+
+    Methods: the published ones (``published_rmse.csv``), the paper's own algorithms
+    (``evocov_paper_rmse.csv``) and ours (best and mean over trials). Each RMSE is divided
+    by the smallest RMSE on its series over all these methods, so each row's minimum is 1.
+    Only series with at least one of our trials are shown.
+    """
+    ours = _ours(trials)
+    series = sorted({s for df in ours.values() for s in df["series"]})
+    pub = load_published(data_dir)
+    paper = load_evocov_paper(data_dir)
+    raw = pd.DataFrame(index=pd.Index(series, name="series"))
+    for m in PUBLISHED_METHODS:
+        if m in pub.columns:
+            raw[m] = pub[m].reindex(series)
+    for c in paper.columns:
+        raw[c] = paper[c].reindex(series)
+    for k, df in ours.items():
+        g = df.groupby("series")["test_rmse"]
+        raw[f"ours {k} best"] = g.min().reindex(series)
+        raw[f"ours {k} mean"] = g.mean().reindex(series)
+    best = raw.min(axis=1, skipna=True)
+    std = raw.div(best, axis=0)
+    std.loc["Mean"] = std.loc[series].mean(skipna=True)
+    std.loc["Median"] = std.loc[series].median(skipna=True)
+    return raw, std
+
+
+def table6(trials: pd.DataFrame) -> pd.DataFrame:
+    """Hyperparameter counts q (noise included): the paper's Table 6, our GPSS-kernel count, ours (mean)."""
+    from ..library import GPSS_PUBLISHED, compose
+
+    ours = _ours(trials)
+    series = sorted({s for df in ours.values() for s in df["series"]})
+    t = pd.DataFrame(index=pd.Index(series, name="series"))
+    for j, c in enumerate(PAPER_TABLE6_COLUMNS):
+        t[f"paper {c}"] = [PAPER_TABLE6.get(s, (None,) * 13)[j] for s in series]
+    t["GPSS kernel, our q"] = [compose(GPSS_PUBLISHED[s]).q if s in GPSS_PUBLISHED else None for s in series]
+    for k, df in ours.items():
+        t[f"ours {k} mean"] = df.groupby("series")["q"].mean().reindex(series)
+    t = t.apply(pd.to_numeric, errors="coerce").astype(float)
+    t.loc["Mean"] = t.loc[series].mean(skipna=True)
+    return t
+
+
+def figure5(trials: pd.DataFrame, raw: pd.DataFrame, path: Path) -> None:
+    """The paper's Figure 5: standardised RMSE per method, one point per series (ours: per trial)."""
+    import plotly.graph_objects as go
+
+    best = raw.min(axis=1, skipna=True)
+    fig = go.Figure()
+    for col in raw.columns:
+        if col.startswith("ours "):
+            continue
+        v = (raw[col] / best).dropna()
+        fig.add_trace(go.Box(y=v.values, x=[col] * len(v), name=col, boxpoints="all", jitter=0.3,
+                             text=list(v.index), hovertemplate="%{text}: %{y:.3f}<extra>" + col + "</extra>",
+                             marker_color="#7f7f7f", showlegend=False))
+    ok = _ours(trials)
+    for k, df in ok.items():
+        d = df[df["series"].isin(raw.index)]
+        v = d["test_rmse"].to_numpy() / best.reindex(d["series"]).to_numpy()
+        label = f"ours {ALGORITHMS[k].label}"
+        txt = [f"{s} seed {int(e)}" for s, e in zip(d["series"], d["seed"], strict=True)]
+        fig.add_trace(go.Box(y=v, x=[label] * len(v), name=label, boxpoints="all", jitter=0.3, text=txt,
+                             hovertemplate="%{text}: %{y:.3f}<extra></extra>", marker_color="#1f77b4",
+                             showlegend=False))
+    fig.update_yaxes(type="log", title="standardised test RMSE (1 = best on the series)")
+    fig.update_layout(title="Standardised RMSE per method (paper Figure 5); ours: every trial",
+                      height=560, margin=dict(b=160))
+    fig.write_html(path, include_plotlyjs="cdn")
+
+
+# --- report -------------------------------------------------------------------------------------------
+
+
+def _md_frame(df: pd.DataFrame, digits: int = 3, rename: dict | None = None, fixed: bool = True) -> str:
+    cols = [rename.get(c, c) if rename else c for c in df.columns]
+
+    def cell(v: object) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "-"
+        return f"{v:.{digits}f}" if fixed else fmt(v, digits)
+
+    rows = [[str(i), *(cell(v) for v in r)] for i, r in zip(df.index, df.itertuples(index=False), strict=True)]
+    return md_table([df.index.name or "", *cols], rows)
+
+
+def _short_names(cols: list[str]) -> dict[str, str]:
+    out = {}
+    for c in cols:
+        if c.startswith("ours "):
+            _, k, which = c.split(" ")
+            out[c] = f"{OUR_SHORT.get(k, k)} {which}"
+        elif c.startswith("paper ") and c[6:] in PAPER_TABLE6_COLUMNS:
+            out[c] = c[6:].replace("Random Search", "RS").replace("Go With The First", "GWTF") \
+                .replace("ABCD-accuracy", "ABCD acc").replace("ABCD-interpretability", "ABCD int") \
+                .replace("EvoCov ", "")
+        else:
+            out[c] = SHORT.get(c, c)
+    return out
+
+
+def _estimate_section(out: Path) -> list[str]:
+    p = out / "estimate.json"
+    lines = ["## paper budget: estimated cost", ""]
+    if not p.is_file():
+        return [*lines, "Not measured for this folder: `python -m evocov_core bench estimate --data-dir DIR "
+                "--budget paper --series 01-airline,03-mauna,06-internet --generations 2 --out THIS_FOLDER`.", ""]
+
+    return [*lines, estimate_markdown(json.loads(p.read_text(encoding="utf-8"))), ""]
+
+
+def report(out: Path, *, data_dir: Path | None = None) -> Path:
+    """Regenerate ``table5.csv``, ``table5_raw.csv``, ``table6.csv``, ``figure5.html`` and ``report.md``.
+
+    Reads only the folder's files (and the published RMSE files of ``data_dir``, by default
+    the one recorded in ``run.json``).
+    """
+    out = Path(out)
+    run = load_run(out)
+    if not run:
+        raise BenchError(f"{out} has no run.json: not a bench reproduce folder")
+    data_dir = Path(data_dir or run.get("data_dir", ""))
+    if not (data_dir / "published_rmse.csv").is_file():
+        raise BenchError(f"published_rmse.csv not found in {data_dir}; pass --data-dir")
+    trials = trials_file(out).read()
+    lines = [f"# EvoCov benchmark on the 13 TSDL series: Tables 5, 6 and Figure 5 (budget `{run.get('budget')}`)",
+             "", "Regenerate this report from the folder's files with "
+             f"`python -m evocov_core bench report --out {out}`.", ""]
+    invs = run.get("invocations", [])
+    walls = invocation_walls(invs, trials)
+    lines += ["## Commands", ""]
+    for inv, (wall, cut) in zip(invs, walls, strict=True):
+        ended = (f"interrupted, last trial {wall:.0f} s after the start" if cut
+                 else f"finished {inv.get('finished')}, wall {fmt(wall)} s")
+        lines += ["```", inv.get("command", ""), "```",
+                  f"started {inv.get('started')}, {ended}, trials run {inv.get('trials_run', '?')}, already done "
+                  f"{inv.get('trials_skipped', '?')}, workers {inv.get('workers') or 'every core'}"
+                  + (f", scheduler {inv['scheduler']}" if inv.get("scheduler") else ""), ""]
+    total_wall = sum(w for w, _ in walls)
+    n_cut = sum(cut for _, cut in walls)
+    if invs:
+        lines += ["## Machine", "", md_table(["", ""], list(invs[-1].get("machine", {}).items()), "ll"), ""]
+    status = trials["status"].value_counts().to_dict() if len(trials) else {}
+    cpu = pd.to_numeric(trials.get("cpu_seconds", pd.Series(dtype=float)), errors="coerce").sum()
+    twall = pd.to_numeric(trials.get("wall_seconds", pd.Series(dtype=float)), errors="coerce").sum()
+    lines += ["## Totals", "",
+              f"- total wall time of the invocations: **{total_wall:.0f} s ({total_wall / 60:.1f} min)**"
+              + (f" ({n_cut} interrupted invocation(s) counted from their start to their last finished trial)"
+                 if n_cut else ""),
+              f"- trials: {len(trials)} ({', '.join(f'{k} {v}' for k, v in status.items()) or 'none'}); seed of "
+              "trial k = k",
+              f"- sum of trial wall times {twall:.0f} s, of trial CPU times {cpu:.0f} s", ""]
+    lines += _budget_section(run)
+    if (trials["status"] == "ok").any() if len(trials) else False:
+        raw, std = table5(trials, data_dir)
+        raw.to_csv(out / "table5_raw.csv", float_format="%.6g")
+        std.to_csv(out / "table5.csv", float_format="%.4f")
+        t6 = table6(trials)
+        t6.to_csv(out / "table6.csv", float_format="%.2f")
+        figure5(trials, raw, out / "figure5.html")
+        names = _short_names(list(raw.columns))
+        lines += [
+            "## Table 5: standardised test RMSE", "",
+            "Each RMSE divided by the best RMSE on its series over **every column shown** (so each row's minimum "
+            "is 1.000). Columns: the published methods from `published_rmse.csv` (ABCD acc/int = ABCD "
+            "accuracy/interpretability, SP = SP-bic); **GPSS** is the internal 2014-03 rerun of gpss-research "
+            "(`published_rmse.csv` marks it as not in the ABCD paper's table; the EvoCov paper's Table 5 does "
+            "show it); ABCD-accuracy for births and wages comes from an older placeholder run (see "
+            "`gpss_kernels.md`). `P …` = the EvoCov paper's own results (`evocov_paper_rmse.csv`: best/mean of "
+            "10 trials). Ours: LML / SoPL = EvoCov with that metric, RS = Random Search, GWTF = Go With The "
+            "First, GPSS* = our GPSS baseline; best and mean over our trials. Mean and Median rows are over the "
+            "series shown.", "",
+            _md_frame(std, 3, names), "",
+            "## Test RMSE (original units)", "", _md_frame(raw.loc[[i for i in raw.index]], 4, names, fixed=False),
+            "",
+            "## Table 6: hyperparameters q (noise included)", "",
+            "`paper …`: the paper's Table 6 (`tab:extrap_hp_count`), transcribed; `GPSS kernel, our q`: q of the "
+            "published GPSS structure written in our grammar (equals the paper's GPSS column); ours: mean over "
+            "trials of the best kernel's q.", "",
+            _md_frame(t6, 1, {**_short_names(list(t6.columns)), "GPSS kernel, our q": "GPSS our q"}), "",
+            "## Figure 5", "",
+            "[figure5.html](figure5.html): standardised RMSE of every method (published and paper methods: one "
+            "point per series; ours: one point per trial), log scale.", "",
+        ]
+        lines += _trial_list(trials, run)
+    else:
+        lines += ["No successful trial yet: no tables.", ""]
+    lines += _estimate_section(out)
+    path = out / "report.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _budget_section(run: dict) -> list[str]:
+    from .budget import __doc__ as rule
+
+    budget = run.get("budget")
+    lines = [f"## Budget `{budget}`", ""]
+    if budget == "quick":
+        text = rule.split("Budgets\n-------\n", 1)[-1].strip() if rule else ""
+        text = doc_md(text)
+        lines += [text, "", f"Quick scale f = {run.get('quick_scale', 1.0)}.", ""]
+    else:
+        lines += ["`preset(\"paper\", algorithm)`: the paper's section 6.2 settings (EvoCov N = G = 141, μ = 14; "
+                  "Random Search 20000 kernels; GWTF 13 × 200; GPSS 10 levels; Powell ref_fun_call = 300).", ""]
+    settings = run.get("settings", {})
+    if settings:
+        rows = []
+        total = 0.0
+        for s in sorted(settings):
+            for k, v in settings[s].items():
+                extra = ", ".join(f"{a}={b}" for a, b in v.items() if a not in ("config", "fits", "predicted_core_s"))
+                pred = v.get("predicted_core_s")
+                total += float(pred or 0)
+                rows.append([s, k, extra, v.get("fits", ""), "-" if pred is None else pred])
+        lines += ["Settings per series (fits: kernel fits per trial, GPSS: an upper bound; predicted: the cost "
+                  "model's core-seconds per trial):", "",
+                  md_table(["series", "algorithm", "settings", "fits", "predicted core-s"], rows, "lllrr"), "",
+                  f"Predicted total for one trial of each: {total:.0f} core-seconds "
+                  f"({total / 120:.1f} min on 2 idle cores).", ""]
+    return lines
+
+
+def _trial_list(trials: pd.DataFrame, run: dict) -> list[str]:
+    settings = run.get("settings", {})
+    rows = []
+    for r in trials.sort_values(["series", "algorithm", "seed"]).to_dict("records"):
+        infix = str(r.get("infix") or "")
+        if isinstance(r.get("infix"), float):  # NaN from an empty cell
+            infix = ""
+        pred = settings.get(r["series"], {}).get(r["algorithm"], {}).get("predicted_core_s")
+        rows.append([r["series"], r["algorithm"], int(r["seed"]), r["status"], fmt(r.get("test_rmse")),
+                     fmt(r.get("q"), 3), fmt(r.get("wall_seconds"), 3), fmt(r.get("cpu_seconds"), 3), fmt(pred, 3),
+                     fmt(r.get("n_evaluations"), 6),
+                     "`" + (infix if len(infix) <= 90 else infix[:87] + "…").replace("|", "\\|") + "`"
+                     if infix else "-"])
+    return ["## Trials", "",
+            md_table(["series", "algorithm", "seed", "status", "test RMSE", "q", "wall s", "CPU s", "predicted s",
+                      "fits", "best kernel"], rows, "llrlrrrrrrl"), ""]
+
+
+
+def estimate_markdown(doc: dict) -> str:
+    """The estimate as markdown (method, measurements, per-series extrapolation, totals)."""
+    lines = [f"Command: `{doc.get('command', '')}` ({doc.get('started')}), {doc.get('generations')} timed "
+             f"generations of N = {doc.get('population', 141)} per series and metric, machine "
+             f"{doc.get('machine', {}).get('CPU', '?')}.", "",
+             "Method: mean core-seconds per kernel fit of the timed generations (seeds 0) × the fits of a paper "
+             "trial: EvoCov 141 × 141 = 19881 (LML and SoPL timed separately; SoPL uses Powell with "
+             "ref_fun_call 300), Random Search 20000, GWTF 18013, GPSS ≤ 787 (an upper bound of its candidates "
+             "over 10 levels; crude), the last three at the EvoCov-LML per-fit cost; untimed series by a power "
+             "law in n_train fitted per algorithm. The first generations hold the smallest kernels, so treat "
+             "these as lower bounds.", "",
+             md_table(["series", "n", "metric", "fits timed", "wall s", "fit core-s", "core-s / generation",
+                       "core-s / fit"],
+                      [[m["series"], m["n_train"], m["algorithm"], m["fits"], fmt(m["wall_seconds"]),
+                        fmt(m["fit_core_seconds"]), ", ".join(fmt(v) for v in m["core_seconds_per_generation"]),
+                        fmt(m["core_seconds_per_fit"], 3)] for m in doc.get("measured", [])], "lrlrrrlr"), ""]
+    full = doc.get("all_series_core_seconds", {})
+    if full:
+        keys = list(full)
+        series = sorted(next(iter(full.values())))
+        timed = set(doc.get("per_trial_core_seconds", {}))
+        rows = [[s + ("" if s in timed else " (extrapolated)"),
+                 *(fmt(full[k][s] / 3600, 3) for k in keys),
+                 fmt(sum(full[k][s] for k in keys) / 3600, 3)] for s in series]
+        lines += ["Estimated core-hours per trial (paper budget):", "",
+                  md_table(["series", *keys, "all"], rows), "",
+                  "Exponents b of cost ∝ n^b: " + ", ".join(f"{k} {v}" for k, v in doc.get("exponents", {}).items()),
+                  "",
+                  f"**Total for {doc.get('trials')} trials × {len(keys)} algorithms × {len(series)} series: "
+                  f"{doc.get('total_core_hours')} core-hours, about {doc.get('total_wall_hours_on_cores')} hours "
+                  f"of wall time on {doc.get('cores')} cores** (perfect packing, no other load).", ""]
+    return "\n".join(lines)
