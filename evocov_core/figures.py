@@ -287,6 +287,47 @@ def extrapolation_data(model: FittedModel | ModelAverage, ds: Dataset, n_grid: i
                          "lower": pred.mean - 2 * pred.std, "upper": pred.mean + 2 * pred.std, "std": pred.std})
 
 
+def components_data(model: FittedModel, ds: Dataset, n_grid: int = 300, extend: float = 0.1
+                    ) -> tuple[list, float, pd.Series | np.ndarray, object]:
+    """The fitted kernel's additive components (:func:`evocov_core.decompose.decompose`) on a grid.
+
+    Returns the components (largest explained variance first; means and SDs in the data's
+    units, without the data's mean), the noise SD, the grid's display x (dates for dates) and
+    the display x of the last training point. The grid runs over the data and ``extend`` of
+    its range beyond.
+    """
+    from .decompose import decompose
+
+    if ds.x.shape[1] > 1:
+        raise ValueError("components are drawn for one input dimension")
+    nm = model.norm
+    x = ds.x[:, 0]
+    lo, hi = float(x.min()), float(x.max())
+    grid = np.linspace(lo, hi + extend * (hi - lo), n_grid)
+    ym = (ds.y_train - nm.y_mean) / nm.y_std
+    comps, noise = decompose(model.kernel, np.asarray(model.theta), model.log_noise, nm.x_to_model(ds.X_train), ym,
+                             nm.x_to_model(grid[:, None]), jitter=model.jitter, x_scale=nm.x_scale[0],
+                             x_offset=nm.x_offset[0], y_scale=nm.y_std,
+                             x_unit="years" if ds.x_kind == "date" else str(ds.x_label), y_unit=str(ds.y_label))
+    return comps, noise, _display_x(ds, grid), _display_x(ds, np.array([split_value(ds)]))[0]
+
+
+def component_figure(component, x_display: pd.Series | np.ndarray, split: float | None = None,
+                     title: str | None = None) -> go.Figure:
+    """One component: posterior mean and ±2σ band; a dotted line where the training data end."""
+    m, sd = component.mean, component.sd
+    xs = list(x_display)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=xs + xs[::-1], y=list(m + 2 * sd) + list((m - 2 * sd)[::-1]), fill="toself",
+                             line=dict(width=0), fillcolor="rgba(31,119,180,0.2)", name="±2σ", hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=xs, y=m, mode="lines", name="mean", line=dict(color=_COLORS["train"])))
+    if split is not None:
+        fig.add_vline(x=split, line_dash="dot", line_color="#888")
+    fig.update_layout(title=title, height=240, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+                      showlegend=False)
+    return fig
+
+
 def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = None) -> go.Figure:
     pts = series_data(ds)
     fig = go.Figure()

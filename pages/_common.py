@@ -24,6 +24,8 @@ import streamlit as st
 
 from evocov_core.data import DataError, Dataset, bundled_datasets, dataset_from_frame, load_bundled, read_table
 from evocov_core.figures import (
+    component_figure,
+    components_data,
     extrapolation_data,
     extrapolation_figure,
     hyperparameter_table,
@@ -492,6 +494,7 @@ def show_kernel(
         fig = tree_figure(k, model.theta, title="Expression tree")
         st.plotly_chart(fig, key=f"{key}_tree", config={"displaylogo": False})
     extrapolation_chart(model, ds, key=f"{key}_extrap", title="Extrapolation: predictive mean and ±2σ band")
+    components_section(model, ds, key=f"{key}_components")
     if download_name:
         d = doc if doc is not None else kernel_doc(fit, ds)
         cols = st.columns(2) if average_download else None
@@ -507,6 +510,22 @@ def show_kernel(
         if cols and average_download:
             with cols[1]:
                 average_download_button(*average_download, key=f"{key}_average_download")
+
+
+def components_section(model: FittedModel, ds: Dataset, *, key: str) -> None:
+    """What the kernel says: its additive components, each with its posterior and one sentence."""
+    if ds.x.shape[1] != 1:
+        return
+    with st.expander("What the kernel says: its components", expanded=False):
+        comps, noise_sd, xs, split = components_data(model, ds)
+        st.caption("The kernel written as a sum of terms (products distributed over sums); each term is an "
+                   "independent part of the series. Shares are of the training data's variance; sentences are "
+                   "read from each term's kernel function (correlation against lag), not from its name.")
+        for i, c in enumerate(comps):
+            st.markdown(f"**{i + 1}. {c.sentence[0].upper() + c.sentence[1:]}** — {c.explained:.0%} of the variance")
+            st.plotly_chart(component_figure(c, xs, split), key=f"{key}_{i}", config={"displaylogo": False})
+            st.caption(f"Term: `{c.kernel.infix}`")
+        st.markdown(f"**Noise** with standard deviation {noise_sd:.3g} {ds.y_label}.")
 
 
 # --- the model choice and the model average of a search ----------------------------------------------

@@ -401,6 +401,10 @@ def test_results_page_renders_a_finished_run(data_dir):
     assert at.query_params.get("run") == jid
     assert at.latex, "no LaTeX formula"
     assert at.get("download_button"), "no kernel download"
+    # What the kernel says: one sentence per additive component, and the noise.
+    said = texts(at, "markdown")
+    assert any("of the variance" in m for m in said) and any(m.startswith("**Noise** with") for m in said)
+    assert any(e.label == "As evolved (the stored tree)" for e in at.expander)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["SE baseline"] == "…"  # fitting in the background (kept pending in tests)
     assert metrics["GPSS baseline"] not in ("–", "…")  # the run itself is a GPSS run on these data

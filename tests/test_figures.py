@@ -305,3 +305,20 @@ def test_fitness_chart_stays_readable_when_the_mean_explodes():
     cmp = fitness_compare_figure({"wild": wild, "calm": hist})
     top = cmp.layout.yaxis.range[1]
     assert top < 1e5 and cmp.data[0].y[0] == top and cmp.data[0].marker.symbol[0] == "triangle-up"
+
+
+def test_components_on_a_grid_in_data_units(ds):
+    """Components of a fitted SE + PER + LIN: their means add up to the model's mean minus the data mean."""
+    from evocov_core.figures import component_figure, components_data
+    from evocov_core.model import FittedModel
+
+    k = compose(["+", "SE", ["+", "PER", "LIN"]])
+    theta = tuple(np.full(k.n_params, math.log(0.5)))
+    model = FittedModel(k, theta, math.log(0.05), 0.0, ds.norm)
+    comps, noise, xs, split = components_data(model, ds, n_grid=50)
+    assert len(comps) == 3 and len(xs) == 50 and noise == pytest.approx(math.sqrt(0.05) * ds.norm.y_std)
+    grid = np.linspace(ds.x[:, 0].min(), ds.x[:, 0].max() * 1.0 + 0.1 * np.ptp(ds.x[:, 0]), 50)
+    pred = model.predict(ds.X_train, ds.y_train, grid[:, None])
+    np.testing.assert_allclose(sum(c.mean for c in comps) + ds.norm.y_mean, pred.mean, rtol=1e-7, atol=1e-7)
+    fig = component_figure(comps[0], xs, split)
+    assert len(fig.data) == 2 and len(fig.layout.shapes) == 1
