@@ -7,6 +7,8 @@ The package knows nothing of the dashboard. Modules, one idea each:
 ``kernel``       the immutable Kernel value and its canonical / infix / LaTeX forms
 ``evaluate``     the stack evaluator, one table entry per operator: K, diag(K), dK/dθ
 ``simplify``     a readable equivalent of a kernel for display (SymPy)
+``decompose``    additive components of a fitted kernel, their posteriors and sentences
+``report_html``  the self-contained HTML report of a kernel file on a data set
 ``library``      well-known kernels (Table 1) and GPSS base kernels in the grammar
 ``psd``          the fast empirical PSD check (section 4.1.2)
 ``data``         datasets, CSV validation, the train/test split, normalisation

@@ -101,6 +101,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .kernel_file import load_kernel_file
+    from .report_html import report_html
+
+    kf = load_kernel_file(args.kernel)
+    tf = kf.scores.get("test_fraction")
+    ds = _dataset(args, float(tf) if isinstance(tf, (int, float)) and args.test_fraction is None else None)
+    _write_text(args.out, report_html(kf, ds))
+    print(f"wrote {args.out}: forecast, components, residual checks and the kernel of {kf.kernel.infix}")
+    return 0
+
+
 def _config_from_args(args: argparse.Namespace):
     from .search import preset
 
@@ -236,6 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="predict at every x, not only the test part")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("report", help="a self-contained HTML report of a kernel file on a data set")
+    p.add_argument("--kernel", required=True)
+    _add_data_args(p, test_default=None)
+    p.add_argument("--out", required=True, help="HTML file to write (opens offline)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("search", help="search for a kernel")
     _add_data_args(p)

@@ -337,3 +337,33 @@ def test_upload_search_reload_results_download(server, browser, tmp_path):
     _no_exceptions(page)
     _shot(page, "08-runs")
     ctx.close()
+
+
+def test_report_html_renders_offline(browser, tmp_path):
+    """The HTML report opens from a file with no network and every Plotly figure draws."""
+    from evocov_core.data import Dataset
+    from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict, parse_kernel_file
+    from evocov_core.library import compose
+    from evocov_core.metrics import FitData
+    from evocov_core.optimize import OptimConfig, fit_kernel
+    from evocov_core.report_html import report_html
+
+    x = 1990 + np.arange(96) / 12.0
+    y = 0.5 * (x - 1990) + np.sin(2 * math.pi * x) + 0.1 * np.random.default_rng(1).standard_normal(96)
+    ds = Dataset.from_arrays(x, y, name="toy", test_fraction=0.1)
+    fit = fit_kernel(compose(["+", "SE", "PER"]), FitData.from_dataset(ds), OptimConfig(n_restarts=1, n_screen=5),
+                     np.random.default_rng(0))
+    kf = parse_kernel_file(dump_kernel_file(kernel_file_dict(fit, ds.norm, dataset="toy", n_test=ds.n_test)))
+    path = tmp_path / "report.html"
+    path.write_text(report_html(kf, ds), encoding="utf-8")
+    ctx = browser.new_context(offline=True)
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    n_divs = page.locator("div.plotly-graph-div").count()
+    assert n_divs >= 6  # forecast, >= 2 components, 3 residual checks
+    page.wait_for_function(f"document.querySelectorAll('div.plotly-graph-div .main-svg').length >= {n_divs}",
+                           timeout=30_000)
+    assert errors == []
+    ctx.close()

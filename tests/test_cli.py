@@ -161,3 +161,16 @@ def test_search_refuses_a_text_value_column(tmp_path: Path) -> None:
     out = cli("search", "--data", str(csv), "--out", str(tmp_path / "k.json"))
     assert out.returncode != 0 and not (tmp_path / "k.json").exists()
     assert "'value' is not numeric" in out.stderr and "--y" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_report_writes_a_self_contained_html(series_csv: Path, searched: tuple[Path, subprocess.CompletedProcess],
+                                             tmp_path: Path) -> None:
+    out, _ = searched
+    page = tmp_path / "report.html"
+    res = cli("report", "--kernel", str(out), "--data", str(series_csv), "--x", "t", "--y", "value",
+              "--out", str(page))
+    assert res.returncode == 0, res.stderr
+    text = page.read_text(encoding="utf-8")
+    assert text.count("<script src=") == 0 and "plotly" in text.lower()  # JavaScript inline: opens offline
+    assert "What the kernel says" in text and "Residual checks" in text and "of the variance" in text
+    assert load_kernel_file(out).kernel.infix.replace("'", "&#x27;") in text

@@ -1,0 +1,127 @@
+"""A self-contained HTML report of a fitted kernel: forecast, components, residual checks, formula.
+
+``python -m evocov_core report --kernel K.json --data D.csv --out report.html`` writes one file
+that opens offline (Plotly's JavaScript is embedded once, no other resource is fetched):
+
+1. the data and the forecast (predictive mean and ±2σ);
+2. one figure and one sentence per additive component (:mod:`evocov_core.decompose`), largest
+   share of the variance first, and the noise;
+3. residual checks on the training data: standardised residuals ``(y − μ)/σ`` of the
+   leave-nothing-out posterior, their autocorrelation (bars outside ±2/√n suggest structure
+   the kernel missed) and a normal Q-Q plot;
+4. the kernel: the simplified formula (:mod:`evocov_core.simplify`), the stored expression,
+   the hyperparameters in the data's units, the scores of the kernel file.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from scipy.stats import norm as normal
+
+from .data import Dataset
+from .figures import component_figure, components_data, extrapolation_data, extrapolation_figure, hyperparameter_table
+from .kernel_file import KernelFile
+from .model import FittedModel
+from .simplify import simplified
+
+__all__ = ["report_html", "residual_checks"]
+
+
+def residual_checks(model: FittedModel, ds: Dataset, max_lag: int = 24) -> dict[str, np.ndarray]:
+    """Standardised training residuals, their autocorrelation up to ``max_lag`` and Q-Q points.
+
+    Returns ``x``, ``residual`` (n,), ``lags``, ``acf`` (max_lag,), ``theoretical``, ``sample``
+    (sorted residuals against normal quantiles).
+    """
+    pred = model.predict(ds.X_train, ds.y_train, ds.X_train)
+    r = (ds.y_train - pred.mean) / np.where(pred.std > 0, pred.std, 1.0)
+    rc = r - r.mean()
+    denom = float(rc @ rc) or 1.0
+    lags = np.arange(1, min(max_lag, r.size - 1) + 1)
+    acf = np.array([float(rc[:-k] @ rc[k:]) / denom for k in lags])
+    n = r.size
+    theoretical = normal.ppf((np.arange(1, n + 1) - 0.5) / n)
+    return {"x": ds.X_train[:, 0], "residual": r, "lags": lags, "acf": acf, "theoretical": theoretical,
+            "sample": np.sort(r)}
+
+
+def _residual_figures(chk: dict[str, np.ndarray], ds: Dataset) -> list[go.Figure]:
+    n = chk["residual"].size
+    f1 = go.Figure(go.Scatter(x=chk["x"], y=chk["residual"], mode="markers", marker=dict(size=4)))
+    f1.update_layout(title="Standardised residuals on the training data", height=260,
+                     xaxis_title=str(ds.x_label), yaxis_title="(y − μ)/σ")
+    f2 = go.Figure(go.Bar(x=chk["lags"], y=chk["acf"]))
+    band = 2 / math.sqrt(max(n, 1))
+    for v in (band, -band):
+        f2.add_hline(y=v, line_dash="dot", line_color="#888")
+    f2.update_layout(title="Autocorrelation of the residuals (dotted: ±2/√n)", height=260, xaxis_title="lag")
+    f3 = go.Figure([go.Scatter(x=chk["theoretical"], y=chk["sample"], mode="markers", marker=dict(size=4),
+                               name="residuals"),
+                    go.Scatter(x=chk["theoretical"], y=chk["theoretical"], mode="lines", name="normal",
+                               line=dict(dash="dot", color="#888"))])
+    f3.update_layout(title="Normal Q-Q plot of the residuals", height=300, xaxis_title="normal quantile",
+                     yaxis_title="residual", showlegend=False)
+    return [f1, f2, f3]
+
+
+def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None) -> str:
+    """The report as one HTML document (Plotly embedded once; opens with no network)."""
+    model = FittedModel.from_file(kf, fallback_norm=ds.norm)
+    k = kf.kernel
+    figs: list[tuple[str, go.Figure]] = []
+    pred = extrapolation_data(model, ds, extend=0.1)
+    figs.append(("", extrapolation_figure(pred, ds, title="Data and forecast: predictive mean and ±2σ band")))
+    comps, noise_sd, xs, split = components_data(model, ds) if ds.x.shape[1] == 1 else ([], float("nan"), [], None)
+    parts: list[str] = []
+    first = True
+
+    def plot(fig: go.Figure) -> str:
+        nonlocal first
+        out = fig.to_html(full_html=False, include_plotlyjs="inline" if first else False,
+                          config={"displaylogo": False})
+        first = False
+        return out
+
+    esc = html.escape
+    name = title or f"EvoCov report: {ds.name}"
+    parts.append(f"<h1>{esc(name)}</h1>")
+    scores = {key: v for key, v in kf.scores.items() if isinstance(v, (int, float)) and v is not None}
+    rmse = model.test_rmse(ds)
+    parts.append(f"<p>{ds.n_train} training points, {ds.n_test} test points of <b>{esc(str(ds.y_label))}</b> "
+                 f"against <b>{esc(str(ds.x_label))}</b>; q = {k.q} hyperparameters"
+                 + (f"; test RMSE {rmse:.4g}" if rmse is not None else "") + ".</p>")
+    parts.append("<h2>Forecast</h2>" + plot(figs[0][1]))
+    parts.append("<h2>What the kernel says</h2><p>The kernel written as a sum of terms (products distributed "
+                 "over sums); each term is an independent part of the series. Shares are of the training "
+                 "data's variance; each sentence is read from the term's kernel function.</p>")
+    for i, c in enumerate(comps):
+        parts.append(f"<h3>{i + 1}. {esc(c.sentence[0].upper() + c.sentence[1:])} "
+                     f"({c.explained:.0%} of the variance)</h3>")
+        parts.append(plot(component_figure(c, xs, split)))
+        parts.append(f"<p><code>{esc(c.kernel.infix)}</code></p>")
+    if comps:
+        parts.append(f"<h3>Noise</h3><p>Standard deviation {noise_sd:.4g} {esc(str(ds.y_label))}.</p>")
+    chk = residual_checks(model, ds)
+    outside = int(np.sum(np.abs(chk["acf"]) > 2 / math.sqrt(max(chk["residual"].size, 1))))
+    parts.append(f"<h2>Residual checks</h2><p>{outside} of {chk['acf'].size} autocorrelations lie outside "
+                 "±2/√n (about 1 in 20 would by chance).</p>")
+    for f in _residual_figures(chk, ds):
+        parts.append(plot(f))
+    table = hyperparameter_table(k, model.theta, model.log_noise, model.norm)
+    parts.append("<h2>The kernel</h2>"
+                 f"<p>Simplified (for reading): <code>{esc(str(simplified(k)))}</code></p>"
+                 f"<p>As stored: <code>{esc(k.infix)}</code></p>"
+                 f"<p>Expression: <code>{esc(k.prefix)}</code></p>"
+                 + pd.DataFrame(table).to_html(index=False, border=0, classes="hp")
+                 + ("<p>Scores in the kernel file: " + ", ".join(f"{esc(a)} = {b:.6g}" for a, b in scores.items())
+                    + "</p>" if scores else ""))
+    style = ("body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}"
+             "code{background:#f4f4f4;padding:2px 4px;word-break:break-all}table.hp{border-collapse:collapse}"
+             "table.hp td,table.hp th{padding:2px 8px;border-bottom:1px solid #ddd}")
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(name)}</title>"
+            f"<style>{style}</style></head><body>" + "\n".join(parts) + "</body></html>")
