@@ -93,7 +93,9 @@ if run_id is not None:
     if run["status"] in ("queued", "running"):
         st.info("This run is still going: the kernel shown is the best so far.", icon=":material/sync:")
 
-    tab_best, tab_pareto, tab_file = st.tabs(["Best kernel", "All kernels (Pareto)", "Apply a kernel file"])
+    tab_best, tab_report, tab_pareto, tab_file = st.tabs(
+        ["Best kernel", "Report", "All kernels (Pareto)", "Apply a kernel file"]
+    )
 
     # --- what the search returned: the chosen kernel, the lowest-BIC one, the model average -----------
     extra = run.get("extra") or {}
@@ -302,6 +304,28 @@ if run_id is not None:
                 doc=run["best"],
                 expand_hyperparameters=True,
                 average_download=average_download,
+            )
+
+    # --- a self-contained HTML report of the returned kernel ----------------------------------------
+    with tab_report:
+        st.caption(
+            "One HTML file that opens offline: the forecast, the kernel's components with a sentence each, "
+            "residual checks and the kernel itself (also `python -m evocov_core report`)."
+        )
+        report_key = f"results_report_{run_id}"
+        if run.get("best") and st.button("Make the report", key="results_make_report", icon=":material/article:"):
+            from evocov_core.report_html import report_html
+
+            with st.spinner("Writing the report…"):
+                st.session_state[report_key] = report_html(parse_kernel_file(dump_kernel_file(run["best"])), ds)
+        if report_key in st.session_state:
+            st.download_button(
+                "Download the report (HTML)",
+                st.session_state[report_key],
+                file_name=f"evocov-report-{ds.name}-{run_id}.html",
+                mime="text/html",
+                key="results_report_download",
+                icon=":material/download:",
             )
 
     # --- Pareto plot over every kernel evaluated --------------------------------------------------
