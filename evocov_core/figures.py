@@ -257,8 +257,10 @@ def tree_figure(kernel: Kernel, theta: Sequence[float] | None = None, title: str
                                              line=dict(width=1, color=_KIND_COLORS.get(kind, "#777"))),
                                  textfont=dict(size=11)))
     height = max(260, 70 * (int(nodes.depth.max()) + 1))
-    fig.update_layout(title=title, height=height, xaxis=dict(visible=False), yaxis=dict(visible=False),
-                      margin=dict(l=10, r=10, t=40 if title else 10, b=10), legend=_LEGEND,
+    # The legend goes under the tree: above it, it ran into the title (issue 13).
+    fig.update_layout(title=title, height=height + 40, xaxis=dict(visible=False), yaxis=dict(visible=False),
+                      margin=dict(l=10, r=10, t=40 if title else 10, b=50),
+                      legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0),
                       plot_bgcolor="white")
     return fig
 

@@ -222,7 +222,9 @@ def test_tree_figure_traces():
     kinds = sorted(nodes.kind.unique())
     assert [t.name for t in fig.data[1:]] == [kd.replace("_", " ") for kd in kinds]
     assert sum(len(t.x) for t in fig.data[1:]) == len(nodes)
-    assert fig.layout.height == max(260, 70 * (int(nodes.depth.max()) + 1))
+    assert fig.layout.height == max(260, 70 * (int(nodes.depth.max()) + 1)) + 40
+    # The legend sits under the tree, clear of the title above it (issue 13).
+    assert fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top" and fig.layout.margin.b >= 40
 
 
 # --- fitness curves ---------------------------------------------------------------------------------------
