@@ -26,22 +26,12 @@ from scipy.linalg import solve_triangular
 
 from .evaluate import Inputs, covariance, covariance_diag
 from .gp import factorize
-from .kernel import Kernel, Node
+from .kernel import Kernel, Node, flatten
 from .optimize import slot_roles
 
 __all__ = ["Behaviour", "Component", "additive_terms", "decompose", "describe"]
 
 Array = NDArray[np.float64]
-
-
-def _tokens(node: Node) -> tuple[str, ...]:
-    out: list[str] = []
-    stack = [node]
-    while stack:
-        tok, ch = stack.pop()
-        out.append(tok)
-        stack.extend(reversed(ch))
-    return tuple(out)
 
 
 def _terms(node: Node) -> list[Node]:
@@ -54,7 +44,7 @@ def _terms(node: Node) -> list[Node]:
 
 
 def _depends_on_x(node: Node) -> bool:
-    return "x" in _tokens(node)
+    return "x" in flatten(node)
 
 
 def additive_terms(kernel: Kernel) -> list[Kernel]:
@@ -72,12 +62,12 @@ def additive_terms(kernel: Kernel) -> list[Kernel]:
         acc = const[0]
         for c in const[1:]:
             acc = ("add", (acc, c))
-        linear = [i for i, t in enumerate(with_x) if "dot_prod" in _tokens(t) and "changepoint" not in _tokens(t)]
+        linear = [i for i, t in enumerate(with_x) if "dot_prod" in flatten(t) and "changepoint" not in flatten(t)]
         if len(linear) == 1:
             with_x[linear[0]] = ("add", (acc, with_x[linear[0]]))
         else:
             with_x.append(acc)
-    return [Kernel(_tokens(t)) for t in with_x]
+    return [Kernel(flatten(t)) for t in with_x]
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from .grammar import (
     tree_depth,
 )
 
-__all__ = ["Kernel", "Node"]
+__all__ = ["Kernel", "Node", "flatten"]
 
 # Node of the nested form used for rendering and canonicalisation: (token, children).
 Node = tuple[str, tuple["Node", ...]]
@@ -59,7 +59,8 @@ def _nest(tokens: tuple[str, ...]) -> Node:
     return out[0]
 
 
-def _flatten(node: Node) -> tuple[str, ...]:
+def flatten(node: Node) -> tuple[str, ...]:
+    """Nested (token, children) tuples -> prefix tokens, iteratively."""
     out: list[str] = []
     stack = [node]
     while stack:
@@ -144,7 +145,7 @@ def _canon(node: Node) -> Node:
 
 
 def _sort_key(node: Node, classes: dict[str, int]) -> tuple[str, str, str]:
-    flat = _flatten(node)
+    flat = flatten(node)
     anonymous = " ".join("θ" if is_slot(t) else t for t in flat)
     by_class = " ".join(f"θ{classes[t]}" if is_slot(t) else t for t in flat)
     # Last tie-break: the sharing pattern inside the subtree.
@@ -392,7 +393,7 @@ class Kernel:
 
     @cached_property
     def _canonical(self) -> tuple[Kernel, dict[str, str]]:
-        tokens, mapping = _renumber(_flatten(_canon(self._nested)))
+        tokens, mapping = _renumber(flatten(_canon(self._nested)))
         return Kernel(tokens), mapping
 
     @property
