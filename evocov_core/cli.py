@@ -76,13 +76,19 @@ def cmd_check_kernel(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def cmd_predict(args: argparse.Namespace) -> int:
+def _kernel_and_data(args: argparse.Namespace):
+    """``--kernel`` and the data, split as the kernel file was scored unless ``--test-fraction`` says otherwise."""
     from .kernel_file import load_kernel_file
-    from .model import FittedModel
 
     kf = load_kernel_file(args.kernel)
     tf = kf.scores.get("test_fraction")
-    ds = _dataset(args, float(tf) if isinstance(tf, (int, float)) and args.test_fraction is None else None)
+    return kf, _dataset(args, float(tf) if isinstance(tf, (int, float)) and args.test_fraction is None else None)
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from .model import FittedModel
+
+    kf, ds = _kernel_and_data(args)
     model = FittedModel.from_file(kf, fallback_norm=ds.norm)
     X = ds.x if args.all else ds.X_test
     if X.shape[0] == 0:
@@ -102,12 +108,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .kernel_file import load_kernel_file
     from .report_html import report_html
 
-    kf = load_kernel_file(args.kernel)
-    tf = kf.scores.get("test_fraction")
-    ds = _dataset(args, float(tf) if isinstance(tf, (int, float)) and args.test_fraction is None else None)
+    kf, ds = _kernel_and_data(args)
     _write_text(args.out, report_html(kf, ds))
     print(f"wrote {args.out}: forecast, components, residual checks and the kernel of {kf.kernel.infix}")
     return 0

@@ -264,7 +264,7 @@ def decompose(kernel: Kernel, theta: Array, log_noise: float, X: Array, y: Array
         mean = Ks @ alpha
         V = solve_triangular(f.L, Ks.T, lower=True, check_finite=False)
         var = np.clip(covariance_diag(term, X_new, th) - np.einsum("ij,ij->j", V, V), 0.0, None)
-        mean_train = covariance(term, Inputs(X, X), th) @ alpha
+        mean_train = covariance(term, inputs, th) @ alpha
         explained = float(np.var(mean_train) / var_y)
         beh = describe(term, by_slot, lo, hi, x_scale)
         sd_comp = float(np.sqrt(np.abs(covariance_diag(term, np.array([[0.5 * (lo + hi)]]), th)[0]))) * y_scale
