@@ -1,21 +1,16 @@
-"""EvoCov dashboard: the page list and the shared sidebar. Run with ``streamlit run app.py``."""
+"""EvoCov dashboard, entry page. Run with ``streamlit run app.py``.
+
+The pages are the scripts in ``pages/`` (Streamlit's own multipage mode); each draws the
+shared sidebar (:func:`dashboard.common.page_setup`). The entry page opens the Data page.
+"""
 
 import streamlit as st
 
-# Worker processes (searches, reference fits) start with "spawn", which re-runs this file as
-# ``__mp_main__``: there is nothing to draw there. Streamlit runs it as ``__main__``.
+# Worker processes (searches, reference fits) start with "spawn", which re-runs the main
+# script as ``__mp_main__``: there is nothing to do there. Streamlit runs it as ``__main__``.
 if __name__ == "__main__":
-    from pages._common import leave_pages_directory_mode, sidebar
+    from dashboard.common import PAGE_DATA
 
-    leave_pages_directory_mode()
     st.set_page_config(page_title="EvoCov", page_icon=":material/genetics:", layout="wide")
-    pages = [
-        st.Page("pages/1_data.py", title="Data", icon=":material/show_chart:", default=True),
-        st.Page("pages/2_search.py", title="Search", icon=":material/genetics:"),
-        st.Page("pages/3_results.py", title="Results", icon=":material/emoji_events:"),
-        st.Page("pages/4_explorer.py", title="Mutation explorer", icon=":material/science:"),
-        st.Page("pages/5_runs.py", title="Runs", icon=":material/folder_open:"),
-    ]
-    nav = st.navigation(pages)
-    sidebar()
-    nav.run()
+    # A link to / with a run in it (?job=...) keeps it: the Data page's sidebar adopts the run.
+    st.switch_page(PAGE_DATA, query_params=st.query_params.to_dict())

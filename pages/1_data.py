@@ -6,26 +6,26 @@ from pathlib import Path
 
 import streamlit as st
 
-from evocov_core.data import DEFAULT_MAX_POINTS, DataError, date_columns, guess_columns, numeric_columns
-from evocov_core.figures import series_figure
-from pages._common import (
+from dashboard.common import (
     DATASET_KEY,
     ROW_NUMBER,
     current_dataset,
     dataset_fingerprint,
     dataset_source,
     dataset_summary,
-    leave_pages_directory_mode,
     load_bundled_dataset,
     max_upload_bytes,
+    page_setup,
     polish,
     read_upload,
     set_dataset,
     upload_to_dataset,
 )
-from pages._common import catalog as bundled_catalog
+from dashboard.common import catalog as bundled_catalog
+from evocov_core.data import DEFAULT_MAX_POINTS, DataError, date_columns, guess_columns, numeric_columns
+from evocov_core.figures import series_figure
 
-leave_pages_directory_mode()
+page_setup("Data")
 st.title("Data")
 st.caption(
     "Choose the time series to model. Every other page works on the dataset selected here: "

@@ -9,12 +9,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from evocov_core.figures import fitness_figure
-from evocov_core.jobs import JobSpec
-from evocov_core.metrics import METRIC_LABELS, METRICS
-from evocov_core.search import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
-from evocov_core.search.config import GPSS_BASE_KERNELS
-from pages._common import (
+from dashboard.common import (
     MY_RUNS_KEY,
     PAGE_RESULTS,
     RESULTS_RUN_KEY,
@@ -25,8 +20,8 @@ from pages._common import (
     fit_from_doc,
     fmt,
     get_run,
-    leave_pages_directory_mode,
     manager,
+    page_setup,
     polish,
     poll_every,
     remember_run,
@@ -35,8 +30,13 @@ from pages._common import (
     store,
     watched_job,
 )
+from evocov_core.figures import fitness_figure
+from evocov_core.jobs import JobSpec
+from evocov_core.metrics import METRIC_LABELS, METRICS
+from evocov_core.search import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
+from evocov_core.search.config import GPSS_BASE_KERNELS
 
-leave_pages_directory_mode()
+page_setup("Search")
 st.title("Search")
 ds = current_dataset()
 st.caption(

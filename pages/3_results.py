@@ -8,14 +8,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from evocov_core.baselines import se_baseline
-from evocov_core.data import Dataset
-from evocov_core.figures import average_members_data, pareto_data, pareto_figure, selection_data
-from evocov_core.kernel_file import KernelFileError, dump_kernel_file, parse_kernel_file
-from evocov_core.metrics import FitData
-from evocov_core.model import FittedModel
-from evocov_core.optimize import FitResult
-from pages._common import (
+from dashboard.common import (
     PAGE_SEARCH,
     RESULTS_RUN_KEY,
     algorithm_label,
@@ -31,9 +24,9 @@ from pages._common import (
     get_run,
     gpss_baseline_job,
     latest_session_run,
-    leave_pages_directory_mode,
     list_runs,
     model_average_text,
+    page_setup,
     polish,
     poll_every,
     run_label,
@@ -45,8 +38,15 @@ from pages._common import (
     status_badge,
     store,
 )
+from evocov_core.baselines import se_baseline
+from evocov_core.data import Dataset
+from evocov_core.figures import average_members_data, pareto_data, pareto_figure, selection_data
+from evocov_core.kernel_file import KernelFileError, dump_kernel_file, parse_kernel_file
+from evocov_core.metrics import FitData
+from evocov_core.model import FittedModel
+from evocov_core.optimize import FitResult
 
-leave_pages_directory_mode()
+page_setup("Results")
 st.title("Results")
 
 runs = list_runs("search")

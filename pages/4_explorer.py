@@ -9,15 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from evocov_core.baselines import fit_fixed, fit_structure
-from evocov_core.figures import explorer_figure
-from evocov_core.jobs import JobSpec
-from evocov_core.kernel_file import KernelFileError, parse_kernel_file
-from evocov_core.library import GPSS_PUBLISHED, WELL_KNOWN, structure_text
-from evocov_core.metrics import METRIC_LABELS, METRICS, FitData
-from evocov_core.optimize import FitResult
-from evocov_core.search import ConfigError, preset
-from pages._common import (
+from dashboard.common import (
     EXPLORE_JOB_KEY,
     background_fit,
     current_dataset,
@@ -31,9 +23,9 @@ from pages._common import (
     formula,
     get_run,
     gpss_baseline_job,
-    leave_pages_directory_mode,
     list_runs,
     manager,
+    page_setup,
     polish,
     poll_every,
     remember_run,
@@ -46,8 +38,16 @@ from pages._common import (
     watched_job,
     with_test_rmse,
 )
+from evocov_core.baselines import fit_fixed, fit_structure
+from evocov_core.figures import explorer_figure
+from evocov_core.jobs import JobSpec
+from evocov_core.kernel_file import KernelFileError, parse_kernel_file
+from evocov_core.library import GPSS_PUBLISHED, WELL_KNOWN, structure_text
+from evocov_core.metrics import METRIC_LABELS, METRICS, FitData
+from evocov_core.optimize import FitResult
+from evocov_core.search import ConfigError, preset
 
-leave_pages_directory_mode()
+page_setup("Mutation explorer")
 st.title("Mutation explorer")
 ds = current_dataset()
 fp = dataset_fingerprint(ds)

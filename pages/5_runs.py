@@ -7,8 +7,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from evocov_core.figures import fitness_compare_figure
-from pages._common import (
+from dashboard.common import (
     EXPLORE_JOB_KEY,
     PAGE_EXPLORER,
     PAGE_RESULTS,
@@ -16,15 +15,16 @@ from pages._common import (
     RESULTS_RUN_KEY,
     SEARCH_JOB_KEY,
     algorithm_label,
-    leave_pages_directory_mode,
     list_runs,
     manager,
+    page_setup,
     polish,
     run_label,
     store,
 )
+from evocov_core.figures import fitness_compare_figure
 
-leave_pages_directory_mode()
+page_setup("Runs")
 st.title("Runs")
 st.caption(
     f"Every search and exploration recorded on this server ({store().path}). Runs survive restarts: a run "

@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.common import PAGES as PAGE_LIST
 from evocov_core.search import preset
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
-PAGES = re.findall(r'st\.Page\("([^"]+)"', APP.read_text())
+PAGES = [script for script, _, _ in PAGE_LIST]
 TIMEOUT = 60
 
 # Plotly converting decimal-year dates (core figures) is noisy and harmless.
@@ -38,7 +39,7 @@ def data_dir(tmp_path, monkeypatch):
 @pytest.fixture(autouse=True)
 def no_background_fits(monkeypatch):
     """Reference fits (SE baseline, fixed structures) would start a worker process; tests keep them pending."""
-    import pages._common as common
+    import dashboard.common as common
 
     pending: dict = {}
 
@@ -91,7 +92,7 @@ def tiny_search(data_dir: Path, algorithm: str = "gpss") -> str:
 
 
 def wait_job(job_id: str, timeout: float = 120) -> None:
-    from pages._common import manager
+    from dashboard.common import manager
 
     job = manager().get(job_id)
     assert job is not None
@@ -104,8 +105,26 @@ def wait_job(job_id: str, timeout: float = 120) -> None:
 def test_page_list():
     assert PAGES[0] == "pages/1_data.py"
     assert len(PAGES) == 5
-    for p in PAGES:
-        assert (ROOT / p).is_file()
+    # Streamlit serves every script in pages/ as a page: nothing else may live there, and
+    # every one of them is in the sidebar's list.
+    assert sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py")) == sorted(PAGES)
+
+
+def test_no_private_streamlit_api():
+    """Only documented Streamlit API: no runtime internals flipped to steer the page mode."""
+    sources = [APP, *(ROOT / "pages").glob("*.py"), *(ROOT / "dashboard").glob("*.py")]
+    for path in sources:
+        text = path.read_text()
+        assert "streamlit.runtime" not in text and "PagesManager" not in text, path
+        assert "st.navigation" not in text, f"{path}: st.navigation would turn off the pages/ mode"
+
+
+def test_sidebar_lists_every_page():
+    at = app().run()
+    no_exception(at)
+    links = at.sidebar.get("page_link")
+    labels = [link.proto.label for link in links]
+    assert labels[: len(PAGE_LIST)] == [label for _, label, _ in PAGE_LIST]
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -229,7 +248,7 @@ def test_too_many_points_offers_subsampling():
 
 
 def test_upload_size_limit(monkeypatch):
-    import pages._common as common
+    import dashboard.common as common
 
     monkeypatch.setattr(common, "max_upload_bytes", lambda: 1000)
     at = app().run()
@@ -240,8 +259,8 @@ def test_upload_size_limit(monkeypatch):
 
 
 def test_upload_validation_helper():
+    from dashboard.common import ROW_NUMBER, upload_to_dataset
     from evocov_core.data import DataError
-    from pages._common import ROW_NUMBER, upload_to_dataset
 
     ds = upload_to_dataset(csv_bytes(50), name="u")
     assert ds.n == 50 and ds.x_label == "t"
@@ -516,7 +535,7 @@ def _start_search(at: AppTest, algorithm: str, **numbers: int) -> str:
 
 
 def test_queue_position_and_stop():
-    from pages._common import manager
+    from dashboard.common import manager
 
     # EVOCOV_MAX_CONCURRENT=1: a long search in one session makes the next one wait.
     first = search_page()
@@ -542,7 +561,7 @@ def test_queue_position_and_stop():
 def test_fit_runner_runs_in_a_child_process():
     import math as m
 
-    from pages._background import FitRunner
+    from dashboard.background import FitRunner
 
     runner = FitRunner(slots=1)
     ok = runner.submit(("ok",), m.factorial, 5)

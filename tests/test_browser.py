@@ -152,7 +152,7 @@ def _no_exceptions(page: Page) -> None:
 
 
 def _nav(page: Page, label: str, title: str) -> None:
-    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=label).first.click()
+    page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"] a').filter(has_text=label).first.click()
     _wait_app(page, title)
 
 
@@ -201,16 +201,49 @@ def _write_csv(path: Path) -> None:
     path.write_text("month,sales\n" + "\n".join(f"{m},{v:.3f}" for m, v in zip(months, y, strict=True)) + "\n")
 
 
+# Records, from the first paint on, whether Streamlit's own list of the pages/ files (which would
+# name helper modules and the entry script) ever showed, even for a moment.
+_WATCH_NAV = """
+window.__evocovNavSeen = false;
+new MutationObserver(() => {
+  if (document.querySelector('[data-testid="stSidebarNav"]')) window.__evocovNavSeen = true;
+}).observe(document, {childList: true, subtree: true});
+"""
+
+
+def _page_links(page) -> list[str]:
+    # The text of a link is its icon's ligature name, then the label.
+    texts = page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]').all_inner_texts()
+    return [t.strip().split("\n")[-1] for t in texts]
+
+
 def test_fresh_server_deep_link_uses_the_page_list(server, browser):
-    """The first visit to a fresh server may be a deep link (a bookmarked /runs): it must still go
-    through app.py's st.navigation (sidebar, page list), not Streamlit's pages/-folder mode."""
+    """The first visit to a fresh server may be a deep link (a bookmarked /runs): it opens that
+    page with the shared sidebar (page list, dataset), and no file-name page list ever shows."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.add_init_script(_WATCH_NAV)
     page.goto(f"{server['url']}/runs")
     _wait_app(page, "Runs")
-    nav = page.locator('[data-testid="stSidebarNav"]')
-    expect(nav).to_contain_text("Mutation explorer")
-    assert "common" not in nav.inner_text().lower()
     expect(page.locator('[data-testid="stSidebar"]')).to_contain_text("Current dataset")
+    links = _page_links(page)
+    assert links[:5] == ["Data", "Search", "Results", "Mutation explorer", "Runs"], links
+    assert not page.evaluate("window.__evocovNavSeen")
+    _no_exceptions(page)
+    page.close()
+
+
+def test_entry_page_opens_data_without_a_flash_of_files(server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.add_init_script(_WATCH_NAV)
+    page.goto(server["url"])
+    _wait_app(page, "Data")
+    page.wait_for_url("**/data")
+    expect(page.locator('[data-testid="stSidebar"]')).to_contain_text("airline")
+    assert not page.evaluate("window.__evocovNavSeen")
+    # The sidebar's links go to the pages at their own URLs.
+    page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]', has_text="Results").click()
+    _wait_app(page, "Results")
+    page.wait_for_url("**/results")
     _no_exceptions(page)
     page.close()
 

@@ -1,10 +1,10 @@
 """What the dashboard pages share: the session's dataset, the job manager, run look-ups, kernel views.
 
-Pages import from here (``from pages._common import ...``); the repository root is on
+Pages import from here (``from dashboard.common import ...``); the repository root is on
 ``sys.path`` under ``streamlit run app.py``. Nothing here runs a search in the script
 thread: searches and explorations go to the process-wide :class:`JobManager`, and the
 slower reference fits (SE baseline, fixed structures) to child processes
-(:mod:`pages._background`); pages poll both from fragments.
+(:mod:`dashboard.background`); pages poll both from fragments.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from dashboard.background import FitRunner
 from evocov_core.data import DataError, Dataset, bundled_datasets, dataset_from_frame, load_bundled, read_table
 from evocov_core.figures import (
     component_figure,
@@ -46,7 +47,6 @@ from evocov_core.model import FittedModel, ModelAverage
 from evocov_core.optimize import FitResult
 from evocov_core.search import ALGORITHM_LABELS
 from evocov_core.store import RunStore, default_data_dir
-from pages._background import FitRunner
 
 # --- page paths and session keys -----------------------------------------------------------
 
@@ -105,30 +105,23 @@ def max_upload_bytes() -> int:
     return mb * 1024 * 1024
 
 
-_LEFT_PAGES_MODE = False
+#: The pages in sidebar order: script, label, icon. Streamlit's own multipage mode serves every
+#: script in ``pages/`` at ``/<name without its number>`` (``/data``, ``/search``...); its
+#: automatic sidebar list is off (``client.showSidebarNavigation`` in .streamlit/config.toml)
+#: so that :func:`sidebar` can show these labels and icons instead of file names.
+PAGES = (
+    (PAGE_DATA, "Data", ":material/show_chart:"),
+    (PAGE_SEARCH, "Search", ":material/genetics:"),
+    (PAGE_RESULTS, "Results", ":material/emoji_events:"),
+    (PAGE_EXPLORER, "Mutation explorer", ":material/science:"),
+    (PAGE_RUNS, "Runs", ":material/folder_open:"),
+)
 
 
-def leave_pages_directory_mode() -> None:
-    """Make sure Streamlit runs this app through ``st.navigation`` (call first on every page).
-
-    A ``pages/`` folder next to the main script makes a fresh Streamlit server treat the app as
-    a "v1" multipage app until some script calls ``st.navigation``: a first visit to, say,
-    ``/results`` would run that page alone (no app.py, no sidebar) and list ``_common.py`` as a
-    page, for every session, until someone opened ``/``. Leaving that mode and rerunning sends
-    the request through app.py, whose pages have the same URLs.
-    """
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:  # pragma: no cover - a Streamlit without the v1 mode
-        return
-    global _LEFT_PAGES_MODE
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        if not _LEFT_PAGES_MODE:
-            # Once per process is enough (st.navigation keeps the flag off from then on); AppTest
-            # resets the flag before each run, where a rerun would drop the run's widget triggers.
-            _LEFT_PAGES_MODE = True
-            st.rerun()
+def page_setup(title: str) -> None:
+    """Call first on every page: browser title, wide layout, and the shared sidebar."""
+    st.set_page_config(page_title=f"{title} · EvoCov", page_icon=":material/genetics:", layout="wide")
+    sidebar()
 
 
 # --- the job manager and the run store ------------------------------------------------------
@@ -716,8 +709,11 @@ def _job_lines(job_id: str, page: str, param: str, what: str) -> bool:
 
 
 def sidebar() -> None:
-    """Current dataset and this session's jobs (app.py draws it on every page)."""
+    """The page list, the current dataset and this session's jobs (every page draws it)."""
     sync_query_params()
+    for page, label, icon in PAGES:
+        st.sidebar.page_link(page, label=label, icon=icon)
+    st.sidebar.divider()
     ds = current_dataset()
     st.sidebar.markdown("**Current dataset**")
     st.sidebar.markdown(f"`{ds.name}` — {dataset_summary(ds)}")
