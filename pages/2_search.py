@@ -228,9 +228,10 @@ with settings_col:
         num(
             "generations",
             G_LABEL[algo],
-            "EvoCov: generations. Go With The First: initial individuals. GPSS: levels of the greedy search.",
+            "EvoCov: generations. Go With The First: initial individuals. GPSS: levels of the greedy search. "
+            "With a time budget, only a cap (the budgeted presets: 100000).",
             1,
-            10000,
+            1_000_000,  # above the budgeted presets' cap: Streamlit resets an out-of-range value to 1
             col=b,
         )
         a, b = st.columns(2)

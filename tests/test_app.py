@@ -338,6 +338,24 @@ def test_fixed_count_settings_show_a_time_estimate():
     assert not [c for c in texts(at, "caption") if "Estimated time" in c]
 
 
+@pytest.mark.parametrize("preset_name", ["quick", "standard", "paper", "quick-fixed"])
+def test_every_preset_value_fits_its_widget(preset_name):
+    """Streamlit resets a number input whose value is out of its bounds to the minimum: the quick
+    preset's generation cap (100000) once became G = 1, a search of the first population only."""
+    from evocov_core.search import ALGORITHMS
+
+    at = search_page()
+    for algo in ALGORITHMS:
+        at.selectbox(key="s_algorithm").set_value(algo).run()
+        at.selectbox(key="s_preset").set_value(preset_name).run()
+        no_exception(at)
+        cfg = preset(preset_name, algo)
+        for w in at.number_input:
+            field = w.key.removeprefix("s_") if w.key else ""
+            if hasattr(cfg, field):
+                assert w.value == pytest.approx(getattr(cfg, field)), (algo, field, w.value)
+
+
 def test_mu_not_below_population_is_refused():
     at = search_page()
     at.number_input(key="s_mu").set_value(preset("quick", "evocov").population).run()  # μ = N
