@@ -308,7 +308,7 @@ def test_upload_search_reload_results_download(server, browser, tmp_path):
     _wait_app(page, "Results")
     assert f"run={job_id}" in page.url
     download = page.get_by_role("button", name="Download kernel (JSON)").first
-    expect(download).to_be_visible()
+    expect(download).to_be_visible(timeout=30_000)  # the page takes 4-5 s here when the machine is busy
     _no_exceptions(page)
     _shot(page, "05-results")
     with page.expect_download() as dl:
