@@ -22,6 +22,7 @@ The package knows nothing of the dashboard. Modules, one idea each:
 ``model``        predictions of a fitted kernel or a model average in the data's units
 ``kernel_file``  versioned JSON kernel files and their safe parser
 ``parallel``     serial, process-pool and Dask executors with per-task seeds
+``dask_setup``   ships the package to a Dask cluster that has only the dependencies
 ``search``       EvoCov, Random Search, Go With The First, GPSS baseline, the mutation
                  explorer, and what a budgeted search adds (package)
 ``store``        the SQLite run store;  ``jobs``: background runs for the dashboard

@@ -305,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
+    from .dask_setup import DaskSetupError
     from .data import DataError
     from .kernel_file import KernelFileError
     from .search.config import ConfigError
@@ -315,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # a reader that went away shows up here, not at interpreter exit
         return status
-    except (CliError, DataError, KernelFileError, ConfigError) as exc:
+    except (CliError, DataError, KernelFileError, ConfigError, DaskSetupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -18,6 +18,9 @@ tasks) and then returns at once; unfinished tasks are cancelled and their slots 
 
 BLAS is limited to one thread in every worker (:func:`~evocov_core.evaluate.prepare_process`):
 parallelism is over candidate kernels.
+
+A Dask cluster needs nothing of ours installed: :class:`DaskExecutor` ships this package to
+the workers first and exchanges tasks and results as bytes (:mod:`evocov_core.dask_setup`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Protocol
 
 import numpy as np
 
+from .dask_setup import DaskSetupError
 from .evaluate import prepare_process
 from .kernel import Kernel
 from .metrics import FitData
@@ -38,6 +42,7 @@ from .optimize import FitResult, OptimConfig, Start, fit_kernel
 
 __all__ = [
     "DaskExecutor",
+    "DaskSetupError",
     "Executor",
     "ProcessExecutor",
     "SerialExecutor",
@@ -224,12 +229,23 @@ class DaskExecutor:
     """Dask distributed: ``address`` of a scheduler (``tcp://host:8786``), or a ``Client``.
 
     Without either, starts a ``LocalCluster`` of ``workers`` single-threaded processes
-    (used by the tests).
+    (used by the tests). The workers need this package's dependencies, not the package:
+    ``ship`` (default) uploads it to them (:func:`~evocov_core.dask_setup.ship_package`) and
+    tasks reach the scheduler as bytes, so it needs nothing of ours either.
+
+    Raises
+    ------
+    DaskSetupError
+        The workers cannot run the package (a dependency missing or of another version);
+        one line that says what to install where.
     """
 
     def __init__(self, data: FitData, config: OptimConfig, address: str | None = None, *,
-                 client: object | None = None, workers: int = 2, stages: Stages | None = None) -> None:
+                 client: object | None = None, workers: int = 2, stages: Stages | None = None,
+                 ship: bool = True) -> None:
         from distributed import Client, LocalCluster
+
+        from .dask_setup import remote, ship_package
 
         self._cluster = None
         if client is not None:
@@ -242,23 +258,33 @@ class DaskExecutor:
                 address = self._cluster.scheduler_address
             self._client = Client(address)
             self._own_client = True
-        self.workers = len(self._client.scheduler_info().get("workers", {})) or workers  # type: ignore[attr-defined]
-        contexts = _contexts(data, config, stages)
-        self.stages = frozenset(contexts) - {""}
-        # In a list: scatter() would send a dict's values one by one, keyed by its keys.
-        self._contexts = self._client.scatter([contexts], broadcast=True)[0]  # type: ignore[attr-defined]
+        try:
+            if ship:
+                ship_package(self._client)
+            self.workers = len(self._client.scheduler_info().get("workers", {})) or workers  # type: ignore[attr-defined]
+            contexts = _contexts(data, config, stages)
+            self.stages = frozenset(contexts) - {""}
+            # In a list: scatter() would send a dict's values one by one, keyed by its keys.
+            # Scattered data goes to the workers; the scheduler keeps it serialised.
+            self._contexts = self._client.scatter([contexts], broadcast=True)[0]  # type: ignore[attr-defined]
+        except BaseException:
+            self.close()
+            raise
+        self._fit = remote(__name__, "_dask_task")
 
     def map(self, tasks: Sequence[Task], should_stop: StopCheck | None = None,
             on_result: Callable[[int, FitResult], None] | None = None) -> list[FitResult | None]:
         from distributed import as_completed
 
-        futures = [self._client.submit(_dask_task, self._contexts, t, pure=False)  # type: ignore[attr-defined]
+        from .dask_setup import pack, unpack
+
+        futures = [self._client.submit(self._fit, pack(t), self._contexts, pure=False)  # type: ignore[attr-defined]
                    for t in tasks]
         index = {f.key: i for i, f in enumerate(futures)}
         out: list[FitResult | None] = [None] * len(futures)
         remaining = set(index)
         for f in as_completed(futures):
-            r = f.result()
+            r = unpack(f.result())
             i = index[f.key]
             out[i] = r
             remaining.discard(f.key)

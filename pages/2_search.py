@@ -30,6 +30,7 @@ from dashboard.common import (
     store,
     watched_job,
 )
+from evocov_core.benchmarks.budget import estimate_wall_time
 from evocov_core.figures import fitness_figure
 from evocov_core.jobs import JobSpec
 from evocov_core.metrics import METRIC_LABELS, METRICS
@@ -227,9 +228,10 @@ with settings_col:
         num(
             "generations",
             G_LABEL[algo],
-            "EvoCov: generations. Go With The First: initial individuals. GPSS: levels of the greedy search.",
+            "EvoCov: generations. Go With The First: initial individuals. GPSS: levels of the greedy search. "
+            "With a time budget, only a cap (the budgeted presets: 100000).",
             1,
-            10000,
+            1_000_000,  # above the budgeted presets' cap: Streamlit resets an out-of-range value to 1
             col=b,
         )
         a, b = st.columns(2)
@@ -482,6 +484,15 @@ with settings_col:
         config = preset(st.session_state[_k("preset")], algo, **values)
     except ConfigError as exc:
         st.error(f"**Invalid settings:** {exc}", icon=":material/block:")
+
+    if config is not None and config.time_budget <= 0:
+        # A fixed count of fits can take hours on long series: say so before the user starts.
+        est = estimate_wall_time(config, ds.n_train, int(st.session_state[_k("workers")]), CPUS)
+        with st.container(key="search_estimate"):
+            st.caption(
+                f":material/schedule: **Estimated time: {est.text}** ({est.fits} kernel fits; "
+                "longer if other searches run on this server)."
+            )
 
     start_help = None
     if config is None:

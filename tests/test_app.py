@@ -320,6 +320,61 @@ def test_time_budget_follows_the_preset():
     assert at.button(key="search_start").disabled
 
 
+def estimate_seconds(at: AppTest) -> tuple[float, float]:
+    """The range of the page's "Estimated time: about 2.6–6 min …" caption, in seconds."""
+    (text,) = [c for c in texts(at, "caption") if "Estimated time" in c]
+    unit = {"s": 1.0, "min": 60.0, "h": 3600.0, "days": 86400.0}
+    m = re.search(r"about ([\d.]+)(?: (s|min|h|days))?(?:–| – )([\d.]+) (s|min|h|days) on these", text)
+    assert m, text
+    return float(m[1]) * unit[m[2] or m[4]], float(m[3]) * unit[m[4]]
+
+
+def test_fixed_count_settings_show_a_time_estimate():
+    at = search_page()
+    assert not [c for c in texts(at, "caption") if "Estimated time" in c]  # quick: its budget is the time
+    at.selectbox(key="s_preset").set_value("quick-fixed").run()
+    no_exception(at)
+    (text,) = [c for c in texts(at, "caption") if "Estimated time" in c]
+    assert "on these 129 training points with" in text and "1500 kernel fits" in text  # Airline, 50 × 30
+    lo, hi = estimate_seconds(at)
+    assert 0 < lo < hi
+    at.number_input(key="s_generations").set_value(90).run()
+    lo3, hi3 = estimate_seconds(at)
+    assert lo3 > 2 * lo and hi3 > 2 * hi  # three times the generations
+    at.number_input(key="s_n_restarts").set_value(3).run()
+    assert estimate_seconds(at)[1] > 1.5 * hi3  # fits of 3 L-BFGS-B runs (the text is rounded)
+    at.number_input(key="s_workers").set_value(1).run()
+    one = estimate_seconds(at)
+    at.number_input(key="s_workers").set_value(2).run()
+    assert estimate_seconds(at)[1] < 0.6 * one[1]  # on 2 cores or more
+    # A custom fixed count on a budgeted preset gets one too; a budget again, none.
+    at.selectbox(key="s_preset").set_value("quick").run()
+    at.number_input(key="s_time_budget").set_value(0.0).run()
+    at.number_input(key="s_generations").set_value(30).run()
+    assert "1200 kernel fits" in " ".join(texts(at, "caption"))  # 40 × 30
+    assert estimate_seconds(at)
+    at.number_input(key="s_time_budget").set_value(60.0).run()
+    assert not [c for c in texts(at, "caption") if "Estimated time" in c]
+
+
+@pytest.mark.parametrize("preset_name", ["quick", "standard", "paper", "quick-fixed"])
+def test_every_preset_value_fits_its_widget(preset_name):
+    """Streamlit resets a number input whose value is out of its bounds to the minimum: the quick
+    preset's generation cap (100000) once became G = 1, a search of the first population only."""
+    from evocov_core.search import ALGORITHMS
+
+    at = search_page()
+    for algo in ALGORITHMS:
+        at.selectbox(key="s_algorithm").set_value(algo).run()
+        at.selectbox(key="s_preset").set_value(preset_name).run()
+        no_exception(at)
+        cfg = preset(preset_name, algo)
+        for w in at.number_input:
+            field = w.key.removeprefix("s_") if w.key else ""
+            if hasattr(cfg, field):
+                assert w.value == pytest.approx(getattr(cfg, field)), (algo, field, w.value)
+
+
 def test_mu_not_below_population_is_refused():
     at = search_page()
     at.number_input(key="s_mu").set_value(preset("quick", "evocov").population).run()  # μ = N

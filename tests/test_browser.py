@@ -341,7 +341,7 @@ def test_upload_search_reload_results_download(server, browser, tmp_path):
     _wait_app(page, "Results")
     assert f"run={job_id}" in page.url
     download = page.get_by_role("button", name="Download kernel (JSON)").first
-    expect(download).to_be_visible(timeout=30_000)  # the page draws its figures first
+    expect(download).to_be_visible(timeout=30_000)  # the page draws its figures first; 4-5 s on a busy machine
     _no_exceptions(page)
     _shot(page, "05-results")
     with page.expect_download() as dl:
@@ -370,6 +370,46 @@ def test_upload_search_reload_results_download(server, browser, tmp_path):
     _no_exceptions(page)
     _shot(page, "08-runs")
     ctx.close()
+
+
+def _set_float(page: Page, label: str, value: float) -> None:
+    box = page.get_by_label(label, exact=True)
+    box.fill(f"{value:g}")
+    box.press("Enter")
+    expect(box).to_have_value(re.compile(rf"^{value:g}(\.0+)?$"), timeout=20_000)
+    time.sleep(0.5)  # the rerun triggered by the change
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+
+
+def test_a_run_that_finishes_by_itself_offers_open_in_results(server, browser):
+    """Nobody touches the page while the run ends: the live part (a fragment that reruns every
+    second) must redraw the whole page when the job finishes, so that "Open in Results" and
+    "New search" appear within seconds of the status reading finished."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.set_default_timeout(60_000)
+    page.goto(f"{server['url']}/search")
+    _wait_app(page, "Search")
+    _set_float(page, "Time budget (seconds)", 4)  # the quick preset with 4 s instead of 60
+    _set_number(page, "Worker processes", 1)  # no worker processes to start: the 4 s go to the search
+    page.locator(".st-key-search_start button").click()
+    page.wait_for_url(re.compile(r"[?&]job=[0-9a-f]{12}"), timeout=30_000)
+    expect(page.locator(".st-key-search_status")).to_be_visible(timeout=30_000)
+
+    t0 = time.time()
+    while (status := _status(page)) != "finished":
+        assert status in ("queued", "running"), page.locator(".st-key-search_status").inner_text()
+        assert time.time() - t0 < 90, "the 4 s search did not finish within 90 s"
+        time.sleep(0.2)
+    finished_at = time.time()
+    open_results = page.locator(".st-key-search_open_results button")
+    expect(open_results).to_be_visible(timeout=8_000)
+    delay = time.time() - finished_at
+    expect(page.locator(".st-key-search_new button").first).to_be_visible()
+    expect(page.locator(".st-key-search_stop button")).to_have_count(0)
+    _no_exceptions(page)
+    _shot(page, "09-search-finished-by-itself")
+    print(f"'Open in Results' appeared {delay:.1f} s after the status read finished")
+    page.close()
 
 
 def test_report_html_renders_offline(browser, tmp_path):

@@ -52,6 +52,7 @@ prints it per trial beside the measured times.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 from ..optimize import powell_budget
@@ -62,13 +63,18 @@ __all__ = [
     "COST_EXPONENT",
     "EFFORT_AT_REF",
     "FIT_CORE_SECONDS_AT_REF",
+    "FIT_OVERHEAD_CORE_SECONDS",
     "QUICK_TRIAL_CORE_SECONDS",
     "REF_N",
     "Algorithm",
+    "WallEstimate",
     "budget_config",
+    "cost_key",
+    "estimate_wall_time",
     "estimated_fits",
     "fit_core_seconds",
     "fit_effort",
+    "format_duration",
     "predicted_core_seconds",
     "quick_fits",
     "quick_scale",
@@ -265,3 +271,134 @@ def settings_summary(config: SearchConfig, n_train: int, key: str | None = None)
     if key is not None:
         out["predicted_core_s"] = round(predicted_core_seconds(key, config, n_train), 1)
     return out
+
+
+# --- wall time of a fixed-count search ---------------------------------------------------------
+
+#: Core-seconds every kernel fit costs beyond the cost model (Python, task hand-over, PSD
+#: check), whatever n. With it the model meets the measured wall times of ``quick-fixed``
+#: EvoCov searches (1500 fits, 2 workers, idle 2-core machine): Airline n = 129, 34 s
+#: (``bench/results/search_quick/``, model 33 s); Mauna Loa n = 490, 358 s (354 s);
+#: Temperature n = 899, about 1415 s (``bench/results/bench_fits.md``: 1.06 fits/s; 1302 s).
+#: Without it the model said 18 s on Airline.
+FIT_OVERHEAD_CORE_SECONDS = 0.02
+
+#: The range shown around the central estimate. Measured / model: 1.0-1.2 for the
+#: ``quick-fixed`` runs above (Airline seeds 1-6: 28-48 s, ``search_quick/n_screen.md``);
+#: 0.43-0.84 for the first two generations of the ``paper`` settings, LML and SoPL, on
+#: Airline and Mauna Loa (``bench/results/quick/estimate.json``: their kernels are shallower
+#: than later ones'). A cache of fits lowers the low end further (kernels met again are free).
+ESTIMATE_RANGE = (0.5, 1.5)
+
+#: Seconds to start the worker processes of a run (each imports numpy, scipy and the package).
+POOL_START_SECONDS = 3.0
+
+
+def cost_key(config: SearchConfig) -> str:
+    """The :data:`ALGORITHMS` key whose measured cost per fit applies to ``config``.
+
+    Powell fits (the SoPL metric, or ``method="powell"``) cost what EvoCov SoPL's do;
+    L-BFGS-B fits what the algorithm's own LML runs do.
+    """
+    if config.optim.resolved_method == "powell":
+        return "evocov-sopl"
+    return "evocov-lml" if config.algorithm == "evocov" else config.algorithm
+
+
+@dataclass(frozen=True)
+class WallEstimate:
+    """How long a fixed-count search should take here, in wall seconds.
+
+    Attributes
+    ----------
+    low, central, high : float
+        The range and its middle.
+    fits : int
+        Kernel fits of the settings (an upper bound for GPSS, and when a cache of fits
+        skips kernels met again).
+    n_train : int
+    workers : int
+        Worker processes asked for.
+    cores : int
+        Cores they share (fits run in parallel on ``min(workers, cores)``).
+    """
+
+    low: float
+    central: float
+    high: float
+    fits: int
+    n_train: int
+    workers: int
+    cores: int
+
+    @property
+    def text(self) -> str:
+        """E.g. "about 5–12 min on these 393 training points with 2 workers"."""
+        lo, hi = format_duration(self.low), format_duration(self.high)
+        if lo.split()[-1] == hi.split()[-1]:
+            a, b = lo.split()[0], hi.split()[0]
+            span = hi if a == b else f"{a}–{hi}"
+        else:
+            span = f"{lo} – {hi}"
+        who = f"{self.workers} worker{'s' if self.workers != 1 else ''}"
+        if self.workers > self.cores:
+            who += f" on {self.cores} core{'s' if self.cores != 1 else ''}"
+        return f"about {span} on these {self.n_train} training points with {who}"
+
+
+def format_duration(seconds: float) -> str:
+    """``"40 s"``, ``"12 min"``, ``"2.5 h"``, ``"3 days"``: two significant digits at most."""
+    def short(v: float) -> str:
+        return f"{v:.1f}".rstrip("0").rstrip(".") if v < 10 else f"{round(v):d}"
+
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 90 * 60:
+        return f"{short(seconds / 60)} min"
+    if seconds < 48 * 3600:
+        return f"{short(seconds / 3600)} h"
+    return f"{short(seconds / 86400)} days"
+
+
+def estimate_wall_time(config: SearchConfig, n_train: int, workers: int, cores: int | None = None) -> WallEstimate:
+    """Wall time of a search with ``config`` on ``n_train`` points, from the cost model.
+
+    Each fit costs :func:`fit_core_seconds` plus :data:`FIT_OVERHEAD_CORE_SECONDS`; with
+    screening (``screen_points < n_train``) a candidate costs a fit on ``screen_points``
+    points plus, for the promoted share, a refinement on all of them (one L-BFGS-B run of
+    half the evaluations); the model choice (``select_top > 1``) refits that many kernels
+    once. Fits run on ``min(workers, cores)`` processes, after :data:`POOL_START_SECONDS`.
+    Meant for fixed counts (``time_budget = 0``); with a budget the run takes at most that.
+
+    Parameters
+    ----------
+    config : SearchConfig
+    n_train : int
+        Training points of the data set.
+    workers : int
+        Worker processes (1 = serial in the calling process).
+    cores : int, optional
+        Cores available (default: this process's CPU affinity).
+    """
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    workers, cores, n_train = max(1, int(workers)), max(1, int(cores)), max(1, int(n_train))
+    key = cost_key(config)
+
+    def fit_s(cfg: SearchConfig, n: int) -> float:
+        return fit_core_seconds(key, cfg, n) + FIT_OVERHEAD_CORE_SECONDS
+
+    fits = estimated_fits(config)
+    if 0 < config.screen_points < n_train:
+        promote = config.with_(n_screen=0, n_restarts=1, max_evals=max(10, round(config.max_evals * 0.5)))
+        per_candidate = fit_s(config, config.screen_points) + config.promote_fraction * fit_s(promote, n_train)
+    else:
+        per_candidate = fit_s(config, n_train)
+    core = fits * per_candidate
+    if config.select_top > 1:
+        core += config.select_top * fit_s(config.with_(n_screen=0, n_restarts=1), n_train)
+    parallel = min(workers, cores)
+    central = core / parallel + (POOL_START_SECONDS if workers > 1 else 0.0)
+    low_factor = ESTIMATE_RANGE[0] * (0.7 if config.cache_fits else 1.0)  # a cache skips kernels met again
+    return WallEstimate(low=central * low_factor, central=central, high=central * ESTIMATE_RANGE[1], fits=fits,
+                        n_train=n_train, workers=workers, cores=cores)

@@ -173,9 +173,11 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         except SystemExit as exc:
             return int(exc.code or 0)
         ns.argv = argv
+        from ..dask_setup import DaskSetupError
+
         try:
             return main(ns)
-        except BenchError as exc:
+        except (BenchError, DaskSetupError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     from ..evaluate import prepare_process

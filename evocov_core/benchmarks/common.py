@@ -237,8 +237,9 @@ def run_jobs(func: Callable[[Any], Any], items: Iterable[Any], *, workers: int |
     Parameters
     ----------
     func : callable
-        A module-level function (pickled to the workers). It should catch its own
-        errors and return them as results.
+        A module-level function of this package (pickled to the workers, or named to a Dask
+        cluster, which gets the package shipped: :mod:`evocov_core.dask_setup`). It should
+        catch its own errors and return them as results.
     workers : int, optional
         Processes of the local pool (default: every core); ``1`` runs in this process.
     scheduler : str, optional
@@ -258,6 +259,8 @@ def run_jobs(func: Callable[[Any], Any], items: Iterable[Any], *, workers: int |
     if scheduler:
         from distributed import Client, LocalCluster, as_completed
 
+        from ..dask_setup import pack, remote, ship_package, unpack
+
         cluster = None
         if scheduler == "local":
             cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
@@ -266,10 +269,12 @@ def run_jobs(func: Callable[[Any], Any], items: Iterable[Any], *, workers: int |
         else:
             client = Client(scheduler)
         try:
+            ship_package(client, modules=(func.__module__,))
             say(f"dask: {len(client.scheduler_info().get('workers', {}))} workers at {client.scheduler.address}")
-            futures = {client.submit(func, it, pure=False): it for it in items}
+            call = remote(func.__module__, func.__qualname__)
+            futures = {client.submit(call, pack(it), pure=False): it for it in items}
             for fut in as_completed(list(futures)):
-                res = fut.result()
+                res = unpack(fut.result())
                 done += 1
                 if on_result is not None:
                     on_result(futures[fut], res)
