@@ -118,21 +118,42 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _config_from_args(args: argparse.Namespace):
     from .search import preset
+    from .search.config import settings
 
     overrides = {}
-    for name in ("generations", "population", "mu", "p_mutation", "p_crossover", "beta", "patience", "d_min",
-                 "d_max", "o_max", "rho_max", "psd_w", "n_hyper", "metric", "method", "n_restarts", "max_evals",
-                 "n_screen", "ref_fun_call", "sigma_theta", "init", "metric_split", "require_input", "time_budget",
-                 "cache_fits", "screen_points", "promote_fraction", "seed_fraction", "p_expand", "select_top",
-                 "data_bounds", "changepoints"):
+    for name, _, _ in settings():
         v = getattr(args, name, None)
-        if v is not None:
-            overrides[name] = v.replace("-", "_") if name == "metric" else v
+        if v is not None and name != "algorithm":
+            overrides[name] = tuple(v) if isinstance(v, list) else v
     if "p_mutation" in overrides and "p_crossover" not in overrides:
         overrides["p_crossover"] = 1.0 - overrides["p_mutation"]
     if "p_crossover" in overrides and "p_mutation" not in overrides:
         overrides["p_mutation"] = 1.0 - overrides["p_crossover"]
     return preset(args.preset, args.algorithm, **overrides)
+
+
+def _add_setting_args(p: argparse.ArgumentParser) -> None:
+    """One option per :class:`SearchConfig` setting, from its metadata (``--d-max``, ``--changepoints``...)."""
+    from .search.config import settings
+
+    for name, typ, meta in settings():
+        if name == "algorithm":
+            continue  # its own option, with the preset
+        flag = "--" + name.replace("_", "-")
+        text = meta.help + ("" if meta.lo is None and meta.hi is None else f" ({meta.range_text})")
+        text = text.replace("%", "%%")
+        if typ is bool:
+            p.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
+        elif typ is tuple:
+            p.add_argument(flag, dest=name, nargs="+", choices=meta.choices, help=text)
+        elif meta.choices is not None:
+            # Accept the spelling with hyphens too (posterior-lml).
+            shown = [c.replace("_", "-") for c in meta.choices]
+            p.add_argument(flag, dest=name, type=lambda v: v.replace("-", "_"), choices=meta.choices,
+                           metavar="{" + ",".join(shown) + "}", help=text)
+        else:
+            p.add_argument(flag, dest=name, type=typ, metavar="SECONDS" if name == "time_budget" else None,
+                           help=text)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -264,25 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", choices=list(PRESETS), default="quick",
                    help="quick: 60 s budget (default); standard: 5 min; paper: the paper's settings, no limit; "
                         "quick-fixed: the former quick, a fixed number of fits")
-    for name, typ in (("generations", int), ("population", int), ("mu", int), ("p-mutation", float),
-                      ("p-crossover", float), ("beta", float), ("d-min", int), ("d-max", int), ("o-max", int),
-                      ("rho-max", int), ("psd-w", int), ("n-hyper", int), ("n-restarts", int), ("max-evals", int),
-                      ("n-screen", int), ("patience", int), ("metric-split", float),
-                      ("ref-fun-call", int), ("sigma-theta", float), ("screen-points", int),
-                      ("promote-fraction", float), ("seed-fraction", float), ("p-expand", float), ("select-top", int)):
-        p.add_argument(f"--{name}", type=typ, dest=name.replace("-", "_"))
-    p.add_argument("--time-budget", type=float, metavar="SECONDS",
-                   help="wall-clock seconds for the whole search (quick: 60, standard: 300; 0 = no limit: "
-                        "fixed N and G)")
-    for name, what in (("require-input", "only kernels that depend on x"),
-                       ("cache-fits", "never fit the same canonical kernel twice"),
-                       ("data-bounds", "tie lengthscale and period bounds to the data"),
-                       ("changepoints", "grammar with ABCD's change-point operator (not in the paper's)")):
-        p.add_argument(f"--{name}", dest=name.replace("-", "_"), action=argparse.BooleanOptionalAction,
-                       default=None, help=what)
-    p.add_argument("--metric", choices=metric_choices, metavar=metric_meta)
-    p.add_argument("--method", choices=["auto", "lbfgs", "powell"])
-    p.add_argument("--init", choices=["roles", "paper"])
+    _add_setting_args(p)
     _add_exec_args(p)
     p.add_argument("--out", required=True, help="kernel file (JSON) to write")
     p.add_argument("--records", help="also write every fitted kernel to this CSV")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 
@@ -33,9 +32,9 @@ from dashboard.common import (
 from evocov_core.benchmarks.budget import estimate_wall_time
 from evocov_core.figures import fitness_figure
 from evocov_core.jobs import JobSpec
-from evocov_core.metrics import METRIC_LABELS, METRICS
+from evocov_core.metrics import METRIC_LABELS
 from evocov_core.search import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
-from evocov_core.search.config import GPSS_BASE_KERNELS
+from evocov_core.search.config import GROUPS, settings
 
 page_setup("Search")
 st.title("Search")
@@ -46,84 +45,12 @@ st.caption(
 )
 
 CPUS = os.cpu_count() or 1
-# Settings each algorithm reads (see evocov_core/search/config.py); the others are shown disabled.
-_COMMON = {"metric", "method", "n_restarts", "max_evals", "n_screen", "ref_fun_call", "sigma_theta", "init",
-           "time_budget", "cache_fits", "screen_points", "promote_fraction", "select_top", "data_bounds"}
-_GRAMMAR = {"changepoints"}  # the grammar option: every search can use change points
-USED = {
-    "evocov": {
-        "population",
-        "generations",
-        "mu",
-        "p_mutation",
-        "beta",
-        "d_min",
-        "d_max",
-        "o_max",
-        "rho_max",
-        "psd_w",
-        "n_hyper",
-        "patience",
-        "require_input",
-        "seed_fraction",
-        "p_expand",
-    }
-    | _COMMON
-    | _GRAMMAR,
-    "random": {"population", "d_min", "d_max", "o_max", "rho_max", "psd_w", "n_hyper", "require_input"} | _COMMON
-    | _GRAMMAR,
-    "gwtf": {"population", "generations", "d_min", "d_max", "o_max", "rho_max", "psd_w", "n_hyper", "require_input"}
-    | _COMMON
-    | _GRAMMAR,
-    "gpss": {"generations", "base_kernels"} | _COMMON | _GRAMMAR,
-}
-N_LABEL = {
-    "evocov": "Population size N",
-    "random": "Kernels drawn N",
-    "gwtf": "Mutations per individual N",
-    "gpss": "Population N (unused)",
-}
-G_LABEL = {
-    "evocov": "Generations G",
-    "random": "Generations G (unused)",
-    "gwtf": "Initial individuals G",
-    "gpss": "Search depth G (levels)",
-}
-FIELDS = (
-    "population",
-    "generations",
-    "mu",
-    "p_mutation",
-    "beta",
-    "patience",
-    "d_min",
-    "d_max",
-    "o_max",
-    "rho_max",
-    "psd_w",
-    "n_hyper",
-    "require_input",
-    "metric",
-    "method",
-    "n_restarts",
-    "max_evals",
-    "n_screen",
-    "ref_fun_call",
-    "sigma_theta",
-    "init",
-    "base_kernels",
-    "time_budget",
-    "cache_fits",
-    "screen_points",
-    "promote_fraction",
-    "seed_fraction",
-    "p_expand",
-    "select_top",
-    "data_bounds",
-    "changepoints",
-)
-# Only the settings this version of the core has (a newer core may add some).
-FIELDS = tuple(f for f in FIELDS if f in {fl.name for fl in dataclasses.fields(SearchConfig)})
+# Every setting's widget, label, help, bounds and the algorithms that use it come from
+# SearchConfig's field metadata (evocov_core/search/config.py); the algorithm has its own box.
+SETTINGS = {name: (typ, meta) for name, typ, meta in settings() if name != "algorithm"}
+FIELDS = tuple(name for name, (_, meta) in SETTINGS.items() if meta.derived_from is None)
+DERIVED = {meta.derived_from: name for name, (_, meta) in SETTINGS.items() if meta.derived_from}
+FORMATS = {"metric": METRIC_LABELS.get}
 SAVED = "search_saved_settings"  # survives page switches (widget keys do not)
 
 
@@ -136,7 +63,7 @@ def _apply_preset() -> None:
     cfg = preset(st.session_state[_k("preset")], algo)
     for f in FIELDS:
         v = getattr(cfg, f)
-        st.session_state[_k(f)] = list(v) if f == "base_kernels" else v
+        st.session_state[_k(f)] = list(v) if SETTINGS[f][0] is tuple else v
 
 
 # Restore the settings after a page switch, or start from the quick EvoCov preset.
@@ -180,251 +107,47 @@ with settings_col:
         "(no time limit; hours). quick-fixed: the former quick preset, a fixed number of fits. "
         "Choosing a preset resets every setting below.",
     )
-    used = USED[algo]
-    st.number_input(
-        "Time budget (seconds)",
-        min_value=0.0,
-        max_value=7 * 86400.0,
-        step=30.0,
-        key=_k("time_budget"),
-        help="Wall-clock time for the whole search on this machine, the choice of the returned kernel "
-        "included; the search sizes and stops itself and returns the best kernel found. "
-        "0 = no limit: exactly N × G fits (reproducible: same seed, same result).",
-    )
 
-    def num(
-        field: str,
-        label: str,
-        help: str,
-        lo: float,
-        hi: float | None = None,
-        step: float = 1,
-        fmt_: str | None = None,
-        col=None,
-    ) -> None:
-        where = col or st
-        where.number_input(
-            label,
-            min_value=lo,
-            max_value=hi,
-            step=step,
-            key=_k(field),
-            format=fmt_,
-            disabled=field not in used,
-            help=help + ("" if field in used else f" (not used by {ALGORITHM_LABELS[algo]})"),
-        )
+    def widget(name: str, where) -> None:
+        """The widget of one setting, from its metadata; disabled where the algorithm ignores it."""
+        typ, meta = SETTINGS[name]
+        used = algo in meta.used_by
+        label = meta.label_for(algo) + ("" if used else " (unused)")
+        help_ = meta.help + ("" if used else f" Not used by {ALGORITHM_LABELS[algo]}.")
+        key = _k(name)
+        if typ is bool:
+            where.checkbox(label, key=key, disabled=not used, help=help_)
+        elif typ is tuple:
+            where.multiselect(label, list(meta.choices or ()), key=key, disabled=not used, help=help_)
+        elif meta.choices is not None:
+            where.selectbox(label, meta.choices, key=key, disabled=not used, help=help_,
+                            format_func=FORMATS.get(name, str))
+        else:
+            num = typ if typ is int else float
+            where.number_input(
+                label,
+                min_value=None if meta.lo is None else num(meta.lo),
+                max_value=None if meta.hi is None else num(meta.hi),
+                step=num(meta.step or 1),
+                format=meta.fmt,
+                key=key,
+                disabled=not used,
+                help=help_,
+            )
+        if name in DERIVED:
+            other = SETTINGS[DERIVED[name]][1]
+            where.caption(f"{other.label} = 1 − {meta.label.split()[-1]} = {1.0 - float(st.session_state[key]):.2f}")
 
-    with st.expander("Population and evolution", expanded=True):
-        a, b = st.columns(2)
-        num(
-            "population",
-            N_LABEL[algo],
-            "EvoCov: individuals per generation. Random Search: kernels drawn. "
-            "Go With The First: hill-climbing mutations per individual.",
-            2,
-            100000,
-            col=a,
-        )
-        num(
-            "generations",
-            G_LABEL[algo],
-            "EvoCov: generations. Go With The First: initial individuals. GPSS: levels of the greedy search. "
-            "With a time budget, only a cap (the budgeted presets: 100000).",
-            1,
-            1_000_000,  # above the budgeted presets' cap: Streamlit resets an out-of-range value to 1
-            col=b,
-        )
-        a, b = st.columns(2)
-        num(
-            "mu",
-            "Survivors μ",
-            "Individuals kept by truncation selection each generation (1 ≤ μ < N).",
-            1,
-            100000,
-            col=a,
-        )
-        num(
-            "beta",
-            "Restart threshold β",
-            "Restart when the best BIC improves by less than this relative amount in a generation.",
-            0.0,
-            None,
-            step=1e-6,
-            fmt_="%.1e",
-            col=b,
-        )
-        if "patience" in FIELDS:
-            num(
-                "patience",
-                "Restart patience",
-                "Consecutive generations with a relative improvement ≤ β before a restart (the paper: 1).",
-                1,
-                10000,
-            )
-        st.slider(
-            "Mutation probability p_m",
-            0.0,
-            1.0,
-            step=0.05,
-            key=_k("p_mutation"),
-            disabled="p_mutation" not in used,
-            help="Each child comes from a mutation with probability p_m, else from a crossover.",
-        )
-        st.caption(f"Crossover probability p_cx = 1 − p_m = {1.0 - st.session_state[_k('p_mutation')]:.2f}")
-        if algo == "gpss":
-            st.multiselect(
-                "GPSS base kernels",
-                ["SE", "PER", "LIN", "RQ", "C"],
-                key=_k("base_kernels"),
-                help=f"Base kernels the greedy search combines (GPSS: {', '.join(GPSS_BASE_KERNELS)}).",
-            )
-    with st.expander("Tree generation and variation"):
-        a, b = st.columns(2)
-        num("d_min", "Minimum depth d_min", "Depth limits of randomly generated trees.", 0, 30, col=a)
-        num("d_max", "Maximum depth d_max", "Depth limits of randomly generated trees (≤ 30).", 0, 30, col=b)
-        a, b = st.columns(2)
-        num("o_max", "Bloat limit o_max", "Children of variation deeper than this are refused.", 1, 200, col=a)
-        num(
-            "rho_max",
-            "Attempts ρ_max",
-            "Tries of a variation operator before the parent is kept unchanged.",
-            1,
-            100000,
-            col=b,
-        )
-        a, b = st.columns(2)
-        num(
-            "psd_w",
-            "PSD check data sets w",
-            "Random data sets each new kernel must be positive semi-definite on.",
-            1,
-            1000,
-            col=a,
-        )
-        num("n_hyper", "Hyperparameter slots n_hyper", "Size of the pool of hyperparameter slots.", 1, 1000, col=b)
-        if "require_input" in FIELDS:
-            st.checkbox(
-                "Only kernels that depend on x",
-                key=_k("require_input"),
-                disabled="require_input" not in used,
-                help="Discard constant kernels when generating and varying trees (the paper keeps them).",
-            )
-    with st.expander("Hyperparameter fitting"):
-        a, b = st.columns(2)
-        a.selectbox(
-            "Metric",
-            METRICS,
-            key=_k("metric"),
-            format_func=METRIC_LABELS.get,
-            help="What the optimiser maximises for each kernel's hyperparameters. The search itself "
-            "always ranks kernels by BIC.",
-        )
-        b.selectbox(
-            "Optimiser",
-            ("auto", "lbfgs", "powell"),
-            key=_k("method"),
-            help="auto: L-BFGS-B for LML and LOOCV (they have gradients), Powell otherwise.",
-        )
-        a, b = st.columns(2)
-        num("n_restarts", "Restarts", "L-BFGS-B starting points per kernel.", 1, 100, col=a)
-        num("max_evals", "Max evaluations", "Metric evaluations per L-BFGS-B start.", 2, 100000, col=b)
-        a, b = st.columns(2)
-        num("ref_fun_call", "Powell ref_fun_call", "Powell budget: ref · 350² / n² evaluations.", 1, 100000, col=a)
-        if "n_screen" in FIELDS:
-            num(
-                "n_screen",
-                "Screened starts",
-                "Random starting points scored (metric only) before L-BFGS-B runs from the best of them; "
-                "0 turns screening off.",
-                0,
-                100000,
-                col=b,
-            )
-        a, b = st.columns(2)
-        num(
-            "sigma_theta",
-            "σ_θ of inherited starts",
-            "Spread (log space) of starts inherited from parents.",
-            0.0,
-            10.0,
-            step=0.05,
-            fmt_="%.2f",
-            col=a,
-        )
-        b.selectbox(
-            "Starting values",
-            ("roles", "paper"),
-            key=_k("init"),
-            help="roles: data-aware ranges per slot role. paper: uniform in the search box.",
-        )
-    with st.expander("Budgeted search: screening, seeds, model choice"):
-        a, b = st.columns(2)
-        a.checkbox(
-            "Never refit a kernel",
-            key=_k("cache_fits"),
-            help="A kernel met again (same canonical form) keeps its first fit.",
-        )
-        b.checkbox(
-            "Data-tied bounds",
-            key=_k("data_bounds"),
-            help="No lengthscale below half the sampling step; periods between two steps and the training span.",
-        )
-        a.checkbox(
-            "Change points",
-            key=_k("changepoints"),
-            help="Let random trees, mutations and expansions use ABCD's change-point operator CP(before, after), "
-            "which switches from one kernel to another around a fitted location. Not in the paper's grammar.",
-            disabled="changepoints" not in used,
-        )
-        a, b = st.columns(2)
-        num(
-            "screen_points",
-            "Screening points",
-            "Above this many training points, new kernels are first fitted on this many (half spread over "
-            "the range, half the most recent) and only the best share is fitted on all the data. 0 = off.",
-            0,
-            100000,
-            col=a,
-        )
-        num(
-            "promote_fraction",
-            "Share promoted",
-            "Share of a screened batch fitted on all the data.",
-            0.01,
-            1.0,
-            step=0.05,
-            fmt_="%.2f",
-            col=b,
-        )
-        a, b = st.columns(2)
-        num(
-            "seed_fraction",
-            "Seeded share of the first population",
-            "GPSS structures (SE, PER, LIN, RQ, their pairwise sums and products) in the first population.",
-            0.0,
-            1.0,
-            step=0.05,
-            fmt_="%.2f",
-            col=a,
-        )
-        num(
-            "p_expand",
-            "GPSS expansions among mutations",
-            "Probability that a mutation adds or multiplies a base kernel, or swaps one.",
-            0.0,
-            1.0,
-            step=0.05,
-            fmt_="%.2f",
-            col=b,
-        )
-        num(
-            "select_top",
-            "Choose among the K lowest-BIC kernels",
-            "The returned kernel is the one of the K lowest-BIC kernels that best predicts the last part of "
-            "the training range after a refit on the rest; they also make the model average. 1 = lowest BIC.",
-            1,
-            100,
-        )
+    for name in (n for n in FIELDS if SETTINGS[n][1].group == "budget"):
+        widget(name, st)
+    for group, title in GROUPS.items():
+        names = [n for n in FIELDS if SETTINGS[n][1].group == group]
+        if group in ("algorithm", "budget") or not names:
+            continue
+        with st.expander(title, expanded=group == "evolution"):
+            cols = st.columns(2)
+            for i, name in enumerate(names):
+                widget(name, cols[i % 2])
     with st.expander("Run", expanded=True):
         a, b = st.columns(2)
         a.number_input(
@@ -453,30 +176,11 @@ with settings_col:
 
     config: SearchConfig | None = None
     values = {f: st.session_state.get(_k(f)) for f in FIELDS}
-    values["base_kernels"] = tuple(values["base_kernels"] or ())
-    for f in (
-        "population",
-        "generations",
-        "mu",
-        "d_min",
-        "d_max",
-        "o_max",
-        "rho_max",
-        "psd_w",
-        "n_hyper",
-        "n_restarts",
-        "max_evals",
-        "n_screen",
-        "ref_fun_call",
-        "patience",
-        "screen_points",
-        "select_top",
-    ):
-        if f in values:
-            values[f] = int(values[f])
-    for f in ("time_budget", "promote_fraction", "seed_fraction", "p_expand"):
-        if f in values:
-            values[f] = float(values[f])
+    cast = {int: int, float: float, tuple: lambda v: tuple(v or ())}
+    for f in FIELDS:
+        typ = SETTINGS[f][0]
+        if typ in cast and values[f] is not None:
+            values[f] = cast[typ](values[f])
     values["p_mutation"] = round(float(values["p_mutation"]), 6)
     values["p_crossover"] = round(1.0 - values["p_mutation"], 6)
     try:

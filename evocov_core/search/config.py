@@ -29,14 +29,17 @@ algorithm      ``population`` (N)                         ``generations`` (G)
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
 
 from ..metrics import METRICS
 from ..optimize import HyperSpace, OptimConfig
 from ..psd import PSDConfig
 from ..variation import VariationConfig
 
-__all__ = ["ALGORITHMS", "PRESETS", "SearchConfig", "preset"]
+__all__ = ["ALGORITHMS", "GROUPS", "PRESETS", "SearchConfig", "Setting", "preset", "settings"]
 
 ALGORITHMS = ("evocov", "random", "gwtf", "gpss")
 ALGORITHM_LABELS = {
@@ -50,6 +53,80 @@ GPSS_BASE_KERNELS = ("SE", "PER", "LIN", "RQ")
 
 class ConfigError(ValueError):
     """An invalid setting; the message names it and the accepted range."""
+
+
+_EVOCOV = frozenset({"evocov"})
+#: The algorithms that grow random trees (and so read the tree-generation settings).
+_GROWS = frozenset({"evocov", "random", "gwtf"})
+_ALL = frozenset(ALGORITHMS)
+
+#: Setting groups, in the order the dashboard shows them, with their titles.
+GROUPS = {
+    "algorithm": "Algorithm",
+    "budget": "Time budget",
+    "evolution": "Population and evolution",
+    "trees": "Tree generation and variation",
+    "fitting": "Hyperparameter fitting",
+    "budgeted": "Budgeted search: screening, seeds, model choice",
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What one :class:`SearchConfig` field means to a person: the single source of the CLI
+    options, the dashboard's widgets and the per-field validation.
+
+    Attributes
+    ----------
+    label, help : str
+        Widget label and help text (the CLI's help too).
+    group : str
+        A key of :data:`GROUPS`.
+    used_by : frozenset of str
+        The algorithms that read the setting (the dashboard disables it for the others).
+    lo, hi : float, optional
+        Inclusive bounds (validation, widget limits, CLI help).
+    step : float, optional
+        Widget step.
+    fmt : str, optional
+        Widget number format.
+    choices : tuple of str, optional
+        Allowed values (a subset of them for a tuple setting).
+    labels : dict, optional
+        Per-algorithm labels (``population`` means N kernels drawn for Random Search).
+    derived_from : str, optional
+        Set by the dashboard from another setting (``p_crossover = 1 − p_mutation``).
+    """
+
+    label: str
+    help: str
+    group: str
+    used_by: frozenset[str] = _ALL
+    lo: float | None = None
+    hi: float | None = None
+    step: float | None = None
+    fmt: str | None = None
+    choices: tuple[str, ...] | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    derived_from: str | None = None
+
+    def label_for(self, algorithm: str) -> str:
+        return self.labels.get(algorithm, self.label)
+
+    @property
+    def range_text(self) -> str:
+        """The bounds in words: ``in [1, 100000]``, ``at least 0``."""
+        def num(v: float) -> str:
+            return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+        if self.lo is not None and self.hi is not None:
+            return f"in [{num(self.lo)}, {num(self.hi)}]"
+        return f"at least {num(self.lo)}" if self.lo is not None else f"at most {num(self.hi)}"
+
+
+def _s(default: Any, label: str, help: str, group: str, used_by: frozenset[str] = _ALL, **kw: Any) -> Any:
+    """A dataclass field carrying its :class:`Setting`."""
+    return field(default=default, metadata={"setting": Setting(label, help, group, used_by, **kw)})
 
 
 @dataclass(frozen=True)
@@ -137,82 +214,127 @@ class SearchConfig:
         settings, whose Table 2 grammar has none.
     """
 
-    algorithm: str = "evocov"
-    population: int = 141
-    generations: int = 141
-    mu: int = 14
-    p_mutation: float = 0.4
-    p_crossover: float = 0.6
-    beta: float = 1e-5
-    patience: int = 1
-    d_min: int = 5
-    d_max: int = 15
-    o_max: int = 40
-    rho_max: int = 250
-    psd_w: int = 20
-    n_hyper: int = 20
-    metric: str = "lml"
-    method: str = "auto"
-    n_restarts: int = 3
-    max_evals: int = 60
-    n_screen: int = 20
-    ref_fun_call: int = 300
-    sigma_theta: float = 0.1
-    init: str = "roles"
-    metric_split: float = 0.1
-    base_kernels: tuple[str, ...] = GPSS_BASE_KERNELS
-    require_input: bool = False
-    time_budget: float = 0.0
-    cache_fits: bool = False
-    screen_points: int = 0
-    promote_fraction: float = 0.3
-    seed_fraction: float = 0.0
-    p_expand: float = 0.0
-    select_top: int = 1
-    data_bounds: bool = False
-    changepoints: bool = False
+    algorithm: str = _s("evocov", "Algorithm", "The search algorithm (module docstring).", "algorithm",
+                        choices=ALGORITHMS)
+    population: int = _s(141, "Population size N", "EvoCov: individuals per generation. Random Search: kernels "
+                         "drawn. Go With The First: hill-climbing mutations per individual.", "evolution",
+                         _GROWS, lo=2, hi=1_000_000,
+                         labels={"random": "Kernels drawn N", "gwtf": "Mutations per individual N"})
+    generations: int = _s(141, "Generations G", "EvoCov: generations. Go With The First: initial individuals. "
+                          "GPSS: levels of the greedy search. With a time budget, only a cap (the budgeted "
+                          "presets: 100000).", "evolution", frozenset({"evocov", "gwtf", "gpss"}), lo=1,
+                          hi=1_000_000, labels={"gwtf": "Initial individuals G", "gpss": "Search depth G (levels)"})
+    mu: int = _s(14, "Survivors μ", "Individuals kept by truncation selection each generation (1 ≤ μ < N).",
+                 "evolution", _EVOCOV, lo=1, hi=1_000_000)
+    p_mutation: float = _s(0.4, "Mutation probability p_m", "Each child comes from a mutation with probability "
+                           "p_m, else from a crossover.", "evolution", _EVOCOV, lo=0.0, hi=1.0, step=0.05,
+                           fmt="%.2f")
+    p_crossover: float = _s(0.6, "Crossover probability p_cx", "1 − p_m (the page derives it from p_m).",
+                            "evolution", _EVOCOV, lo=0.0, hi=1.0, step=0.05, fmt="%.2f", derived_from="p_mutation")
+    beta: float = _s(1e-5, "Restart threshold β", "Restart when the best BIC improves by less than this relative "
+                     "amount in a generation.", "evolution", _EVOCOV, lo=0.0, step=1e-6, fmt="%.1e")
+    patience: int = _s(1, "Restart patience", "Consecutive generations with a relative improvement ≤ β before a "
+                       "restart (the paper: 1).", "evolution", _EVOCOV, lo=1, hi=10_000)
+    d_min: int = _s(5, "Minimum depth d_min", "Depth limits of randomly generated trees.", "trees", _GROWS,
+                    lo=0, hi=30)
+    d_max: int = _s(15, "Maximum depth d_max", "Depth limits of randomly generated trees (≤ 30).", "trees",
+                    _GROWS, lo=0, hi=30)
+    o_max: int = _s(40, "Bloat limit o_max", "Children of variation deeper than this are refused.", "trees",
+                    _GROWS, lo=1, hi=200)
+    rho_max: int = _s(250, "Attempts ρ_max", "Tries of a variation operator before the parent is kept unchanged.",
+                      "trees", _GROWS, lo=1, hi=100_000)
+    psd_w: int = _s(20, "PSD check data sets w", "Random data sets each new kernel must be positive "
+                    "semi-definite on.", "trees", _GROWS, lo=1, hi=1000)
+    n_hyper: int = _s(20, "Hyperparameter slots n_hyper", "Size of the pool of hyperparameter slots.", "trees",
+                      _GROWS, lo=1, hi=1000)
+    metric: str = _s("lml", "Metric", "What the optimiser maximises for each kernel's hyperparameters. The search "
+                     "itself always ranks kernels by BIC.", "fitting", choices=tuple(METRICS))
+    method: str = _s("auto", "Optimiser", "auto: L-BFGS-B for LML and LOOCV (they have gradients), Powell "
+                     "otherwise.", "fitting", choices=("auto", "lbfgs", "powell"))
+    n_restarts: int = _s(3, "Restarts", "L-BFGS-B starting points per kernel.", "fitting", lo=1, hi=100)
+    max_evals: int = _s(60, "Max evaluations", "Metric evaluations per L-BFGS-B start.", "fitting", lo=2,
+                        hi=100_000)
+    n_screen: int = _s(20, "Screened starts", "Random starting points scored (metric only) before L-BFGS-B runs "
+                       "from the best of them; 0 turns screening off.", "fitting", lo=0, hi=100_000)
+    ref_fun_call: int = _s(300, "Powell ref_fun_call", "Powell budget: ref · 350² / n² evaluations.", "fitting",
+                           lo=1, hi=100_000)
+    sigma_theta: float = _s(0.1, "σ_θ of inherited starts", "Spread (log space) of starts inherited from "
+                            "parents.", "fitting", lo=0.0, hi=10.0, step=0.05, fmt="%.2f")
+    init: str = _s("roles", "Starting values", "roles: data-aware ranges per slot role. paper: uniform in the "
+                   "search box.", "fitting", choices=("roles", "paper"))
+    metric_split: float = _s(0.1, "Held-out share of the training range", "The last share of the training "
+                             "x-range that the split metrics (posterior LML, SoPL) and the choice of the returned "
+                             "kernel hold out; in (0, 0.9).", "fitting", lo=0.0, hi=0.9, step=0.05, fmt="%.2f")
+    base_kernels: tuple[str, ...] = _s(GPSS_BASE_KERNELS, "GPSS base kernels", "Base kernels the greedy search "
+                                       f"combines (GPSS: {', '.join(GPSS_BASE_KERNELS)}).", "evolution",
+                                       frozenset({"gpss"}), choices=("SE", "PER", "LIN", "RQ", "C"))
+    require_input: bool = _s(False, "Only kernels that depend on x", "Discard constant kernels when generating "
+                             "and varying trees (the paper keeps them).", "trees", _GROWS)
+    time_budget: float = _s(0.0, "Time budget (seconds)", "Wall-clock time for the whole search on this machine, "
+                            "the choice of the returned kernel included; the search sizes and stops itself and "
+                            "returns the best kernel found. 0 = no limit: exactly N × G fits (reproducible: same "
+                            "seed, same result).", "budget", lo=0.0, hi=7 * 86400.0, step=30.0)
+    cache_fits: bool = _s(False, "Never refit a kernel", "A kernel met again (same canonical form) keeps its "
+                          "first fit.", "budgeted")
+    screen_points: int = _s(0, "Screening points", "Above this many training points, new kernels are first "
+                            "fitted on this many (half spread over the range, half the most recent) and only the "
+                            "best share is fitted on all the data. 0 = off, else at least 20.", "budgeted", lo=0,
+                            hi=100_000)
+    promote_fraction: float = _s(0.3, "Share promoted", "Share of a screened batch fitted on all the data.",
+                                 "budgeted", lo=0.0, hi=1.0, step=0.05, fmt="%.2f")
+    seed_fraction: float = _s(0.0, "Seeded share of the first population", "GPSS structures (SE, PER, LIN, RQ, "
+                              "their pairwise sums and products) in the first population.", "budgeted", _EVOCOV,
+                              lo=0.0, hi=1.0, step=0.05, fmt="%.2f")
+    p_expand: float = _s(0.0, "GPSS expansions among mutations", "Probability that a mutation adds or multiplies "
+                         "a base kernel, or swaps one.", "budgeted", _EVOCOV, lo=0.0, hi=1.0, step=0.05,
+                         fmt="%.2f")
+    select_top: int = _s(1, "Choose among the K lowest-BIC kernels", "The returned kernel is the one of the K "
+                         "lowest-BIC kernels that best predicts the last part of the training range after a "
+                         "refit on the rest; they also make the model average. 1 = lowest BIC.", "budgeted",
+                         lo=1, hi=100)
+    data_bounds: bool = _s(False, "Data-tied bounds", "No lengthscale below half the sampling step; periods "
+                           "between two steps and the training span.", "budgeted")
+    changepoints: bool = _s(False, "Change points", "Let random trees, mutations and expansions use ABCD's "
+                            "change-point operator CP(before, after), which switches from one kernel to another "
+                            "around a fitted location. Not in the paper's grammar.", "budgeted")
 
     def __post_init__(self) -> None:
         def need(cond: bool, msg: str) -> None:
             if not cond:
                 raise ConfigError(msg)
 
-        need(self.algorithm in ALGORITHMS, f"algorithm must be one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
-        for name in ("population", "generations", "mu", "d_max", "o_max", "rho_max", "psd_w", "n_hyper",
-                     "n_restarts", "max_evals", "n_screen", "ref_fun_call", "screen_points", "select_top"):
+        # Per setting, from its metadata: type, bounds, choices.
+        for name, typ, meta in settings():
             v = getattr(self, name)
-            need(isinstance(v, int) and not isinstance(v, bool), f"{name} must be a whole number, got {v!r}")
+            if typ is bool:
+                need(isinstance(v, bool), f"{name} must be true or false, got {v!r}")
+            elif typ is int:
+                need(isinstance(v, int) and not isinstance(v, bool), f"{name} must be a whole number, got {v!r}")
+            elif typ is float:
+                need(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+                     f"{name} must be a number, got {v!r}")
+            if meta.choices is not None:
+                values = v if isinstance(v, tuple) else (v,)
+                need(all(x in meta.choices for x in values),
+                     f"{name} must be {'a subset' if isinstance(v, tuple) else 'one'} of {', '.join(meta.choices)},"
+                     f" got {v!r}")
+            if meta.lo is not None or meta.hi is not None:
+                need((meta.lo is None or v >= meta.lo) and (meta.hi is None or v <= meta.hi),
+                     f"{name} must be {meta.range_text}, got {v}")
+        # Across settings, and bounds the metadata cannot say (open intervals, "0 or at least").
         need(self.population >= 2 or self.algorithm == "gpss",
              f"population (N) must be at least 2, got {self.population}")
-        need(self.generations >= 1, f"generations (G) must be at least 1, got {self.generations}")
         if self.algorithm == "evocov":
-            need(1 <= self.mu < self.population,
+            need(self.mu < self.population,
                  f"mu must satisfy 1 <= mu < population (N = {self.population}), got mu = {self.mu}")
-        need(0.0 <= self.p_mutation <= 1.0, f"p_mutation must be in [0, 1], got {self.p_mutation}")
-        need(0.0 <= self.p_crossover <= 1.0, f"p_crossover must be in [0, 1], got {self.p_crossover}")
         need(abs(self.p_mutation + self.p_crossover - 1.0) < 1e-9,
              f"p_mutation + p_crossover must equal 1, got {self.p_mutation} + {self.p_crossover}")
-        need(self.beta >= 0.0, f"beta must be non-negative, got {self.beta}")
-        need(isinstance(self.patience, int) and self.patience >= 1, f"patience must be at least 1, got {self.patience}")
-        need(isinstance(self.d_min, int) and 0 <= self.d_min <= self.d_max,
-             f"need 0 <= d_min <= d_max, got d_min = {self.d_min}, d_max = {self.d_max}")
-        need(self.d_max <= 30, f"d_max must be at most 30, got {self.d_max}")
-        need(self.o_max >= 1 and self.o_max <= 200, f"o_max must be in [1, 200], got {self.o_max}")
-        need(self.rho_max >= 1, f"rho_max must be at least 1, got {self.rho_max}")
-        need(1 <= self.psd_w <= 1000, f"psd_w (w) must be in [1, 1000], got {self.psd_w}")
-        need(1 <= self.n_hyper <= 1000, f"n_hyper must be in [1, 1000], got {self.n_hyper}")
-        need(self.metric in METRICS, f"metric must be one of {', '.join(METRICS)}, got {self.metric!r}")
+        need(self.d_min <= self.d_max, f"need 0 <= d_min <= d_max, got d_min = {self.d_min}, d_max = {self.d_max}")
         need(0.0 < self.metric_split < 0.9, f"metric_split must be in (0, 0.9), got {self.metric_split}")
-        need(bool(self.base_kernels) and all(b in ("SE", "PER", "LIN", "RQ", "C") for b in self.base_kernels),
-             f"base_kernels must be a non-empty subset of SE, PER, LIN, RQ, C, got {self.base_kernels}")
-        need(isinstance(self.time_budget, (int, float)) and 0.0 <= self.time_budget <= 7 * 86400,
-             f"time_budget must be between 0 (no limit) and a week in seconds, got {self.time_budget}")
+        need(bool(self.base_kernels), "base_kernels must not be empty")
         need(self.screen_points == 0 or self.screen_points >= 20,
              f"screen_points must be 0 (off) or at least 20, got {self.screen_points}")
-        need(0.0 < self.promote_fraction <= 1.0, f"promote_fraction must be in (0, 1], got {self.promote_fraction}")
-        need(0.0 <= self.seed_fraction <= 1.0, f"seed_fraction must be in [0, 1], got {self.seed_fraction}")
-        need(0.0 <= self.p_expand <= 1.0, f"p_expand must be in [0, 1], got {self.p_expand}")
-        need(1 <= self.select_top <= 100, f"select_top must be in [1, 100], got {self.select_top}")
+        need(self.promote_fraction > 0.0, f"promote_fraction must be in (0, 1], got {self.promote_fraction}")
         try:
             self.optim  # noqa: B018 - validates the optimiser settings
         except ValueError as exc:
@@ -251,6 +373,20 @@ class SearchConfig:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
+def settings() -> tuple[tuple[str, type, Setting], ...]:
+    """Every :class:`SearchConfig` field as ``(name, type, Setting)``, in declaration order.
+
+    The type is ``int``, ``float``, ``bool``, ``str`` or ``tuple`` (of str).
+    """
+    return _SETTINGS
+
+
+def _field_type(annotation: str) -> type:
+    if annotation.startswith("tuple"):
+        return tuple
+    return {"int": int, "float": float, "bool": bool, "str": str}[annotation]
+
+
 # The paper's section 6.2 settings, per algorithm.
 _PAPER: dict[str, dict] = {
     "evocov": dict(population=141, generations=141, mu=14),
@@ -283,6 +419,8 @@ def _budgeted(seconds: float) -> dict[str, dict]:
         "gpss": dict(generations=10, n_restarts=3, time_budget=seconds, **_BUDGETED_PARTS),
     }
 
+
+_SETTINGS = tuple((f.name, _field_type(str(f.type)), f.metadata["setting"]) for f in fields(SearchConfig))
 
 PRESETS = {"quick": _budgeted(60.0), "standard": _budgeted(300.0), "paper": _PAPER, "quick-fixed": _QUICK}
 
