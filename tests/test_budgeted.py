@@ -117,6 +117,23 @@ def test_screening_promotes_the_best_share() -> None:
     assert res.best.kernel.canonical not in {r.canonical for r in out}
 
 
+@pytest.mark.parametrize("metric", ["posterior_lml", "sopl", "rmse"])
+def test_split_metrics_are_fitted_as_lml_on_subsets(metric: str) -> None:
+    """Screening and head subsets have no split: there the stages fit LML, and a screened search with a
+    split metric finds kernels (each such subset fit used to fail, and the search returned none)."""
+    data = _series(160)
+    cfg = _budgeted(metric=metric, screen_points=60, select_top=3, generations=2)
+    stages = search_stages(data, cfg)
+    assert stages["screen"][0].split is None and stages["screen"][1].metric == "lml"
+    assert stages["head"][0].split is None and stages["head"][1].metric == "lml"
+    assert stages["promote"][1].metric == metric  # all the data: the search's own metric
+    with SerialExecutor(data, cfg.optim, stages) as ex:
+        res = run_search(data, cfg, seed=1, executor=ex)
+    assert res.best is not None and res.best.ok and res.best.metric == metric
+    assert any(r.status == FitStatus.SCREENED_OUT for r in res.records)
+    assert any(math.isfinite(row["tail_score"]) for row in res.selection)
+
+
 def test_screening_needs_the_stage() -> None:
     data = _series(160)
     cfg = _budgeted(screen_points=60, select_top=1)

@@ -189,6 +189,31 @@ def test_negative_kernel_cholesky_failure(method, small_data):
 
 
 @pytest.mark.parametrize("method", ["lbfgs", "powell"])
+@pytest.mark.parametrize("error", [ValueError("bug"), TypeError("bug"), KeyError("bug")])
+def test_a_programming_error_in_a_fit_propagates(method, error, small_data, monkeypatch):
+    """A bug inside the objective raises out of fit_kernel instead of becoming a failed status."""
+
+    def broken(*_args, **_kwargs):
+        raise error
+
+    monkeypatch.setattr(optimize, "loss_and_grad", broken)
+    monkeypatch.setattr(optimize, "loss", broken)
+    with pytest.raises(type(error), match="bug"):
+        fit_kernel(SE, small_data, OptimConfig(method=method, ref_fun_call=5), np.random.default_rng(0))
+
+
+def test_a_programming_error_after_the_search_propagates(small_data, monkeypatch):
+    """The final LML at the best point is inside the catch too: a bug there raises as well."""
+
+    def broken(*_args, **_kwargs):
+        raise ValueError("bug in lml")
+
+    monkeypatch.setattr(optimize, "gp_lml", broken)
+    with pytest.raises(ValueError, match="bug in lml"):
+        fit_kernel(SE, small_data, OptimConfig(ref_fun_call=5), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("method", ["lbfgs", "powell"])
 @pytest.mark.parametrize(("error", "status"), [
     (NumericalFailure(FitStatus.CHOLESKY_FAILED, "not positive definite"), FitStatus.CHOLESKY_FAILED),
     (np.linalg.LinAlgError("singular matrix"), FitStatus.OPTIMISER_FAILED),
