@@ -37,8 +37,35 @@ A tree is stored as an immutable tuple of token names in prefix (Polish) order, 
 same flat layout as DEAP's ``PrimitiveTree``; :func:`to_primitive_tree` converts it.
 DEAP's own ``gp.compile``/``from_string`` are never used: they ``eval`` text.
 
-The grammar is a :class:`deap.gp.PrimitiveSetTyped` built without ``creator``
-globals, so Streamlit reruns and worker processes can rebuild it freely.
+One definition: this module's table, not DEAP's primitive set
+-------------------------------------------------------------
+The grammar is defined once, by the frozen :class:`Symbol` records below
+(``_OPERATORS``, :data:`CHANGEPOINT_OPERATORS`, :data:`CONSTANTS`, the argument ``x``
+and the slots ``hp<k>``). The generator (:func:`typed_grow`), the tree checker and parser
+(:func:`check_tree`, :mod:`evocov_core.kernel_file`), the variation operators
+(:mod:`evocov_core.variation`, through :func:`symbol`, :func:`subtree_end` and the kind
+lists of :class:`Grammar`) and the evaluator (:mod:`evocov_core.evaluate`, through
+:func:`arity`, :func:`is_slot` and :data:`CONSTANTS`) read types and arities from it. DEAP's
+:class:`~deap.gp.PrimitiveSetTyped` is *built from* the table (:func:`get_grammar`), not
+the other way round, because a primitive set cannot say what these readers need:
+
+* **kinds**: Algorithm 2 draws from terminals, not-nestable and nestable operators by
+  depth; a primitive set knows only primitives and terminals;
+* **slots independent of a pool**: a kernel file may use any ``hp<k>``; a primitive set
+  holds a fixed list of arguments, one set per pool size;
+* **immutability**: a primitive set is mutable (``addPrimitive``, ``renameArguments``)
+  and shared through a cache; the table is frozen records;
+* **speed**: every tree walk looks up arities in a plain dict of ints;
+* **no traps**: no ``creator`` globals (they break on Streamlit reruns and in worker
+  processes), no ``eval``, and generation never raises where DEAP's typed generators
+  do (``TPair`` has no terminal).
+
+What DEAP still provides: :attr:`Grammar.pset`, the same grammar as a strongly-typed GP
+primitive set (names, argument and return types, constants, ``x`` and the slots as
+arguments) for use with DEAP's tools, and :func:`to_primitive_tree` to hand it our trees.
+The tests check that this set agrees with the table symbol for symbol (names, arities,
+argument and return types, constant values) and that DEAP's ``PrimitiveTree`` walks our
+trees as we do, so the table stays a valid strongly-typed GP grammar.
 """
 
 from __future__ import annotations
@@ -239,7 +266,8 @@ class Grammar:
     """The primitive set for a pool of ``n_hyper`` hyperparameter slots.
 
     Build it with :func:`get_grammar` (cached). ``pset`` is the DEAP
-    ``PrimitiveSetTyped`` of the same grammar, for interoperation with DEAP tools.
+    ``PrimitiveSetTyped`` built from the symbol table, for interoperation with DEAP
+    tools; nothing in EvoCov reads types or arities from it (module docstring).
     """
 
     n_hyper: int
@@ -265,8 +293,12 @@ class Grammar:
 
     def symbols(self) -> tuple[Symbol, ...]:
         """Every symbol of the grammar, slots included."""
-        fixed = tuple(s for s in _FIXED.values() if self.changepoints or s.name not in _EXTRA)
-        return fixed + tuple(_slot_symbol(s) for s in self.slots)
+        return _table(self.changepoints) + tuple(_slot_symbol(s) for s in self.slots)
+
+
+def _table(changepoints: bool) -> tuple[Symbol, ...]:
+    """The grammar's symbols other than the slots: the one definition everything reads."""
+    return tuple(s for s in _FIXED.values() if changepoints or s.name not in _EXTRA)
 
 
 @lru_cache(maxsize=64)
@@ -275,8 +307,8 @@ def _kinds(n_hyper: int, typ: type, changepoints: bool = False
     terms: list[str] = []
     notnests: list[str] = []
     nests: list[str] = []
-    for s in _FIXED.values():
-        if s.ret is not typ or (s.name in _EXTRA and not changepoints):
+    for s in _table(changepoints):
+        if s.ret is not typ:
             continue
         if s.kind in ("argument", "constant"):
             terms.append(s.name)
@@ -308,12 +340,15 @@ def get_grammar(n_hyper: int = DEFAULT_N_HYPER, changepoints: bool = False) -> G
     if not (1 <= int(n_hyper) <= 10000):
         raise ValueError(f"n_hyper must be between 1 and 10000, got {n_hyper}")
     n_hyper = int(n_hyper)
-    pset = gp.PrimitiveSetTyped("kernel", [InputPair] + [Hyper] * n_hyper, Cov, prefix="ARG")
+    # DEAP's view of the table: x and the slots are the set's arguments, constants its terminals.
+    pset = gp.PrimitiveSetTyped("kernel", [_FIXED["x"].ret] + [_slot_symbol("hp0").ret] * n_hyper, Cov,
+                                prefix="ARG")
     pset.renameArguments(ARG0="x", **{f"ARG{k + 1}": f"hp{k}" for k in range(n_hyper)})
-    for s in (*_OPERATORS, *(CHANGEPOINT_OPERATORS if changepoints else ())):
-        pset.addPrimitive(_placeholder, list(s.args), s.ret, name=s.name)
-    for name, value in CONSTANTS.items():
-        pset.addTerminal(value, Cov, name=name)
+    for s in _table(changepoints):
+        if s.arity:
+            pset.addPrimitive(_placeholder, list(s.args), s.ret, name=s.name)
+        elif s.kind == "constant":
+            pset.addTerminal(s.value, s.ret, name=s.name)
     return Grammar(n_hyper=n_hyper, pset=pset, changepoints=bool(changepoints))
 
 
