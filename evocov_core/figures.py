@@ -491,7 +491,8 @@ def explorer_figure(records: pd.DataFrame, base_q: int, base_rmse: float | None)
 def hyperparameter_table(kernel: Kernel, theta: Sequence[float], log_noise: float, norm: Normalisation
                          ) -> pd.DataFrame:
     """One row per slot (plus noise): value in model units and, for single-role slots,
-    in data units (lengthscales and periods in x units, shift as an x position)."""
+    in data units (lengthscales, periods, change widths in x units; shift, change location and
+    window centre as x positions)."""
     roles = slot_roles(kernel)
     sx = norm.x_scale[0]
     rows = []
@@ -503,8 +504,10 @@ def hyperparameter_table(kernel: Kernel, theta: Sequence[float], log_noise: floa
             data_value = f"lengthscale {v * sx:.4g} (x units)"
         elif r == ["frequency"]:
             data_value = f"period {2 * math.pi / v * sx:.4g} (x units)"
-        elif r == ["shift"]:
+        elif r in (["shift"], ["location"], ["window_centre"]):
             data_value = f"at x = {norm.x_offset[0] + (v - 1.0) * sx:.6g}"
+        elif r in (["steepness"], ["window_width"]):
+            data_value = f"{r[0].replace('_', ' ')} {v * sx:.4g} (x units)"
         rows.append({"hyperparameter": s, "roles": ", ".join(r) or "-", "value": v, "log value": t,
                      "in data units": data_value})
     nv = math.exp(log_noise)
