@@ -124,7 +124,7 @@ def _config_from_args(args: argparse.Namespace):
                  "d_max", "o_max", "rho_max", "psd_w", "n_hyper", "metric", "method", "n_restarts", "max_evals",
                  "n_screen", "ref_fun_call", "sigma_theta", "init", "metric_split", "require_input", "time_budget",
                  "cache_fits", "screen_points", "promote_fraction", "seed_fraction", "p_expand", "select_top",
-                 "data_bounds", "changepoints"):
+                 "data_bounds", "changepoints", "changewindows"):
         v = getattr(args, name, None)
         if v is not None:
             overrides[name] = v.replace("-", "_") if name == "metric" else v
@@ -277,7 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name, what in (("require-input", "only kernels that depend on x"),
                        ("cache-fits", "never fit the same canonical kernel twice"),
                        ("data-bounds", "tie lengthscale and period bounds to the data"),
-                       ("changepoints", "grammar with ABCD's change-point operator (not in the paper's)")):
+                       ("changepoints", "grammar with ABCD's change-point operator (not in the paper's)"),
+                       ("changewindows", "grammar with ABCD's change-window operator (not in the paper's; "
+                                         "off in every preset)")):
         p.add_argument(f"--{name}", dest=name.replace("-", "_"), action=argparse.BooleanOptionalAction,
                        default=None, help=what)
     p.add_argument("--metric", choices=metric_choices, metavar=metric_meta)

@@ -301,6 +301,18 @@ def test_time_budget_follows_the_preset():
     assert at.button(key="search_start").disabled
 
 
+def test_change_windows_checkbox_sits_next_to_change_points():
+    """Off in every preset (their runs stay as they were), usable by every algorithm, on when checked."""
+    at = search_page()
+    cw, cp = at.checkbox(key="s_changewindows"), at.checkbox(key="s_changepoints")
+    assert cw.value is False and cp.value is preset("quick").changepoints and not cw.disabled
+    at.selectbox(key="s_algorithm").set_value("gpss").run()
+    assert at.checkbox(key="s_changewindows").value is False and not at.checkbox(key="s_changewindows").disabled
+    at.checkbox(key="s_changewindows").check().run()
+    no_exception(at)
+    assert at.checkbox(key="s_changewindows").value is True and not at.error
+
+
 def test_mu_not_below_population_is_refused():
     at = search_page()
     at.number_input(key="s_mu").set_value(preset("quick", "evocov").population).run()  # μ = N

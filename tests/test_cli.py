@@ -174,3 +174,17 @@ def test_report_writes_a_self_contained_html(series_csv: Path, searched: tuple[P
     assert text.count("<script src=") == 0 and "plotly" in text.lower()  # JavaScript inline: opens offline
     assert "What the kernel says" in text and "Residual checks" in text and "of the variance" in text
     assert load_kernel_file(out).kernel.infix.replace("'", "&#x27;") in text
+
+
+def test_change_windows_flag_sits_next_to_change_points() -> None:
+    """``--changewindows`` turns the grammar option on; without it every preset keeps it off."""
+    from evocov_core.cli import _config_from_args, build_parser
+
+    def config(*extra: str):
+        return _config_from_args(build_parser().parse_args(["search", "--data", "d.csv", "--out", "k.json", *extra]))
+
+    assert config().changewindows is False and config("--preset", "standard").changewindows is False
+    assert config("--changewindows").changewindows is True
+    assert config("--changewindows", "--no-changepoints").changepoints is False
+    assert config("--no-changewindows").changewindows is False
+    assert "--changewindows" in build_parser()._subparsers._group_actions[0].choices["search"].format_help()
