@@ -417,10 +417,12 @@ def test_results_page_renders_a_finished_run(data_dir):
     said = texts(at, "markdown")
     assert any("of the variance" in m for m in said) and any(m.startswith("**Noise** with") for m in said)
     assert any(e.label == "As evolved (the stored tree)" for e in at.expander)
+    at.number_input(key="results_report_budget").set_value(0).run()  # the SE baseline only: seconds
     at.button(key="results_make_report").click().run()
     no_exception(at)
     report = at.session_state[f"results_report_{jid}"]
     assert report.startswith("<!DOCTYPE html>") and "What the kernel says" in report
+    assert "Against the baselines" in report and "evocov-comparison" in report
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["SE baseline"] == "…"  # fitting in the background (kept pending in tests)
     assert metrics["GPSS baseline"] not in ("–", "…")  # the run itself is a GPSS run on these data
