@@ -3,6 +3,7 @@
 ``python -m evocov_core report --kernel K.json --data D.csv --out report.html`` writes one file
 that opens offline (Plotly's JavaScript is embedded once, no other resource is fetched):
 
+0. in short: one line per additive component (the sentences of 2.) and the noise;
 1. the data and the forecast (predictive mean and ±2σ), with the forecasts of an SE kernel and
    of a short GPSS search fitted on the same training data drawn dashed over it, and a table
    comparing the three (:func:`evocov_core.baselines.compare_with_baselines`: expression,
@@ -95,7 +96,7 @@ def _finite(v: float | None) -> float | None:
 
 
 def _comparison_html(rows: list[Compared], ds: Dataset) -> str:
-    table = comparison_table(rows)
+    table = comparison_table(rows).drop(columns="how")  # said under the table: it is prose
     if ds.n_test == 0:
         table = table.drop(columns="test RMSE")
     if table["tail score"].isna().all():
@@ -107,10 +108,12 @@ def _comparison_html(rows: list[Compared], ds: Dataset) -> str:
                         "tail_score": _finite(r.tail_score), "test_rmse": _finite(r.test_rmse), "note": r.note}
                        for r in rows]).replace("</", "<\\/")
     out += f'<script type="application/json" id="evocov-comparison">{data}</script>'
+    notes = "".join(f"<li><b>{html.escape(r.name)}</b>: {html.escape(r.note)}</li>" for r in rows if r.note)
     return ("<h2>Against the baselines</h2><p>The same training data, the same units: BIC = −2·LML + q·log n "
             "(lower is better); tail score: log-likelihood of the last 10 % of the training range after a refit "
             "on the rest, as the search chooses its kernel (higher is better)"
-            + ("; test RMSE on the held-out part" if ds.n_test else "") + ".</p>" + out)
+            + ("; test RMSE on the held-out part" if ds.n_test else "") + ".</p>" + out
+            + (f'<ul class="notes">{notes}</ul>' if notes else ""))
 
 
 def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseline_budget: float = 20.0,
@@ -127,8 +130,7 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseli
     compared = compare_with_baselines(kf, ds, baseline_budget=baseline_budget, seed=seed, workers=workers)
     others = [(f"{r.name} mean", extrapolation_data(r.model, ds, extend=0.1)) for r in compared[1:]
               if r.model is not None and ds.x.shape[1] == 1]
-    figs.append(("", extrapolation_figure(pred, ds, title="Data and forecast: predictive mean and ±2σ band"
-                                          + (" (dashed: baselines)" if others else ""), others=others)))
+    figs.append(("", extrapolation_figure(pred, ds, others=others)))
     comps, noise_sd, xs, split = components_data(model, ds) if ds.x.shape[1] == 1 else ([], float("nan"), [], None)
     parts: list[str] = []
     first = True
@@ -148,7 +150,14 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseli
     parts.append(f"<p>{ds.n_train} training points, {ds.n_test} test points of <b>{esc(str(ds.y_label))}</b> "
                  f"against <b>{esc(str(ds.x_label))}</b>; q = {k.q} hyperparameters"
                  + (f"; test RMSE {rmse:.4g}" if rmse is not None else "") + ".</p>")
-    parts.append("<h2>Forecast</h2>" + plot(figs[0][1]))
+    if comps:
+        short = "".join(f"<li>{esc(c.sentence[0].upper() + c.sentence[1:])} ({c.explained:.0%} of the variance)"
+                        "</li>" for c in comps)
+        parts.append(f"<p>In short, the kernel says the series is the sum of:</p><ul>{short}"
+                     f"<li>noise with standard deviation {noise_sd:.3g} {esc(str(ds.y_label))}.</li></ul>")
+    parts.append("<h2>Forecast</h2><p>The data (training, test), the predictive mean and its ±2σ band"
+                 + (", and dashed, the means of the baselines below" if others else "") + ".</p>"
+                 + plot(figs[0][1]))
     parts.append(_comparison_html(compared, ds))
     parts.append("<h2>What the kernel says</h2><p>The kernel written as a sum of terms (products distributed "
                  "over sums); each term is an independent part of the series. Shares are of the training "
@@ -176,6 +185,7 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseli
                     + "</p>" if scores else ""))
     style = ("body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}"
              "code{background:#f4f4f4;padding:2px 4px;word-break:break-all}table.hp{border-collapse:collapse}"
-             "table.hp td,table.hp th{padding:2px 8px;border-bottom:1px solid #ddd}")
+             "table.hp td,table.hp th{padding:2px 8px;border-bottom:1px solid #ddd}"
+             "table.comparison{font-size:0.9em}ul.notes{font-size:0.85em;color:#555}")
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(name)}</title>"
             f"<style>{style}</style></head><body>" + "\n".join(parts) + "</body></html>")

@@ -175,6 +175,7 @@ def test_report_writes_a_self_contained_html(series_csv: Path, searched: tuple[P
     text = page.read_text(encoding="utf-8")
     assert text.count("<script src=") == 0 and "plotly" in text.lower()  # JavaScript inline: opens offline
     assert "What the kernel says" in text and "Residual checks" in text and "of the variance" in text
+    assert "In short, the kernel says the series is the sum of" in text and "Against the baselines" in text
     assert load_kernel_file(out).kernel.infix.replace("'", "&#x27;") in text
 
 
