@@ -22,16 +22,25 @@ Symbols (the paper's Table 2)::
                   exp(w), sqrt(w), square(w) = w²
     terminals     the Cov constants −1, −0.5, 0.5, 1, 2, 3, 5
 
-Beyond Table 2 (grammar option ``changepoints``, off in the paper's settings)::
+Beyond Table 2 (grammar options ``changepoints`` and ``changewindows``, off in the paper's
+settings)::
 
     nestable      changepoint(x, w, v, θc, θs)
                       -> (1 − σ(x))(1 − σ(x'))·w + σ(x)σ(x')·v,   σ(x) = 1/(1 + e^(−(x₁ − θc)/θs))
+                  changewindow(x, w, v, θc, θw, θs)
+                      -> (1 − ω(x))(1 − ω(x'))·w + ω(x)ω(x')·v,
+                         ω(x) = σ((x₁ − a)/θs)·(1 − σ((x₁ − b)/θs)),  a = θc − θw/2,  b = θc + θw/2
 
 ABCD's change-point operator (Lloyd et al. 2014): ``w`` before the location ``θc``, ``v``
-after it, switching over a width of about ``θs`` along the first input (time). It is PSD
-whenever ``w`` and ``v`` are (each weight is a rank-one PSD matrix and Schur products and
-sums keep PSD). Every symbol is always *parsed* (kernel files with change points load
-in any grammar); the option decides whether random trees and mutations *draw* them.
+after it, switching over a width of about ``θs`` along the first input (time). ABCD's
+change window: ``v`` inside the window ``[a, b]`` of centre ``θc`` and width ``θw``, ``w``
+outside it, both edges as steep as ``θs``. The window is parametrised by its centre and
+width rather than its two edges because slots are positive and independent: any
+``θc, θw > 0`` is a window with ``a < b``, which two free edge locations would not
+guarantee. Both are PSD whenever ``w`` and ``v`` are (each weight is a rank-one PSD matrix
+and Schur products and sums keep PSD). Every symbol is always *parsed* (kernel files with
+change points or windows load in any grammar); the options decide whether random trees and
+mutations *draw* them.
 
 A tree is stored as an immutable tuple of token names in prefix (Polish) order, the
 same flat layout as DEAP's ``PrimitiveTree``; :func:`to_primitive_tree` converts it.
@@ -79,6 +88,7 @@ from deap import gp
 
 __all__ = [
     "CHANGEPOINT_OPERATORS",
+    "CHANGEWINDOW_OPERATORS",
     "CONSTANTS",
     "DEFAULT_N_HYPER",
     "Cov",
@@ -189,8 +199,15 @@ _OPERATORS: tuple[Symbol, ...] = (
 CHANGEPOINT_OPERATORS: tuple[Symbol, ...] = (
     Symbol("changepoint", (InputPair, Cov, Cov, Hyper, Hyper), Cov, "nestable"),
 )
-_EXTRA = frozenset(s.name for s in CHANGEPOINT_OPERATORS)
-_FIXED: dict[str, Symbol] = {s.name: s for s in (*_OPERATORS, *CHANGEPOINT_OPERATORS)}
+#: Symbols beyond the paper's Table 2, drawn only by grammars built with ``changewindows``.
+CHANGEWINDOW_OPERATORS: tuple[Symbol, ...] = (
+    Symbol("changewindow", (InputPair, Cov, Cov, Hyper, Hyper, Hyper), Cov, "nestable"),
+)
+_CP = frozenset(s.name for s in CHANGEPOINT_OPERATORS)
+_CW = frozenset(s.name for s in CHANGEWINDOW_OPERATORS)
+# The draws of a grammar index the symbol lists built from this table: a grammar without an
+# optional symbol lists the others in the same order, so its draws stay what they were.
+_FIXED: dict[str, Symbol] = {s.name: s for s in (*_OPERATORS, *CHANGEPOINT_OPERATORS, *CHANGEWINDOW_OPERATORS)}
 _FIXED["x"] = Symbol("x", (), InputPair, "argument")
 for _name, _value in CONSTANTS.items():
     _FIXED[_name] = Symbol(_name, (), Cov, "constant", _value)
@@ -273,6 +290,7 @@ class Grammar:
     n_hyper: int
     pset: gp.PrimitiveSetTyped
     changepoints: bool = False
+    changewindows: bool = False
 
     @property
     def slots(self) -> tuple[str, ...]:
@@ -289,25 +307,30 @@ class Grammar:
         return self._by_kind(typ)[2]
 
     def _by_kind(self, typ: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-        return _kinds(self.n_hyper, typ, self.changepoints)
+        return _kinds(self.n_hyper, typ, self.changepoints, self.changewindows)
 
     def symbols(self) -> tuple[Symbol, ...]:
         """Every symbol of the grammar, slots included."""
-        return _table(self.changepoints) + tuple(_slot_symbol(s) for s in self.slots)
+        return _table(self.changepoints, self.changewindows) + tuple(_slot_symbol(s) for s in self.slots)
 
 
-def _table(changepoints: bool) -> tuple[Symbol, ...]:
+def _table(changepoints: bool, changewindows: bool = False) -> tuple[Symbol, ...]:
     """The grammar's symbols other than the slots: the one definition everything reads."""
-    return tuple(s for s in _FIXED.values() if changepoints or s.name not in _EXTRA)
+    return tuple(s for s in _FIXED.values() if _drawn(s.name, changepoints, changewindows))
+
+
+def _drawn(name: str, changepoints: bool, changewindows: bool) -> bool:
+    """Whether a grammar with these options draws the symbol ``name``."""
+    return (changepoints or name not in _CP) and (changewindows or name not in _CW)
 
 
 @lru_cache(maxsize=64)
-def _kinds(n_hyper: int, typ: type, changepoints: bool = False
+def _kinds(n_hyper: int, typ: type, changepoints: bool = False, changewindows: bool = False
            ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     terms: list[str] = []
     notnests: list[str] = []
     nests: list[str] = []
-    for s in _table(changepoints):
+    for s in _table(changepoints, changewindows):
         if s.ret is not typ:
             continue
         if s.kind in ("argument", "constant"):
@@ -326,10 +349,12 @@ def _placeholder(*_args: object) -> None:  # pragma: no cover - never called
 
 
 @lru_cache(maxsize=16)
-def get_grammar(n_hyper: int = DEFAULT_N_HYPER, changepoints: bool = False) -> Grammar:
+def get_grammar(n_hyper: int = DEFAULT_N_HYPER, changepoints: bool = False,
+                changewindows: bool = False) -> Grammar:
     """Return the grammar with ``n_hyper`` slots (1 ≤ n_hyper ≤ 10000).
 
-    ``changepoints=False`` is the paper's Table 2; True adds the change-point operator.
+    ``changepoints=False, changewindows=False`` is the paper's Table 2; ``changepoints``
+    adds the change-point operator, ``changewindows`` the change-window operator.
 
     Examples
     --------
@@ -344,12 +369,12 @@ def get_grammar(n_hyper: int = DEFAULT_N_HYPER, changepoints: bool = False) -> G
     pset = gp.PrimitiveSetTyped("kernel", [_FIXED["x"].ret] + [_slot_symbol("hp0").ret] * n_hyper, Cov,
                                 prefix="ARG")
     pset.renameArguments(ARG0="x", **{f"ARG{k + 1}": f"hp{k}" for k in range(n_hyper)})
-    for s in _table(changepoints):
+    for s in _table(changepoints, changewindows):
         if s.arity:
             pset.addPrimitive(_placeholder, list(s.args), s.ret, name=s.name)
         elif s.kind == "constant":
             pset.addTerminal(s.value, s.ret, name=s.name)
-    return Grammar(n_hyper=n_hyper, pset=pset, changepoints=bool(changepoints))
+    return Grammar(n_hyper=n_hyper, pset=pset, changepoints=bool(changepoints), changewindows=bool(changewindows))
 
 
 def to_primitive_tree(tokens: tuple[str, ...], grammar: Grammar) -> gp.PrimitiveTree:

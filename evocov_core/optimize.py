@@ -333,7 +333,8 @@ def slot_roles(kernel: Kernel) -> dict[str, set[str]]:
     Roles: ``frequency`` (spectral θp), ``lengthscale`` (sq_dist of raw inputs),
     ``periodic_lengthscale`` (sq_dist of spectral features), ``shift`` / ``scale``
     (dot_prod θs / θl), ``value`` (hp), ``exponent`` (power), ``location`` /
-    ``steepness`` (changepoint θc / θs).
+    ``steepness`` (changepoint θc / θs), ``window_centre`` / ``window_width`` /
+    ``steepness`` (changewindow θc / θw / θs).
     """
     toks = kernel.tokens
     roles: dict[str, set[str]] = {s: set() for s in kernel.slots}
@@ -356,6 +357,11 @@ def slot_roles(kernel: Kernel) -> dict[str, set[str]]:
             j = subtree_end(toks, subtree_end(toks, i + 2))  # past x and both operands
             roles[toks[j]].add("location")
             roles[toks[j + 1]].add("steepness")
+        elif t == "changewindow":
+            j = subtree_end(toks, subtree_end(toks, i + 2))
+            roles[toks[j]].add("window_centre")
+            roles[toks[j + 1]].add("window_width")
+            roles[toks[j + 2]].add("steepness")
     return roles
 
 
@@ -369,7 +375,9 @@ def init_ranges(data: FitData) -> dict[str, tuple[float, float]]:
     shifts ``[log 0.1, log 3]`` (a trend's zero from one range before the data to one
     after); exponents ``[log 0.1, log 5]``; change-point locations inside the data
     ``[log 1.05, log 1.95]`` and widths from one sample to a fifth of the range
-    ``[log h, log 0.2]``; noise variance ``[log 1e-4, log 0.5]``.
+    ``[log h, log 0.2]`` (the steepness of a change window's edges too); change-window centres
+    as change-point locations and window widths from two samples to half the range
+    ``[log 2h, log 0.5]``; noise variance ``[log 1e-4, log 0.5]``.
     """
     h = data.step if math.isfinite(data.step) else median_step(data.X[:, 0])
     return {
@@ -382,6 +390,8 @@ def init_ranges(data: FitData) -> dict[str, tuple[float, float]]:
         "exponent": (math.log(0.1), math.log(5.0)),
         "location": (math.log(1.05), math.log(1.95)),
         "steepness": (math.log(h), max(math.log(h) + 0.5, math.log(0.2))),
+        "window_centre": (math.log(1.05), math.log(1.95)),
+        "window_width": (math.log(2 * h), max(math.log(2 * h) + 0.5, math.log(0.5))),
         "": (-3.0, 3.0),
         "noise": (math.log(1e-4), math.log(0.5)),
     }
@@ -414,12 +424,15 @@ def slot_bounds(kernel: Kernel, data: FitData, config: OptimConfig,
         elif r == {"frequency"}:
             lo[k] = max(lo[k], math.log(2 * math.pi / span))
             hi[k] = min(hi[k], math.log(math.pi / h))
-        elif r == {"location"}:
+        elif r == {"location"} or r == {"window_centre"}:
             x = data.X[:, 0]
             lo[k] = max(lo[k], math.log(max(float(x.min()), 1e-300)))
             hi[k] = min(hi[k], math.log(max(float(x.max()), 1e-300)))
         elif r == {"steepness"}:
             lo[k] = max(lo[k], math.log(h / 4))
+            hi[k] = min(hi[k], math.log(span))
+        elif r == {"window_width"}:
+            lo[k] = max(lo[k], math.log(h))
             hi[k] = min(hi[k], math.log(span))
         if lo[k] > hi[k]:  # too few points for the rule: keep the plain box
             lo[k], hi[k] = config.space.bounds

@@ -49,7 +49,7 @@ CPUS = os.cpu_count() or 1
 # Settings each algorithm reads (see evocov_core/search/config.py); the others are shown disabled.
 _COMMON = {"metric", "method", "n_restarts", "max_evals", "n_screen", "ref_fun_call", "sigma_theta", "init",
            "time_budget", "cache_fits", "screen_points", "promote_fraction", "select_top", "data_bounds"}
-_GRAMMAR = {"changepoints"}  # the grammar option: every search can use change points
+_GRAMMAR = {"changepoints", "changewindows"}  # grammar options: every search can use change points and windows
 USED = {
     "evocov": {
         "population",
@@ -121,6 +121,7 @@ FIELDS = (
     "select_top",
     "data_bounds",
     "changepoints",
+    "changewindows",
 )
 # Only the settings this version of the core has (a newer core may add some).
 FIELDS = tuple(f for f in FIELDS if f in {fl.name for fl in dataclasses.fields(SearchConfig)})
@@ -375,6 +376,14 @@ with settings_col:
             help="Let random trees, mutations and expansions use ABCD's change-point operator CP(before, after), "
             "which switches from one kernel to another around a fitted location. Not in the paper's grammar.",
             disabled="changepoints" not in used,
+        )
+        b.checkbox(
+            "Change windows",
+            key=_k("changewindows"),
+            help="Let random trees, mutations and expansions use ABCD's change-window operator CW(outside, inside), "
+            "which switches to a second kernel inside a fitted window and back. Not in the paper's grammar; off in "
+            "every preset.",
+            disabled="changewindows" not in used,
         )
         a, b = st.columns(2)
         num(

@@ -308,15 +308,28 @@ if run_id is not None:
     # --- a self-contained HTML report of the returned kernel ----------------------------------------
     with tab_report:
         st.caption(
-            "One HTML file that opens offline: the forecast, the kernel's components with a sentence each, "
-            "residual checks and the kernel itself (also `python -m evocov_core report`)."
+            "One HTML file that opens offline: the forecast next to an SE kernel and a short GPSS search fitted "
+            "on the same training data, the kernel's components with a sentence each, residual checks and the "
+            "kernel itself (also `python -m evocov_core report`)."
         )
         report_key = f"results_report_{run_id}"
+        budget = st.number_input(
+            "GPSS baseline budget (s)",
+            min_value=0,
+            max_value=600,
+            value=20,
+            step=5,
+            key="results_report_budget",
+            help="Seconds for the GPSS search the kernel is compared with (0: the SE baseline only). "
+            "The report is written when it ends.",
+        )
         if run.get("best") and st.button("Make the report", key="results_make_report", icon=":material/article:"):
             from evocov_core.report_html import report_html
 
-            with st.spinner("Writing the report…"):
-                st.session_state[report_key] = report_html(parse_kernel_file(dump_kernel_file(run["best"])), ds)
+            with st.spinner("Fitting the baselines and writing the report…"):
+                st.session_state[report_key] = report_html(
+                    parse_kernel_file(dump_kernel_file(run["best"])), ds, baseline_budget=float(budget)
+                )
         if report_key in st.session_state:
             st.download_button(
                 "Download the report (HTML)",

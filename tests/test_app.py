@@ -375,6 +375,18 @@ def test_every_preset_value_fits_its_widget(preset_name):
                 assert w.value == pytest.approx(getattr(cfg, field)), (algo, field, w.value)
 
 
+def test_change_windows_checkbox_sits_next_to_change_points():
+    """Off in every preset (their runs stay as they were), usable by every algorithm, on when checked."""
+    at = search_page()
+    cw, cp = at.checkbox(key="s_changewindows"), at.checkbox(key="s_changepoints")
+    assert cw.value is False and cp.value is preset("quick").changepoints and not cw.disabled
+    at.selectbox(key="s_algorithm").set_value("gpss").run()
+    assert at.checkbox(key="s_changewindows").value is False and not at.checkbox(key="s_changewindows").disabled
+    at.checkbox(key="s_changewindows").check().run()
+    no_exception(at)
+    assert at.checkbox(key="s_changewindows").value is True and not at.error
+
+
 def test_mu_not_below_population_is_refused():
     at = search_page()
     at.number_input(key="s_mu").set_value(preset("quick", "evocov").population).run()  # μ = N
@@ -479,10 +491,12 @@ def test_results_page_renders_a_finished_run(data_dir):
     said = texts(at, "markdown")
     assert any("of the variance" in m for m in said) and any(m.startswith("**Noise** with") for m in said)
     assert any(e.label == "As evolved (the stored tree)" for e in at.expander)
+    at.number_input(key="results_report_budget").set_value(0).run()  # the SE baseline only: seconds
     at.button(key="results_make_report").click().run()
     no_exception(at)
     report = at.session_state[f"results_report_{jid}"]
     assert report.startswith("<!DOCTYPE html>") and "What the kernel says" in report
+    assert "Against the baselines" in report and "evocov-comparison" in report
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["SE baseline"] == "…"  # fitting in the background (kept pending in tests)
     assert metrics["GPSS baseline"] not in ("–", "…")  # the run itself is a GPSS run on these data

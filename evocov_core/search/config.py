@@ -135,6 +135,10 @@ class SearchConfig:
         Grammar option: random trees, mutations and GPSS-style expansions also use
         ABCD's change-point operator (:mod:`evocov_core.grammar`). Off in the paper's
         settings, whose Table 2 grammar has none.
+    changewindows : bool
+        Grammar option: random trees, mutations and GPSS-style expansions also use ABCD's
+        change-window operator. Off in every preset, so that their runs draw the trees they
+        drew before the operator existed (same seed, same result).
     """
 
     algorithm: str = "evocov"
@@ -171,6 +175,7 @@ class SearchConfig:
     select_top: int = 1
     data_bounds: bool = False
     changepoints: bool = False
+    changewindows: bool = False
 
     def __post_init__(self) -> None:
         def need(cond: bool, msg: str) -> None:

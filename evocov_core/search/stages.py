@@ -34,7 +34,7 @@ from ..optimize import OptimConfig
 from ..parallel import Stages, make_executor
 from .config import SearchConfig
 
-__all__ = ["screen_mask", "search_executor", "search_stages"]
+__all__ = ["head_stage", "screen_mask", "search_executor", "search_stages"]
 
 
 def screen_mask(n: int, m: int) -> NDArray[np.bool_]:
@@ -77,11 +77,17 @@ def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitDat
     if config.screen_points > 0:
         stages["promote"] = (data, _refit(optim, 0.5))
     if config.select_top > 1 and data.split is not None:
-        head = split_mask(data.X, data.split_fraction)
-        tail = ~head
-        stages["head"] = (data.subset(head, X_test=data.X[tail], y_test=data.y[tail] * data.y_std + data.y_mean),
-                          _refit(_on_subset(optim)))
+        stages["head"] = head_stage(data, optim)
     return stages
+
+
+def head_stage(data: FitData, optim: OptimConfig) -> tuple[FitData, OptimConfig]:
+    """The model choice's refit: the first ``1 − split_fraction`` of the training range (its tail
+    as test data, original units) and one L-BFGS-B run from the given values."""
+    head = split_mask(data.X, data.split_fraction)
+    tail = ~head
+    return (data.subset(head, X_test=data.X[tail], y_test=data.y[tail] * data.y_std + data.y_mean),
+            _refit(_on_subset(optim)))
 
 
 def search_executor(data: FitData, config: SearchConfig, *, workers: int | None = None,
