@@ -36,7 +36,7 @@ from bench._common import limit_threads, md_table, write_report
 from evocov_core.data import load_csv
 from evocov_core.kernel_file import parse_expression
 from evocov_core.metrics import FitData, metric_value
-from evocov_core.optimize import OptimConfig, Start, fit_kernel
+from evocov_core.optimize import FitStatus, OptimConfig, Start, fit_kernel
 
 
 def _tuple(text: str) -> tuple[float, ...]:
@@ -49,7 +49,7 @@ def tail_scores(records: pd.DataFrame, data: FitData, k: int, seed: int = 0) -> 
     split = data.split
     assert split is not None
     head = FitData.from_arrays(split.X_t, split.y_t, split_fraction=0.0)
-    ok = records[(records.status == "ok") & np.isfinite(records.bic)]
+    ok = records[(records.status == FitStatus.OK) & np.isfinite(records.bic)]
     best = ok.sort_values("bic", kind="stable").drop_duplicates("canonical").head(k)
     cfg = OptimConfig(metric="lml", n_restarts=1, n_screen=0)
     rng = np.random.default_rng(seed)

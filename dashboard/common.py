@@ -35,17 +35,15 @@ from evocov_core.figures import (
 from evocov_core.jobs import Job, JobManager
 from evocov_core.kernel import Kernel
 from evocov_core.kernel_file import (
-    KernelFile,
     KernelFileError,
     dump_kernel_file,
     kernel_file_dict,
     model_average_dict,
-    parse_expression,
     parse_kernel_file,
 )
 from evocov_core.model import FittedModel, ModelAverage
 from evocov_core.optimize import FitResult
-from evocov_core.search import ALGORITHM_LABELS
+from evocov_core.search import ALGORITHM_LABELS, RunStatus
 from evocov_core.store import RunStore, default_data_dir
 
 # --- page paths and session keys -----------------------------------------------------------
@@ -68,20 +66,20 @@ DEFAULT_DATASET = "airline"
 DEFAULT_TEST_FRACTION = 0.1
 
 STATUS_ICONS = {
-    "queued": ":material/hourglass_top:",
-    "running": ":material/sync:",
-    "finished": ":material/check_circle:",
-    "cancelled": ":material/stop_circle:",
-    "failed": ":material/error:",
-    "interrupted": ":material/warning:",
+    RunStatus.QUEUED: ":material/hourglass_top:",
+    RunStatus.RUNNING: ":material/sync:",
+    RunStatus.FINISHED: ":material/check_circle:",
+    RunStatus.CANCELLED: ":material/stop_circle:",
+    RunStatus.FAILED: ":material/error:",
+    RunStatus.INTERRUPTED: ":material/warning:",
 }
 STATUS_COLORS = {
-    "queued": "gray",
-    "running": "blue",
-    "finished": "green",
-    "cancelled": "orange",
-    "failed": "red",
-    "interrupted": "orange",
+    RunStatus.QUEUED: "gray",
+    RunStatus.RUNNING: "blue",
+    RunStatus.FINISHED: "green",
+    RunStatus.CANCELLED: "orange",
+    RunStatus.FAILED: "red",
+    RunStatus.INTERRUPTED: "orange",
 }
 
 
@@ -346,61 +344,9 @@ def _finite(v: Any, default: float = math.nan) -> float:
     return f if math.isfinite(f) else default
 
 
-def fit_from_kernel_file(kf: KernelFile, n: int = 0) -> FitResult:
-    """A FitResult carrying a kernel file's values (scores as stored; test RMSE recomputed by callers)."""
-    sc = kf.scores
-    rm = sc.get("test_rmse")
-    return FitResult(
-        kf.kernel,
-        tuple(kf.theta),
-        kf.log_noise,
-        kf.jitter,
-        "ok",
-        "",
-        str(sc.get("metric") or "lml"),
-        _finite(sc.get("metric_value")),
-        _finite(sc.get("lml")),
-        _finite(sc.get("bic"), math.inf),
-        kf.q,
-        int(sc.get("n_train") or n),
-        0,
-        0.0,
-        float(rm) if isinstance(rm, (int, float)) and math.isfinite(rm) else None,
-    )
-
-
 def fit_from_doc(doc: dict, n: int = 0) -> FitResult:
     """A FitResult from a kernel-file document (e.g. a run's stored best kernel)."""
-    return fit_from_kernel_file(parse_kernel_file(dump_kernel_file(doc)), n)
-
-
-def fit_from_row(row: pd.Series | dict, n: int = 0) -> FitResult:
-    """A FitResult from one row of :meth:`RunStore.evaluations` (theta/log_noise/jitter as stored)."""
-    r = dict(row)
-    kernel = parse_expression(str(r["expression"]))
-    theta = tuple(_finite(t) for t in json.loads(r.get("theta_json") or "[]"))
-    if len(theta) != len(kernel.slots) or not all(math.isfinite(t) for t in theta):
-        raise ValueError("this kernel has no usable fitted values")
-    if str(r.get("status")) != "ok":
-        raise ValueError(f"this kernel's fit failed ({r.get('reason') or r.get('status')})")
-    rm = _finite(r.get("test_rmse"))
-    return FitResult(
-        kernel,
-        theta,
-        _finite(r.get("log_noise")),
-        _finite(r.get("jitter"), 0.0),
-        "ok",
-        "",
-        "lml",
-        _finite(r.get("metric_value")),
-        _finite(r.get("lml")),
-        _finite(r.get("bic"), math.inf),
-        int(r.get("q") or kernel.q),
-        n,
-        int(_finite(r.get("n_evals"), 0)),
-        _finite(r.get("seconds"), 0.0),
-        rm if math.isfinite(rm) else None,
-    )
+    return FitResult.from_kernel_file(parse_kernel_file(dump_kernel_file(doc)), n)
 
 
 def with_test_rmse(fit: FitResult, ds: Dataset) -> FitResult:
@@ -634,7 +580,8 @@ def show_model_average(
 
 
 def runs_on_dataset(
-    ds: Dataset, *, algorithm: str | None = None, kind: str = "search", statuses: tuple[str, ...] = ("finished",)
+    ds: Dataset, *, algorithm: str | None = None, kind: str = "search",
+    statuses: tuple[RunStatus, ...] = (RunStatus.FINISHED,)
 ) -> list[dict]:
     """Stored runs on exactly these data (same values and split), newest first."""
     fp = dataset_fingerprint(ds)
@@ -697,9 +644,9 @@ def _job_lines(job_id: str, page: str, param: str, what: str) -> bool:
         return False
     snap = job.snapshot()
     st.markdown(f"**{'Active' if not snap.done else 'Last'} {what}**")
-    if snap.status == "queued":
+    if snap.status == RunStatus.QUEUED:
         st.caption(f"{algorithm_label(snap.algorithm)} · queued, position {snap.queue_position}")
-    elif snap.status == "running":
+    elif snap.status == RunStatus.RUNNING:
         unit = "batch" if snap.kind == "explore" else "generation"
         st.caption(f"{algorithm_label(snap.algorithm)} · {unit} {snap.generation}/{snap.total_generations or '?'}")
     else:

@@ -2,8 +2,8 @@
 
 The package knows nothing of the dashboard. Modules, one idea each:
 
-``grammar``      the typed primitive set (paper Table 2, optionally ABCD's change point) and
-                 random generation (Algorithm 2)
+``grammar``      the typed primitive set (paper Table 2, optionally ABCD's change point and
+                 change window) and random generation (Algorithm 2)
 ``kernel``       the immutable Kernel value and its canonical / infix / LaTeX forms
 ``evaluate``     the stack evaluator, one table entry per operator: K, diag(K), dK/dθ
 ``simplify``     a readable equivalent of a kernel for display (SymPy)
@@ -27,7 +27,8 @@ The package knows nothing of the dashboard. Modules, one idea each:
                  explorer, and what a budgeted search adds (package)
 ``store``        the SQLite run store;  ``jobs``: background runs for the dashboard
 ``figures``      chart data and Plotly figures;  ``cli``: the command line
-``baselines``    reference kernels fitted on the user's data (SE, fixed structures)
+``baselines``    reference kernels fitted on the user's data (SE, GPSS, fixed structures) and
+                 the report's comparison with them
 ``benchmarks``   the paper's tables, the accuracy benchmark, GPSS's published kernels and
                  their reports (package)
 """

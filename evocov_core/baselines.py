@@ -1,18 +1,30 @@
-"""Reference kernels fitted on the user's data: the SE baseline and fixed structures.
+"""Reference kernels fitted on the user's data: the SE baseline, a GPSS baseline, fixed structures.
 
-The Results page shows test RMSE next to these; the mutation explorer starts from them.
+The Results page shows test RMSE next to these; the mutation explorer starts from them; the
+report compares a kernel file with the SE and GPSS baselines (:func:`compare_with_baselines`).
 """
 
 from __future__ import annotations
 
+import math
+import time
+from dataclasses import dataclass
+
 import numpy as np
 
+from .data import Dataset, Normalisation
+from .gp import NumericalFailure
+from .gp import lml as gp_lml
 from .kernel import Kernel
+from .kernel_file import KernelFile
 from .library import compose, squared_exponential
 from .metrics import FitData
-from .optimize import FitResult, OptimConfig, fit_kernel
+from .model import FittedModel
+from .optimize import FitResult, OptimConfig, Start, fit_kernel
+from .scoring import bic
 
-__all__ = ["fit_fixed", "fit_structure", "se_baseline"]
+__all__ = ["Compared", "compare_with_baselines", "fit_fixed", "fit_structure", "gpss_baseline", "gpss_config",
+           "se_baseline", "training_data"]
 
 
 def fit_fixed(kernel: Kernel, data: FitData, *, seed: int = 0, metric: str = "lml", n_restarts: int = 5,
@@ -30,3 +42,168 @@ def se_baseline(data: FitData, *, seed: int = 0) -> FitResult:
 def fit_structure(expr: str | list, data: FitData, *, seed: int = 0, metric: str = "lml") -> FitResult:
     """Fit a GPSS-style structure (e.g. a published GPSS preset) on these data."""
     return fit_fixed(compose(expr), data, seed=seed, metric=metric)
+
+
+def gpss_config():
+    """The GPSS baseline's settings: the ``quick`` preset's GPSS, levels not timed, the lowest BIC returned."""
+    from .search import preset
+
+    return preset("quick", "gpss", time_budget=0.0, select_top=1)
+
+
+def gpss_baseline(data: FitData, budget: float, *, seed: int = 0, workers: int | None = 1):
+    """The project's GPSS search (``preset("quick", "gpss")``) returning its lowest-BIC kernel.
+
+    The budget is checked *between* levels: a level started is finished, so the result does
+    not depend on where the clock stopped inside a level. A new level starts only when the
+    time spent plus 1.5 times the last level's (levels grow: on Airline 4, 9, 22, 35
+    candidates) fits in the budget, so the search ends near it. Same data and seed, same
+    kernel, unless that prediction falls right on the budget. GPSS's own answer is the
+    lowest BIC (``select_top = 1``).
+
+    Returns
+    -------
+    SearchResult
+    """
+    from .search import run_search
+
+    config = gpss_config()
+    t0 = time.perf_counter()
+    last = [t0]
+    spent = [False]
+
+    def after_level(_progress: object) -> None:
+        now = time.perf_counter()
+        spent[0] = (now - t0) + 1.5 * (now - last[0]) > budget
+        last[0] = now
+
+    return run_search(data, config, seed=seed, workers=workers, progress=after_level, should_stop=lambda: spent[0])
+
+
+def training_data(ds: Dataset, norm: Normalisation, split_fraction: float = 0.1) -> FitData:
+    """The data set's training part (and test part) in the model units of ``norm``.
+
+    A kernel file's values live in the normalisation it was fitted in; baselines fitted in the
+    same units have BICs that compare with its own.
+    """
+    X_test = norm.x_to_model(ds.X_test) if ds.n_test else None
+    return FitData.from_arrays(norm.x_to_model(ds.X_train), norm.y_to_model(ds.y_train), X_test=X_test,
+                               y_test=ds.y_test if ds.n_test else None, y_mean=norm.y_mean, y_std=norm.y_std,
+                               split_fraction=split_fraction)
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One row of the comparison with the baselines.
+
+    Attributes
+    ----------
+    name : str
+        ``"this kernel"``, ``"SE"`` or ``"GPSS"``.
+    expression : str
+        Infix form of the kernel (empty when it could not be fitted).
+    q : int or None
+        Hyperparameters, noise included.
+    bic : float
+        ``−2·LML + q·log n`` on the training data (+inf when it failed).
+    tail_score : float or None
+        Posterior log-likelihood of the last ``split_fraction`` of the training range after a
+        refit on the rest (:func:`~evocov_core.search.select.tail_score`); higher is better.
+        None without such a split.
+    test_rmse : float or None
+        RMSE of the predictive mean on the test part (original units); None without one.
+    model : FittedModel or None
+        To draw its forecast.
+    note : str
+        How it was obtained (the GPSS levels and budget) or why it failed.
+    """
+
+    name: str
+    expression: str
+    q: int | None
+    bic: float
+    tail_score: float | None
+    test_rmse: float | None
+    model: FittedModel | None
+    note: str = ""
+
+
+def _tail(kernel: Kernel, start: Start, data: FitData, optim: OptimConfig, seed: tuple[int, ...]) -> float | None:
+    from .search.select import tail_score
+    from .search.stages import head_stage
+
+    if data.split is None:
+        return None
+    head, cfg = head_stage(data, optim)
+    fit = fit_kernel(kernel, head, cfg, np.random.default_rng(np.random.SeedSequence(list(seed))), start)
+    score = tail_score(data, fit)
+    return score if math.isfinite(score) else None
+
+
+def _row(name: str, fit: FitResult, data: FitData, ds: Dataset, norm: Normalisation, optim: OptimConfig,
+         seed: tuple[int, ...], note: str = "") -> Compared:
+    if not fit.ok:
+        return Compared(name, fit.kernel.infix, fit.q, math.inf, None, None, None, note or fit.reason)
+    model = FittedModel.from_fit(fit, norm)
+    return Compared(name, fit.kernel.infix, fit.q, fit.bic, _tail(fit.kernel, fit.start(), data, optim, seed),
+                    model.test_rmse(ds), model, note)
+
+
+def compare_with_baselines(kf: KernelFile, ds: Dataset, *, baseline_budget: float = 20.0, seed: int = 0,
+                           workers: int | None = 1) -> list[Compared]:
+    """The kernel file's model next to an SE kernel and a GPSS search fitted on the same training data.
+
+    Every model is scored the same way, in the kernel file's normalisation: BIC on the training
+    data, the tail score of the model choice (one refit on the head of the training range from
+    the model's values, the :func:`~evocov_core.search.preset` ``quick`` optimiser settings) and
+    the test RMSE. Seeded throughout: the same inputs give the same numbers (see
+    :func:`gpss_baseline` for the one exception, a level boundary on the budget).
+
+    Parameters
+    ----------
+    kf : KernelFile
+    ds : Dataset
+        The data, split into training and test parts.
+    baseline_budget : float
+        Seconds for the GPSS search; 0 leaves GPSS out.
+    seed : int
+    workers : int or None
+        Processes for the GPSS search (1 = in this process).
+
+    Returns
+    -------
+    list of Compared
+        This kernel, SE, then GPSS (when ``baseline_budget > 0``).
+    """
+    from .search import preset
+
+    model = FittedModel.from_file(kf, fallback_norm=ds.norm)
+    norm = model.norm
+    data = training_data(ds, norm)
+    optim = preset("quick").optim
+    k = kf.kernel
+    theta = np.asarray(kf.theta, dtype=float)
+    try:
+        with np.errstate(all="ignore"):
+            value, _ = gp_lml(k, data.inputs, data.y, theta, kf.log_noise)
+        own_bic = bic(value, k.q, data.n)
+    except (NumericalFailure, np.linalg.LinAlgError, ArithmeticError):
+        own_bic = math.inf
+    rows = [Compared("this kernel", k.infix, k.q, own_bic,
+                     _tail(k, Start(tuple(theta), kf.log_noise), data, optim, (seed, 7919, 0)),
+                     model.test_rmse(ds), model, "the kernel file's values")]
+    rows.append(_row("SE", se_baseline(data, seed=seed), data, ds, norm, optim, (seed, 7919, 1),
+                     "squared exponential + noise, fitted by LML (5 restarts)"))
+    if baseline_budget > 0:
+        result = gpss_baseline(data, baseline_budget, seed=seed, workers=workers)
+        levels = len(result.history)
+        how = (f"{levels} level{'s' * (levels != 1)} in its {baseline_budget:g} s budget"
+               if result.status == "cancelled" else f"ended after {levels} level{'s' * (levels != 1)}")
+        if result.best is None:
+            rows.append(Compared("GPSS", "", None, math.inf, None, None, None, f"no kernel could be fitted ({how})"))
+        else:
+            cfg = gpss_config()
+            note = (f"greedy search over sums and products of {', '.join(cfg.base_kernels)}"
+                    + (" and change points" if cfg.changepoints else "") + f", {how}")
+            rows.append(_row("GPSS", result.best, data, ds, norm, optim, (seed, 7919, 2), note))
+    return rows

@@ -1,4 +1,4 @@
-"""Command line: ``python -m evocov_core {search,predict,explore,check-kernel,bench} ...``.
+"""Command line: ``python -m evocov_core {search,predict,report,explore,check-kernel,bench} ...``.
 
 Every user error (bad path, malformed CSV, invalid setting, refused kernel file) prints
 one line ``error: …`` on stderr and exits with status 2; no traceback.
@@ -110,9 +110,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from .report_html import report_html
 
+    if not (0.0 <= args.baseline_budget <= 86400):
+        raise CliError(f"--baseline-budget must be between 0 and 86400 seconds, got {args.baseline_budget}")
     kf, ds = _kernel_and_data(args)
-    _write_text(args.out, report_html(kf, ds))
-    print(f"wrote {args.out}: forecast, components, residual checks and the kernel of {kf.kernel.infix}")
+    _write_text(args.out, report_html(kf, ds, baseline_budget=args.baseline_budget, seed=args.seed))
+    print(f"wrote {args.out}: forecast against the SE" + (" and GPSS" if args.baseline_budget > 0 else "")
+          + f" baselines, components, residual checks and the kernel of {kf.kernel.infix}")
     return 0
 
 
@@ -277,6 +280,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel", required=True)
     _add_data_args(p, test_default=None)
     p.add_argument("--out", required=True, help="HTML file to write (opens offline)")
+    p.add_argument("--baseline-budget", type=float, default=20.0, metavar="SECONDS",
+                   help="seconds for the GPSS baseline the kernel is compared with (default 20; 0 = no GPSS, "
+                        "the SE baseline only)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the baselines (same inputs, same report)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("search", help="search for a kernel")

@@ -522,8 +522,11 @@ def load_tsdl(path: str | Path, *, test_fraction: float = 0.1) -> Dataset:
     """Load a TSDL benchmark series (columns ``x,y``) exactly as published.
 
     Repeated x values are kept (the internet series has 8) so that the split and the
-    test points match ``splits.csv``; rows are stably sorted by x.
+    test points match ``splits.csv``; rows are stably sorted by x. x is time in fractional
+    years (the data's README), so its label is ``year``: periods and lengths read from a
+    fitted kernel are then said in months and years.
     """
     df = read_table(path)
-    return dataset_from_frame(df, "x", "y", name=Path(path).stem, test_fraction=test_fraction,
-                              max_points=None, duplicates="keep")
+    ds = dataset_from_frame(df, "x", "y", name=Path(path).stem, test_fraction=test_fraction,
+                            max_points=None, duplicates="keep")
+    return replace(ds, x_label="year")

@@ -10,9 +10,15 @@ Duvenaud et al. 2013, ABCD)::
 
 and the means add up to the full posterior mean exactly. Each component is then described
 from its kernel *function*, not from a name (:func:`describe`): whether it is stationary, its
-correlation as a function of lag ``k(x, x+τ)/k(x, x)``, a period when the correlation
-returns close to 1, the lag over which it decorrelates, whether its variance grows along x.
-A term that cannot be split (``exp`` of a sum, a change point, a power of a sum) stays whole.
+correlation as a function of lag ``k(x, x+τ)/√(k(x, x)k(x+τ, x+τ))``, a period when the
+correlation has a clear peak again after a dip, the lag over which it decorrelates, whether
+its variance grows along x. Whether it rises or falls is read from its posterior mean: its
+*level* (the mean averaged over one period for a cycle, the mean itself otherwise) must move
+by more than its own spread and a quarter of the data's standard deviation, so that a cycle
+whose level rises (a periodic kernel times a growing one, a change point, a linear term)
+is said to sit on a rising trend whatever the expression; a cycle's amplitude growth is
+reported apart from its level. A term that cannot be split (``exp`` of a sum, a change point
+or window, a power of a sum) stays whole; change points and windows are located in x.
 """
 
 from __future__ import annotations
@@ -23,15 +29,26 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import solve_triangular
+from scipy.signal import find_peaks
 
 from .evaluate import Inputs, covariance, covariance_diag
 from .gp import factorize
+from .grammar import subtree_end
 from .kernel import Kernel, Node, flatten
-from .optimize import slot_roles
 
-__all__ = ["Behaviour", "Component", "additive_terms", "decompose", "describe"]
+__all__ = ["Behaviour", "Component", "additive_terms", "decompose", "describe", "gates"]
 
 Array = NDArray[np.float64]
+
+#: A peak of the correlation must stand this far above the dip before it to be a period:
+#: a cycle times a slowly varying kernel dips little (``3 + PER`` or ``PER × SE`` with a
+#: long lengthscale), while numerical ripples of a smooth kernel stay far below it.
+PERIOD_PROMINENCE = 0.05
+#: A component's level must move by at least this many standard deviations of the data
+#: (and by more than its own spread) to be named a rising or falling trend.
+TREND_MIN_SD = 0.25
+#: Amplitude ratios (last tenth of the data to the first) reported as growth / shrinkage.
+AMPLITUDE_RATIO = 1.5
 
 
 def _terms(node: Node) -> list[Node]:
@@ -47,13 +64,17 @@ def _depends_on_x(node: Node) -> bool:
     return "x" in flatten(node)
 
 
-def additive_terms(kernel: Kernel) -> list[Kernel]:
+def additive_terms(kernel: Kernel, values: dict[str, float] | None = None) -> list[Kernel]:
     """The kernel as a sum of terms: sums split, products distributed over sums.
 
     Terms without the input (constants such as ``θ²`` or ``2``) are gathered into one: the
     offset of the linear trend when there is exactly one linear (``dot_prod``) term, as GPSS's
     LIN = ``θ² + (x − s)(x' − s)/l`` has it, else a constant component of its own, last. The
     terms share the kernel's slot names, so a fit's values apply to each term by name.
+
+    ``values`` (log slot values by slot name), when given, keeps a negative constant out of
+    the linear term: added to it, it would make that term's kernel indefinite and its
+    description meaningless.
     """
     terms = _terms(kernel._nested)
     with_x = [t for t in terms if _depends_on_x(t)]
@@ -62,7 +83,14 @@ def additive_terms(kernel: Kernel) -> list[Kernel]:
         acc = const[0]
         for c in const[1:]:
             acc = ("add", (acc, c))
-        linear = [i for i, t in enumerate(with_x) if "dot_prod" in flatten(t) and "changepoint" not in flatten(t)]
+        linear = [i for i, t in enumerate(with_x)
+                  if "dot_prod" in flatten(t) and not {"changepoint", "changewindow"} & set(flatten(t))]
+        if values is not None and linear:
+            ck = Kernel(flatten(acc))
+            with np.errstate(all="ignore"):
+                offset = covariance(ck, np.ones((1, 1)), np.array([values[s] for s in ck.slots]))[0, 0]
+            if not offset >= 0:
+                linear = []
         if len(linear) == 1:
             with_x[linear[0]] = ("add", (acc, with_x[linear[0]]))
         else:
@@ -81,15 +109,18 @@ class Behaviour:
     constant : bool
         No dependence on x at all.
     period : float or None
-        Lag of the first return of the correlation above 0.5 after it fell below, if any.
+        Lag of the first peak of the correlation that stands :data:`PERIOD_PROMINENCE` above
+        the dip before it, if at most half the data's range (at least two cycles are seen).
     decorrelation : float or None
         Lag where the correlation (or, for a periodic component, its envelope at multiples
         of the period) first falls below e^(−1/2): the lengthscale of an SE; None when it never
         does within 10 spans.
     growth : float
         ``sd(x_end)/sd(x_start)`` of the component: above 1.5 it grows along x.
-    lags, correlation : ndarray
-        The correlation curve ``k(x₀, x₀ + τ)/k(x₀, x₀)`` from the middle of the data.
+    lags, correlation : ndarray of shape (L,)
+        The correlation curve ``k(x₀, x₀ + τ)/√(k(x₀, x₀)k(x₀ + τ, x₀ + τ))`` from the middle
+        x₀ of the data: a factor that only scales the variance along x (a linear kernel,
+        a growing amplitude) drops out, leaving the shape of the dependence on the lag.
     """
 
     stationary: bool
@@ -112,29 +143,33 @@ def describe(term: Kernel, theta_by_slot: dict[str, float], x_lo: float, x_hi: f
     mid = 0.5 * (x_lo + x_hi)
     tau = np.linspace(0.0, 10.0 * span, 4001)  # fine enough for periods of 1/400 of the span
 
-    def row(x0: float) -> Array:
-        return covariance(term, np.array([[x0]]), theta, (x0 + tau)[:, None])[0]
+    def row(x0: float, lags: Array) -> Array:
+        return covariance(term, np.array([[x0]]), theta, (x0 + lags)[:, None])[0]
+
+    def correlation(lags: Array) -> Array:
+        r = row(mid, lags)
+        sd = np.sqrt(np.abs(covariance_diag(term, (mid + lags)[:, None], theta)))
+        sd0 = math.sqrt(abs(float(covariance_diag(term, np.array([[mid]]), theta)[0])))
+        ok = (sd > 0) & (sd0 > 0)
+        return np.where(ok, r / np.where(ok, sd * sd0, 1.0), 0.0)
 
     with np.errstate(all="ignore"):
-        r_mid, r_lo = row(mid), row(x_lo)
+        r_mid, r_lo = row(mid, tau), row(x_lo, tau)
+        corr = correlation(tau)
         sd_lo, sd_hi = np.sqrt(np.abs(covariance_diag(term, np.array([[x_lo], [x_hi]]), theta)))
     k0 = r_mid[0] if r_mid[0] != 0 else 1.0
-    corr = r_mid / k0
     constant = bool(np.allclose(r_mid, r_mid[0], rtol=1e-9, atol=1e-12) and np.isclose(sd_lo, sd_hi))
     stationary = bool(np.allclose(r_mid, r_lo, rtol=1e-2, atol=1e-6 * max(1.0, abs(k0))))
     period = None
-    below = np.flatnonzero(corr < 0.5)
-    if below.size and not constant:
-        after = np.flatnonzero((corr > 0.5) & (np.arange(tau.size) > below[0]))
-        if after.size:
-            j = after[0]
-            seg = slice(j, min(tau.size, j + (j - below[0]) + 1))
-            peak = j + int(np.argmax(corr[seg]))
+    if not constant and np.all(np.isfinite(corr)):
+        peaks, _ = find_peaks(corr, prominence=PERIOD_PROMINENCE)
+        if peaks.size:
+            peak = int(peaks[0])
             # Refine between the neighbouring grid points: the grid step is a 400th of 10 spans.
-            fine = np.linspace(tau[max(peak - 1, 0)], tau[min(peak + 1, tau.size - 1)], 801)
+            fine = np.linspace(tau[peak - 1], tau[min(peak + 1, tau.size - 1)], 801)
             with np.errstate(all="ignore"):
-                r_fine = covariance(term, np.array([[mid]]), theta, (mid + fine)[:, None])[0]
-            period = float(fine[int(np.argmax(r_fine))])
+                found = float(fine[int(np.argmax(correlation(fine)))])
+            period = found if found <= 0.5 * span else None  # longer: a trend, not a cycle seen twice
     decor = None
     if not constant:
         env = corr if period is None else np.interp(np.arange(period, tau[-1], period), tau, corr)
@@ -144,6 +179,66 @@ def describe(term: Kernel, theta_by_slot: dict[str, float], x_lo: float, x_hi: f
     growth = float(sd_hi / sd_lo) if sd_lo > 0 else math.inf
     return Behaviour(stationary, constant, None if period is None else period * scale,
                      None if decor is None else decor * scale, growth, tau * scale, corr)
+
+
+def gates(term: Kernel, theta_by_slot: dict[str, float]) -> tuple[list[float], list[tuple[float, float]]]:
+    """Where a term switches, in model units: change-point locations and change-window edges ``(a, b)``.
+
+    Read from the tree (each operator's own slots), sorted, without repeats.
+    """
+    toks = term.tokens
+    points: set[float] = set()
+    windows: set[tuple[float, float]] = set()
+    for i, t in enumerate(toks):
+        if t in ("changepoint", "changewindow"):
+            j = subtree_end(toks, subtree_end(toks, i + 2))  # past x and both operands
+            if t == "changepoint":
+                points.add(math.exp(theta_by_slot[toks[j]]))
+            else:
+                c, w = math.exp(theta_by_slot[toks[j]]), math.exp(theta_by_slot[toks[j + 1]])
+                windows.add((c - 0.5 * w, c + 0.5 * w))
+    return sorted(points), sorted(windows)
+
+
+@dataclass(frozen=True)
+class Trend:
+    """A component's level and amplitude along the training range, read from its posterior mean.
+
+    Attributes
+    ----------
+    change : float
+        Level over the last tenth of the training range minus over the first tenth (y units).
+        The level is the mean averaged over one period for a cycle, the mean itself otherwise.
+    direction : str
+        ``"rising"``, ``"falling"`` or ``""`` (the level moves by less than its own spread or
+        :data:`TREND_MIN_SD` of the data's standard deviation).
+    amplitude_growth : float or None
+        For a cycle: its RMS about the level over the last tenth over the first tenth.
+    """
+
+    change: float
+    direction: str
+    amplitude_growth: float | None
+
+
+def _trend(mean: Array, step: float, period: float | None, sd_y: float) -> Trend:
+    """Level and amplitude of a component's mean on a regular grid of ``step`` (model units)."""
+    level, amp = mean, None
+    if period is not None:
+        k = max(2, round(period / step))
+        if k < mean.size // 2:
+            box = np.ones(k) / k
+            level = np.convolve(mean, box, mode="valid")  # the mean over one period around each point
+            resid = mean[k // 2: k // 2 + level.size] - level
+            rms = np.sqrt(np.convolve(resid**2, box, mode="valid"))
+            t = max(1, rms.size // 10)
+            first = float(np.mean(rms[:t]))
+            amp = float(np.mean(rms[-t:])) / first if first > 0 else None
+    t = max(1, level.size // 10)
+    change = float(np.mean(level[-t:]) - np.mean(level[:t]))
+    spread = float(np.std(level))
+    moves = abs(change) > spread and abs(change) >= TREND_MIN_SD * sd_y
+    return Trend(change, ("rising" if change > 0 else "falling") if moves else "", amp)
 
 
 @dataclass(frozen=True)
@@ -161,6 +256,12 @@ class Component:
         (``var(mean_i(X)) / var(y)``; the shares need not sum to 1: components covary).
     behaviour : Behaviour
     sentence : str
+    trend : Trend
+        Level change (y units) and amplitude growth over the training range.
+    changes : tuple of float
+        Change-point locations (x units).
+    windows : tuple of (float, float)
+        Change-window edges (x units): the second kernel is on between them.
     """
 
     kernel: Kernel
@@ -169,10 +270,13 @@ class Component:
     explained: float
     behaviour: Behaviour
     sentence: str
+    trend: Trend = Trend(0.0, "", None)
+    changes: tuple[float, ...] = ()
+    windows: tuple[tuple[float, float], ...] = ()
 
 
 def _length(v: float, x_unit: str) -> str:
-    if x_unit == "years":
+    if x_unit in ("years", "year"):
         if v < 1.0 / 24:
             return f"{v * 365.25:.1f} days"
         if v < 2.0:
@@ -181,17 +285,9 @@ def _length(v: float, x_unit: str) -> str:
     return f"{v:.3g} {x_unit}".rstrip()
 
 
-def _direction(mean_train: Array) -> str:
-    """``rising `` / ``falling `` when the component's mean changes by more than its own spread
-    between the first and last tenth of the data, else empty."""
-    m = np.asarray(mean_train, dtype=float)
-    k = max(1, m.size // 10)
-    change = float(np.mean(m[-k:]) - np.mean(m[:k]))
-    spread = float(np.std(m)) or 1.0
-    return "" if abs(change) < spread else ("rising " if change > 0 else "falling ")
-
-
-def _sentence(b: Behaviour, sd: float, x_unit: str, y_unit: str, direction: str = "") -> str:
+def _sentence(b: Behaviour, sd: float, x_unit: str, y_unit: str, trend: Trend | None = None) -> str:
+    trend = trend or Trend(0.0, "", None)
+    direction = f"{trend.direction} " if trend.direction else ""
     if b.constant:
         return f"a constant offset (standard deviation {sd:.3g} {y_unit})".replace("  ", " ").rstrip()
     parts = []
@@ -201,10 +297,21 @@ def _sentence(b: Behaviour, sd: float, x_unit: str, y_unit: str, direction: str 
             parts.append(f"whose shape changes over about {_length(b.decorrelation, x_unit)}")
         else:
             parts.append("that repeats without changing")
+        said = False
+        if trend.direction:
+            parts[-1] += f", on a {trend.direction} trend ({trend.change:+.3g} {y_unit} over the training data)"
+            said = True
+        g = trend.amplitude_growth
+        if g is not None and (g > AMPLITUDE_RATIO or g < 1 / AMPLITUDE_RATIO):
+            parts[-1] += f", its amplitude {'growing' if g > 1 else 'shrinking'} ×{g:.2g} along the data"
+            said = True
+        if not b.stationary and not said:
+            parts.append("and changes along x")
     elif not b.stationary and b.growth > 1.5:
         parts.append(f"a {direction}trend whose variance grows along x (×{b.growth:.2g} over the data)")
     elif not b.stationary:
-        parts.append(f"a {direction}component whose behaviour changes along x")
+        parts.append(f"a {direction}trend whose behaviour changes along x" if direction
+                     else "a component whose behaviour changes along x")
     elif direction:
         parts.append(f"a {direction}smooth trend" + (f" that decorrelates over about {_length(b.decorrelation, x_unit)}"
                                                       if b.decorrelation is not None else ""))
@@ -212,9 +319,7 @@ def _sentence(b: Behaviour, sd: float, x_unit: str, y_unit: str, direction: str 
         parts.append(f"a smooth variation that decorrelates over about {_length(b.decorrelation, x_unit)}")
     else:
         parts.append("a smooth variation that stays correlated over the whole data")
-    if b.stationary is False and b.period is not None:
-        parts.append("and changes along x")
-    return " ".join(parts)
+    return " ".join(parts).replace("  ", " ")
 
 
 def decompose(kernel: Kernel, theta: Array, log_noise: float, X: Array, y: Array, X_new: Array, *,
@@ -258,7 +363,16 @@ def decompose(kernel: Kernel, theta: Array, log_noise: float, X: Array, y: Array
     out = []
     lo, hi = float(X[:, 0].min()), float(X[:, 0].max())
     var_y = float(np.var(y)) or 1.0
-    for term in additive_terms(kernel):
+    # A regular grid over the training range to read levels from: 12 points per data step
+    # (so a period of two steps spans 24), between 200 and 4000 points.
+    n_grid = int(np.clip(12 * X.shape[0], 200, 4000))
+    grid = np.linspace(lo, hi, n_grid)[:, None]
+    step = (hi - lo) / (n_grid - 1) if n_grid > 1 else 1.0
+
+    def to_x(v: float) -> float:
+        return x_offset + (v - 1.0) * x_scale
+
+    for term in additive_terms(kernel, by_slot):
         th = np.array([by_slot[s] for s in term.slots])
         Ks = covariance(term, Inputs(X_new, X), th)
         mean = Ks @ alpha
@@ -267,12 +381,21 @@ def decompose(kernel: Kernel, theta: Array, log_noise: float, X: Array, y: Array
         mean_train = covariance(term, inputs, th) @ alpha
         explained = float(np.var(mean_train) / var_y)
         beh = describe(term, by_slot, lo, hi, x_scale)
+        with np.errstate(all="ignore"):
+            mean_grid = covariance(term, Inputs(grid, X), th) @ alpha
+        trend = _trend(mean_grid, step, None if beh.period is None else beh.period / x_scale, math.sqrt(var_y))
+        trend = Trend(trend.change * y_scale, trend.direction, trend.amplitude_growth)
         sd_comp = float(np.sqrt(np.abs(covariance_diag(term, np.array([[0.5 * (lo + hi)]]), th)[0]))) * y_scale
-        sentence = _sentence(beh, sd_comp, x_unit, y_unit, _direction(mean_train))
-        roles = slot_roles(term)
-        where = sorted(x_offset + (math.exp(by_slot[sl]) - 1.0) * x_scale for sl, r in roles.items() if "location" in r)
+        sentence = _sentence(beh, sd_comp, x_unit, y_unit, trend)
+        points, windows = gates(term, by_slot)
+        where = [to_x(v) for v in points]
+        spans = [(to_x(a), to_x(b)) for a, b in windows]
         if where:
             sentence += ", with a change around " + " and ".join(f"{w:.6g}" for w in where)
-        out.append(Component(term, mean * y_scale, np.sqrt(var) * y_scale, explained, beh, sentence))
+        if spans:
+            sentence += ", with a window switched on between " + " and between ".join(
+                f"{a:.6g} and {b:.6g}" for a, b in spans)
+        out.append(Component(term, mean * y_scale, np.sqrt(var) * y_scale, explained, beh, sentence, trend,
+                             tuple(where), tuple(spans)))
     out.sort(key=lambda c: -c.explained)
     return out, math.sqrt(math.exp(log_noise)) * y_scale

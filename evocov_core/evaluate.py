@@ -600,9 +600,9 @@ def _switches(pair: _Pair, loc: float, width: float) -> tuple[Array, Array]:
     return s1, (s1 if pair.X2 is pair.X1 else expit((pair.X2[:, 0] - loc) / width))
 
 
-def _changepoint_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+def _gate_fwd(w: _Walk, ch: tuple[int, ...], s1: Array, s2: Array) -> Array:
+    """``(1 − s)(1 − s')ᵀ ⊙ u + s s'ᵀ ⊙ v`` for weights ``s`` (n,), ``s'`` (m,): change point and window."""
     pair = w.pair
-    s1, s2 = _switches(pair, float(w.vals[ch[3]]), float(w.vals[ch[4]]))  # type: ignore[arg-type]
     before = pair.gram((1.0 - s1)[:, None], (1.0 - s2)[:, None])  # (1 − σ)(1 − σ')
     after = pair.gram(s1[:, None], s2[:, None])  # σσ'
     before *= w.vals[ch[1]]
@@ -611,12 +611,11 @@ def _changepoint_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
     return before
 
 
-def _changepoint_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
-    # z = (1 − s)(1 − s')ᵀ ⊙ u + s s'ᵀ ⊙ v,  s = σ(r), r = (x − θc)/θs.
+def _gate_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any, s1: Array, s2: Array,
+              derivs: tuple[tuple[int, Array, Array], ...]) -> None:
+    """Reverse rule of :func:`_gate_fwd`; ``derivs`` holds, per slot child, ∂s/∂log θ for both sides (n, 1), (m, 1)."""
     pair, hp_ = w.pair, w.prog.has_param
     u, v = w.vals[ch[1]], w.vals[ch[2]]
-    loc, width = float(w.vals[ch[3]]), float(w.vals[ch[4]])  # type: ignore[arg-type]
-    s1, s2 = _switches(pair, loc, width)
     c1, c2 = (1.0 - s1)[:, None], (1.0 - s2)[:, None]
     o1, o2 = s1[:, None], s2[:, None]
     if hp_[ch[1]]:
@@ -624,12 +623,67 @@ def _changepoint_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
     if hp_[ch[2]]:
         w.adjs[ch[2]] = _down(a * pair.gram(o1, o2), w.vals[i], v)
     au, av = a * u, a * v
-    # ∂s/∂log θc = −s(1 − s)·θc/θs and ∂s/∂log θs = −s(1 − s)·r; ∂(1 − s) = −∂s.
+    # ∂z = (∂s s'ᵀ + s ∂s'ᵀ) ⊙ v − (∂s (1 − s')ᵀ + (1 − s) ∂s'ᵀ) ⊙ u.
+    for k, d1, d2 in derivs:
+        w.grad[..., w.slot(k)] += _lowrank_grad(av, o1, o2, d1, d2) - _lowrank_grad(au, c1, c2, d1, d2)
+
+
+def _changepoint_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+    s1, s2 = _switches(w.pair, float(w.vals[ch[3]]), float(w.vals[ch[4]]))  # type: ignore[arg-type]
+    return _gate_fwd(w, ch, s1, s2)
+
+
+def _changepoint_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    # z = (1 − s)(1 − s')ᵀ ⊙ u + s s'ᵀ ⊙ v,  s = σ(r), r = (x − θc)/θs.
+    pair = w.pair
+    loc, width = float(w.vals[ch[3]]), float(w.vals[ch[4]])  # type: ignore[arg-type]
+    s1, s2 = _switches(pair, loc, width)
+    # ∂s/∂log θc = −s(1 − s)·θc/θs and ∂s/∂log θs = −s(1 − s)·r.
     r1 = (pair.X1[:, :1] - loc) / width
     r2 = r1 if pair.X2 is pair.X1 else (pair.X2[:, :1] - loc) / width
-    g1, g2 = o1 * c1, o2 * c2
-    for k, (d1, d2) in ((ch[3], (g1 * (-loc / width), g2 * (-loc / width))), (ch[4], (-g1 * r1, -g2 * r2))):
-        w.grad[..., w.slot(k)] += _lowrank_grad(av, o1, o2, d1, d2) - _lowrank_grad(au, c1, c2, d1, d2)
+    g1, g2 = (s1 * (1.0 - s1))[:, None], (s2 * (1.0 - s2))[:, None]
+    _gate_rev(w, i, ch, a, s1, s2, ((ch[3], g1 * (-loc / width), g2 * (-loc / width)),
+                                    (ch[4], -g1 * r1, -g2 * r2)))
+
+
+def _window_parts(X: Array, centre: float, width: float, steep: float) -> tuple[Array, Array, Array, Array]:
+    """For inputs X (n, d): the window weight ω = p·q and its factors, p = σ((x₁ − a)/θs),
+    q = σ((b − x₁)/θs) = 1 − σ((x₁ − b)/θs), with the scaled distances to the edges; each (n, 1)."""
+    x = X[:, :1]
+    ua = (x - (centre - 0.5 * width)) / steep
+    ub = ((centre + 0.5 * width) - x) / steep
+    p, q = expit(ua), expit(ub)
+    return p * q, p, q, np.stack((ua, ub))
+
+
+def _windows(pair: _Pair, centre: float, width: float, steep: float):
+    one = _window_parts(pair.X1, centre, width, steep)
+    return one, (one if pair.X2 is pair.X1 else _window_parts(pair.X2, centre, width, steep))
+
+
+def _changewindow_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+    (o1, *_), (o2, *_) = _windows(w.pair, *(float(w.vals[c]) for c in ch[3:6]))  # type: ignore[arg-type]
+    return _gate_fwd(w, ch, o1[:, 0], o2[:, 0])
+
+
+def _window_derivs(parts: tuple[Array, Array, Array, Array], centre: float, width: float, steep: float
+                   ) -> tuple[Array, Array, Array]:
+    """∂ω/∂log θc, ∂ω/∂log θw, ∂ω/∂log θs, each (n, 1).
+
+    With ω = pq, ∂p/∂a = −p(1 − p)/θs, ∂q/∂b = q(1 − q)/θs, a = θc − θw/2, b = θc + θw/2:
+    ∂ω/∂θc = ω(p − q)/θs, ∂ω/∂θw = ω(2 − p − q)/(2θs), ∂ω/∂θs = −ω((1 − p)u_a + (1 − q)u_b)/θs.
+    """
+    om, p, q, (ua, ub) = parts
+    return (om * (p - q) * (centre / steep), om * (2.0 - p - q) * (0.5 * width / steep),
+            -om * ((1.0 - p) * ua + (1.0 - q) * ub))
+
+
+def _changewindow_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    centre, width, steep = (float(w.vals[c]) for c in ch[3:6])  # type: ignore[arg-type]
+    one, two = _windows(w.pair, centre, width, steep)
+    d1 = _window_derivs(one, centre, width, steep)
+    d2 = d1 if two is one else _window_derivs(two, centre, width, steep)
+    _gate_rev(w, i, ch, a, one[0][:, 0], two[0][:, 0], tuple(zip(ch[3:6], d1, d2, strict=True)))
 
 
 #: Every operator of the grammar (:mod:`evocov_core.grammar`): a new primitive is one
@@ -649,6 +703,7 @@ _OPS: dict[str, _Op] = {
     "sq_dist": _Op(_sq_dist_fwd, _sq_dist_rev, reads_output=True),
     "dot_prod": _Op(_dot_prod_fwd, _dot_prod_rev, reads_output=True),
     "changepoint": _Op(_changepoint_fwd, _changepoint_rev),  # reverse reads its operands, not z
+    "changewindow": _Op(_changewindow_fwd, _changewindow_rev),  # likewise
 }
 
 

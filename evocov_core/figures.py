@@ -44,6 +44,7 @@ _LEGEND = dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0)
 
 _COLORS = {"train": "#1f77b4", "test": "#d62728", "mean": "#2ca02c", "band": "rgba(44,160,44,0.18)",
            "front": "#d62728", "other": "#9aa5b1", "base": "#111111"}
+_OTHER_COLORS = ("#7f7f7f", "#9467bd", "#ff7f0e", "#8c564b")  # dashed comparison means
 
 
 def _display_x(ds: Dataset, x: np.ndarray) -> pd.Series | np.ndarray:
@@ -330,7 +331,13 @@ def component_figure(component, x_display: pd.Series | np.ndarray, split: float 
     return fig
 
 
-def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = None) -> go.Figure:
+def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = None,
+                         others: Sequence[tuple[str, pd.DataFrame]] = ()) -> go.Figure:
+    """The data, the predictive mean and its ±2σ band (:func:`extrapolation_data`).
+
+    ``others`` are ``(name, extrapolation_data of another model)`` pairs whose means are drawn
+    dashed over it (the baselines of the report).
+    """
     pts = series_data(ds)
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=pred.x, y=pred.upper, mode="lines", line=dict(width=0), showlegend=False,
@@ -339,6 +346,9 @@ def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = No
                              fillcolor=_COLORS["band"], name="±2σ"))
     fig.add_trace(go.Scatter(x=pred.x, y=pred["mean"], mode="lines", name="predictive mean",
                              line=dict(color=_COLORS["mean"], width=2)))
+    for (name, other), color in zip(others, _OTHER_COLORS, strict=False):
+        fig.add_trace(go.Scatter(x=other.x, y=other["mean"], mode="lines", name=name,
+                                 line=dict(color=color, width=1.5, dash="dash")))
     for part in ("train", "test"):
         d = pts[pts.part == part]
         if len(d):
@@ -491,7 +501,8 @@ def explorer_figure(records: pd.DataFrame, base_q: int, base_rmse: float | None)
 def hyperparameter_table(kernel: Kernel, theta: Sequence[float], log_noise: float, norm: Normalisation
                          ) -> pd.DataFrame:
     """One row per slot (plus noise): value in model units and, for single-role slots,
-    in data units (lengthscales and periods in x units, shift as an x position)."""
+    in data units (lengthscales, periods, change widths in x units; shift, change location and
+    window centre as x positions)."""
     roles = slot_roles(kernel)
     sx = norm.x_scale[0]
     rows = []
@@ -503,8 +514,10 @@ def hyperparameter_table(kernel: Kernel, theta: Sequence[float], log_noise: floa
             data_value = f"lengthscale {v * sx:.4g} (x units)"
         elif r == ["frequency"]:
             data_value = f"period {2 * math.pi / v * sx:.4g} (x units)"
-        elif r == ["shift"]:
+        elif r in (["shift"], ["location"], ["window_centre"]):
             data_value = f"at x = {norm.x_offset[0] + (v - 1.0) * sx:.6g}"
+        elif r in (["steepness"], ["window_width"]):
+            data_value = f"{r[0].replace('_', ' ')} {v * sx:.4g} (x units)"
         rows.append({"hyperparameter": s, "roles": ", ".join(r) or "-", "value": v, "log value": t,
                      "in data units": data_value})
     nv = math.exp(log_noise)

@@ -9,7 +9,8 @@ Jitter policy (explicit, recorded)
 ``j`` that worked is returned and stored beside the noise variance, so a prediction
 reuses exactly the matrix that was scored. If every rung fails the kernel is
 reported as not positive definite; nothing raises out of this module for numerical
-reasons: failures are :class:`NumericalFailure` values with a reason.
+reasons: failures are :class:`NumericalFailure` values with a :class:`FitStatus` and a
+reason.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import lru_cache
 
 import numpy as np
@@ -29,6 +31,7 @@ from .kernel import Kernel
 __all__ = [
     "JITTER_LADDER",
     "Factor",
+    "FitStatus",
     "NumericalFailure",
     "factorize",
     "inverse_from_factor",
@@ -44,12 +47,32 @@ JITTER_LADDER = (1e-10, 1e-8, 1e-6)
 LOG_2PI = math.log(2.0 * math.pi)
 
 
-class NumericalFailure(Exception):
-    """A kernel could not be evaluated; ``status`` is a short code, the message the reason."""
+class FitStatus(StrEnum):
+    """How fitting one kernel ended: the ``status`` of a fit and of its stored record.
 
-    def __init__(self, status: str, reason: str) -> None:
+    Defined here, beside :class:`NumericalFailure` which carries the first two failure
+    codes, because :mod:`evocov_core.optimize` imports this module and not the reverse.
+    A ``StrEnum``: members equal their values, so the run store, CSV and JSON files hold
+    the same strings as before the enum, and rows read back compare equal to members.
+    """
+
+    OK = "ok"
+    #: The covariance, the noise or the metric had NaN or infinite values.
+    NON_FINITE = "non_finite"
+    #: Not positive definite, even with the largest jitter.
+    CHOLESKY_FAILED = "cholesky_failed"
+    #: No point could be evaluated for another arithmetic or linear-algebra reason.
+    OPTIMISER_FAILED = "optimiser_failed"
+    #: Fitted only on a search's screening subset and not promoted (never selected).
+    SCREENED_OUT = "screened_out"
+
+
+class NumericalFailure(Exception):
+    """A kernel could not be evaluated; ``status`` says how, the message why."""
+
+    def __init__(self, status: FitStatus, reason: str) -> None:
         super().__init__(reason)
-        self.status = status
+        self.status = FitStatus(status)
         self.reason = reason
 
 
@@ -101,10 +124,10 @@ def factorize(K: Array, noise: float, *, overwrite: bool = False,
         ``non_finite`` when K has NaN/inf, ``cholesky_failed`` when no jitter level works.
     """
     if not np.isfinite(noise):
-        raise NumericalFailure("non_finite", "noise variance is not finite")
+        raise NumericalFailure(FitStatus.NON_FINITE, "noise variance is not finite")
     mean_diag = float(np.mean(np.diagonal(K))) + noise
     if not np.isfinite(mean_diag):
-        raise NumericalFailure("non_finite", "covariance matrix has NaN or infinite entries")
+        raise NumericalFailure(FitStatus.NON_FINITE, "covariance matrix has NaN or infinite entries")
     for rung, rel in enumerate((0.0, *JITTER_LADDER)):
         if rung and overwrite:
             if rebuild is None:
@@ -112,7 +135,7 @@ def factorize(K: Array, noise: float, *, overwrite: bool = False,
             K = rebuild()
         if rung == 1 and not np.isfinite(K).all():
             # Checked only after a failure: NaN/inf make dpotrf fail or leave NaN on L's diagonal.
-            raise NumericalFailure("non_finite", "covariance matrix has NaN or infinite entries")
+            raise NumericalFailure(FitStatus.NON_FINITE, "covariance matrix has NaN or infinite entries")
         # K.T of a symmetric C-ordered K is Fortran-ordered: LAPACK works in place.
         A = K.T if overwrite else np.array(K.T, order="F", copy=True)
         jitter = rel * abs(mean_diag)
@@ -121,7 +144,7 @@ def factorize(K: Array, noise: float, *, overwrite: bool = False,
         if info == 0 and np.isfinite(np.einsum("ii->", L)):
             return Factor(L, jitter)
     raise NumericalFailure(
-        "cholesky_failed",
+        FitStatus.CHOLESKY_FAILED,
         f"covariance matrix is not positive definite, even with jitter {JITTER_LADDER[-1]:g}·mean(diag)",
     )
 
@@ -129,7 +152,7 @@ def factorize(K: Array, noise: float, *, overwrite: bool = False,
 def _raw_inverse(f: Factor) -> Array:
     inv, info = lapack.dpotri(f.L, lower=1, overwrite_c=0)
     if info != 0:  # pragma: no cover - only after a successful potrf
-        raise NumericalFailure("cholesky_failed", f"dpotri failed ({info})")
+        raise NumericalFailure(FitStatus.CHOLESKY_FAILED, f"dpotri failed ({info})")
     return inv
 
 

@@ -22,23 +22,59 @@ Symbols (the paper's Table 2)::
                   exp(w), sqrt(w), square(w) = w²
     terminals     the Cov constants −1, −0.5, 0.5, 1, 2, 3, 5
 
-Beyond Table 2 (grammar option ``changepoints``, off in the paper's settings)::
+Beyond Table 2 (grammar options ``changepoints`` and ``changewindows``, off in the paper's
+settings)::
 
     nestable      changepoint(x, w, v, θc, θs)
                       -> (1 − σ(x))(1 − σ(x'))·w + σ(x)σ(x')·v,   σ(x) = 1/(1 + e^(−(x₁ − θc)/θs))
+                  changewindow(x, w, v, θc, θw, θs)
+                      -> (1 − ω(x))(1 − ω(x'))·w + ω(x)ω(x')·v,
+                         ω(x) = σ((x₁ − a)/θs)·(1 − σ((x₁ − b)/θs)),  a = θc − θw/2,  b = θc + θw/2
 
 ABCD's change-point operator (Lloyd et al. 2014): ``w`` before the location ``θc``, ``v``
-after it, switching over a width of about ``θs`` along the first input (time). It is PSD
-whenever ``w`` and ``v`` are (each weight is a rank-one PSD matrix and Schur products and
-sums keep PSD). Every symbol is always *parsed* (kernel files with change points load
-in any grammar); the option decides whether random trees and mutations *draw* them.
+after it, switching over a width of about ``θs`` along the first input (time). ABCD's
+change window: ``v`` inside the window ``[a, b]`` of centre ``θc`` and width ``θw``, ``w``
+outside it, both edges as steep as ``θs``. The window is parametrised by its centre and
+width rather than its two edges because slots are positive and independent: any
+``θc, θw > 0`` is a window with ``a < b``, which two free edge locations would not
+guarantee. Both are PSD whenever ``w`` and ``v`` are (each weight is a rank-one PSD matrix
+and Schur products and sums keep PSD). Every symbol is always *parsed* (kernel files with
+change points or windows load in any grammar); the options decide whether random trees and
+mutations *draw* them.
 
 A tree is stored as an immutable tuple of token names in prefix (Polish) order, the
 same flat layout as DEAP's ``PrimitiveTree``; :func:`to_primitive_tree` converts it.
 DEAP's own ``gp.compile``/``from_string`` are never used: they ``eval`` text.
 
-The grammar is a :class:`deap.gp.PrimitiveSetTyped` built without ``creator``
-globals, so Streamlit reruns and worker processes can rebuild it freely.
+One definition: this module's table, not DEAP's primitive set
+-------------------------------------------------------------
+The grammar is defined once, by the frozen :class:`Symbol` records below
+(``_OPERATORS``, :data:`CHANGEPOINT_OPERATORS`, :data:`CONSTANTS`, the argument ``x``
+and the slots ``hp<k>``). The generator (:func:`typed_grow`), the tree checker and parser
+(:func:`check_tree`, :mod:`evocov_core.kernel_file`), the variation operators
+(:mod:`evocov_core.variation`, through :func:`symbol`, :func:`subtree_end` and the kind
+lists of :class:`Grammar`) and the evaluator (:mod:`evocov_core.evaluate`, through
+:func:`arity`, :func:`is_slot` and :data:`CONSTANTS`) read types and arities from it. DEAP's
+:class:`~deap.gp.PrimitiveSetTyped` is *built from* the table (:func:`get_grammar`), not
+the other way round, because a primitive set cannot say what these readers need:
+
+* **kinds**: Algorithm 2 draws from terminals, not-nestable and nestable operators by
+  depth; a primitive set knows only primitives and terminals;
+* **slots independent of a pool**: a kernel file may use any ``hp<k>``; a primitive set
+  holds a fixed list of arguments, one set per pool size;
+* **immutability**: a primitive set is mutable (``addPrimitive``, ``renameArguments``)
+  and shared through a cache; the table is frozen records;
+* **speed**: every tree walk looks up arities in a plain dict of ints;
+* **no traps**: no ``creator`` globals (they break on Streamlit reruns and in worker
+  processes), no ``eval``, and generation never raises where DEAP's typed generators
+  do (``TPair`` has no terminal).
+
+What DEAP still provides: :attr:`Grammar.pset`, the same grammar as a strongly-typed GP
+primitive set (names, argument and return types, constants, ``x`` and the slots as
+arguments) for use with DEAP's tools, and :func:`to_primitive_tree` to hand it our trees.
+The tests check that this set agrees with the table symbol for symbol (names, arities,
+argument and return types, constant values) and that DEAP's ``PrimitiveTree`` walks our
+trees as we do, so the table stays a valid strongly-typed GP grammar.
 """
 
 from __future__ import annotations
@@ -52,6 +88,7 @@ from deap import gp
 
 __all__ = [
     "CHANGEPOINT_OPERATORS",
+    "CHANGEWINDOW_OPERATORS",
     "CONSTANTS",
     "DEFAULT_N_HYPER",
     "Cov",
@@ -162,8 +199,15 @@ _OPERATORS: tuple[Symbol, ...] = (
 CHANGEPOINT_OPERATORS: tuple[Symbol, ...] = (
     Symbol("changepoint", (InputPair, Cov, Cov, Hyper, Hyper), Cov, "nestable"),
 )
-_EXTRA = frozenset(s.name for s in CHANGEPOINT_OPERATORS)
-_FIXED: dict[str, Symbol] = {s.name: s for s in (*_OPERATORS, *CHANGEPOINT_OPERATORS)}
+#: Symbols beyond the paper's Table 2, drawn only by grammars built with ``changewindows``.
+CHANGEWINDOW_OPERATORS: tuple[Symbol, ...] = (
+    Symbol("changewindow", (InputPair, Cov, Cov, Hyper, Hyper, Hyper), Cov, "nestable"),
+)
+_CP = frozenset(s.name for s in CHANGEPOINT_OPERATORS)
+_CW = frozenset(s.name for s in CHANGEWINDOW_OPERATORS)
+# The draws of a grammar index the symbol lists built from this table: a grammar without an
+# optional symbol lists the others in the same order, so its draws stay what they were.
+_FIXED: dict[str, Symbol] = {s.name: s for s in (*_OPERATORS, *CHANGEPOINT_OPERATORS, *CHANGEWINDOW_OPERATORS)}
 _FIXED["x"] = Symbol("x", (), InputPair, "argument")
 for _name, _value in CONSTANTS.items():
     _FIXED[_name] = Symbol(_name, (), Cov, "constant", _value)
@@ -239,12 +283,14 @@ class Grammar:
     """The primitive set for a pool of ``n_hyper`` hyperparameter slots.
 
     Build it with :func:`get_grammar` (cached). ``pset`` is the DEAP
-    ``PrimitiveSetTyped`` of the same grammar, for interoperation with DEAP tools.
+    ``PrimitiveSetTyped`` built from the symbol table, for interoperation with DEAP
+    tools; nothing in EvoCov reads types or arities from it (module docstring).
     """
 
     n_hyper: int
     pset: gp.PrimitiveSetTyped
     changepoints: bool = False
+    changewindows: bool = False
 
     @property
     def slots(self) -> tuple[str, ...]:
@@ -261,22 +307,31 @@ class Grammar:
         return self._by_kind(typ)[2]
 
     def _by_kind(self, typ: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-        return _kinds(self.n_hyper, typ, self.changepoints)
+        return _kinds(self.n_hyper, typ, self.changepoints, self.changewindows)
 
     def symbols(self) -> tuple[Symbol, ...]:
         """Every symbol of the grammar, slots included."""
-        fixed = tuple(s for s in _FIXED.values() if self.changepoints or s.name not in _EXTRA)
-        return fixed + tuple(_slot_symbol(s) for s in self.slots)
+        return _table(self.changepoints, self.changewindows) + tuple(_slot_symbol(s) for s in self.slots)
+
+
+def _table(changepoints: bool, changewindows: bool = False) -> tuple[Symbol, ...]:
+    """The grammar's symbols other than the slots: the one definition everything reads."""
+    return tuple(s for s in _FIXED.values() if _drawn(s.name, changepoints, changewindows))
+
+
+def _drawn(name: str, changepoints: bool, changewindows: bool) -> bool:
+    """Whether a grammar with these options draws the symbol ``name``."""
+    return (changepoints or name not in _CP) and (changewindows or name not in _CW)
 
 
 @lru_cache(maxsize=64)
-def _kinds(n_hyper: int, typ: type, changepoints: bool = False
+def _kinds(n_hyper: int, typ: type, changepoints: bool = False, changewindows: bool = False
            ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     terms: list[str] = []
     notnests: list[str] = []
     nests: list[str] = []
-    for s in _FIXED.values():
-        if s.ret is not typ or (s.name in _EXTRA and not changepoints):
+    for s in _table(changepoints, changewindows):
+        if s.ret is not typ:
             continue
         if s.kind in ("argument", "constant"):
             terms.append(s.name)
@@ -294,10 +349,12 @@ def _placeholder(*_args: object) -> None:  # pragma: no cover - never called
 
 
 @lru_cache(maxsize=16)
-def get_grammar(n_hyper: int = DEFAULT_N_HYPER, changepoints: bool = False) -> Grammar:
+def get_grammar(n_hyper: int = DEFAULT_N_HYPER, changepoints: bool = False,
+                changewindows: bool = False) -> Grammar:
     """Return the grammar with ``n_hyper`` slots (1 ≤ n_hyper ≤ 10000).
 
-    ``changepoints=False`` is the paper's Table 2; True adds the change-point operator.
+    ``changepoints=False, changewindows=False`` is the paper's Table 2; ``changepoints``
+    adds the change-point operator, ``changewindows`` the change-window operator.
 
     Examples
     --------
@@ -308,13 +365,16 @@ def get_grammar(n_hyper: int = DEFAULT_N_HYPER, changepoints: bool = False) -> G
     if not (1 <= int(n_hyper) <= 10000):
         raise ValueError(f"n_hyper must be between 1 and 10000, got {n_hyper}")
     n_hyper = int(n_hyper)
-    pset = gp.PrimitiveSetTyped("kernel", [InputPair] + [Hyper] * n_hyper, Cov, prefix="ARG")
+    # DEAP's view of the table: x and the slots are the set's arguments, constants its terminals.
+    pset = gp.PrimitiveSetTyped("kernel", [_FIXED["x"].ret] + [_slot_symbol("hp0").ret] * n_hyper, Cov,
+                                prefix="ARG")
     pset.renameArguments(ARG0="x", **{f"ARG{k + 1}": f"hp{k}" for k in range(n_hyper)})
-    for s in (*_OPERATORS, *(CHANGEPOINT_OPERATORS if changepoints else ())):
-        pset.addPrimitive(_placeholder, list(s.args), s.ret, name=s.name)
-    for name, value in CONSTANTS.items():
-        pset.addTerminal(value, Cov, name=name)
-    return Grammar(n_hyper=n_hyper, pset=pset, changepoints=bool(changepoints))
+    for s in _table(changepoints, changewindows):
+        if s.arity:
+            pset.addPrimitive(_placeholder, list(s.args), s.ret, name=s.name)
+        elif s.kind == "constant":
+            pset.addTerminal(s.value, s.ret, name=s.name)
+    return Grammar(n_hyper=n_hyper, pset=pset, changepoints=bool(changepoints), changewindows=bool(changewindows))
 
 
 def to_primitive_tree(tokens: tuple[str, ...], grammar: Grammar) -> gp.PrimitiveTree:

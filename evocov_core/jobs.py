@@ -9,7 +9,8 @@ generation to the :class:`~evocov_core.store.RunStore`, and keeps a live
 server do not change each other's results.
 
 At most ``max_concurrent`` jobs run at once (default: one per core); the rest wait in
-FIFO order with status ``queued`` and a queue position.
+FIFO order with status :attr:`~evocov_core.search.common.RunStatus.QUEUED` and a queue
+position.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from .model import FittedModel
 from .optimize import FitResult
 from .parallel import make_executor
 from .search import SearchConfig, explore_mutations, run_search, search_executor
-from .search.common import EvalRecord, GenerationStats, Progress
+from .search.common import EvalRecord, GenerationStats, Progress, RunStatus
 from .store import RunStore
 
 __all__ = ["Job", "JobManager", "JobSnapshot", "JobSpec"]
@@ -73,7 +74,7 @@ class JobSnapshot:
 
     id: str
     kind: str
-    status: str
+    status: RunStatus
     label: str
     algorithm: str
     generation: int
@@ -91,7 +92,7 @@ class JobSnapshot:
 
     @property
     def done(self) -> bool:
-        return self.status in ("finished", "cancelled", "failed", "interrupted")
+        return not self.status.active
 
 
 class Job:
@@ -100,7 +101,7 @@ class Job:
     def __init__(self, spec: JobSpec, job_id: str) -> None:
         self.id = job_id
         self.spec = spec
-        self.status = "queued"
+        self.status = RunStatus.QUEUED
         self.lock = threading.Lock()
         self.cancel_event = threading.Event()
         self.history: list[GenerationStats] = []
@@ -221,7 +222,7 @@ class JobManager:
             else:
                 queued = False
         if queued:
-            self._finish(job, "cancelled", None, 0.0, 0)
+            self._finish(job, RunStatus.CANCELLED, None, 0.0, 0)
         return True
 
     def active(self) -> list[JobSnapshot]:
@@ -259,7 +260,7 @@ class JobManager:
             doc = _best_doc(p.best, job.spec.dataset) if job.spec.kind == "search" else None
             self.store.add_generation(job.id, p.stats, p.evaluated, p.n_evaluations, doc)
 
-    def _finish(self, job: Job, status: str, best: FitResult | None, elapsed: float | None, n_eval: int | None,
+    def _finish(self, job: Job, status: RunStatus, best: FitResult | None, elapsed: float | None, n_eval: int | None,
                 error: str = "") -> None:
         # The store first: a page that sees the job ended must find its best kernel stored
         # (it offers "Open in Results" only then, and does not poll an ended job again).
@@ -278,14 +279,14 @@ class JobManager:
     def _run(self, job: Job) -> None:
         spec = job.spec
         with job.lock:
-            job.status = "running"
+            job.status = RunStatus.RUNNING
             job.started = time.time()
         if self.store is not None:
-            self.store.set_status(job.id, "running")
+            self.store.set_status(job.id, RunStatus.RUNNING)
         try:
             if job.cancel_event.is_set():
                 # Stopped before it started: by the user, or by a server shutting down.
-                self._finish(job, "interrupted" if self._closing else "cancelled", None, 0.0, 0)
+                self._finish(job, RunStatus.INTERRUPTED if self._closing else RunStatus.CANCELLED, None, 0.0, 0)
                 return
             data = FitData.from_dataset(spec.dataset, split_fraction=spec.config.metric_split)
             stop: Callable[[], bool] = job.cancel_event.is_set
@@ -315,7 +316,7 @@ class JobManager:
                                      "base_test_rmse": base.test_rmse, "base_bic": _f(base.bic)}
             with job.lock:
                 job.best = res.best if spec.kind == "search" else job.best
-            status = "interrupted" if (res.status == "cancelled" and self._closing) else res.status
+            status = RunStatus.INTERRUPTED if (res.status == RunStatus.CANCELLED and self._closing) else res.status
             self._finish(job, status, res.best, res.elapsed, res.n_evaluations)
         except Exception as exc:  # a job must never take the server down
             p = job.progress
@@ -323,10 +324,12 @@ class JobManager:
             n_eval = p.n_evaluations if p else None
             if self._closing or sys.is_finalizing():
                 # The server is stopping under the run: it was interrupted, not broken.
-                self._finish(job, "interrupted", job.best, elapsed, n_eval, error="the server stopped during the run")
+                self._finish(job, RunStatus.INTERRUPTED, job.best, elapsed, n_eval,
+                             error="the server stopped during the run")
             else:
                 tb = traceback.format_exc(limit=3)
-                self._finish(job, "failed", job.best, elapsed, n_eval, error=f"{type(exc).__name__}: {exc}\n{tb}")
+                self._finish(job, RunStatus.FAILED, job.best, elapsed, n_eval,
+                             error=f"{type(exc).__name__}: {exc}\n{tb}")
         finally:
             with self._lock:
                 self._running.discard(job.id)

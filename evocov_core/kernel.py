@@ -256,6 +256,9 @@ def _infix(node: Node) -> tuple[str, int]:
     if tok == "changepoint":
         before, after = _infix(ch[1])[0], _infix(ch[2])[0]
         return f"CP[{ch[3][0]}, {ch[4][0]}]({before}, {after})", 4
+    if tok == "changewindow":
+        outside, inside = _infix(ch[1])[0], _infix(ch[2])[0]
+        return f"CW[{ch[3][0]}, {ch[4][0]}, {ch[5][0]}]({outside}, {inside})", 4
     raise TreeError(f"cannot render {tok!r} here")  # pragma: no cover - typed trees only
 
 
@@ -303,6 +306,9 @@ def _latex(node: Node) -> tuple[str, int]:
     if tok == "changepoint":
         c, w = _tex_slot(ch[3][0]), _tex_slot(ch[4][0])
         return (rf"\mathrm{{CP}}_{{{c},\,{w}}}\left({_latex(ch[1])[0]},\; {_latex(ch[2])[0]}\right)"), 4
+    if tok == "changewindow":
+        c, w, st = (_tex_slot(ch[k][0]) for k in (3, 4, 5))
+        return (rf"\mathrm{{CW}}_{{{c},\,{w},\,{st}}}\left({_latex(ch[1])[0]},\; {_latex(ch[2])[0]}\right)"), 4
     raise TreeError(f"cannot render {tok!r} here")  # pragma: no cover
 
 
@@ -375,8 +381,8 @@ class Kernel:
 
     @cached_property
     def is_stationary(self) -> bool:
-        """True when the tree uses no ``dot_prod`` or ``changepoint``: k depends on x − x' only."""
-        return "dot_prod" not in self.tokens and "changepoint" not in self.tokens
+        """True when the tree uses no ``dot_prod``, ``changepoint`` or ``changewindow``: k depends on x − x' only."""
+        return not {"dot_prod", "changepoint", "changewindow"} & set(self.tokens)
 
     # --- forms -----------------------------------------------------------------------
     @cached_property

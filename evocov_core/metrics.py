@@ -42,6 +42,7 @@ from .spectrum import periodogram_peaks
 __all__ = [
     "GRADIENT_METRICS",
     "METRICS",
+    "SPLIT_METRICS",
     "FitData",
     "loss",
     "loss_and_grad",
@@ -53,6 +54,8 @@ Array = NDArray[np.float64]
 
 METRICS = ("lml", "loocv", "posterior_lml", "sopl", "rmse")
 GRADIENT_METRICS = frozenset({"lml", "loocv"})
+#: Metrics scored on the train-train / train-test split (``FitData.split``); data without one cannot use them.
+SPLIT_METRICS = frozenset({"posterior_lml", "sopl", "rmse"})
 METRIC_LABELS = {
     "lml": "LML",
     "loocv": "LOOCV",

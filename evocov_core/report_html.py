@@ -3,7 +3,11 @@
 ``python -m evocov_core report --kernel K.json --data D.csv --out report.html`` writes one file
 that opens offline (Plotly's JavaScript is embedded once, no other resource is fetched):
 
-1. the data and the forecast (predictive mean and ±2σ);
+0. in short: one line per additive component (the sentences of 2.) and the noise;
+1. the data and the forecast (predictive mean and ±2σ), with the forecasts of an SE kernel and
+   of a short GPSS search fitted on the same training data drawn dashed over it, and a table
+   comparing the three (:func:`evocov_core.baselines.compare_with_baselines`: expression,
+   hyperparameters, BIC, the tail score of the model choice, test RMSE);
 2. one figure and one sentence per additive component (:mod:`evocov_core.decompose`), largest
    share of the variance first, and the noise;
 3. residual checks on the training data: standardised residuals ``(y − μ)/σ`` of the
@@ -16,6 +20,7 @@ that opens offline (Plotly's JavaScript is embedded once, no other resource is f
 from __future__ import annotations
 
 import html
+import json
 import math
 
 import numpy as np
@@ -23,13 +28,14 @@ import pandas as pd
 import plotly.graph_objects as go
 from scipy.stats import norm as normal
 
+from .baselines import Compared, compare_with_baselines
 from .data import Dataset
 from .figures import component_figure, components_data, extrapolation_data, extrapolation_figure, hyperparameter_table
 from .kernel_file import KernelFile
 from .model import FittedModel
 from .simplify import simplified
 
-__all__ = ["report_html", "residual_checks"]
+__all__ = ["comparison_table", "report_html", "residual_checks"]
 
 
 def residual_checks(model: FittedModel, ds: Dataset, max_lag: int = 24) -> dict[str, np.ndarray]:
@@ -69,13 +75,62 @@ def _residual_figures(chk: dict[str, np.ndarray], ds: Dataset) -> list[go.Figure
     return [f1, f2, f3]
 
 
-def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None) -> str:
-    """The report as one HTML document (Plotly embedded once; opens with no network)."""
+def comparison_table(rows: list[Compared]) -> pd.DataFrame:
+    """The comparison as a table: one row per model (numbers NaN where they do not exist)."""
+    def num(v: float | None) -> float:
+        return float(v) if v is not None and math.isfinite(v) else math.nan
+
+    return pd.DataFrame({
+        "model": [r.name for r in rows],
+        "expression": [r.expression or "–" for r in rows],
+        "hyperparameters (q)": [r.q if r.q is not None else "–" for r in rows],
+        "BIC (training)": [num(r.bic) for r in rows],
+        "tail score": [num(r.tail_score) for r in rows],
+        "test RMSE": [num(r.test_rmse) for r in rows],
+        "how": [r.note for r in rows],
+    })
+
+
+def _finite(v: float | None) -> float | None:
+    return float(v) if v is not None and math.isfinite(v) else None
+
+
+def _comparison_html(rows: list[Compared], ds: Dataset) -> str:
+    table = comparison_table(rows).drop(columns="how")  # said under the table: it is prose
+    if ds.n_test == 0:
+        table = table.drop(columns="test RMSE")
+    if table["tail score"].isna().all():
+        table = table.drop(columns="tail score")
+    out = table.to_html(index=False, border=0, classes="hp comparison", na_rep="–",
+                        float_format=lambda v: f"{v:.5g}")
+    # The same numbers, full precision, for programs that read the report.
+    data = json.dumps([{"model": r.name, "expression": r.expression, "q": r.q, "bic": _finite(r.bic),
+                        "tail_score": _finite(r.tail_score), "test_rmse": _finite(r.test_rmse), "note": r.note}
+                       for r in rows]).replace("</", "<\\/")
+    out += f'<script type="application/json" id="evocov-comparison">{data}</script>'
+    notes = "".join(f"<li><b>{html.escape(r.name)}</b>: {html.escape(r.note)}</li>" for r in rows if r.note)
+    return ("<h2>Against the baselines</h2><p>The same training data, the same units: BIC = −2·LML + q·log n "
+            "(lower is better); tail score: log-likelihood of the last 10 % of the training range after a refit "
+            "on the rest, as the search chooses its kernel (higher is better)"
+            + ("; test RMSE on the held-out part" if ds.n_test else "") + ".</p>" + out
+            + (f'<ul class="notes">{notes}</ul>' if notes else ""))
+
+
+def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseline_budget: float = 20.0,
+                seed: int = 0, workers: int | None = 1) -> str:
+    """The report as one HTML document (Plotly embedded once; opens with no network).
+
+    ``baseline_budget`` seconds go to the GPSS baseline (0 leaves it out; the SE baseline takes
+    seconds); ``seed`` seeds both, so the same inputs give the same report.
+    """
     model = FittedModel.from_file(kf, fallback_norm=ds.norm)
     k = kf.kernel
     figs: list[tuple[str, go.Figure]] = []
     pred = extrapolation_data(model, ds, extend=0.1)
-    figs.append(("", extrapolation_figure(pred, ds, title="Data and forecast: predictive mean and ±2σ band")))
+    compared = compare_with_baselines(kf, ds, baseline_budget=baseline_budget, seed=seed, workers=workers)
+    others = [(f"{r.name} mean", extrapolation_data(r.model, ds, extend=0.1)) for r in compared[1:]
+              if r.model is not None and ds.x.shape[1] == 1]
+    figs.append(("", extrapolation_figure(pred, ds, others=others)))
     comps, noise_sd, xs, split = components_data(model, ds) if ds.x.shape[1] == 1 else ([], float("nan"), [], None)
     parts: list[str] = []
     first = True
@@ -95,7 +150,15 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None) -> str
     parts.append(f"<p>{ds.n_train} training points, {ds.n_test} test points of <b>{esc(str(ds.y_label))}</b> "
                  f"against <b>{esc(str(ds.x_label))}</b>; q = {k.q} hyperparameters"
                  + (f"; test RMSE {rmse:.4g}" if rmse is not None else "") + ".</p>")
-    parts.append("<h2>Forecast</h2>" + plot(figs[0][1]))
+    if comps:
+        short = "".join(f"<li>{esc(c.sentence[0].upper() + c.sentence[1:])} ({c.explained:.0%} of the variance)"
+                        "</li>" for c in comps)
+        parts.append(f"<p>In short, the kernel says the series is the sum of:</p><ul>{short}"
+                     f"<li>noise with standard deviation {noise_sd:.3g} {esc(str(ds.y_label))}.</li></ul>")
+    parts.append("<h2>Forecast</h2><p>The data (training, test), the predictive mean and its ±2σ band"
+                 + (", and dashed, the means of the baselines below" if others else "") + ".</p>"
+                 + plot(figs[0][1]))
+    parts.append(_comparison_html(compared, ds))
     parts.append("<h2>What the kernel says</h2><p>The kernel written as a sum of terms (products distributed "
                  "over sums); each term is an independent part of the series. Shares are of the training "
                  "data's variance; each sentence is read from the term's kernel function.</p>")
@@ -122,6 +185,7 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None) -> str
                     + "</p>" if scores else ""))
     style = ("body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}"
              "code{background:#f4f4f4;padding:2px 4px;word-break:break-all}table.hp{border-collapse:collapse}"
-             "table.hp td,table.hp th{padding:2px 8px;border-bottom:1px solid #ddd}")
+             "table.hp td,table.hp th{padding:2px 8px;border-bottom:1px solid #ddd}"
+             "table.comparison{font-size:0.9em}ul.notes{font-size:0.85em;color:#555}")
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(name)}</title>"
             f"<style>{style}</style></head><body>" + "\n".join(parts) + "</body></html>")

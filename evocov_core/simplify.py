@@ -90,6 +90,12 @@ def to_sympy(kernel: Kernel) -> sp.Expr:
             c, w = slot_symbol(ch[3][0]), slot_symbol(ch[4][0])
             s1, s2 = SIGMA((X - c) / w), SIGMA((XP - c) / w)
             return (1 - s1) * (1 - s2) * rec(ch[1]) + s1 * s2 * rec(ch[2])
+        if tok == "changewindow":
+            c, w, st = (slot_symbol(ch[k][0]) for k in (3, 4, 5))
+            a, b = c - w / 2, c + w / 2
+            o1 = SIGMA((X - a) / st) * (1 - SIGMA((X - b) / st))
+            o2 = SIGMA((XP - a) / st) * (1 - SIGMA((XP - b) / st))
+            return (1 - o1) * (1 - o2) * rec(ch[1]) + o1 * o2 * rec(ch[2])
         raise ValueError(f"no algebraic form for {tok!r}")  # pragma: no cover - typed trees only
 
     return rec(kernel._nested)

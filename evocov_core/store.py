@@ -11,9 +11,11 @@ Tables
 ``generations``  per-generation statistics (fitness curves).
 ``evaluations``  every kernel fitted, with its scores and values (Pareto plots, reopening).
 
-Statuses: ``queued``, ``running``, ``finished``, ``cancelled``, ``failed``, ``interrupted``.
-A run left ``queued``/``running`` by a process that no longer exists (the server died) is
-marked ``interrupted`` by :meth:`RunStore.recover`.
+A run's status is a :class:`~evocov_core.search.common.RunStatus` (``queued``, ``running``,
+``finished``, ``cancelled``, ``failed``, ``interrupted``), an evaluation's a
+:class:`~evocov_core.optimize.FitStatus`; both are stored as their string values. A run
+left ``queued``/``running`` by a process that no longer exists (the server died) is marked
+``interrupted`` by :meth:`RunStore.recover`.
 
 Connections are opened per call (SQLite in WAL mode), so job threads and page threads
 can use one store safely.
@@ -38,9 +40,9 @@ import numpy as np
 import pandas as pd
 
 from .data import Dataset
-from .search.common import EvalRecord, GenerationStats
+from .search.common import EVAL_COLUMNS, EvalRecord, GenerationStats, RunStatus
 
-__all__ = ["SCHEMA_VERSION", "RunStore", "StoreVersionError", "default_data_dir"]
+__all__ = ["SCHEMA_VERSION", "RunStatus", "RunStore", "StoreVersionError", "default_data_dir"]
 
 #: Layout of the tables below; bump it (and migrate in ``RunStore.__init__``) when they change.
 SCHEMA_VERSION = 1
@@ -49,7 +51,7 @@ SCHEMA_VERSION = 1
 class StoreVersionError(RuntimeError):
     """The run store was written by a newer EvoCov whose tables this version cannot read."""
 
-STATUSES = ("queued", "running", "finished", "cancelled", "failed", "interrupted")
+STATUSES = tuple(RunStatus)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -107,6 +109,10 @@ def _num(v: float | None) -> float | None:
         return None
     v = float(v)
     return v if math.isfinite(v) else None
+
+
+_INSERT_EVALUATION = (f"INSERT INTO evaluations (run_id, {', '.join(EVAL_COLUMNS)})"
+                      f" VALUES (:run_id, {', '.join(':' + c for c in EVAL_COLUMNS)})")
 
 
 def _pid_alive(pid: int | None) -> bool:
@@ -169,7 +175,9 @@ class RunStore:
 
     # --- writing ---------------------------------------------------------------------
     def create_run(self, run_id: str, *, kind: str, algorithm: str, dataset: Dataset, settings: dict,
-                   seed: int, label: str = "", status: str = "queued", extra: dict | None = None) -> None:
+                   seed: int, label: str = "", status: RunStatus = RunStatus.QUEUED,
+                   extra: dict | None = None) -> None:
+        status = RunStatus(status)
         now = time.time()
         with self._conn() as c:
             c.execute(
@@ -179,7 +187,7 @@ class RunStore:
                  json.dumps(settings), seed, label, os.getpid(), json.dumps(extra or {})),
             )
 
-    def set_status(self, run_id: str, status: str, *, error: str | None = None) -> None:
+    def set_status(self, run_id: str, status: RunStatus, *, error: str | None = None) -> None:
         if status not in STATUSES:
             raise ValueError(f"unknown status {status!r}")
         with self._conn() as c:
@@ -194,12 +202,7 @@ class RunStore:
                 (run_id, stats.generation, _num(stats.best_bic), _num(stats.mean_bic), _num(stats.best_so_far_bic),
                  stats.n_evaluated, stats.n_failed, int(stats.restarted), stats.elapsed),
             )
-            c.executemany(
-                "INSERT INTO evaluations VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(run_id, r.generation, r.index, r.expression, r.canonical, r.infix, r.q, _num(r.bic), _num(r.lml),
-                  _num(r.metric_value), _num(r.test_rmse), r.status, r.reason, r.origin, r.n_evals, r.seconds,
-                  json.dumps([_num(t) for t in r.theta]), _num(r.log_noise), _num(r.jitter)) for r in records],
-            )
+            c.executemany(_INSERT_EVALUATION, [{"run_id": run_id, **r.to_row()} for r in records])
             c.execute(
                 "UPDATE runs SET updated=?, n_evaluations=?, generations_done=?, elapsed=?,"
                 " best_json=COALESCE(?, best_json) WHERE id=?",
@@ -207,10 +210,12 @@ class RunStore:
                  json.dumps(best_doc) if best_doc is not None else None, run_id),
             )
 
-    def finish_run(self, run_id: str, status: str, *, best_doc: dict | None, elapsed: float | None,
+    def finish_run(self, run_id: str, status: RunStatus, *, best_doc: dict | None, elapsed: float | None,
                    n_evaluations: int | None, error: str | None = None, extra: dict | None = None) -> None:
         """Record the end of a run. ``None`` keeps the stored counters; ``extra`` is merged
         into the stored one (keys it does not name are kept)."""
+        if status not in STATUSES:
+            raise ValueError(f"unknown status {status!r}")
         with self._conn() as c:
             row = c.execute("SELECT extra_json FROM runs WHERE id=?", (run_id,)).fetchone()
             merged = json.loads(row[0]) if row and row[0] else {}
@@ -230,11 +235,12 @@ class RunStore:
         was reused, or a job that died without saying so).
         """
         with self._conn() as c:
-            rows = c.execute("SELECT id, owner_pid FROM runs WHERE status IN ('queued', 'running')").fetchall()
+            rows = c.execute("SELECT id, owner_pid FROM runs WHERE status IN (?, ?)",
+                             (RunStatus.QUEUED, RunStatus.RUNNING)).fetchall()
             dead = [rid for rid, pid in rows
                     if rid not in active and (not _pid_alive(pid) or pid == os.getpid())]
-            c.executemany("UPDATE runs SET status='interrupted', updated=? WHERE id=?",
-                          [(time.time(), rid) for rid in dead])
+            c.executemany("UPDATE runs SET status=?, updated=? WHERE id=?",
+                          [(RunStatus.INTERRUPTED, time.time(), rid) for rid in dead])
         return len(dead)
 
     def delete_run(self, run_id: str) -> None:

@@ -33,7 +33,7 @@ from evocov_core.benchmarks.budget import estimate_wall_time
 from evocov_core.figures import fitness_figure
 from evocov_core.jobs import JobSpec
 from evocov_core.metrics import METRIC_LABELS
-from evocov_core.search import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
+from evocov_core.search import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, RunStatus, SearchConfig, preset
 from evocov_core.search.config import GROUPS, settings
 
 page_setup("Search")
@@ -249,7 +249,7 @@ def _render_run(run_id: str) -> None:
         if run is None:
             st.warning(f"No run with id `{run_id}` in the store (deleted?).")
             return
-        status, gen = run["status"], int(run.get("generations_done") or 0)
+        status, gen = RunStatus(run["status"]), int(run.get("generations_done") or 0)
         total = int(run["settings"].get("generations") or gen) if run["algorithm"] != "random" else gen
         elapsed, n_eval = float(run.get("elapsed") or 0.0), int(run.get("n_evaluations") or 0)
         restarts, error, algo_, label = 0, run.get("error") or "", run["algorithm"], run.get("label") or ""
@@ -262,12 +262,12 @@ def _render_run(run_id: str) -> None:
             elapsed = elapsed or float(history["elapsed"].max())
             restarts = int(history["restarted"].sum())
         eps = n_eval / elapsed if elapsed > 0 else 0.0
-        if status in ("queued", "running"):
-            status = "interrupted"  # not in this server: its process is gone
+        if status.active:
+            status = RunStatus.INTERRUPTED  # not in this server: its process is gone
 
     with st.container(key="search_status"):
         st.markdown(f"**Run `{run_id}`** · {status_badge(status)} · {label or algorithm_label(algo_)}")
-        if status == "queued":
+        if status == RunStatus.QUEUED:
             pos = job.snapshot().queue_position if job is not None else 0
             mc = manager().max_concurrent
             st.info(
@@ -276,7 +276,7 @@ def _render_run(run_id: str) -> None:
                 icon=":material/hourglass_top:",
             )
         if budget > 0:
-            done = status not in ("queued", "running")
+            done = not status.active
             frac = 1.0 if done else min(elapsed / budget, 1.0)
             left = max(0.0, budget - elapsed)
             text = f"Generation {gen} · {'finished' if done else f'{left:.0f} s left of {budget:.0f} s'}"
@@ -285,7 +285,7 @@ def _render_run(run_id: str) -> None:
             text = (
                 f"Generation {gen} / {total}"
                 if total
-                else ("Starting worker processes…" if status == "running" else f"Generation {gen}")
+                else ("Starting worker processes…" if status == RunStatus.RUNNING else f"Generation {gen}")
             )
         st.progress(frac, text=text)
         m1, m2, m3, m4 = st.columns(4)
@@ -293,11 +293,11 @@ def _render_run(run_id: str) -> None:
         m2.metric("Kernels fitted", n_eval)
         m3.metric("Fits per second", f"{eps:.1f}")
         m4.metric("Restarts", restarts)
-        if status == "failed" and error:
+        if status == RunStatus.FAILED and error:
             st.error(f"The run failed: {error.splitlines()[0]}")
             with st.expander("Details"):
                 st.code(error, language=None)
-        elif status == "interrupted":
+        elif status == RunStatus.INTERRUPTED:
             st.warning("This run was interrupted (the server stopped while it ran). What it had found is kept.")
 
     return status, history, best

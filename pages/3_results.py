@@ -18,8 +18,6 @@ from dashboard.common import (
     dataset_fingerprint,
     existing_fit,
     fit_from_doc,
-    fit_from_kernel_file,
-    fit_from_row,
     fmt,
     get_run,
     gpss_baseline_job,
@@ -45,6 +43,7 @@ from evocov_core.kernel_file import KernelFileError, dump_kernel_file, parse_ker
 from evocov_core.metrics import FitData
 from evocov_core.model import FittedModel
 from evocov_core.optimize import FitResult
+from evocov_core.search import EvalRecord, RunStatus
 
 page_setup("Results")
 st.title("Results")
@@ -90,7 +89,7 @@ if run_id is not None:
         f"points) · seed {run['seed']} · {status_badge(run['status'])} · {run['n_evaluations']} kernels "
         f"fitted in {fmt(run['elapsed'], '.1f')} s"
     )
-    if run["status"] in ("queued", "running"):
+    if RunStatus(run["status"]).active:
         st.info("This run is still going: the kernel shown is the best so far.", icon=":material/sync:")
 
     tab_best, tab_report, tab_pareto, tab_file = st.tabs(
@@ -200,7 +199,7 @@ if run_id is not None:
                 elif gpss_job is not None:
                     snap = gpss_job.snapshot()
                     if snap.done:
-                        if snap.status == "finished":
+                        if snap.status == RunStatus.FINISHED:
                             st.rerun()
                         st.metric("GPSS baseline", "–")
                         st.caption(f"The GPSS run {snap.id} ended: {snap.status}.")
@@ -208,7 +207,7 @@ if run_id is not None:
                         st.metric("GPSS baseline", "…")
                         what = (
                             f"queued (position {snap.queue_position})"
-                            if snap.status == "queued"
+                            if snap.status == RunStatus.QUEUED
                             else f"level {snap.generation}/{snap.total_generations or '?'}"
                         )
                         st.caption(f"GPSS search `{snap.id}` running in the background: {what}.")
@@ -309,15 +308,28 @@ if run_id is not None:
     # --- a self-contained HTML report of the returned kernel ----------------------------------------
     with tab_report:
         st.caption(
-            "One HTML file that opens offline: the forecast, the kernel's components with a sentence each, "
-            "residual checks and the kernel itself (also `python -m evocov_core report`)."
+            "One HTML file that opens offline: the forecast next to an SE kernel and a short GPSS search fitted "
+            "on the same training data, the kernel's components with a sentence each, residual checks and the "
+            "kernel itself (also `python -m evocov_core report`)."
         )
         report_key = f"results_report_{run_id}"
+        budget = st.number_input(
+            "GPSS baseline budget (s)",
+            min_value=0,
+            max_value=600,
+            value=20,
+            step=5,
+            key="results_report_budget",
+            help="Seconds for the GPSS search the kernel is compared with (0: the SE baseline only). "
+            "The report is written when it ends.",
+        )
         if run.get("best") and st.button("Make the report", key="results_make_report", icon=":material/article:"):
             from evocov_core.report_html import report_html
 
-            with st.spinner("Writing the report…"):
-                st.session_state[report_key] = report_html(parse_kernel_file(dump_kernel_file(run["best"])), ds)
+            with st.spinner("Fitting the baselines and writing the report…"):
+                st.session_state[report_key] = report_html(
+                    parse_kernel_file(dump_kernel_file(run["best"])), ds, baseline_budget=float(budget)
+                )
         if report_key in st.session_state:
             st.download_button(
                 "Download the report (HTML)",
@@ -361,7 +373,7 @@ if run_id is not None:
             else:
                 row = records.iloc[row_idx]
                 try:
-                    fit = fit_from_row(row, ds.n_train)
+                    fit = EvalRecord.from_row(row).to_fit(ds.n_train)
                 except (ValueError, KernelFileError) as exc:
                     st.warning(f"Cannot open this kernel: {exc}")
                 else:
@@ -405,7 +417,7 @@ if run_id is not None:
                 )
                 norm = kf.normalisation if norm_choice.startswith("The file") and kf.normalisation else cur.norm
                 model = FittedModel(kf.kernel, tuple(kf.theta), kf.log_noise, kf.jitter, norm)
-                fit = fit_from_kernel_file(kf, cur.n_train)
+                fit = FitResult.from_kernel_file(kf, cur.n_train)
                 try:
                     rm = model.test_rmse(cur)
                 except Exception as exc:

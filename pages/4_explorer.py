@@ -17,8 +17,6 @@ from dashboard.common import (
     dataset_summary,
     existing_fit,
     fit_from_doc,
-    fit_from_kernel_file,
-    fit_from_row,
     fmt,
     formula,
     get_run,
@@ -44,8 +42,8 @@ from evocov_core.jobs import JobSpec
 from evocov_core.kernel_file import KernelFileError, parse_kernel_file
 from evocov_core.library import GPSS_PUBLISHED, WELL_KNOWN, structure_text
 from evocov_core.metrics import METRIC_LABELS, METRICS, FitData
-from evocov_core.optimize import FitResult
-from evocov_core.search import ConfigError, preset
+from evocov_core.optimize import FitResult, FitStatus
+from evocov_core.search import ConfigError, EvalRecord, RunStatus, preset
 
 page_setup("Mutation explorer")
 st.title("Mutation explorer")
@@ -167,7 +165,7 @@ elif source == "file":
     up = st.file_uploader("Kernel file (JSON)", type=["json"], key="ex_kernel_file")
     if up is not None:
         try:
-            base = with_test_rmse(fit_from_kernel_file(parse_kernel_file(up.getvalue()), ds.n_train), ds)
+            base = with_test_rmse(FitResult.from_kernel_file(parse_kernel_file(up.getvalue()), ds.n_train), ds)
             base_name = up.name
         except KernelFileError as exc:
             st.error(f"**Cannot load {up.name}:** {exc}", icon=":material/block:")
@@ -274,7 +272,7 @@ def _ratios(records: pd.DataFrame, base_q: int | None, base_rmse: float | None) 
         return math.nan, math.nan, math.nan
     ref = base_rmse if base_rmse is not None else math.inf
     rm = pd.to_numeric(records["test_rmse"], errors="coerce").to_numpy(dtype=float)
-    better = (records["status"].to_numpy() == "ok") & np.isfinite(rm) & (rm < ref)
+    better = (records["status"].to_numpy() == FitStatus.OK) & np.isfinite(rm) & (rm < ref)
     simpler = records["q"].to_numpy() < base_q
     return float(better.mean()), float(simpler.mean()), float((better & simpler).mean())
 
@@ -304,16 +302,16 @@ def neighbourhood() -> None:
         return
     j = manager().get(job_id)
     snap = j.snapshot() if j is not None else None
-    status = snap.status if snap is not None else run["status"]
-    if snap is None and status in ("queued", "running"):
-        status = "interrupted"
+    status = snap.status if snap is not None else RunStatus(run["status"])
+    if snap is None and status.active:
+        status = RunStatus.INTERRUPTED
     if job_active and snap is not None and snap.done:
         st.rerun()
     with st.container(key="explore_status"):
         st.markdown(f"**Run `{job_id}`** · {status_badge(status)} · {run.get('label') or ''}")
         n_target = int(run["settings"].get("n_mutations") or 0)
         records = store().evaluations(job_id)
-        if snap is not None and snap.status == "queued":
+        if snap is not None and snap.status == RunStatus.QUEUED:
             st.info(
                 f"Waiting in the queue (position {snap.queue_position}); the server runs "
                 f"{manager().max_concurrent} job(s) at once.",
@@ -324,7 +322,7 @@ def neighbourhood() -> None:
         )
         if snap is not None and not snap.done:
             st.button("Stop", key="ex_stop", icon=":material/stop_circle:", on_click=manager().cancel, args=(job_id,))
-        if status == "failed":
+        if status == RunStatus.FAILED:
             st.error(f"The exploration failed: {(run.get('error') or (snap.error if snap else '')).splitlines()[0]}")
     if not len(records):
         return
@@ -388,7 +386,7 @@ def neighbourhood() -> None:
         row = records.iloc[sel]
         st.divider()
         try:
-            fit = fit_from_row(row, dsx.n_train)
+            fit = EvalRecord.from_row(row).to_fit(dsx.n_train)
         except (ValueError, KernelFileError) as exc:
             st.warning(f"Cannot open mutant {sel}: {exc}")
         else:

@@ -23,6 +23,7 @@ from dashboard.common import (
     store,
 )
 from evocov_core.figures import fitness_compare_figure
+from evocov_core.search import RunStatus
 
 page_setup("Runs")
 st.title("Runs")
@@ -67,8 +68,8 @@ view = pd.DataFrame(
 )
 c1, c2, c3 = st.columns(3)
 c1.metric("Runs", len(runs))
-c2.metric("Running or queued", sum(1 for s in runs["status"] if s in ("running", "queued")))
-c3.metric("Finished", int((runs["status"] == "finished").sum()))
+c2.metric("Running or queued", sum(1 for s in runs["status"] if RunStatus(s).active))
+c3.metric("Finished", int((runs["status"] == RunStatus.FINISHED).sum()))
 st.dataframe(
     view,
     hide_index=True,

@@ -375,6 +375,18 @@ def test_every_preset_value_fits_its_widget(preset_name):
                 assert w.value == pytest.approx(getattr(cfg, field)), (algo, field, w.value)
 
 
+def test_change_windows_checkbox_sits_next_to_change_points():
+    """Off in every preset (their runs stay as they were), usable by every algorithm, on when checked."""
+    at = search_page()
+    cw, cp = at.checkbox(key="s_changewindows"), at.checkbox(key="s_changepoints")
+    assert cw.value is False and cp.value is preset("quick").changepoints and not cw.disabled
+    at.selectbox(key="s_algorithm").set_value("gpss").run()
+    assert at.checkbox(key="s_changewindows").value is False and not at.checkbox(key="s_changewindows").disabled
+    at.checkbox(key="s_changewindows").check().run()
+    no_exception(at)
+    assert at.checkbox(key="s_changewindows").value is True and not at.error
+
+
 def test_mu_not_below_population_is_refused():
     at = search_page()
     at.number_input(key="s_mu").set_value(preset("quick", "evocov").population).run()  # μ = N
@@ -479,10 +491,12 @@ def test_results_page_renders_a_finished_run(data_dir):
     said = texts(at, "markdown")
     assert any("of the variance" in m for m in said) and any(m.startswith("**Noise** with") for m in said)
     assert any(e.label == "As evolved (the stored tree)" for e in at.expander)
+    at.number_input(key="results_report_budget").set_value(0).run()  # the SE baseline only: seconds
     at.button(key="results_make_report").click().run()
     no_exception(at)
     report = at.session_state[f"results_report_{jid}"]
     assert report.startswith("<!DOCTYPE html>") and "What the kernel says" in report
+    assert "Against the baselines" in report and "evocov-comparison" in report
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["SE baseline"] == "…"  # fitting in the background (kept pending in tests)
     assert metrics["GPSS baseline"] not in ("–", "…")  # the run itself is a GPSS run on these data
@@ -676,3 +690,46 @@ def test_upload_with_a_text_value_column_says_so():
     no_exception(at)
     warnings = " ".join(w.value for w in at.warning)
     assert "'value' is not numeric" in warnings and "=cmd" in warnings
+
+
+def _setting_widget(at: AppTest, key: str):
+    for kind in ("number_input", "checkbox", "selectbox", "multiselect", "slider"):
+        found = [w for w in at.get(kind) if getattr(w, "key", None) == key]
+        if found:
+            return found[0]
+    return None
+
+
+def test_every_setting_is_reachable_from_the_page():
+    """Each SearchConfig field has a widget generated from its metadata (p_crossover: shown from p_m),
+    enabled exactly for the algorithms that use it, and what it holds reaches the run's settings."""
+    from evocov_core.search import ALGORITHMS
+    from evocov_core.search.config import settings
+
+    at = search_page()
+    for algo in ALGORITHMS:
+        at.selectbox(key="s_algorithm").set_value(algo).run()
+        no_exception(at)
+        for name, _, meta in settings():
+            if name == "algorithm":
+                continue
+            if meta.derived_from:
+                assert any(c.startswith(meta.label) for c in texts(at, "caption")), name
+                continue
+            w = _setting_widget(at, f"s_{name}")
+            assert w is not None, f"no widget for {name}"
+            assert w.disabled == (algo not in meta.used_by), (algo, name)
+    # A changed widget reaches the search that starts.
+    at.selectbox(key="s_algorithm").set_value("evocov").run()
+    at.number_input(key="s_metric_split").set_value(0.2).run()
+    at.number_input(key="s_patience").set_value(7).run()
+    assert not at.error
+    at.button(key="search_start").click().run()
+    no_exception(at)
+    job_id = at.session_state["evocov_search_job"]
+    from dashboard.common import manager
+
+    job = manager().get(job_id)
+    assert job.spec.config.metric_split == pytest.approx(0.2) and job.spec.config.patience == 7
+    manager().cancel(job_id)
+    wait_job(job_id)

@@ -428,7 +428,7 @@ def test_report_html_renders_offline(browser, tmp_path):
                      np.random.default_rng(0))
     kf = parse_kernel_file(dump_kernel_file(kernel_file_dict(fit, ds.norm, dataset="toy", n_test=ds.n_test)))
     path = tmp_path / "report.html"
-    path.write_text(report_html(kf, ds), encoding="utf-8")
+    path.write_text(report_html(kf, ds, baseline_budget=1.0), encoding="utf-8")  # SE and GPSS drawn too
     ctx = browser.new_context(offline=True)
     page = ctx.new_page()
     errors: list[str] = []

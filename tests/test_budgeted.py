@@ -15,11 +15,10 @@ from evocov_core.grammar import check_tree, subtree_end
 from evocov_core.kernel import Kernel
 from evocov_core.library import compose
 from evocov_core.metrics import FitData
-from evocov_core.optimize import OptimConfig, fit_kernel, slot_bounds, slot_roles
+from evocov_core.optimize import FitStatus, OptimConfig, fit_kernel, slot_bounds, slot_roles
 from evocov_core.parallel import SerialExecutor
 from evocov_core.psd import PSDConfig, check_psd
 from evocov_core.search import ConfigError, preset, run_search, search_stages
-from evocov_core.search.common import SCREENED_OUT
 from evocov_core.search.select import choose_model
 from evocov_core.search.stages import screen_mask
 from evocov_core.search.structures import expand, expand_once, seed_kernels, seed_structures
@@ -110,12 +109,29 @@ def test_screening_promotes_the_best_share() -> None:
     with SerialExecutor(data, cfg.optim, search_stages(data, cfg)) as ex:
         res = run_search(data, cfg, seed=1, executor=ex)
     first = [r for r in res.records if r.generation == 1]
-    out = [r for r in first if r.status == SCREENED_OUT]
-    full = [r for r in first if r.status != SCREENED_OUT]
+    out = [r for r in first if r.status == FitStatus.SCREENED_OUT]
+    full = [r for r in first if r.status != FitStatus.SCREENED_OUT]
     assert len(full) == math.ceil(0.3 * (len(first)))
     assert res.n_screen_fits >= len(out) > 0
     assert all(math.isinf(r.bic) for r in out)
     assert res.best.kernel.canonical not in {r.canonical for r in out}
+
+
+@pytest.mark.parametrize("metric", ["posterior_lml", "sopl", "rmse"])
+def test_split_metrics_are_fitted_as_lml_on_subsets(metric: str) -> None:
+    """Screening and head subsets have no split: there the stages fit LML, and a screened search with a
+    split metric finds kernels (each such subset fit used to fail, and the search returned none)."""
+    data = _series(160)
+    cfg = _budgeted(metric=metric, screen_points=60, select_top=3, generations=2)
+    stages = search_stages(data, cfg)
+    assert stages["screen"][0].split is None and stages["screen"][1].metric == "lml"
+    assert stages["head"][0].split is None and stages["head"][1].metric == "lml"
+    assert stages["promote"][1].metric == metric  # all the data: the search's own metric
+    with SerialExecutor(data, cfg.optim, stages) as ex:
+        res = run_search(data, cfg, seed=1, executor=ex)
+    assert res.best is not None and res.best.ok and res.best.metric == metric
+    assert any(r.status == FitStatus.SCREENED_OUT for r in res.records)
+    assert any(math.isfinite(row["tail_score"]) for row in res.selection)
 
 
 def test_screening_needs_the_stage() -> None:

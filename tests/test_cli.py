@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -168,9 +170,142 @@ def test_report_writes_a_self_contained_html(series_csv: Path, searched: tuple[P
     out, _ = searched
     page = tmp_path / "report.html"
     res = cli("report", "--kernel", str(out), "--data", str(series_csv), "--x", "t", "--y", "value",
-              "--out", str(page))
+              "--out", str(page), "--baseline-budget", "1")
     assert res.returncode == 0, res.stderr
     text = page.read_text(encoding="utf-8")
     assert text.count("<script src=") == 0 and "plotly" in text.lower()  # JavaScript inline: opens offline
     assert "What the kernel says" in text and "Residual checks" in text and "of the variance" in text
+    assert "In short, the kernel says the series is the sum of" in text and "Against the baselines" in text
     assert load_kernel_file(out).kernel.infix.replace("'", "&#x27;") in text
+
+
+def test_change_windows_flag_sits_next_to_change_points() -> None:
+    """``--changewindows`` turns the grammar option on; without it every preset keeps it off."""
+    from evocov_core.cli import _config_from_args, build_parser
+
+    def config(*extra: str):
+        return _config_from_args(build_parser().parse_args(["search", "--data", "d.csv", "--out", "k.json", *extra]))
+
+    assert config().changewindows is False and config("--preset", "standard").changewindows is False
+    assert config("--changewindows").changewindows is True
+    assert config("--changewindows", "--no-changepoints").changepoints is False
+    assert config("--no-changewindows").changewindows is False
+    assert "--changewindows" in build_parser()._subparsers._group_actions[0].choices["search"].format_help()
+
+
+@pytest.fixture(scope="module")
+def airline_kernel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A kernel fitted on the bundled Airline data (its published 10 % test split), as a kernel file."""
+    from evocov_core.data import load_csv
+    from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict
+    from evocov_core.library import compose
+    from evocov_core.metrics import FitData
+    from evocov_core.optimize import OptimConfig, fit_kernel
+
+    ds = load_csv(ROOT / "data" / "airline.csv", test_fraction=0.1)
+    fit = fit_kernel(compose(["+", ["*", "SE", "PER"], "LIN"]), FitData.from_dataset(ds),
+                     OptimConfig(n_restarts=1, n_screen=10, data_bounds=True), np.random.default_rng(0))
+    assert fit.ok
+    path = tmp_path_factory.mktemp("airline") / "kernel.json"
+    path.write_text(dump_kernel_file(kernel_file_dict(fit, ds.norm, dataset="airline", n_test=ds.n_test,
+                                                      test_fraction=ds.test_fraction)))
+    return path
+
+
+def _comparison(page: Path) -> tuple[list[dict], str]:
+    text = page.read_text(encoding="utf-8")
+    m = re.search(r'<script type="application/json" id="evocov-comparison">(.*?)</script>', text, re.S)
+    assert m, "no comparison data in the report"
+    table = re.search(r'<table[^>]*class="[^"]*comparison[^"]*".*?</table>', text, re.S)
+    assert table, "no comparison table in the report"
+    return json.loads(m.group(1)), table.group(0)
+
+
+def test_report_compares_with_the_se_and_gpss_baselines(airline_kernel: Path, tmp_path: Path) -> None:
+    """Three rows (the kernel, SE, GPSS) with finite BICs; the kernel's BIC is its file's; the baselines'
+    forecasts are drawn dashed; seeded: a second report has the same numbers."""
+    pages = []
+    for name in ("a.html", "b.html"):
+        page = tmp_path / name
+        res = cli("report", "--kernel", str(airline_kernel), "--data", "data/airline.csv", "--out", str(page),
+                  "--baseline-budget", "0.5")
+        assert res.returncode == 0, res.stderr
+        pages.append(page)
+    rows, table = _comparison(pages[0])
+    assert [r["model"] for r in rows] == ["this kernel", "SE", "GPSS"]
+    assert table.split("<tbody>")[1].count("<tr>") == 3  # three models
+    assert all(r["bic"] is not None and math.isfinite(r["bic"]) for r in rows)
+    assert all(r["test_rmse"] is not None and r["tail_score"] is not None for r in rows)
+    kf = load_kernel_file(airline_kernel)
+    assert rows[0]["bic"] == pytest.approx(kf.scores["bic"], rel=1e-9, abs=1e-9)
+    assert rows[0]["test_rmse"] == pytest.approx(kf.scores["test_rmse"], rel=1e-9)
+    assert rows[1]["q"] == 3 and "exp" in rows[1]["expression"]
+    assert rows[0]["bic"] < rows[1]["bic"]  # a seasonal kernel beats SE on Airline
+    assert "level" in rows[2]["note"]
+    text = pages[0].read_text(encoding="utf-8")
+    assert '"name":"SE mean"' in text and '"name":"GPSS mean"' in text and '"dash":"dash"' in text
+    assert _comparison(pages[1])[0] == rows
+    # 0 leaves GPSS out.
+    page = tmp_path / "se.html"
+    res = cli("report", "--kernel", str(airline_kernel), "--data", "data/airline.csv", "--out", str(page),
+              "--baseline-budget", "0")
+    assert res.returncode == 0, res.stderr
+    assert [r["model"] for r in _comparison(page)[0]] == ["this kernel", "SE"]
+
+
+def _other_value(name: str, typ: type, meta, default, algorithm: str = "evocov"):
+    """A value of setting ``name`` other than ``default`` that the quick-fixed preset accepts alone."""
+    from evocov_core.search import ConfigError, preset
+
+    if typ is bool:
+        candidates = [not default]
+    elif typ is tuple:
+        candidates = [tuple(c for c in meta.choices if c not in default)[:1] or meta.choices[:1]]
+    elif meta.choices is not None:
+        candidates = [c for c in meta.choices if c != default]
+    else:
+        lo, hi = meta.lo, meta.hi
+        candidates = [v for v in (default + 1, default * 2, lo, hi, (lo or 0) + 1) if v is not None]
+        candidates = [typ(v) for v in candidates]
+        if typ is float:
+            candidates = [0.5 * default if default else 0.05, *candidates]
+    # p_mutation and p_crossover sum to 1: the CLI sets the other one (the page derives it).
+    partner = {"p_mutation": "p_crossover", "p_crossover": "p_mutation"}.get(name)
+    for v in candidates:
+        if v == default:
+            continue
+        try:
+            preset("quick-fixed", algorithm, **{name: v}, **({partner: 1.0 - v} if partner else {}))
+        except ConfigError:
+            continue
+        return v
+    raise AssertionError(f"no valid non-default value found for {name}")
+
+
+def test_every_setting_is_reachable_from_the_cli(series_csv: Path, tmp_path: Path) -> None:
+    """Each SearchConfig field has an option generated from its metadata, and it reaches the config."""
+    from evocov_core.cli import _config_from_args, build_parser
+    from evocov_core.search import preset
+    from evocov_core.search.config import settings
+
+    parser = build_parser()
+    base = ["search", "--data", str(series_csv), "--out", str(tmp_path / "k.json"), "--preset", "quick-fixed"]
+    default = preset("quick-fixed")
+    for name, typ, meta in settings():
+        if name == "algorithm":
+            assert _config_from_args(parser.parse_args([*base, "--algorithm", "gpss"])).algorithm == "gpss"
+            continue
+        value = _other_value(name, typ, meta, getattr(default, name))
+        flag = "--" + name.replace("_", "-")
+        if typ is bool:
+            argv = [flag if value else "--no-" + name.replace("_", "-")]
+        elif typ is tuple:
+            argv = [flag, *value]
+        else:
+            argv = [flag, str(value)]
+        config = _config_from_args(parser.parse_args([*base, *argv]))
+        assert getattr(config, name) == pytest.approx(value) if typ is float else getattr(config, name) == value, name
+    # Bounds come from the metadata: out of range is a clear one-line error.
+    res = subprocess.run([sys.executable, "-m", "evocov_core", *base, "--d-max", "31"], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert res.returncode == 2 and "d_max must be in [0, 30], got 31" in res.stderr

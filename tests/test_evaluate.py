@@ -44,6 +44,14 @@ SPECIAL = {
                                   "hp", "hp1", "hp0", "hp0")),
     "changepoint_nested": Kernel(("multiply", "changepoint", "x", "1", "changepoint", "x", "hp", "hp0", "2",
                                   "hp1", "hp2", "hp3", "hp4", "sq_dist", "spectral", "x", "hp5", "hp6")),
+    # ABCD's change window CW(SE, LIN) and variants (scalar operands, slots shared with an operand).
+    "changewindow": Kernel(("changewindow", "x", *library.squared_exponential("hp0", "hp1").tokens,
+                            *library.linear("hp2", "hp3").tokens, "hp4", "hp5", "hp6")),
+    "changewindow_scalar": Kernel(("changewindow", "x", "hp", "hp0", "1", "hp1", "hp2", "hp3")),
+    "changewindow_shared": Kernel(("changewindow", "x", "exp", "multiply", "-0.5", "sq_dist", "euc", "x", "hp0",
+                                   "hp", "hp1", "hp0", "hp1", "hp0")),
+    "changewindow_in_changepoint": Kernel(("changepoint", "x", "changewindow", "x", "1", "hp", "hp0", "hp1", "hp2",
+                                           "hp3", "sq_dist", "spectral", "x", "hp4", "hp5", "hp6", "hp7")),
 }
 ALL_NAMED = {**LIBRARY, **COMPOSITIONS, **SPECIAL}
 

@@ -339,9 +339,35 @@ def test_check_tree_is_iterative_on_hostile_depth():
 # --- DEAP interoperation --------------------------------------------------------------------
 
 
-def test_to_primitive_tree_round_trip():
+@pytest.mark.parametrize("changepoints", [False, True])
+@pytest.mark.parametrize("n_hyper", [1, 7])
+def test_pset_is_built_from_the_table(n_hyper, changepoints):
+    """DEAP's primitive set says exactly what the symbol table says: names, arities, types, constants."""
+    g = get_grammar(n_hyper, changepoints=changepoints)
+    table = {s.name: s for s in g.symbols()}
+    prims = {p.name: p for ps in g.pset.primitives.values() for p in ps}
+    assert set(prims) == {n for n, s in table.items() if s.arity}
+    for name, p in prims.items():
+        s = symbol(name)
+        assert (p.arity, tuple(p.args), p.ret) == (s.arity, s.args, s.ret), name
+    terms = {t.format(): t for ts in g.pset.terminals.values() for t in ts}
+    assert set(terms) == {n for n, s in table.items() if not s.arity}
+    for name, t in terms.items():
+        s = symbol(name)
+        assert t.ret is s.ret, name
+        if s.kind == "constant":
+            assert g.pset.context[name] == s.value  # DEAP keeps a named terminal's value there
+    # x and the slots are the set's arguments, in slot order, with their types.
+    assert g.pset.arguments == ["x", *g.slots]
+    assert g.pset.ins == [symbol(a).ret for a in g.pset.arguments]
+    assert g.pset.ret is Cov
+    assert set(g.pset.mapping) == set(table)
+
+
+@pytest.mark.parametrize("changepoints", [False, True])
+def test_to_primitive_tree_round_trip(changepoints):
     """Random trees convert to DEAP PrimitiveTrees with the same tokens, height and text."""
-    g = get_grammar(20)
+    g = get_grammar(20, changepoints=changepoints)
     for seed in range(40):
         tokens = typed_grow(g, np.random.default_rng(seed), 1, 8)
         tree = to_primitive_tree(tokens, g)

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import numpy as np
 import pytest
 
-from evocov_core import library
+from evocov_core import library, optimize
 from evocov_core.data import Dataset
 from evocov_core.evaluate import covariance
+from evocov_core.gp import NumericalFailure
 from evocov_core.kernel import Kernel
+from evocov_core.kernel_file import KernelFile
 from evocov_core.metrics import FitData, metric_value
 from evocov_core.optimize import (
+    NUMERIC_ERRORS,
     FitResult,
+    FitStatus,
     HyperSpace,
     OptimConfig,
     Start,
@@ -181,6 +186,91 @@ def test_negative_kernel_cholesky_failure(method, small_data):
     assert r.status == "cholesky_failed"
     assert "not positive definite" in r.reason
     assert r.bic == math.inf
+
+
+@pytest.mark.parametrize("method", ["lbfgs", "powell"])
+@pytest.mark.parametrize("error", [ValueError("bug"), TypeError("bug"), KeyError("bug")])
+def test_a_programming_error_in_a_fit_propagates(method, error, small_data, monkeypatch):
+    """A bug inside the objective raises out of fit_kernel instead of becoming a failed status."""
+
+    def broken(*_args, **_kwargs):
+        raise error
+
+    monkeypatch.setattr(optimize, "loss_and_grad", broken)
+    monkeypatch.setattr(optimize, "loss", broken)
+    with pytest.raises(type(error), match="bug"):
+        fit_kernel(SE, small_data, OptimConfig(method=method, ref_fun_call=5), np.random.default_rng(0))
+
+
+def test_a_programming_error_after_the_search_propagates(small_data, monkeypatch):
+    """The final LML at the best point is inside the catch too: a bug there raises as well."""
+
+    def broken(*_args, **_kwargs):
+        raise ValueError("bug in lml")
+
+    monkeypatch.setattr(optimize, "gp_lml", broken)
+    with pytest.raises(ValueError, match="bug in lml"):
+        fit_kernel(SE, small_data, OptimConfig(ref_fun_call=5), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("method", ["lbfgs", "powell"])
+@pytest.mark.parametrize(("error", "status"), [
+    (NumericalFailure(FitStatus.CHOLESKY_FAILED, "not positive definite"), FitStatus.CHOLESKY_FAILED),
+    (np.linalg.LinAlgError("singular matrix"), FitStatus.OPTIMISER_FAILED),
+    (FloatingPointError("K⁻¹ has a non-positive diagonal"), FitStatus.OPTIMISER_FAILED),
+    (OverflowError("math range error"), FitStatus.OPTIMISER_FAILED),
+])
+def test_a_numerical_error_in_a_fit_is_a_failed_status(method, error, status, small_data, monkeypatch):
+    """Each kind of numerical failure the fit catches gives its status and its message as the reason."""
+    assert isinstance(error, NUMERIC_ERRORS)
+
+    def failing(*_args, **_kwargs):
+        raise error
+
+    monkeypatch.setattr(optimize, "loss_and_grad", failing)
+    monkeypatch.setattr(optimize, "loss", failing)
+    r = fit_kernel(SE, small_data, OptimConfig(method=method, ref_fun_call=5), np.random.default_rng(0))
+    assert r.status is status and not r.ok
+    assert r.reason == str(error)
+    assert r.bic == math.inf and r.n_evals >= 1
+
+
+def test_a_nan_kernel_is_a_failed_status_with_a_reason(small_data):
+    """A kernel whose covariance is NaN everywhere (0·∞) is a NON_FINITE fit, never an exception."""
+    k = Kernel(("multiply", "hp", "hp0", "div", "add", "1", "-1"))  # θ · 1/0
+    r = fit_kernel(k, small_data, OptimConfig(ref_fun_call=5), np.random.default_rng(0))
+    assert r.status is FitStatus.NON_FINITE and "NaN or infinite" in r.reason and r.bic == math.inf
+
+
+def test_fit_status_values_are_the_stored_strings():
+    """The enum's values are the strings written to the store, CSV and JSON before it existed."""
+    assert [s.value for s in FitStatus] == ["ok", "non_finite", "cholesky_failed", "optimiser_failed",
+                                            "screened_out"]
+    assert json.dumps({"status": FitStatus.CHOLESKY_FAILED}) == '{"status": "cholesky_failed"}'
+    assert f"{FitStatus.OK}" == str(FitStatus.OK) == "ok" == FitStatus.OK
+
+
+def test_fit_result_status_given_as_a_string_becomes_the_member(small_data):
+    r = fit_kernel(SE, small_data, OptimConfig(), np.random.default_rng(0))
+    assert r.status is FitStatus.OK
+    failed = dataclasses.replace(r, status="cholesky_failed")
+    assert failed.status is FitStatus.CHOLESKY_FAILED and not failed.ok
+    with pytest.raises(ValueError, match="not a valid FitStatus"):
+        dataclasses.replace(r, status="fine")
+
+
+def test_fit_result_from_kernel_file():
+    """A kernel file's values and stored scores; absent scores are NaN / +inf / None, n from the caller."""
+    kf = KernelFile(SE, (0.1, -2.0), -4.0, 1e-8, None,
+                    {"metric": "loocv", "metric_value": 3.5, "lml": 2.0, "bic": -1.5, "test_rmse": 0.25, "n_train": 30})
+    f = FitResult.from_kernel_file(kf, n=99)
+    assert (f.kernel, f.theta, f.log_noise, f.jitter, f.status, f.reason) == (SE, (0.1, -2.0), -4.0, 1e-8,
+                                                                               FitStatus.OK, "")
+    assert (f.metric, f.metric_value, f.lml, f.bic, f.q, f.n, f.n_evals, f.test_rmse) == (
+        "loocv", 3.5, 2.0, -1.5, SE.q, 30, 0, 0.25)
+    bare = FitResult.from_kernel_file(KernelFile(SE, (0.1, -2.0), -4.0), n=99)
+    assert bare.metric == "lml" and math.isnan(bare.lml) and bare.bic == math.inf
+    assert bare.n == 99 and bare.test_rmse is None and bare.ok
 
 
 # --- Powell budget ------------------------------------------------------------------------------------

@@ -22,6 +22,18 @@ def test_dependencies_match_requirements():
     assert sorted(declared) == sorted(x for x in listed if x)
 
 
+def test_readme_pictures_exist_and_are_small():
+    """The report pictures the README shows are committed, under 300 KB each, with the command that remakes them."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    pictures = re.findall(r"!\[[^\]]*\]\((docs/[^)]+\.png)\)", readme)
+    assert len(pictures) >= 2
+    for rel in pictures:
+        assert 0 < (ROOT / rel).stat().st_size < 300_000, rel
+    assert "python docs/report_pictures.py" in readme and (ROOT / "docs" / "report_pictures.py").is_file()
+
+
 @pytest.mark.slow
 def test_installed_package_runs_without_the_clone(tmp_path):
     # Build from a copy: pip builds in the source tree (build/, *.egg-info), which must stay clean.

@@ -58,3 +58,12 @@ def test_changepoint_reads_with_the_switch():
     k = parse_expression("changepoint(x, hp(hp0), dot_prod(euc(x), hp1, hp2), hp3, hp4)")
     text = str(simplified(k))
     assert "σ((x - θ3)/θ4)" in text and "σ((x' - θ3)/θ4)" in text
+
+
+def test_changewindow_reads_with_its_edges_and_evaluates_to_the_tree():
+    k = parse_expression("changewindow(x, hp(hp0), dot_prod(euc(x), hp1, hp2), hp3, hp4, hp5)")
+    text = str(simplified(k))
+    assert "θ3 - θ4/2" in text and "θ3 + θ4/2" in text
+    x = np.linspace(1.0, 2.0, 7)
+    theta = np.log([0.7, 1.2, 0.4, 1.5, 0.3, 0.05])
+    np.testing.assert_allclose(_matrix(k, x, theta), covariance(k, x[:, None], theta), rtol=1e-10, atol=1e-12)

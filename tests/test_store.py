@@ -3,6 +3,7 @@ runs whose process died, deletion, listing and CSV export, the default data fold
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -18,8 +19,8 @@ import pandas as pd
 import pytest
 
 from evocov_core.data import Dataset
-from evocov_core.search.common import EvalRecord, GenerationStats
-from evocov_core.store import STATUSES, RunStore, dataset_from_json, dataset_to_json, default_data_dir
+from evocov_core.search.common import EVAL_COLUMNS, EvalRecord, GenerationStats
+from evocov_core.store import STATUSES, RunStatus, RunStore, dataset_from_json, dataset_to_json, default_data_dir
 
 
 @pytest.fixture
@@ -357,3 +358,75 @@ def test_schema_version_is_stamped_and_a_newer_file_is_refused(tmp_path, ds):
         c.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(StoreVersionError, match=f"layout {SCHEMA_VERSION + 1}.*up to {SCHEMA_VERSION}"):
         RunStore(tmp_path / "b")
+
+
+# --- typed records: statuses and evaluation rows --------------------------------------------------
+
+
+def test_statuses_are_stored_as_their_strings(store, ds):
+    """RunStatus and FitStatus members go to SQLite as the plain strings the file always held."""
+    from evocov_core.optimize import FitStatus
+
+    assert STATUSES == ("queued", "running", "finished", "cancelled", "failed", "interrupted")
+    assert [s for s in RunStatus if s.active] == [RunStatus.QUEUED, RunStatus.RUNNING]
+    _new_run(store, ds, "r1")
+    store.set_status("r1", RunStatus.RUNNING)
+    rec = dataclasses.replace(_record(1, 0), status=FitStatus.SCREENED_OUT, bic=math.inf, reason="screened out")
+    store.add_generation("r1", _stats(1), [rec], n_evaluations=1, best_doc=None)
+    with sqlite3.connect(store.path) as c:
+        assert c.execute("SELECT status, typeof(status) FROM runs").fetchone() == ("running", "text")
+        assert c.execute("SELECT status, typeof(status) FROM evaluations").fetchone() == ("screened_out", "text")
+    store.finish_run("r1", RunStatus.FINISHED, best_doc=None, elapsed=1.0, n_evaluations=1)
+    assert store.get_run("r1")["status"] == RunStatus.FINISHED == "finished"
+    with pytest.raises(ValueError, match="unknown status"):
+        store.finish_run("r1", "done", best_doc=None, elapsed=None, n_evaluations=None)
+
+
+def test_eval_record_row_round_trip(store, ds):
+    """to_row is what the store writes; from_row reads it back (dict or pandas row), inf/NaN as NULL."""
+    from evocov_core.optimize import FitStatus
+
+    ok = _record(1, 0, bic=12.5, test_rmse=0.75)
+    failed = EvalRecord(generation=1, index=1, expression="sqrt(-1)", canonical="sqrt(-1)", infix="sqrt(-1)", q=1,
+                        bic=math.inf, lml=math.nan, metric_value=math.nan, test_rmse=None,
+                        status=FitStatus.NON_FINITE, reason="covariance matrix has NaN or infinite entries",
+                        origin="random", n_evals=3, seconds=0.02, theta=(), log_noise=math.nan, jitter=0.0)
+    row = ok.to_row()
+    assert list(row) == list(EVAL_COLUMNS)
+    assert row["idx"] == 0 and row["theta_json"] == "[0.5, -1.0]" and row["status"] == "ok"
+    assert failed.to_row()["bic"] is None and failed.to_row()["lml"] is None
+    _new_run(store, ds, "r1")
+    store.add_generation("r1", _stats(1), [ok, failed], n_evaluations=2, best_doc=None)
+    ev = store.evaluations("r1")
+    back = [EvalRecord.from_row(r) for _, r in ev.iterrows()]
+    assert back[0] == ok and back[0].status is FitStatus.OK
+    b = back[1]
+    assert b.status is FitStatus.NON_FINITE and b.reason == failed.reason
+    assert b.bic == math.inf and math.isnan(b.lml) and b.test_rmse is None and b.theta == ()
+    assert EvalRecord.from_row(ok.to_row()) == ok  # from a plain dict too
+
+
+def test_rows_written_before_the_enums_are_read(store, ds):
+    """A row inserted the way EvoCov wrote them before (positional, plain strings) reopens as a fit."""
+    from evocov_core.optimize import FitStatus
+
+    _new_run(store, ds, "old")
+    with sqlite3.connect(store.path) as c:
+        c.executemany("INSERT INTO evaluations VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [
+            ("old", 1, 0, "sq_dist(euc(x), hp0)", "c", "k", 2, 3.5, -1.0, -1.0, 0.5, "ok", "", "random", 9, 0.1,
+             "[0.25]", -2.0, 0.0),
+            ("old", 1, 1, "sq_dist(euc(x), hp0)", "c", "k", 2, None, None, None, None, "non_finite", "NaN",
+             "random", 3, 0.1, "[null]", None, 0.0),
+        ])
+    ev = store.evaluations("old")
+    good, bad = (EvalRecord.from_row(r) for _, r in ev.iterrows())
+    fit = good.to_fit(n=20)
+    assert fit.ok and fit.theta == (0.25,) and (fit.log_noise, fit.jitter, fit.bic, fit.q, fit.n) == (
+        -2.0, 0.0, 3.5, 2, 20)
+    assert (fit.lml, fit.metric_value, fit.test_rmse, fit.n_evals) == (-1.0, -1.0, 0.5, 9)
+    assert bad.status is FitStatus.NON_FINITE
+    with pytest.raises(ValueError, match="no usable fitted values"):
+        bad.to_fit()
+    failed_with_values = dataclasses.replace(good, status=FitStatus.CHOLESKY_FAILED, reason="not PD")
+    with pytest.raises(ValueError, match=r"fit failed \(not PD\)"):
+        failed_with_values.to_fit()

@@ -43,7 +43,7 @@ import pandas as pd
 
 from ..data import Dataset
 from ..metrics import FitData
-from ..optimize import FitResult, Start, fit_kernel
+from ..optimize import FitResult, FitStatus, Start, fit_kernel
 from ..search import SearchConfig, explore_mutations, preset, run_gpss
 from .common import (
     BenchError,
@@ -91,8 +91,9 @@ def published_fit(kernel, theta: tuple[float, ...], log_noise: float, data: FitD
     if data.X_test is not None and data.y_test is not None:
         post = posterior(kernel, data.inputs, data.y, z, log_noise, data.X_test, jitter=jitter)
         test = rmse(data.y_test, post.mean * data.y_std + data.y_mean)
-    return FitResult(kernel, tuple(map(float, z)), float(log_noise), float(jitter), "ok", "", "lml", float(value),
-                     float(value), bic(value, kernel.q, data.n), kernel.q, data.n, 1, 0.0, test)
+    return FitResult(kernel=kernel, theta=tuple(map(float, z)), log_noise=float(log_noise), jitter=float(jitter),
+                     status=FitStatus.OK, reason="", metric="lml", metric_value=float(value), lml=float(value),
+                     bic=bic(value, kernel.q, data.n), q=kernel.q, n=data.n, n_evals=1, seconds=0.0, test_rmse=test)
 
 
 def _config(method: str) -> SearchConfig:
@@ -203,7 +204,7 @@ def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str 
         recs = res.search.records
         pd.DataFrame([r.to_dict() for r in recs]).to_csv(out / "mutants" / f"{s}.csv", index=False)
         ref = entry.test_rmse if entry is not None else math.inf
-        better_pub = [r.status == "ok" and r.test_rmse is not None and r.test_rmse < ref for r in recs]
+        better_pub = [r.status == FitStatus.OK and r.test_rmse is not None and r.test_rmse < ref for r in recs]
         simpler = [r.q < base_fit.q for r in recs]
         n = max(len(recs), 1)
         paper = PAPER_TABLE3.get(s, (math.nan,) * 3)
@@ -214,7 +215,7 @@ def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str 
                    "base_lml": base_fit.lml, "better_vs_published": sum(better_pub) / n,
                    "better_vs_base": res.better_fitted, "simpler": res.simpler,
                    "both_vs_published": sum(b and q for b, q in zip(better_pub, simpler, strict=True)) / n,
-                   "both_vs_base": res.both, "failed": sum(r.status != "ok" for r in recs),
+                   "both_vs_base": res.both, "failed": sum(r.status != FitStatus.OK for r in recs),
                    "paper_better": paper[0], "paper_simpler": paper[1], "paper_both": paper[2],
                    "seconds": round(time.perf_counter() - t0, 2), "notes": "; ".join(notes)})
         say(f"{s}: better {res.better_fitted:.2f} (vs published {sum(better_pub) / n:.2f}), simpler "

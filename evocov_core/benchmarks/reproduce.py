@@ -158,8 +158,12 @@ def reproduce(data_dir: Path, out: Path, *, algorithms: str, trials: int, budget
                          f"{run.get('quick_scale')}; use another --out for budget {budget!r}, scale {quick_scale}")
     configs = {(s, k): budget_config(k, budget, datasets[s].n_train, factor=quick_scale) for s in names for k in keys}
     settings = run.get("settings", {})
+    defaults = SearchConfig().to_dict()
     for (s, k), cfg in configs.items():
         before = settings.get(s, {}).get(k, {}).get("config")
+        if before is not None:
+            # A setting added to the search later, at its default, leaves the search as it was.
+            before = {**{a: v for a, v in defaults.items() if a not in before and cfg.to_dict()[a] == v}, **before}
         if before is not None and before != cfg.to_dict():
             diff = sorted(a for a in set(before) | set(cfg.to_dict()) if before.get(a) != cfg.to_dict().get(a))
             raise BenchError(f"{out} was made with other settings for {k} on {s} (differing: {', '.join(diff)}; "

@@ -40,6 +40,7 @@ from ..grammar import get_grammar
 from ..kernel import Kernel
 from ..library import compose
 from ..metrics import FitData
+from ..optimize import FitStatus
 from ..parallel import DaskExecutor, ProcessExecutor, SerialExecutor, Task, run_task
 from ..psd import PSDConfig
 from ..search import SearchConfig
@@ -88,7 +89,7 @@ def fixed_kernels(count: int, seed: int = 0) -> list[Kernel]:
     return [*out, compose(["+", "SE", ["*", "PER", "SE"]])]
 
 
-def _fit_all(kernels: list[Kernel], data: FitData, seed: int) -> list[tuple[float, float, int, str]]:
+def _fit_all(kernels: list[Kernel], data: FitData, seed: int) -> list[tuple[float, float, int, FitStatus]]:
     cfg = SearchConfig().optim
     out = []
     for i, k in enumerate(kernels):
@@ -172,7 +173,7 @@ def scaling(data_dir: Path, out: Path, *, kernels: int = 20, series: str | None 
                      "mean_s_per_fit": statistics.fmean(walls), "total_s": sum(walls),
                      "cpu_s": sum(r[1] for r in res), "evaluations": evals,
                      "ms_per_evaluation": 1000 * sum(walls) / max(evals, 1),
-                     "failed": sum(r[3] != "ok" for r in res)})
+                     "failed": sum(r[3] != FitStatus.OK for r in res)})
         say(f"scaling {s} (n={ds.n_train}): median {rows[-1]['median_s_per_fit']:.3f} s/fit, "
             f"{rows[-1]['ms_per_evaluation']:.2f} ms/evaluation")
     by_n = pd.DataFrame(rows)

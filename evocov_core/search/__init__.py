@@ -12,7 +12,7 @@ import time
 
 from ..metrics import FitData
 from ..parallel import Executor
-from .common import EvalRecord, GenerationStats, Progress, ProgressCallback, SearchResult, StopCheck
+from .common import EvalRecord, GenerationStats, Progress, ProgressCallback, RunStatus, SearchResult, StopCheck
 from .config import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
 from .evocov import run_evocov
 from .explore import ExploreResult, explore_mutations, neighbour_ratios
@@ -31,6 +31,7 @@ __all__ = [
     "ExploreResult",
     "GenerationStats",
     "Progress",
+    "RunStatus",
     "SearchConfig",
     "SearchResult",
     "explore_mutations",
@@ -75,7 +76,7 @@ def _run(data: FitData, config: SearchConfig, executor: Executor, seed: int, pro
                          "search_executor(data, config) or pass search_stages(data, config)")
     result = _RUNNERS[config.algorithm](data, config, executor, seed=seed, progress=progress,
                                         should_stop=should_stop)
-    if config.select_top <= 1 or result.status == "cancelled" or len(result.candidates) <= 1:
+    if config.select_top <= 1 or result.status == RunStatus.CANCELLED or len(result.candidates) <= 1:
         return result
     deadline = None
     if config.time_budget > 0:

@@ -8,7 +8,7 @@ The :class:`Tracker` also owns the parts of a budgeted search that do not depend
 algorithm:
 
 * **time budget**: with ``config.time_budget`` the run stops itself (status
-  ``finished``, ``budget_spent``) when its share of the budget is spent; fits in flight
+  ``FINISHED``, ``budget_spent``) when its share of the budget is spent; fits in flight
   stop at the same instant with the best point they reached (``Task.deadline``);
 * **canonical cache** (``config.cache_fits``): a kernel whose canonical form was fitted
   before in the run keeps that fit instead of being fitted again;
@@ -16,39 +16,86 @@ algorithm:
   subset of the training points (executor stage ``screen``, see
   :func:`~evocov_core.search.stages.search_stages`); the best ``promote_fraction`` of
   them by that BIC are fitted on all the data from the values found (stage ``promote``);
-  the others are recorded with status ``screened_out`` and never selected.
+  the others are recorded with status ``SCREENED_OUT`` and never selected.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
 
 import numpy as np
 
 from ..kernel import Kernel
-from ..optimize import FitResult, Start
+from ..kernel_file import parse_expression
+from ..optimize import FitResult, FitStatus, Start
 from ..parallel import Executor, Task
 from ..scoring import PENALTY
 
 __all__ = [
+    "EVAL_COLUMNS",
     "EvalRecord",
     "GenerationStats",
     "Progress",
     "ProgressCallback",
+    "RunStatus",
     "SearchResult",
     "StopCheck",
     "Tracker",
     "search_share",
 ]
 
-#: Status of a candidate fitted only on the screening subset and not promoted.
-SCREENED_OUT = "screened_out"
-
 ProgressCallback = Callable[["Progress"], None]
 StopCheck = Callable[[], bool]
+
+
+class RunStatus(StrEnum):
+    """Status of a run: a search ends ``FINISHED`` or ``CANCELLED`` (:class:`SearchResult`);
+    the dashboard's jobs and the run store add the others.
+
+    Defined with the search result, which the store and the jobs import (not the
+    reverse). A ``StrEnum``: members equal their values, so the run store holds the same
+    strings as before the enum and a status read back compares equal to a member.
+    """
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    #: The process running it stopped (server shut down or died) before it ended.
+    INTERRUPTED = "interrupted"
+
+    @property
+    def active(self) -> bool:
+        """Queued or running: the run may still change."""
+        return self in (RunStatus.QUEUED, RunStatus.RUNNING)
+
+
+#: Columns of the run store's ``evaluations`` table that :meth:`EvalRecord.to_row` fills, in order.
+EVAL_COLUMNS = ("generation", "idx", "expression", "canonical", "infix", "q", "bic", "lml", "metric_value",
+                "test_rmse", "status", "reason", "origin", "n_evals", "seconds", "theta_json", "log_noise", "jitter")
+
+
+def _num(v: float | None) -> float | None:
+    """SQLite has no inf/NaN: store them as NULL."""
+    if v is None:
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def _float(v: object, default: float = math.nan) -> float:
+    """A stored number as a float: NULL (None), NaN or text give ``default``."""
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return default
+    return f if math.isfinite(f) else default
 
 
 @dataclass(frozen=True)
@@ -68,7 +115,7 @@ class EvalRecord:
     lml: float
     metric_value: float
     test_rmse: float | None
-    status: str
+    status: FitStatus
     reason: str
     origin: str
     n_evals: int
@@ -77,15 +124,96 @@ class EvalRecord:
     log_noise: float
     jitter: float
 
+    def __post_init__(self) -> None:
+        # As in FitResult: a status given as its string becomes the member; unknown ones raise.
+        if type(self.status) is not FitStatus:
+            object.__setattr__(self, "status", FitStatus(self.status))
+
     @classmethod
     def from_fit(cls, fit: FitResult, generation: int, index: int, origin: str) -> EvalRecord:
+        """The record of ``fit``, the ``index``-th kernel of ``generation``, made by ``origin``."""
         k = fit.kernel
-        return cls(generation, index, k.prefix, k.canonical, k.infix, fit.q, fit.bic, fit.lml, fit.metric_value,
-                   fit.test_rmse, fit.status, fit.reason, origin, fit.n_evals, fit.seconds, tuple(fit.theta),
-                   fit.log_noise, fit.jitter)
+        return cls(generation=generation, index=index, expression=k.prefix, canonical=k.canonical, infix=k.infix,
+                   q=fit.q, bic=fit.bic, lml=fit.lml, metric_value=fit.metric_value, test_rmse=fit.test_rmse,
+                   status=fit.status, reason=fit.reason, origin=origin, n_evals=fit.n_evals, seconds=fit.seconds,
+                   theta=tuple(fit.theta), log_noise=fit.log_noise, jitter=fit.jitter)
 
     def to_dict(self) -> dict:
+        """Every field by name (the CLI's records CSV)."""
         return asdict(self)
+
+    def to_row(self) -> dict[str, object]:
+        """The record as a row of the run store's ``evaluations`` table (:data:`EVAL_COLUMNS`).
+
+        SQLite has no inf/NaN: non-finite numbers become None (NULL); ``theta`` is a JSON
+        list under ``theta_json``, ``index`` is ``idx``.
+        """
+        return {
+            "generation": self.generation, "idx": self.index, "expression": self.expression,
+            "canonical": self.canonical, "infix": self.infix, "q": self.q, "bic": _num(self.bic),
+            "lml": _num(self.lml), "metric_value": _num(self.metric_value), "test_rmse": _num(self.test_rmse),
+            "status": self.status, "reason": self.reason, "origin": self.origin, "n_evals": self.n_evals,
+            "seconds": self.seconds, "theta_json": json.dumps([_num(t) for t in self.theta]),
+            "log_noise": _num(self.log_noise), "jitter": _num(self.jitter),
+        }
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, object]) -> EvalRecord:
+        """A record from a row of the ``evaluations`` table (a dict, or a pandas row with NaN for NULL).
+
+        NULL numbers come back as NaN, except a BIC (+inf, a failed fit's penalty), a test
+        RMSE (None), a jitter (0) and the counters (0). Raises ValueError for an unknown
+        status.
+        """
+        r = dict(row)
+        rm = _float(r.get("test_rmse"))
+        return cls(
+            generation=int(_float(r.get("generation"), 0)),
+            index=int(_float(r.get("idx"), 0)),
+            expression=str(r["expression"]),
+            canonical=str(r.get("canonical") or ""),
+            infix=str(r.get("infix") or ""),
+            q=int(_float(r.get("q"), 0)),
+            bic=_float(r.get("bic"), PENALTY),
+            lml=_float(r.get("lml")),
+            metric_value=_float(r.get("metric_value")),
+            test_rmse=rm if math.isfinite(rm) else None,
+            status=FitStatus(r.get("status")),
+            reason=str(r.get("reason") or ""),
+            origin=str(r.get("origin") or ""),
+            n_evals=int(_float(r.get("n_evals"), 0)),
+            seconds=_float(r.get("seconds"), 0.0),
+            theta=tuple(_float(t) for t in json.loads(str(r.get("theta_json") or "[]"))),
+            log_noise=_float(r.get("log_noise")),
+            jitter=_float(r.get("jitter"), 0.0),
+        )
+
+    def to_fit(self, n: int = 0) -> FitResult:
+        """The fit this record describes, to reopen the kernel (its expression parsed safely).
+
+        Parameters
+        ----------
+        n : int
+            Training points (not stored with the record).
+
+        Raises
+        ------
+        ValueError
+            The fit failed, or its values are missing or not finite (a
+            :class:`~evocov_core.kernel_file.KernelFileError`, also a ValueError, for a bad
+            expression).
+        """
+        kernel = parse_expression(self.expression)
+        if len(self.theta) != len(kernel.slots) or not all(math.isfinite(t) for t in self.theta):
+            raise ValueError("this kernel has no usable fitted values")
+        if self.status != FitStatus.OK:
+            raise ValueError(f"this kernel's fit failed ({self.reason or self.status})")
+        return FitResult(
+            kernel=kernel, theta=self.theta, log_noise=self.log_noise, jitter=self.jitter, status=FitStatus.OK,
+            reason="", metric="lml",  # the store keeps the metric's value, not its name
+            metric_value=self.metric_value, lml=self.lml, bic=self.bic, q=self.q or kernel.q, n=n,
+            n_evals=self.n_evals, seconds=self.seconds, test_rmse=self.test_rmse,
+        )
 
 
 @dataclass(frozen=True)
@@ -156,8 +284,8 @@ class SearchResult:
         The kernel the search returns (None only if nothing could be fitted): the
         lowest BIC, or with ``select_top > 1`` the choice of
         :func:`~evocov_core.search.select.choose_model`.
-    status : str
-        ``finished`` or ``cancelled``.
+    status : RunStatus
+        ``FINISHED`` or ``CANCELLED``.
     history : tuple of GenerationStats
     records : tuple of EvalRecord
         Every kernel fitted.
@@ -183,7 +311,7 @@ class SearchResult:
 
     algorithm: str
     best: FitResult | None
-    status: str
+    status: RunStatus
     history: tuple[GenerationStats, ...]
     records: tuple[EvalRecord, ...]
     n_evaluations: int
@@ -382,7 +510,7 @@ class Tracker:
                 continue
             sf = screened[i]
             assert sf is not None
-            out[i] = replace(sf, status=SCREENED_OUT, bic=PENALTY, lml=math.nan, test_rmse=None, n=sf.n,
+            out[i] = replace(sf, status=FitStatus.SCREENED_OUT, bic=PENALTY, lml=math.nan, test_rmse=None, n=sf.n,
                              reason=f"screened out: BIC {sf.bic:.2f} on {sf.n} points, rank {r} of {len(ranked)}")
         for i in todo:
             sf = screened[i]
@@ -404,7 +532,7 @@ class Tracker:
             mean_bic=_mean(finite),
             best_so_far_bic=self.best.bic if self.best is not None else math.inf,
             n_evaluated=len(recs),
-            n_failed=sum(1 for r in recs if r.status not in ("ok", SCREENED_OUT)),
+            n_failed=sum(1 for r in recs if r.status not in (FitStatus.OK, FitStatus.SCREENED_OUT)),
             restarted=restarted,
             elapsed=time.perf_counter() - self.t0,
         )
@@ -417,9 +545,11 @@ class Tracker:
                                    self.time_budget, self.n_screen_fits))
 
     def result(self, settings: dict | None = None) -> SearchResult:
-        return SearchResult(self.algorithm, self.best, "cancelled" if self.cancelled else "finished",
-                            tuple(self.history), tuple(self.records), self.n_evaluations, self.restarts,
-                            time.perf_counter() - self.t0, settings or {}, best_bic=self.best,
+        return SearchResult(algorithm=self.algorithm, best=self.best,
+                            status=RunStatus.CANCELLED if self.cancelled else RunStatus.FINISHED,
+                            history=tuple(self.history), records=tuple(self.records),
+                            n_evaluations=self.n_evaluations, restarts=self.restarts,
+                            elapsed=time.perf_counter() - self.t0, settings=settings or {}, best_bic=self.best,
                             budget_spent=self.budget_spent, n_screen_fits=self.n_screen_fits,
                             n_cache_hits=self.n_cache_hits, candidates=self.top(self._top_k))
 

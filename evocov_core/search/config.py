@@ -212,6 +212,10 @@ class SearchConfig:
         Grammar option: random trees, mutations and GPSS-style expansions also use
         ABCD's change-point operator (:mod:`evocov_core.grammar`). Off in the paper's
         settings, whose Table 2 grammar has none.
+    changewindows : bool
+        Grammar option: random trees, mutations and GPSS-style expansions also use ABCD's
+        change-window operator. Off in every preset, so that their runs draw the trees they
+        drew before the operator existed (same seed, same result).
     """
 
     algorithm: str = _s("evocov", "Algorithm", "The search algorithm (module docstring).", "algorithm",
@@ -297,6 +301,10 @@ class SearchConfig:
     changepoints: bool = _s(False, "Change points", "Let random trees, mutations and expansions use ABCD's "
                             "change-point operator CP(before, after), which switches from one kernel to another "
                             "around a fitted location. Not in the paper's grammar.", "budgeted")
+    changewindows: bool = _s(False, "Change windows", "Let random trees, mutations and expansions use ABCD's "
+                             "change-window operator CW(outside, inside), which switches to another kernel "
+                             "inside a fitted window. Not in the paper's grammar; off in every preset.",
+                             "budgeted")
 
     def __post_init__(self) -> None:
         def need(cond: bool, msg: str) -> None:

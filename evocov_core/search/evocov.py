@@ -75,7 +75,7 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
     should_stop : callable, optional
         Polled between fits; when it returns True the run stops and returns the best so far.
     """
-    grammar = get_grammar(config.n_hyper, config.changepoints)
+    grammar = get_grammar(config.n_hyper, config.changepoints, config.changewindows)
     vcfg = config.variation
     rng = sub_rng(seed, 0)
     tr = Tracker("evocov", config.generations, progress, should_stop, seed, config=config, n_train=data.n)
@@ -98,7 +98,7 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
                 p = sel[int(rng.integers(len(sel)))]
                 if config.p_expand > 0 and rng.random() < config.p_expand:
                     c = expand(p.kernel, rng, vcfg, config.n_hyper, theta=p.theta, log_noise=p.log_noise,
-                               changepoints=config.changepoints)
+                               changepoints=config.changepoints, changewindows=config.changewindows)
                 else:
                     c = mutate(p.kernel, rng, vcfg, grammar, theta=p.theta, log_noise=p.log_noise)
             else:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..grammar import get_grammar
 from ..metrics import FitData
-from ..optimize import FitResult, Start
+from ..optimize import FitResult, FitStatus, Start
 from ..parallel import Executor
 from ..variation import mutate
 from .common import EvalRecord, ProgressCallback, SearchResult, StopCheck, Tracker, sub_rng
@@ -47,7 +47,7 @@ def neighbour_ratios(base: FitResult, records: tuple[EvalRecord, ...] | list[Eva
     if not records:
         return math.nan, math.nan, math.nan
     ref = base.test_rmse if base.test_rmse is not None else math.inf
-    better = [r.status == "ok" and r.test_rmse is not None and r.test_rmse < ref for r in records]
+    better = [r.status == FitStatus.OK and r.test_rmse is not None and r.test_rmse < ref for r in records]
     simpler = [r.q < base.q for r in records]
     n = len(records)
     return sum(better) / n, sum(simpler) / n, sum(b and s for b, s in zip(better, simpler, strict=True)) / n
@@ -63,7 +63,7 @@ def explore_mutations(base: FitResult, data: FitData, config: SearchConfig, exec
     if n_mutations < 1:
         raise ValueError("n_mutations must be at least 1")
     grammar = get_grammar(max(config.n_hyper, 1 + max((int(s[2:]) for s in base.kernel.slots), default=0)),
-                          config.changepoints)
+                          config.changepoints, config.changewindows)
     vcfg = config.variation
     rng = sub_rng(seed, 1)
     tr = Tracker("explore", -(-n_mutations // batch), progress, should_stop, seed)

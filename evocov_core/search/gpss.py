@@ -6,16 +6,18 @@ structure with the grammar of GPSS, applied to every subexpression ``S``::
 
     S → S + B        S → S × B        B → B'   (base-kernel replacement)
     S → CP(S, S)                                (with ``changepoints``: ABCD's change point)
+    S → CW(S, S)                                (with ``changewindows``: ABCD's change window)
 
 fits every distinct candidate (by canonical form), and keeps the lowest BIC. The search
 stops when no candidate improves the BIC or after ``generations`` levels (GPSS: 10).
 Candidates start from the parent's values for the base kernels they keep (GPSS does the
 same), so each level refines rather than restarts.
 
-Structures are nested tuples: ``("leaf", name, id)``, ``("+"/"*", child, child, ...)`` or
-``("cp", before, after, id)``; ``id`` ties a leaf (or a change point's location and width)
-to the parent's whose values it inherits (None for a new one). ``CP(S, S)`` starts both
-copies of ``S`` from the parent's values, as ABCD's does.
+Structures are nested tuples: ``("leaf", name, id)``, ``("+"/"*", child, child, ...)``,
+``("cp", before, after, id)`` or ``("cw", outside, inside, id)``; ``id`` ties a leaf (or a
+change point's location and width, a window's centre, width and steepness) to the parent's
+whose values it inherits (None for a new one). ``CP(S, S)`` and ``CW(S, S)`` start both
+copies of ``S`` from the parent's values, as ABCD's do.
 """
 
 from __future__ import annotations
@@ -34,14 +36,16 @@ from .config import SearchConfig
 __all__ = ["build", "expansions", "run_gpss", "structure_str"]
 
 Struct = tuple
+#: Structure tags of the gating operators: grammar symbol and number of slots of their own.
+_GATES = {"cp": ("changepoint", 2), "cw": ("changewindow", 3)}
 
 
 def structure_str(s: Struct) -> str:
     """GPSS-style text, e.g. ``SE + PER × LIN``."""
     if s[0] == "leaf":
         return s[1]
-    if s[0] == "cp":
-        return f"CP({structure_str(s[1])}, {structure_str(s[2])})"
+    if s[0] in _GATES:
+        return f"{s[0].upper()}({structure_str(s[1])}, {structure_str(s[2])})"
     parts = [structure_str(c) for c in s[1:]]
     if s[0] == "*":
         parts = [f"({p})" if c[0] == "+" else p for p, c in zip(parts, s[1:], strict=True)]
@@ -61,12 +65,13 @@ def build(s: Struct) -> tuple[Kernel, list[tuple[object, list[str]]]]:
             counter[0] += n_slots
             leaves.append((node[2], slots))
             return list(make(*slots).tokens)
-        if node[0] == "cp":
-            before, after = rec(node[1]), rec(node[2])
-            slots = [f"hp{counter[0]}", f"hp{counter[0] + 1}"]
-            counter[0] += 2
+        if node[0] in _GATES:
+            op, n_slots = _GATES[node[0]]
+            first, second = rec(node[1]), rec(node[2])
+            slots = [f"hp{counter[0] + k}" for k in range(n_slots)]
+            counter[0] += n_slots
             leaves.append((node[3], slots))
-            return ["changepoint", "x", *before, *after, *slots]
+            return [op, "x", *first, *second, *slots]
         op = "add" if node[0] == "+" else "multiply"
         acc = rec(node[1])
         for c in node[2:]:
@@ -82,17 +87,17 @@ def _relabel(s: Struct, counter: list[int]) -> Struct:
     if s[0] == "leaf":
         counter[0] += 1
         return ("leaf", s[1], counter[0] - 1)
-    if s[0] == "cp":
-        before, after = _relabel(s[1], counter), _relabel(s[2], counter)
+    if s[0] in _GATES:
+        first, second = _relabel(s[1], counter), _relabel(s[2], counter)
         counter[0] += 1
-        return ("cp", before, after, counter[0] - 1)
+        return (s[0], first, second, counter[0] - 1)
     return (s[0], *(_relabel(c, counter) for c in s[1:]))
 
 
 def _paths(s: Struct, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...], Struct]]:
     yield path, s
     if s[0] != "leaf":
-        for k, c in enumerate(s[1:3] if s[0] == "cp" else s[1:], start=1):
+        for k, c in enumerate(s[1:3] if s[0] in _GATES else s[1:], start=1):
             yield from _paths(c, (*path, k))
 
 
@@ -107,20 +112,23 @@ def _flatten(s: Struct) -> Struct:
     """Merge nested sums into sums and products into products (GPSS's normal form)."""
     if s[0] == "leaf":
         return s
-    if s[0] == "cp":
-        return ("cp", _flatten(s[1]), _flatten(s[2]), s[3])
+    if s[0] in _GATES:
+        return (s[0], _flatten(s[1]), _flatten(s[2]), s[3])
     kids: list[Struct] = []
     for c in (_flatten(c) for c in s[1:]):
         kids.extend(c[1:] if c[0] == s[0] else [c])
     return (s[0], *kids)
 
 
-def expansions(s: Struct, bases: tuple[str, ...], changepoints: bool = False) -> list[Struct]:
+def expansions(s: Struct, bases: tuple[str, ...], changepoints: bool = False,
+               changewindows: bool = False) -> list[Struct]:
     """Every structure one GPSS grammar step away from ``s`` (leaf ids = ids in ``s``)."""
     out = []
     for path, node in _paths(s):
         if changepoints:
             out.append(_flatten(_replace(s, path, ("cp", node, node, None))))
+        if changewindows:
+            out.append(_flatten(_replace(s, path, ("cw", node, node, None))))
         for b in bases:
             new_leaf = ("leaf", b, None)
             out.append(_flatten(_replace(s, path, ("+", node, new_leaf))))
@@ -180,7 +188,7 @@ def run_gpss(data: FitData, config: SearchConfig, executor: Executor, *, seed: i
         _, leaves = build(best_struct)
         parent_leaves = {leaf_id: slots for leaf_id, slots in leaves}
         # The best fit's slots follow the same leaf order as build(best_struct).
-        candidates = expansions(best_struct, bases, config.changepoints)
+        candidates = expansions(best_struct, bases, config.changepoints, config.changewindows)
     settings = config.to_dict()
     if best_struct is not None:
         settings["gpss_structure"] = structure_str(best_struct)

@@ -30,7 +30,7 @@ def _bic(f: FitResult | None) -> float:
 def run_gwtf(data: FitData, config: SearchConfig, executor: Executor, *, seed: int = 0,
              progress: ProgressCallback | None = None, should_stop: StopCheck | None = None) -> SearchResult:
     """Run Go With The First: ``generations`` individuals, ``population`` steps per round."""
-    grammar = get_grammar(config.n_hyper, config.changepoints)
+    grammar = get_grammar(config.n_hyper, config.changepoints, config.changewindows)
     vcfg = config.variation
     rng = sub_rng(seed, 0)
     G, N = config.generations, config.population

@@ -20,7 +20,7 @@ def run_random_search(data: FitData, config: SearchConfig, executor: Executor, *
                       progress: ProgressCallback | None = None, should_stop: StopCheck | None = None,
                       batch: int = 100) -> SearchResult:
     """Run Random Search with ``config.population`` kernels, ``batch`` per progress report."""
-    grammar = get_grammar(config.n_hyper, config.changepoints)
+    grammar = get_grammar(config.n_hyper, config.changepoints, config.changewindows)
     vcfg = config.variation
     rng = sub_rng(seed, 0)
     n_batches = -(-config.population // batch)

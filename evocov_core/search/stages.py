@@ -12,6 +12,11 @@ stage          data / settings
                run from the full-data values (the model choice's refits)
 =============  ====================================================================
 
+A subset has no train-train / train-test split of its own, so on ``screen`` and ``head``
+a metric that needs one (:data:`~evocov_core.metrics.SPLIT_METRICS`: posterior LML,
+SoPL, RMSE) is replaced by the LML there; screening ranks by BIC, an LML score, anyway,
+and the model choice scores the head's refit by its own tail score.
+
 An executor made with :func:`search_executor` holds all of them, so each worker gets
 every data set once per run.
 """
@@ -24,12 +29,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..data import split_mask
-from ..metrics import FitData
+from ..metrics import SPLIT_METRICS, FitData
 from ..optimize import OptimConfig
 from ..parallel import Stages, make_executor
 from .config import SearchConfig
 
-__all__ = ["screen_mask", "search_executor", "search_stages"]
+__all__ = ["head_stage", "screen_mask", "search_executor", "search_stages"]
 
 
 def screen_mask(n: int, m: int) -> NDArray[np.bool_]:
@@ -55,6 +60,11 @@ def _refit(optim: OptimConfig, share: float = 1.0) -> OptimConfig:
     return dataclasses.replace(optim, n_screen=0, n_restarts=1, max_evals=max(10, round(optim.max_evals * share)))
 
 
+def _on_subset(optim: OptimConfig) -> OptimConfig:
+    """``optim`` for data without a split: LML instead of a metric that needs one."""
+    return dataclasses.replace(optim, metric="lml") if optim.metric in SPLIT_METRICS else optim
+
+
 def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitData, OptimConfig]]:
     """The stages ``config`` needs on ``data`` (empty for the paper's settings)."""
     optim = config.optim
@@ -63,15 +73,21 @@ def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitDat
         order = np.argsort(data.X[:, 0], kind="stable")
         mask = np.zeros(data.n, dtype=bool)
         mask[order[screen_mask(data.n, config.screen_points)]] = True
-        stages["screen"] = (data.subset(mask), optim)
+        stages["screen"] = (data.subset(mask), _on_subset(optim))
     if config.screen_points > 0:
         stages["promote"] = (data, _refit(optim, 0.5))
     if config.select_top > 1 and data.split is not None:
-        head = split_mask(data.X, data.split_fraction)
-        tail = ~head
-        stages["head"] = (data.subset(head, X_test=data.X[tail], y_test=data.y[tail] * data.y_std + data.y_mean),
-                          _refit(optim))
+        stages["head"] = head_stage(data, optim)
     return stages
+
+
+def head_stage(data: FitData, optim: OptimConfig) -> tuple[FitData, OptimConfig]:
+    """The model choice's refit: the first ``1 − split_fraction`` of the training range (its tail
+    as test data, original units) and one L-BFGS-B run from the given values."""
+    head = split_mask(data.X, data.split_fraction)
+    tail = ~head
+    return (data.subset(head, X_test=data.X[tail], y_test=data.y[tail] * data.y_std + data.y_mean),
+            _refit(_on_subset(optim)))
 
 
 def search_executor(data: FitData, config: SearchConfig, *, workers: int | None = None,

@@ -8,10 +8,12 @@ moves of GPSS's grammar on any tree, evolved or not (:func:`expand`)::
 
     S → S + B        S → S × B        B → B'
     S → CP(S, B)     S → CP(B, S)        (with ``changepoints``: ABCD's change point)
+    S → CW(S, B)     S → CW(B, S)        (with ``changewindows``: ABCD's change window)
 
 where ``S`` is a covariance subtree (the root half of the time) and ``B`` a base kernel with
-fresh slots (a change point also gets a fresh location and width). The rest of the
-population stays random trees, as in the paper.
+fresh slots (a change point also gets a fresh location and width, a change window a fresh
+centre, width and steepness). The rest of the population stays random trees, as in the
+paper.
 """
 
 from __future__ import annotations
@@ -71,14 +73,18 @@ def _fresh_base(name: str, used: set[str], n_hyper: int) -> tuple[str, ...] | No
 
 
 def expand_once(kernel: Kernel, rng: np.random.Generator, n_hyper: int,
-                bases: tuple[str, ...] = SEED_BASES, changepoints: bool = False) -> tuple[str, ...] | None:
+                bases: tuple[str, ...] = SEED_BASES, changepoints: bool = False,
+                changewindows: bool = False) -> tuple[str, ...] | None:
     """One GPSS move on ``kernel`` without checks (None when no fresh slots are left)."""
     t = kernel.tokens
     used = {s for s in t if is_slot(s)}
     covs = [i for i, tok in enumerate(t) if symbol(tok).ret is Cov]
     replaceable = [(i, name) for i in covs for name, pat in _BASE_PATTERNS.items()
                    if name in bases and _pattern(t[i:subtree_end(t, i)]) == pat]
-    move = int(rng.integers(5 if changepoints else 3))
+    # Moves 0-2: S + B, S × B, B → B'; 3-4: the change points; 5-6: the change windows. Without
+    # windows this draws exactly what it drew before they existed (same seeds, same trees).
+    moves = (0, 1, 2, *((3, 4) if changepoints else ()), *((5, 6) if changewindows else ()))
+    move = moves[int(rng.integers(len(moves)))]
     if move == 2 and replaceable:  # B -> B'
         i, name = replaceable[int(rng.integers(len(replaceable)))]
         others = [b for b in bases if b != name]
@@ -89,19 +95,20 @@ def expand_once(kernel: Kernel, rng: np.random.Generator, n_hyper: int,
     new = _fresh_base(bases[int(rng.integers(len(bases)))], used, n_hyper)
     if new is None:
         return None
-    if move >= 3:  # S -> CP(S, B) or CP(B, S)
+    if move >= 3:  # S -> CP(S, B), CP(B, S), CW(S, B) or CW(B, S)
+        op, n_new = ("changepoint", 2) if move <= 4 else ("changewindow", 3)
         free = [f"hp{k}" for k in range(n_hyper) if f"hp{k}" not in used and f"hp{k}" not in new]
-        if len(free) < 2:
+        if len(free) < n_new:
             return None
-        before, after = (t[i:end], new) if move == 3 else (new, t[i:end])
-        return (*t[:i], "changepoint", "x", *before, *after, free[0], free[1], *t[end:])
+        first, second = (t[i:end], new) if move in (3, 5) else (new, t[i:end])
+        return (*t[:i], op, "x", *first, *second, *free[:n_new], *t[end:])
     op = "add" if move == 0 else "multiply"
     return (*t[:i], op, *t[i:end], *new, *t[end:])
 
 
 def expand(kernel: Kernel, rng: np.random.Generator, cfg: VariationConfig, n_hyper: int, *,
            theta: tuple[float, ...] | None = None, log_noise: float = math.nan,
-           bases: tuple[str, ...] = SEED_BASES, changepoints: bool = False) -> Child:
+           bases: tuple[str, ...] = SEED_BASES, changepoints: bool = False, changewindows: bool = False) -> Child:
     """A GPSS-style expansion passing the variation checks (PSD, depth), else the parent.
 
     The child keeps the parent's values for the slots it keeps (NaN for the new base
@@ -109,7 +116,7 @@ def expand(kernel: Kernel, rng: np.random.Generator, cfg: VariationConfig, n_hyp
     """
     values = dict(zip(kernel.slots, theta, strict=True)) if theta is not None else {}
     for attempt in range(1, cfg.rho_max + 1):
-        tokens = expand_once(kernel, rng, n_hyper, bases, changepoints)
+        tokens = expand_once(kernel, rng, n_hyper, bases, changepoints, changewindows)
         if tokens is None:
             break
         k = _acceptable(tokens, kernel.tokens, cfg, rng)
