@@ -132,6 +132,8 @@ VARIANTS: dict[str, Variant] = {
     "no-bounds": Variant({"data_bounds": False}, "no hyperparameter bounds from the data"),
     "no-changepoints": Variant({"changepoints": False}, "the paper's grammar: no change-point operator (random "
                                "trees, mutations and GPSS expansions S -> CP(S, B), CP(B, S) use it otherwise)"),
+    "with-changewindows": Variant({"changewindows": True}, "one part added, not removed: ABCD's change-window "
+                                  "operator in the grammar (off in the presets until it is shown to help)"),
     "before": Variant({}, "the previous default, preset('quick-fixed') (paper operators, no cache, no screening, "
                       "no seeds, no data bounds, lowest BIC returned), stopped by the same time budget",
                       preset="quick-fixed"),
