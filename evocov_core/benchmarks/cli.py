@@ -141,8 +141,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r.add_argument("--workers", type=int, default=2, help="processes of each search (default 2; 1 = in this "
                                                           "process); searches never overlap")
     r.add_argument("--variants", default="full",
-                   help="comma-separated variants, or all: full, no-screen, no-seed, no-select, no-cache, with-changewindows, "
-                        "no-bounds, fixed-quick (default: full)")
+                   help="comma-separated variants, or all: full, no-screen, no-seed, no-select, no-cache, "
+                        "no-bounds, no-changepoints, with-changewindows, before, fixed-quick (default: full)")
     r.add_argument("--out", type=Path, required=True, help="output folder (reused to resume)")
 
     r = bsub.add_parser("accuracy-report", help="regenerate report.md of a bench accuracy folder, running nothing")
