@@ -43,7 +43,7 @@ def limit_threads() -> dict[str, str]:
     """One BLAS/OpenMP thread everywhere, for our code and scikit-learn alike.
 
     Call after every numerical library is imported. Runs
-    :func:`evocov_core.evaluate.prepare_process` (one BLAS thread and the malloc
+    :func:`evocov_core.parallel.prepare_process` (one BLAS thread and the malloc
     thresholds), records what that left, then applies ``threadpool_limits(1)`` again to
     every pool loaded so far (scikit-learn's OpenMP, and any BLAS loaded after an earlier
     ``prepare_process`` call: that function is idempotent and only limits the libraries
@@ -51,7 +51,7 @@ def limit_threads() -> dict[str, str]:
     """
     from threadpoolctl import threadpool_limits
 
-    from evocov_core.evaluate import prepare_process
+    from evocov_core.parallel import prepare_process
 
     prepare_process()
     after_prepare = pool_summary()

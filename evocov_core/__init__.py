@@ -21,7 +21,8 @@ The package knows nothing of the dashboard. Modules, one idea each:
 ``averaging``    Bayesian model averaging of fitted kernels (predictive mixture)
 ``model``        predictions of a fitted kernel or a model average in the data's units
 ``kernel_file``  versioned JSON kernel files and their safe parser
-``parallel``     serial, process-pool and Dask executors with per-task seeds
+``parallel``     where work runs in parallel and how its processes are set up (one BLAS
+                 thread): serial / process-pool / Dask runners and fit executors
 ``dask_setup``   ships the package to a Dask cluster that has only the dependencies
 ``search``       EvoCov, Random Search, Go With The First, GPSS baseline, the mutation
                  explorer, and what a budgeted search adds (package)

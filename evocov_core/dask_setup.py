@@ -60,13 +60,14 @@ class DaskSetupError(RuntimeError):
     """The Dask cluster cannot run this package's tasks; the message (one line) says what to install where."""
 
 
-def remote(module: str, name: str) -> Callable[..., bytes]:
+def remote(module: str, name: str, label: str | None = None) -> Callable[..., bytes]:
     """``module.name`` as a task function that the scheduler can unpickle without this package.
 
     The returned function takes ``(blob, *data)``: ``blob`` is ``pickle.dumps(args)`` and
     ``data`` are values distributed resolves on the worker (scattered futures). It calls
     ``module.name(*data, *args)`` on the worker and returns the result pickled, so the
-    scheduler only ever holds bytes and two strings.
+    scheduler only ever holds bytes and two strings. ``label`` (default ``name``) names the
+    tasks on Dask's dashboard.
     """
 
     def call(blob: bytes, *data: Any) -> bytes:
@@ -77,7 +78,7 @@ def remote(module: str, name: str) -> Callable[..., bytes]:
         fn = getattr(importlib.import_module(module), name)
         return pkl.dumps(fn(*data, *pkl.loads(blob)), protocol=pkl.HIGHEST_PROTOCOL)
 
-    call.__name__ = call.__qualname__ = f"evocov_{name.strip('_')}"  # what the dashboard shows
+    call.__name__ = call.__qualname__ = f"evocov_{(label or name).strip('_')}"  # what the dashboard shows
     return call
 
 

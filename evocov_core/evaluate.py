@@ -32,14 +32,13 @@ Numerical conventions (documented, not hidden)
 * Non-finite values (overflow in ``exp``, ``1/0``, ``sqrt`` of a negative) are returned
   as they are; :mod:`evocov_core.gp` turns them into a failed fit with a reason.
 
-Threads: the evaluator calls BLAS (matrix products). Call :func:`limit_blas_threads`
-once per worker process: on 2-core machines a 2-thread OpenBLAS was measured up to
-2000x slower than one thread when the other core is busy.
+Threads: the evaluator calls BLAS (matrix products). Every process that evaluates kernels
+runs :func:`evocov_core.parallel.prepare_process` first (one BLAS thread): on 2-core machines
+a 2-thread OpenBLAS was measured up to 2000x slower than one thread when the other core is busy.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -59,67 +58,9 @@ __all__ = [
     "covariance_diag",
     "covariance_jacobian",
     "covariance_vjp",
-    "limit_blas_threads",
-    "prepare_process",
 ]
 
 Array = NDArray[np.float64]
-
-_BLAS_LIMITED = False
-_MALLOC_TUNED = False
-
-
-def limit_blas_threads(n: int = 1) -> None:
-    """Limit BLAS/OpenMP to ``n`` threads in this process (idempotent).
-
-    Parallelism comes from evaluating candidate kernels in separate processes.
-    """
-    global _BLAS_LIMITED
-    if _BLAS_LIMITED:
-        return
-    # Libraries loaded later read these; scipy ships its own OpenBLAS, so load it now
-    # too, or threadpoolctl would leave it (and every Cholesky) at its default threads.
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(n)
-    import scipy.linalg
-    import scipy.spatial.distance  # noqa: F401
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=n)
-    _BLAS_LIMITED = True
-
-
-def _tune_malloc() -> None:
-    """Keep large freed blocks in the heap instead of returning them to the OS.
-
-    Every node of a kernel tree makes an n×n temporary (1.9 MB at n = 490). glibc
-    serves blocks that large with a fresh ``mmap`` and unmaps them on free, so each
-    temporary paid ~0.5 ms of page faults: measured here, SE + PER×SE at n = 490 took
-    16.9 ms with the defaults and 4.2 ms with these thresholds. No-op off glibc.
-    """
-    global _MALLOC_TUNED
-    if _MALLOC_TUNED:
-        return
-    _MALLOC_TUNED = True
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        m_trim_threshold, m_mmap_threshold = -1, -3
-        libc.mallopt(m_mmap_threshold, 256 * 1024 * 1024)
-        libc.mallopt(m_trim_threshold, 512 * 1024 * 1024)
-    except (OSError, AttributeError):  # pragma: no cover - not glibc
-        pass
-
-
-def prepare_process() -> None:
-    """Set up this process for kernel evaluation: one BLAS thread, malloc thresholds.
-
-    Called by every entry point that evaluates kernels (searches, their worker
-    processes, the CLI, the benchmarks). Idempotent.
-    """
-    limit_blas_threads(1)
-    _tune_malloc()
 
 
 # --------------------------------------------------------------------------------------

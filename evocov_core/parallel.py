@@ -1,56 +1,440 @@
-"""Executors that fit many kernels at once: serial, a local process pool, Dask distributed.
+"""Where work runs in parallel, and how a process that runs it is set up: the one place.
 
-Evaluating a population is embarrassingly parallel. A search hands an executor a list of
-:class:`Task`\\ s; the executor fits each with :func:`run_task` somewhere and gives the
-:class:`~evocov_core.optimize.FitResult`\\ s back **in task order**, whatever order they
-finished in. Each task carries its own seed, so a given run gives identical results on
-every executor.
+Every process this package starts is started here (a test checks the sources), and every one
+is set up the same way, by :func:`prepare_process`: one BLAS thread (parallelism is over
+candidate kernels, and on these 2-core machines a 2-thread OpenBLAS was measured up to 2000x
+slower than one thread when the other core is busy) and glibc malloc thresholds.
 
-The training data (:class:`~evocov_core.metrics.FitData`) is shipped to each worker once
-per run (process-pool initializer, or a Dask ``scatter(broadcast=True)``), not per task.
-Besides the main data and optimiser settings, an executor can hold named **stages**
-(``{"screen": (window data, settings), ...}``): a task names the stage it runs in, so a
-search can fit candidates cheaply on a window first and fully later on the same workers.
+Two layers:
 
-Cancellation: ``map`` polls ``should_stop`` each time a result arrives (serial: between
-tasks) and then returns at once; unfinished tasks are cancelled and their slots hold
-``None``. So a stop takes at most one kernel fit's time.
+**Runners** run ``fn(item)`` for many items, or ``fn(shared, item)`` where ``shared`` is sent
+to each worker once: :class:`SerialRunner` (this process), :class:`PoolRunner` (a local
+``spawn`` process pool), :class:`DaskRunner` (Dask distributed; ``fn`` is named by module
+and name, so it must be a module-level function of this package or of a module the workers
+can import). :func:`make_runner` picks one; ``map`` returns the results **in item order**,
+calls ``on_result(i, result)`` as each arrives, and polls ``should_stop`` each time a result
+arrives (serial: between items), then returns at once: unfinished items are cancelled and
+their slots hold ``None``. :func:`run_in_daemon_process` runs one call in a daemon process,
+as a Future, for a server that must never wait for it.
 
-BLAS is limited to one thread in every worker (:func:`~evocov_core.evaluate.prepare_process`):
-parallelism is over candidate kernels.
+**Kernel-fit executors** fit :class:`Task`\\ s on top of a runner: :class:`SerialExecutor`,
+:class:`ProcessExecutor`, :class:`DaskExecutor`, :func:`make_executor`. Each task carries its
+own seed, so a given run gives identical results on every executor. The training data
+(:class:`~evocov_core.metrics.FitData`) is the runner's ``shared`` value, sent once per worker
+(process-pool initializer, or a Dask ``scatter(broadcast=True)``), not per task. Besides the
+main data and optimiser settings, an executor can hold named **stages** (``{"screen": (window
+data, settings), ...}``): a task names the stage it runs in, so a search can fit candidates
+cheaply on a window first and fully later on the same workers. A stop takes at most one
+kernel fit's time.
 
-A Dask cluster needs nothing of ours installed: :class:`DaskExecutor` ships this package to
-the workers first and exchanges tasks and results as bytes (:mod:`evocov_core.dask_setup`).
+A Dask cluster needs nothing of ours installed: :class:`DaskRunner` ships this package to the
+workers first and exchanges calls and results as bytes (:mod:`evocov_core.dask_setup`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import multiprocessing as mp
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from .dask_setup import DaskSetupError
-from .evaluate import prepare_process
 from .kernel import Kernel
 from .metrics import FitData
 from .optimize import FitResult, OptimConfig, Start, fit_kernel
 
 __all__ = [
     "DaskExecutor",
+    "DaskRunner",
     "DaskSetupError",
     "Executor",
+    "PoolRunner",
     "ProcessExecutor",
+    "Runner",
     "SerialExecutor",
+    "SerialRunner",
     "Stages",
     "Task",
+    "limit_blas_threads",
     "make_executor",
+    "make_runner",
+    "prepare_process",
+    "run_in_daemon_process",
     "run_task",
 ]
+
+
+# --- process setup -----------------------------------------------------------------------------------------
+
+_BLAS_LIMITED = False
+_MALLOC_TUNED = False
+
+
+def limit_blas_threads(n: int = 1) -> None:
+    """Limit BLAS/OpenMP to ``n`` threads in this process (idempotent).
+
+    Parallelism comes from evaluating candidate kernels in separate processes.
+    """
+    global _BLAS_LIMITED
+    if _BLAS_LIMITED:
+        return
+    # Libraries loaded later read these; scipy ships its own OpenBLAS, so load it now
+    # too, or threadpoolctl would leave it (and every Cholesky) at its default threads.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(n)
+    import scipy.linalg
+    import scipy.spatial.distance  # noqa: F401
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=n)
+    _BLAS_LIMITED = True
+
+
+def _tune_malloc() -> None:
+    """Keep large freed blocks in the heap instead of returning them to the OS.
+
+    Every node of a kernel tree makes an n×n temporary (1.9 MB at n = 490). glibc
+    serves blocks that large with a fresh ``mmap`` and unmaps them on free, so each
+    temporary paid ~0.5 ms of page faults: measured here, SE + PER×SE at n = 490 took
+    16.9 ms with the defaults and 4.2 ms with these thresholds. No-op off glibc.
+    """
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return
+    _MALLOC_TUNED = True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        libc.mallopt(m_mmap_threshold, 256 * 1024 * 1024)
+        libc.mallopt(m_trim_threshold, 512 * 1024 * 1024)
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        pass
+
+
+def prepare_process() -> None:
+    """Set up this process for kernel evaluation: one BLAS thread, malloc thresholds.
+
+    Every worker of this module runs it before its first call; entry points that evaluate
+    kernels in their own process (the CLI, the benchmarks, the tests) call it too. Idempotent.
+    """
+    limit_blas_threads(1)
+    _tune_malloc()
+
+
+# --- runners: fn(item) for many items ------------------------------------------------------------------
+
+StopCheck = Callable[[], bool]
+OnResult = Callable[[int, Any], None]
+
+
+class Runner(Protocol):
+    """Runs ``fn(item)`` (or ``fn(shared, item)``) for many items. Use as a context manager."""
+
+    workers: int
+
+    def map(self, fn: Callable[..., Any], items: Sequence[Any], should_stop: StopCheck | None = None,
+            on_result: OnResult | None = None) -> list[Any]:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+_C = TypeVar("_C", bound="_Closes")
+
+
+class _Closes:
+    """``with`` support for anything with ``close()``."""
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self: _C) -> _C:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SerialRunner(_Closes):
+    """Runs the calls one after another in this process, set up as a worker (:func:`prepare_process`)."""
+
+    workers = 1
+
+    def __init__(self, shared: object | None = None) -> None:
+        prepare_process()
+        self._shared = () if shared is None else (shared,)
+
+    def map(self, fn: Callable[..., Any], items: Sequence[Any], should_stop: StopCheck | None = None,
+            on_result: OnResult | None = None) -> list[Any]:
+        out: list[Any] = [None] * len(items)
+        for i, item in enumerate(items):
+            if should_stop is not None and should_stop():
+                break
+            out[i] = fn(*self._shared, item)
+            if on_result is not None:
+                on_result(i, out[i])
+        return out
+
+
+# Worker-process global of a PoolRunner: () or (shared,), set once by the initializer.
+_W_SHARED: tuple = ()
+
+
+def _init_pool_worker(shared: object | None) -> None:
+    global _W_SHARED
+    prepare_process()
+    _W_SHARED = () if shared is None else (shared,)
+
+
+def _pool_call(fn: Callable[..., Any], item: Any) -> Any:
+    return fn(*_W_SHARED, item)
+
+
+def _collect(futures: list[Future], should_stop: StopCheck | None, on_result: OnResult | None,
+             poll: float = 0.2) -> list[Any]:
+    """Results of ``futures`` in their order, ``on_result`` as each ends; on a stop, cancel the rest."""
+    index = {f: i for i, f in enumerate(futures)}
+    out: list[Any] = [None] * len(futures)
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, timeout=poll, return_when=FIRST_COMPLETED)
+        for f in done:
+            if f.cancelled():
+                continue
+            r = f.result()
+            out[index[f]] = r
+            if on_result is not None:
+                on_result(index[f], r)
+        if should_stop is not None and should_stop():
+            for f in pending:
+                f.cancel()
+            break
+    return out
+
+
+class PoolRunner(_Closes):
+    """A local process pool whose workers are set up by :func:`prepare_process`.
+
+    Uses the ``spawn`` start method: forking a multi-threaded server (Streamlit) can
+    deadlock. ``close`` does not wait for calls still running (a stopped search returns at
+    once); ``fn`` is pickled by reference, so it must be a module-level function.
+
+    Parameters
+    ----------
+    workers : int or None
+        Processes (None: every core).
+    shared : object or None
+        Sent to each worker once, when it starts; calls are then ``fn(shared, item)``
+        (None: ``fn(item)``).
+    """
+
+    def __init__(self, workers: int | None = None, shared: object | None = None) -> None:
+        self.workers = workers or os.cpu_count() or 1
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"),
+                                         initializer=_init_pool_worker, initargs=(shared,))
+
+    def map(self, fn: Callable[..., Any], items: Sequence[Any], should_stop: StopCheck | None = None,
+            on_result: OnResult | None = None) -> list[Any]:
+        futures = [self._pool.submit(_pool_call, fn, item) for item in items]
+        return _collect(futures, should_stop, on_result)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _dask_call(*values: Any) -> Any:
+    """What a Dask worker runs: ``(*shared, module, name, item)`` -> ``module.name(*shared, item)``, set up first."""
+    *shared, module, name, item = values
+    prepare_process()
+    return getattr(importlib.import_module(module), name)(*shared, item)
+
+
+class DaskRunner(_Closes):
+    """Dask distributed: ``address`` of a scheduler (``tcp://host:8786``), or a ``client``.
+
+    Without either, or with ``address="local"``, starts a ``LocalCluster`` of ``workers``
+    single-threaded processes. The workers need this package's dependencies, not the package:
+    ``ship`` (default) uploads it to them (:func:`~evocov_core.dask_setup.ship_package`, which
+    checks that they can import this module and ``modules``) and calls reach the scheduler as
+    bytes, so it needs nothing of ours either.
+
+    Raises
+    ------
+    DaskSetupError
+        The workers cannot run the package (a dependency missing or of another version);
+        one line that says what to install where.
+    """
+
+    def __init__(self, address: str | None = None, *, client: object | None = None, workers: int = 2,
+                 shared: object | None = None, ship: bool = True, modules: Sequence[str] = ()) -> None:
+        from distributed import Client, LocalCluster
+
+        from .dask_setup import ship_package
+
+        self._cluster = None
+        self._own_client = False
+        try:
+            if client is not None:
+                self._client = client
+            else:
+                if address in (None, "local"):
+                    self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                 dashboard_address=None)
+                    address = self._cluster.scheduler_address
+                self._client = Client(address)
+                self._own_client = True
+            if ship:
+                ship_package(self._client, modules=tuple(dict.fromkeys((__name__, *modules))))
+            self.workers = len(self._client.scheduler_info().get("workers", {})) or workers  # type: ignore[attr-defined]
+            self.address = str(getattr(self._client.scheduler, "address", address))  # type: ignore[attr-defined]
+            # In a list: scatter() would send a dict's values one by one, keyed by its keys.
+            # Scattered data goes to the workers; the scheduler keeps it serialised.
+            self._shared = () if shared is None else (
+                self._client.scatter([shared], broadcast=True)[0],)  # type: ignore[attr-defined]
+        except BaseException:
+            self.close()
+            raise
+
+    def map(self, fn: Callable[..., Any], items: Sequence[Any], should_stop: StopCheck | None = None,
+            on_result: OnResult | None = None) -> list[Any]:
+        from distributed import as_completed
+
+        from .dask_setup import pack, remote, unpack
+
+        call = remote(__name__, "_dask_call", label=fn.__name__)  # tasks named after fn on Dask's dashboard
+        futures = [self._client.submit(call, pack(fn.__module__, fn.__qualname__, item),  # type: ignore[attr-defined]
+                                       *self._shared, pure=False) for item in items]
+        index = {f.key: i for i, f in enumerate(futures)}
+        out: list[Any] = [None] * len(futures)
+        remaining = set(index)
+        for f in as_completed(futures):
+            r = unpack(f.result())
+            i = index[f.key]
+            out[i] = r
+            remaining.discard(f.key)
+            if on_result is not None:
+                on_result(i, r)
+            if should_stop is not None and should_stop() and remaining:
+                self._client.cancel([g for g in futures if g.key in remaining])  # type: ignore[attr-defined]
+                break
+        return out
+
+    def close(self) -> None:
+        if self._own_client:
+            self._client.close()  # type: ignore[attr-defined]
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+def make_runner(*, workers: int | None = None, scheduler: str | None = None, shared: object | None = None,
+                modules: Sequence[str] = ()) -> SerialRunner | PoolRunner | DaskRunner:
+    """The runner for these settings, the choice every command offers.
+
+    Parameters
+    ----------
+    workers : int or None
+        ``1``: serial, in this process; otherwise a process pool of ``workers`` (None: every
+        core), or the size of a Dask ``LocalCluster``.
+    scheduler : str or None
+        A Dask scheduler address (``tcp://host:8786``), or ``"local"`` for a LocalCluster.
+    shared : object or None
+        Sent to each worker once; calls are then ``fn(shared, item)``.
+    modules : sequence of str
+        Modules whose functions the calls run: Dask workers import them before any call, so
+        a missing dependency is reported once, in one line.
+    """
+    if scheduler:
+        return DaskRunner(scheduler, workers=workers or os.cpu_count() or 1, shared=shared, modules=modules)
+    if workers == 1:
+        return SerialRunner(shared)
+    return PoolRunner(workers, shared)
+
+
+# --- one call in a daemon process ----------------------------------------------------------------------
+
+
+def _daemon_child(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+    prepare_process()
+    try:
+        result = (True, fn(*args, **kwargs))
+    except BaseException as exc:  # sent back to the caller's Future
+        result = (False, exc)
+    try:
+        conn.send(result)
+    except Exception as exc:  # an unpicklable result or exception
+        conn.send((False, RuntimeError(f"could not return the result: {exc}")))
+    finally:
+        conn.close()
+
+
+def _drive_daemon(fut: Future, fn: Callable[..., Any], args: tuple, kwargs: dict,
+                  gate: threading.Semaphore | None) -> None:
+    with gate if gate is not None else contextlib.nullcontext():
+        if not fut.set_running_or_notify_cancel():
+            return
+        ctx = mp.get_context("spawn")
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_daemon_child, args=(send, fn, args, kwargs), daemon=True)
+        try:
+            proc.start()
+            send.close()
+            ok, value = recv.recv()
+        except EOFError:
+            proc.join(timeout=5)  # for its exit code
+            fut.set_exception(RuntimeError(f"the process running {getattr(fn, '__name__', 'the call')} died "
+                                           f"(exit code {proc.exitcode})"))
+        except Exception as exc:
+            fut.set_exception(exc)
+        else:
+            if ok:
+                fut.set_result(value)
+            else:
+                fut.set_exception(value)
+        finally:
+            recv.close()
+            proc.join(timeout=5)
+
+
+def run_in_daemon_process(fn: Callable[..., Any], args: tuple = (), kwargs: Mapping[str, Any] | None = None, *,
+                          gate: threading.Semaphore | None = None, name: str = "evocov-process") -> Future:
+    """The Future of ``fn(*args, **kwargs)`` run in its own *daemon* ``spawn`` process.
+
+    For a server that must never wait for the work: a daemon thread starts the process and
+    waits for its result, so the call never blocks the caller, never holds its GIL, and never
+    delays its exit (a daemon process is killed at exit, where a ProcessPoolExecutor would
+    make interpreter shutdown wait for the running call). The process is set up like every
+    worker (:func:`prepare_process`). An exception of ``fn``, or the process dying, becomes
+    the Future's exception.
+
+    Parameters
+    ----------
+    fn : callable
+        Picklable by reference (a module-level function); so must its arguments and result be.
+    args, kwargs
+        Its arguments.
+    gate : threading.Semaphore or None
+        Held while the process runs: a semaphore shared by several calls caps how many run
+        at once. Until its turn the Future is pending and can be cancelled.
+    name : str
+        The driving thread's name.
+    """
+    fut: Future = Future()
+    threading.Thread(target=_drive_daemon, args=(fut, fn, tuple(args), dict(kwargs or {}), gate), daemon=True,
+                     name=name).start()
+    return fut
+
+
+# --- kernel-fit executors ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -104,9 +488,6 @@ def _run_in(contexts: Mapping[str, tuple[FitData, OptimConfig]], task: Task) -> 
     return run_task(data, config, task)
 
 
-StopCheck = Callable[[], bool]
-
-
 class Executor(Protocol):
     """Runs tasks for one search run. Use as a context manager."""
 
@@ -120,200 +501,67 @@ class Executor(Protocol):
         ...
 
 
-class SerialExecutor:
-    """Fits tasks one after another in this process (for debugging and tiny runs)."""
+class _FitExecutor(_Closes):
+    """Fits tasks with a runner whose shared value is the data and settings of every stage."""
 
-    workers = 1
-
-    def __init__(self, data: FitData, config: OptimConfig, stages: Stages | None = None) -> None:
-        prepare_process()
+    def __init__(self, data: FitData, config: OptimConfig, stages: Stages | None,
+                 runner: Callable[[dict[str, tuple[FitData, OptimConfig]]], Runner]) -> None:
+        contexts = _contexts(data, config, stages)  # refuse bad stages before starting any process
         self.data = data
         self.config = config
-        self._contexts = _contexts(data, config, stages)
-        self.stages = frozenset(self._contexts) - {""}
+        self.stages = frozenset(contexts) - {""}
+        self._runner = runner(contexts)
+        self.workers = self._runner.workers
 
     def map(self, tasks: Sequence[Task], should_stop: StopCheck | None = None,
             on_result: Callable[[int, FitResult], None] | None = None) -> list[FitResult | None]:
-        out: list[FitResult | None] = [None] * len(tasks)
-        for i, t in enumerate(tasks):
-            if should_stop is not None and should_stop():
-                break
-            out[i] = _run_in(self._contexts, t)
-            if on_result is not None:
-                on_result(i, out[i])  # type: ignore[arg-type]
-        return out
+        return self._runner.map(_run_in, tasks, should_stop, on_result)
 
     def close(self) -> None:
-        pass
-
-    def __enter__(self) -> SerialExecutor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        self._runner.close()
 
 
-# Worker-process globals, set once by the pool initializer.
-_W_CONTEXTS: dict[str, tuple[FitData, OptimConfig]] = {}
+class SerialExecutor(_FitExecutor):
+    """Fits tasks one after another in this process (for debugging and tiny runs)."""
+
+    def __init__(self, data: FitData, config: OptimConfig, stages: Stages | None = None) -> None:
+        super().__init__(data, config, stages, SerialRunner)
 
 
-def _init_worker(contexts: dict[str, tuple[FitData, OptimConfig]]) -> None:
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    prepare_process()
-    _W_CONTEXTS.clear()
-    _W_CONTEXTS.update(contexts)
-
-
-def _worker_task(task: Task) -> FitResult:
-    assert _W_CONTEXTS, "worker not initialised"
-    return _run_in(_W_CONTEXTS, task)
-
-
-def _collect(futures: list[Future], should_stop: StopCheck | None,
-             on_result: Callable[[int, FitResult], None] | None, poll: float = 0.2) -> list[FitResult | None]:
-    index = {f: i for i, f in enumerate(futures)}
-    out: list[FitResult | None] = [None] * len(futures)
-    pending = set(futures)
-    while pending:
-        done, pending = wait(pending, timeout=poll, return_when=FIRST_COMPLETED)
-        for f in done:
-            if f.cancelled():
-                continue
-            r = f.result()
-            out[index[f]] = r
-            if on_result is not None:
-                on_result(index[f], r)
-        if should_stop is not None and should_stop():
-            for f in pending:
-                f.cancel()
-            break
-    return out
-
-
-class ProcessExecutor:
-    """A local process pool (default: every core), data sent once per worker.
-
-    Uses the ``spawn`` start method: forking a multi-threaded server (Streamlit) can
-    deadlock.
-    """
+class ProcessExecutor(_FitExecutor):
+    """A local ``spawn`` process pool (default: every core), data sent once per worker (:class:`PoolRunner`)."""
 
     def __init__(self, data: FitData, config: OptimConfig, workers: int | None = None,
                  stages: Stages | None = None) -> None:
-        self.workers = workers or os.cpu_count() or 1
-        contexts = _contexts(data, config, stages)
-        self.stages = frozenset(contexts) - {""}
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"),
-                                         initializer=_init_worker, initargs=(contexts,))
-
-    def map(self, tasks: Sequence[Task], should_stop: StopCheck | None = None,
-            on_result: Callable[[int, FitResult], None] | None = None) -> list[FitResult | None]:
-        futures = [self._pool.submit(_worker_task, t) for t in tasks]
-        return _collect(futures, should_stop, on_result)
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def __enter__(self) -> ProcessExecutor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        super().__init__(data, config, stages, lambda contexts: PoolRunner(workers, contexts))
 
 
-def _dask_task(contexts: dict[str, tuple[FitData, OptimConfig]], task: Task) -> FitResult:
-    prepare_process()
-    return _run_in(contexts, task)
+class DaskExecutor(_FitExecutor):
+    """Dask distributed (:class:`DaskRunner`): ``address`` of a scheduler, ``"local"``, or a ``client``.
 
-
-class DaskExecutor:
-    """Dask distributed: ``address`` of a scheduler (``tcp://host:8786``), or a ``Client``.
-
-    Without either, starts a ``LocalCluster`` of ``workers`` single-threaded processes
-    (used by the tests). The workers need this package's dependencies, not the package:
-    ``ship`` (default) uploads it to them (:func:`~evocov_core.dask_setup.ship_package`) and
-    tasks reach the scheduler as bytes, so it needs nothing of ours either.
+    Without either, starts a ``LocalCluster`` of ``workers`` single-threaded processes (used
+    by the tests). ``ship`` uploads this package to the workers first.
 
     Raises
     ------
     DaskSetupError
-        The workers cannot run the package (a dependency missing or of another version);
-        one line that says what to install where.
+        The workers cannot run the package; one line that says what to install where.
     """
 
     def __init__(self, data: FitData, config: OptimConfig, address: str | None = None, *,
                  client: object | None = None, workers: int = 2, stages: Stages | None = None,
                  ship: bool = True) -> None:
-        from distributed import Client, LocalCluster
-
-        from .dask_setup import remote, ship_package
-
-        self._cluster = None
-        if client is not None:
-            self._client = client
-            self._own_client = False
-        else:
-            if address is None:
-                self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                             dashboard_address=None)
-                address = self._cluster.scheduler_address
-            self._client = Client(address)
-            self._own_client = True
-        try:
-            if ship:
-                ship_package(self._client)
-            self.workers = len(self._client.scheduler_info().get("workers", {})) or workers  # type: ignore[attr-defined]
-            contexts = _contexts(data, config, stages)
-            self.stages = frozenset(contexts) - {""}
-            # In a list: scatter() would send a dict's values one by one, keyed by its keys.
-            # Scattered data goes to the workers; the scheduler keeps it serialised.
-            self._contexts = self._client.scatter([contexts], broadcast=True)[0]  # type: ignore[attr-defined]
-        except BaseException:
-            self.close()
-            raise
-        self._fit = remote(__name__, "_dask_task")
-
-    def map(self, tasks: Sequence[Task], should_stop: StopCheck | None = None,
-            on_result: Callable[[int, FitResult], None] | None = None) -> list[FitResult | None]:
-        from distributed import as_completed
-
-        from .dask_setup import pack, unpack
-
-        futures = [self._client.submit(self._fit, pack(t), self._contexts, pure=False)  # type: ignore[attr-defined]
-                   for t in tasks]
-        index = {f.key: i for i, f in enumerate(futures)}
-        out: list[FitResult | None] = [None] * len(futures)
-        remaining = set(index)
-        for f in as_completed(futures):
-            r = unpack(f.result())
-            i = index[f.key]
-            out[i] = r
-            remaining.discard(f.key)
-            if on_result is not None:
-                on_result(i, r)
-            if should_stop is not None and should_stop() and remaining:
-                self._client.cancel([g for g in futures if g.key in remaining])  # type: ignore[attr-defined]
-                break
-        return out
-
-    def close(self) -> None:
-        if self._own_client:
-            self._client.close()  # type: ignore[attr-defined]
-        if self._cluster is not None:
-            self._cluster.close()
-
-    def __enter__(self) -> DaskExecutor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        super().__init__(data, config, stages, lambda contexts: DaskRunner(
+            address, client=client, workers=workers, shared=contexts, ship=ship))
 
 
 def make_executor(data: FitData, config: OptimConfig, *, workers: int | None = None,
                   scheduler: str | None = None, stages: Stages | None = None
                   ) -> SerialExecutor | ProcessExecutor | DaskExecutor:
-    """``scheduler`` -> Dask; ``workers == 1`` -> serial; otherwise a process pool."""
+    """``scheduler`` -> Dask (``"local"``: a LocalCluster of ``workers``, default every core);
+    ``workers == 1`` -> serial; otherwise a process pool."""
     if scheduler:
-        return DaskExecutor(data, config, scheduler, stages=stages)
+        return DaskExecutor(data, config, scheduler, stages=stages, workers=workers or os.cpu_count() or 1)
     if workers == 1:
         return SerialExecutor(data, config, stages)
     return ProcessExecutor(data, config, workers, stages)

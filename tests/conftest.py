@@ -8,7 +8,7 @@ import pytest
 import scipy.linalg  # noqa: F401  (load scipy's own BLAS before limiting threads, see below)
 
 from evocov_core import optimize  # noqa: F401  (every numerical library the package uses)
-from evocov_core.evaluate import prepare_process
+from evocov_core.parallel import prepare_process
 
 # One BLAS thread, as every entry point that evaluates kernels does. threadpoolctl only
 # limits libraries already loaded, hence the imports above: with scipy's OpenBLAS left at

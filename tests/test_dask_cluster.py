@@ -71,14 +71,15 @@ def test_remote_task_unpickles_where_evocov_core_is_missing(tmp_path):
 
     from evocov_core.parallel import Task
 
-    blob = dumps((remote("evocov_core.parallel", "_dask_task"), pickle.dumps((Task(("SE",), (1,)),))))
+    blob = dumps((remote("evocov_core.parallel", "_dask_call"),
+                  pickle.dumps(("evocov_core.parallel", "_run_in", Task(("SE",), (1,))))))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     code = ("import sys, pickle, importlib.util; assert importlib.util.find_spec('evocov_core') is None; "
             "f, b = pickle.loads(sys.stdin.buffer.read()); print(f.__name__, type(b).__name__)")
     out = subprocess.run([sys.executable, "-c", code], input=blob, cwd=tmp_path, env=env, capture_output=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr.decode()
-    assert out.stdout.decode().split() == ["evocov_dask_task", "bytes"]
+    assert out.stdout.decode().split() == ["evocov_dask_call", "bytes"]
 
 
 # --- a real cluster -------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ def test_readme_pictures_exist_and_are_small():
     assert len(pictures) >= 2
     for rel in pictures:
         assert 0 < (ROOT / rel).stat().st_size < 300_000, rel
-    assert "python docs/report_pictures.py" in readme and (ROOT / "docs" / "report_pictures.py").is_file()
+    assert "python -m bench.report_pictures" in readme and (ROOT / "bench" / "report_pictures.py").is_file()
 
 
 @pytest.mark.slow

@@ -1,11 +1,22 @@
-"""Executors (evocov_core.parallel): per-task seeds make serial, process-pool and Dask runs give
-identical fits in task order; stages; stopping; errors raised in workers; make_executor."""
+"""evocov_core.parallel, the one place that starts and sets up processes.
+
+Executors: per-task seeds make serial, process-pool and Dask runs give identical fits in task
+order; stages; stopping; errors raised in workers; make_executor. Runners: any module-level
+function, shared values; every worker has one BLAS thread; one call in a daemon process; and
+no other module of the package or the dashboard starts processes.
+"""
 
 from __future__ import annotations
 
+import io
+import math
+import multiprocessing as mp
 import os
+import re
 import threading
-from concurrent.futures import Future
+import tokenize
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +25,20 @@ from evocov_core.data import Dataset
 from evocov_core.library import compose
 from evocov_core.metrics import FitData
 from evocov_core.optimize import OptimConfig, Start, fit_kernel
-from evocov_core.parallel import ProcessExecutor, SerialExecutor, Task, _collect, make_executor, run_task
+from evocov_core.parallel import (
+    PoolRunner,
+    ProcessExecutor,
+    SerialExecutor,
+    SerialRunner,
+    Task,
+    _collect,
+    make_executor,
+    make_runner,
+    run_in_daemon_process,
+    run_task,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
 
 CONFIG = OptimConfig(n_restarts=2, max_evals=20, n_screen=4)
 REFINE = OptimConfig(n_restarts=1, max_evals=10, n_screen=0)
@@ -205,3 +229,120 @@ def test_dask_equals_serial(data, stages, tasks, serial):
         assert sorted(seen) == list(range(len(tasks)))
         with pytest.raises(ValueError, match="has no stage 'nope'"):
             ex.map([Task(tasks[0].tokens, (1,), stage="nope")])
+
+
+# --- runners: any module-level function, the standard worker setup ------------------------------------
+
+BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def blas_threads(_: object = None) -> list[int]:
+    """Threads of every BLAS library in this process (scipy's own OpenBLAS loaded first)."""
+    import scipy.linalg  # noqa: F401
+    from threadpoolctl import threadpool_info
+
+    return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+
+def scaled(shared: int, item: int) -> int:
+    return shared * item
+
+
+def pid(*_: object) -> int:
+    return os.getpid()
+
+
+def test_runners_call_the_function_in_item_order():
+    with make_runner(workers=1) as serial:
+        assert isinstance(serial, SerialRunner) and serial.workers == 1
+        assert serial.map(abs, [-1, 2, -3]) == [1, 2, 3]
+    with SerialRunner(shared=10) as serial:
+        assert serial.map(scaled, [1, 2], should_stop=lambda: True) == [None, None]
+        assert serial.map(scaled, [1, 2]) == [10, 20]
+    seen: list[int] = []
+    with make_runner(workers=2, shared=10) as pool:
+        assert isinstance(pool, PoolRunner) and pool.workers == 2
+        assert pool.map(scaled, [1, 2, 3], on_result=lambda i, r: seen.append(i)) == [10, 20, 30]
+        assert os.getpid() not in pool.map(pid, range(4))
+    assert sorted(seen) == [0, 1, 2]
+
+
+def test_every_worker_process_has_one_blas_thread(monkeypatch):
+    """The workers' own setup limits BLAS, not variables inherited from this process (removed here)."""
+    for var in BLAS_VARIABLES:
+        monkeypatch.delenv(var, raising=False)
+    if len(os.sched_getaffinity(0)) > 1:
+        # The control: a process started without the setup has more than one BLAS thread here.
+        with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as plain:
+            assert max(plain.submit(blas_threads).result(timeout=120)) > 1
+    with PoolRunner(2) as pool:
+        per_worker = pool.map(blas_threads, [0, 1, 2, 3])
+    with make_runner(workers=1) as serial:
+        per_worker += serial.map(blas_threads, [0])
+    per_worker.append(run_in_daemon_process(blas_threads).result(timeout=120))
+    assert all(threads and set(threads) == {1} for threads in per_worker), per_worker
+
+
+def test_run_jobs_uses_the_runners():
+    from evocov_core.benchmarks.common import run_jobs
+
+    got: dict[int, list[int]] = {}
+    assert run_jobs(blas_threads, [0, 1, 2], workers=2, on_result=got.__setitem__) == 3
+    assert sorted(got) == [0, 1, 2] and all(set(t) == {1} for t in got.values())
+    assert run_jobs(abs, [-4], workers=1, on_result=got.__setitem__) == 1 and got[-4] == 4
+    assert run_jobs(abs, []) == 0
+
+
+def test_run_in_daemon_process_returns_a_future():
+    assert run_in_daemon_process(math.factorial, (5,)).result(timeout=120) == 120
+    assert isinstance(run_in_daemon_process(math.factorial, (-1,)).exception(timeout=120), ValueError)
+    assert run_in_daemon_process(int, ("ff",), {"base": 16}).result(timeout=120) == 255
+    with pytest.raises(RuntimeError, match=r"process running _exit died \(exit code 3\)"):
+        run_in_daemon_process(os._exit, (3,)).result(timeout=120)
+    gate = threading.Semaphore(1)
+    with gate:  # the slot is taken: the call waits, and can be cancelled meanwhile
+        waiting = run_in_daemon_process(math.factorial, (3,), gate=gate)
+        assert not waiting.running()
+        assert waiting.cancel()
+    assert run_in_daemon_process(math.factorial, (4,), gate=gate).result(timeout=120) == 24
+
+
+# --- the one place ---------------------------------------------------------------------------------------
+
+#: What starts processes or sets their BLAS threads: only parallel (and dask_setup, which ships the package).
+STARTS_PROCESSES = re.compile(r"\b(multiprocessing|ProcessPoolExecutor|LocalCluster|subprocess|Popen|fork|"
+                              r"threadpool_limits|set_start_method|get_context)\b|\bClient \(")
+ONE_PLACE = ("evocov_core/parallel.py", "evocov_core/dask_setup.py")
+
+
+def code_of(path: Path) -> str:
+    """The names and operators of a source file, space-separated: no comments, strings or docstrings."""
+    tokens = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+    return " ".join(t.string for t in tokens if t.type in (tokenize.NAME, tokenize.OP))
+
+
+def sources() -> list[Path]:
+    files = [*(ROOT / "evocov_core").rglob("*.py"), *(ROOT / "dashboard").glob("*.py"),
+             *(ROOT / "pages").glob("*.py"), ROOT / "app.py"]
+    return sorted(p for p in files if "__pycache__" not in p.parts)
+
+
+def test_only_parallel_starts_processes():
+    found = {p.relative_to(ROOT).as_posix(): sorted({m.group(0) for m in STARTS_PROCESSES.finditer(code_of(p))})
+             for p in sources()}
+    elsewhere = {f: hits for f, hits in found.items() if hits and f not in ONE_PLACE}
+    assert not elsewhere, f"start processes through evocov_core.parallel: {elsewhere}"
+    # The check can fail: it sees what parallel itself does.
+    assert {"multiprocessing", "ProcessPoolExecutor", "LocalCluster", "Client (", "threadpool_limits",
+            "get_context"} <= set(found["evocov_core/parallel.py"])
+
+
+def test_the_process_setup_is_defined_once():
+    from evocov_core import evaluate
+
+    defined = [p.relative_to(ROOT).as_posix() for p in sources()
+               if re.search(r"\bdef (prepare_process|limit_blas_threads)\b", code_of(p))]
+    assert defined == ["evocov_core/parallel.py"]
+    assert not hasattr(evaluate, "prepare_process")
+    for p in sources():
+        assert "evaluate import prepare_process" not in code_of(p), p

@@ -180,7 +180,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         except (BenchError, DaskSetupError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    from ..evaluate import prepare_process
+    from ..parallel import prepare_process
 
     prepare_process()  # one BLAS thread here too (and OPENBLAS_NUM_THREADS=1 for the workers)
     a = args

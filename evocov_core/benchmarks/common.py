@@ -2,9 +2,10 @@
 
 Result folders are append-only and resumable: each finished job appends one CSV row
 (flushed and synced at once), and a job whose row is already there is not run again.
-Jobs run in a process pool (``spawn``; one BLAS thread per process), serially, or on
-a Dask cluster; a job is a module-level function of one picklable argument, seeded by
-its own arguments only, so where it ran never changes its result.
+Jobs run in a process pool, serially, or on a Dask cluster, through
+:mod:`evocov_core.parallel` (which starts and sets up every worker: one BLAS thread); a job
+is a module-level function of one picklable argument, seeded by its own arguments only, so
+where it ran never changes its result.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import csv
 import datetime as _dt
 import json
 import math
-import multiprocessing as mp
 import os
 import platform
 import re
@@ -21,7 +21,6 @@ import shlex
 import socket
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import Dataset, load_tsdl
-from ..evaluate import prepare_process
-from ..metrics import FitData
-from ..optimize import OptimConfig
-from ..parallel import DaskExecutor, ProcessExecutor, SerialExecutor, make_executor
+from ..parallel import DaskRunner, PoolRunner, make_runner
 
 __all__ = [
     "BenchError",
@@ -42,7 +38,6 @@ __all__ = [
     "fmt",
     "load_series",
     "machine_info",
-    "make_search_executor",
     "md_table",
     "read_runs",
     "resolve_series",
@@ -234,6 +229,9 @@ def run_jobs(func: Callable[[Any], Any], items: Iterable[Any], *, workers: int |
              log: Callable[[str], None] | None = None) -> int:
     """Run ``func(item)`` for every item; ``on_result(item, result)`` in this process as each ends.
 
+    A thin use of :mod:`evocov_core.parallel`'s runners, which start and set up the workers
+    (one BLAS thread).
+
     Parameters
     ----------
     func : callable
@@ -241,7 +239,8 @@ def run_jobs(func: Callable[[Any], Any], items: Iterable[Any], *, workers: int |
         cluster, which gets the package shipped: :mod:`evocov_core.dask_setup`). It should
         catch its own errors and return them as results.
     workers : int, optional
-        Processes of the local pool (default: every core); ``1`` runs in this process.
+        Processes of the local pool (default: every core, at most one per item); ``1`` runs
+        in this process.
     scheduler : str, optional
         Dask scheduler address (``tcp://host:8786``), or ``local`` for a ``LocalCluster``
         of ``workers`` single-threaded processes.
@@ -256,69 +255,22 @@ def run_jobs(func: Callable[[Any], Any], items: Iterable[Any], *, workers: int |
         return 0
     say = log or (lambda s: None)
     done = 0
-    if scheduler:
-        from distributed import Client, LocalCluster, as_completed
 
-        from ..dask_setup import pack, remote, ship_package, unpack
+    def finished(i: int, result: Any) -> None:
+        nonlocal done
+        done += 1
+        if on_result is not None:
+            on_result(items[i], result)
 
-        cluster = None
-        if scheduler == "local":
-            cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
-            client = Client(cluster)
-        else:
-            client = Client(scheduler)
-        try:
-            ship_package(client, modules=(func.__module__,))
-            say(f"dask: {len(client.scheduler_info().get('workers', {}))} workers at {client.scheduler.address}")
-            call = remote(func.__module__, func.__qualname__)
-            futures = {client.submit(call, pack(it), pure=False): it for it in items}
-            for fut in as_completed(list(futures)):
-                res = unpack(fut.result())
-                done += 1
-                if on_result is not None:
-                    on_result(futures[fut], res)
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
-        return done
     n = workers or os.cpu_count() or 1
-    if n == 1:
-        prepare_process()
-        for it in items:
-            res = func(it)
-            done += 1
-            if on_result is not None:
-                on_result(it, res)
-        return done
-    prepare_process()  # sets OPENBLAS_NUM_THREADS=1, inherited by the spawned workers
-    pool = ProcessPoolExecutor(max_workers=min(n, len(items)), mp_context=mp.get_context("spawn"),
-                               initializer=prepare_process)
-    try:
-        pending = {pool.submit(func, it): it for it in items}
-        while pending:
-            finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-            for fut in finished:
-                it = pending.pop(fut)
-                res = fut.result()
-                done += 1
-                if on_result is not None:
-                    on_result(it, res)
-    except BaseException:
-        # Interrupted (Ctrl-C reaches the workers too) or a worker died: do not wait for the rest.
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+    # A local pool never needs more processes than jobs.
+    runner = PoolRunner(min(n, len(items))) if n > 1 and not scheduler else make_runner(
+        workers=n, scheduler=scheduler, modules=(func.__module__,))
+    with runner:
+        if isinstance(runner, DaskRunner):
+            say(f"dask: {runner.workers} workers at {runner.address}")
+        runner.map(func, items, on_result=finished)
     return done
-
-
-def make_search_executor(data: FitData, optim: OptimConfig, *, workers: int | None = None,
-                         scheduler: str | None = None) -> SerialExecutor | ProcessExecutor | DaskExecutor:
-    """An executor for one search (:func:`evocov_core.parallel.make_executor`); ``local`` = a Dask LocalCluster."""
-    if scheduler == "local":
-        return DaskExecutor(data, optim, workers=workers or os.cpu_count() or 1)
-    return make_executor(data, optim, workers=workers, scheduler=scheduler)
 
 
 # --- machine and formatting ---------------------------------------------------------------

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..metrics import FitData
+from ..parallel import make_executor
 from ..search import run_search
 from .budget import ALGORITHMS, budget_config, estimated_fits
 from .common import (
@@ -40,7 +41,6 @@ from .common import (
     command_line,
     load_series,
     machine_info,
-    make_search_executor,
     now_iso,
     resolve_series,
 )
@@ -83,7 +83,7 @@ def estimate(data_dir: Path, out: Path, *, series: str | None, generations: int 
                 cfg = cfg.with_(population=population, mu=max(1, min(population - 1, round(population / 10))))
             data = FitData.from_dataset(ds, split_fraction=cfg.metric_split)
             t0 = time.perf_counter()
-            with make_search_executor(data, cfg.optim, workers=workers, scheduler=scheduler) as ex:
+            with make_executor(data, cfg.optim, workers=workers, scheduler=scheduler) as ex:
                 res = run_search(data, cfg, seed=0, executor=ex)
             wall = time.perf_counter() - t0
             gens: dict[int, float] = {}

@@ -81,8 +81,8 @@ class MetricJob:
 
 def run_metric_job(job: MetricJob) -> dict:
     """Fit the published GPSS structure of ``job.series`` under ``job.metric`` (never raises)."""
-    from ..evaluate import prepare_process
     from ..library import GPSS_PUBLISHED, compose
+    from ..parallel import prepare_process
 
     prepare_process()
     row = {"series": job.series, "metric": job.metric, "trial": job.trial, "method": job.method, "init": job.init}

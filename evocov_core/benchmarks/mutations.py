@@ -44,6 +44,7 @@ import pandas as pd
 from ..data import Dataset
 from ..metrics import FitData
 from ..optimize import FitResult, FitStatus, Start, fit_kernel
+from ..parallel import make_executor
 from ..search import SearchConfig, explore_mutations, preset, run_gpss
 from .common import (
     BenchError,
@@ -53,7 +54,6 @@ from .common import (
     fmt,
     load_series,
     machine_info,
-    make_search_executor,
     md_table,
     now_iso,
     read_runs,
@@ -189,7 +189,7 @@ def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str 
                 raise GpssParseError(f"the converted kernel could not be evaluated: {base_fit.reason}")
         except GpssParseError as exc:
             notes.append(f"fell back to our GPSS baseline's kernel ({exc})")
-            with make_search_executor(data, cfg.optim, workers=workers, scheduler=scheduler) as ex:
+            with make_executor(data, cfg.optim, workers=workers, scheduler=scheduler) as ex:
                 res = run_gpss(data, preset("quick-fixed", "gpss"), ex, seed=seed)
             base_fit = res.best
             structure = res.settings.get("gpss_structure", "")
@@ -199,7 +199,7 @@ def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str 
         pub_rmse = entry.test_rmse if entry is not None else None
         say(f"{s}: base q={base_fit.q} test RMSE {fmt(base_fit.test_rmse)} (published {fmt(pub_rmse)}); "
             f"{n_mutations} mutants…")
-        with make_search_executor(data, cfg.optim, workers=workers, scheduler=scheduler) as ex:
+        with make_executor(data, cfg.optim, workers=workers, scheduler=scheduler) as ex:
             res = explore_mutations(base_fit, data, cfg, ex, n_mutations=n_mutations, seed=seed)
         recs = res.search.records
         pd.DataFrame([r.to_dict() for r in recs]).to_csv(out / "mutants" / f"{s}.csv", index=False)

@@ -70,9 +70,8 @@ def run_trial(spec: TrialSpec) -> dict:
 
     Never raises: an exception becomes a row with status ``error`` and its message.
     """
-    from ..evaluate import prepare_process
     from ..kernel_file import kernel_file_dict
-    from ..parallel import SerialExecutor
+    from ..parallel import SerialExecutor, prepare_process
 
     prepare_process()
     t0, c0 = time.perf_counter(), time.process_time()

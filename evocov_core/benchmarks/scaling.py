@@ -144,7 +144,7 @@ def scaling(data_dir: Path, out: Path, *, kernels: int = 20, series: str | None 
             workers_series: str = "03-mauna", population: int = 40, reps: int = 2, seed: int = 0,
             dask: bool = True, argv: list[str] | None = None, log=None) -> Path:
     """Measure fit cost against n and workers, profile a population; write the folder's report."""
-    from ..evaluate import prepare_process
+    from ..parallel import prepare_process
 
     say = log or (lambda s: print(s, file=sys.stderr, flush=True))
     prepare_process()

@@ -1,6 +1,6 @@
 """Make the README's pictures of the report: its top on Airline and Mauna Loa, seed-0 quick kernels.
 
-    python docs/report_pictures.py [--data-dir ../shared/data/tsdl] [--baseline-budget 20]
+    python -m bench.report_pictures [--data-dir ../shared/data/tsdl] [--baseline-budget 20]
 
 For each series, the kernel the ``quick`` accuracy benchmark returned at seed 0
 (``bench/results/accuracy/quick/kernels/``) is reported on the series at its published split
@@ -13,19 +13,16 @@ by the same command.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from evocov_core.benchmarks.common import load_series
+from evocov_core.kernel_file import load_kernel_file
+from evocov_core.parallel import prepare_process
+from evocov_core.report_html import report_html
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from evocov_core.benchmarks.common import load_series  # noqa: E402
-from evocov_core.evaluate import prepare_process  # noqa: E402
-from evocov_core.kernel_file import load_kernel_file  # noqa: E402
-from evocov_core.report_html import report_html  # noqa: E402
-
 SERIES = {"01-airline": "Airline passengers", "03-mauna": "Mauna Loa CO₂"}
 KERNELS = ROOT / "bench" / "results" / "accuracy" / "quick" / "kernels"
 CHROMIUM = "/usr/bin/chromium"
