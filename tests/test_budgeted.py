@@ -330,3 +330,35 @@ def test_horizon_spread_flags_exploding_variance(small: FitData) -> None:
     theta = tuple(new.get(next(iter(roles[s])), t) if len(roles[s]) == 1 else t
                   for s, t in zip(fit.kernel.slots, fit.theta, strict=True))
     assert horizon_spread(small, replace(fit, theta=theta)) > EXPLODING_SPREAD
+
+
+class _StopsAtPromotion(SerialExecutor):
+    """A serial executor whose promotions meet the end of the budget before any has run."""
+
+    def __init__(self, *args, tracker=None, **kw):
+        super().__init__(*args, **kw)
+        self.tracker = tracker
+
+    def map(self, tasks, should_stop=None):
+        if should_stop is not None and tasks and tasks[0].stage == "promote":
+            self.tracker._stop_at = 0.0  # the budget ends now, as the promotions start
+            assert should_stop()
+            return [None] * len(tasks)
+        return super().map(tasks, should_stop)
+
+
+def test_a_run_out_of_time_at_its_promotions_still_gets_a_full_fit() -> None:
+    """The race behind a once-flaky 900-point test: screening ends just inside the budget and the
+    promotions just outside it. The run must still get one full fit (and so return a kernel)."""
+    from evocov_core.search.common import Tracker
+
+    data = _series(120)
+    cfg = _budgeted(screen_points=40, time_budget=60.0, select_top=1)
+    tr = Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n)
+    kernels = seed_kernels(6, np.random.default_rng(0))
+    with _StopsAtPromotion(data, cfg.optim, search_stages(data, cfg), tracker=tr) as ex:
+        fits = tr.evaluate(ex, kernels, [None] * len(kernels), ["seed"] * len(kernels))
+    assert tr.stopped and not tr.cancelled
+    full = [f for f in fits if f is not None and f.ok]
+    assert len(full) == 1 and full[0].n == data.n  # one full fit, on all the points
+    assert tr.best is full[0]

@@ -494,17 +494,6 @@ class Tracker:
         n_up = max(1, math.ceil(self._promote * len(ranked))) if ranked else 0
         up = ranked[:n_up]
         out: dict[int, FitResult | None] = {}
-        if self.stopped:
-            # Out of time: still give the run a full fit if it has none, one evaluation at the
-            # screened values of each candidate in turn until one can be evaluated.
-            up = []
-            for i in ranked if self.best is None and not self.cancelled else []:
-                f = executor.map([Task(kernels[i].tokens, (self.seed, g, i, 2), screened[i].start(),  # type: ignore[union-attr]
-                                       stage="promote", deadline=time.time())])[0]
-                out[i] = f
-                up.append(i)
-                if f is not None and f.ok:
-                    break
         for r, i in enumerate(ranked[n_up:], start=n_up + 1):
             if i in out:
                 continue
@@ -520,7 +509,21 @@ class Tracker:
             tasks = [Task(kernels[i].tokens, (self.seed, g, i, 2), screened[i].start(),  # type: ignore[union-attr]
                           stage="promote", deadline=deadline) for i in up]
             for i, f in zip(up, executor.map(tasks, self.stop_requested) if tasks else [], strict=True):
+                if f is not None:
+                    out[i] = f
+        promoted_ok = any(out[i].ok for i in up if out.get(i) is not None)  # type: ignore[union-attr]
+        if self.stopped and self.best is None and not promoted_ok and not self.cancelled:
+            # Out of time (before the promotions or during them) with no full fit in the whole
+            # run: still give it one, one evaluation at the screened values of each candidate in
+            # turn until one can be evaluated.
+            for i in ranked:
+                f = executor.map([Task(kernels[i].tokens, (self.seed, g, i, 2), screened[i].start(),  # type: ignore[union-attr]
+                                       stage="promote", deadline=time.time())])[0]
                 out[i] = f
+                if i not in up:
+                    up.append(i)
+                if f is not None and f.ok:
+                    break
         return out, set(out) - set(up)
 
     def end_generation(self, restarted: bool = False) -> None:
