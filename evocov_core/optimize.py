@@ -273,9 +273,9 @@ class FitResult:
             status=FitStatus.OK,
             reason="",
             metric=str(sc.get("metric") or "lml"),
-            metric_value=_finite_or(sc.get("metric_value")),
-            lml=_finite_or(sc.get("lml")),
-            bic=_finite_or(sc.get("bic"), math.inf),
+            metric_value=finite_or(sc.get("metric_value")),
+            lml=finite_or(sc.get("lml")),
+            bic=finite_or(sc.get("bic"), math.inf),
             q=kf.q,
             n=int(sc.get("n_train") or n),
             n_evals=0,
@@ -310,7 +310,7 @@ class FitResult:
         return Start(self.theta, self.log_noise)
 
 
-def _finite_or(v: object, default: float = math.nan) -> float:
+def finite_or(v: object, default: float = math.nan) -> float:
     """``v`` as a finite float, else ``default`` (missing, text or non-finite)."""
     try:
         f = float(v)  # type: ignore[arg-type]

@@ -28,7 +28,6 @@ written by a newer EvoCov is refused with a message instead of being misread.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sqlite3
 import time
@@ -40,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from .data import Dataset
-from .search.common import EVAL_COLUMNS, EvalRecord, GenerationStats, RunStatus
+from .search.common import EVAL_COLUMNS, EvalRecord, GenerationStats, RunStatus, sql_number
 
 __all__ = ["SCHEMA_VERSION", "RunStatus", "RunStore", "StoreVersionError", "default_data_dir"]
 
@@ -101,14 +100,6 @@ def default_data_dir() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "evocov"
-
-
-def _num(v: float | None) -> float | None:
-    """SQLite has no inf/NaN: store them as NULL."""
-    if v is None:
-        return None
-    v = float(v)
-    return v if math.isfinite(v) else None
 
 
 _INSERT_EVALUATION = (f"INSERT INTO evaluations (run_id, {', '.join(EVAL_COLUMNS)})"
@@ -199,8 +190,9 @@ class RunStore:
         with self._conn() as c:
             c.execute(
                 "INSERT OR REPLACE INTO generations VALUES (?,?,?,?,?,?,?,?,?)",
-                (run_id, stats.generation, _num(stats.best_bic), _num(stats.mean_bic), _num(stats.best_so_far_bic),
-                 stats.n_evaluated, stats.n_failed, int(stats.restarted), stats.elapsed),
+                (run_id, stats.generation, sql_number(stats.best_bic), sql_number(stats.mean_bic),
+                 sql_number(stats.best_so_far_bic), stats.n_evaluated, stats.n_failed, int(stats.restarted),
+                 stats.elapsed),
             )
             c.executemany(_INSERT_EVALUATION, [{"run_id": run_id, **r.to_row()} for r in records])
             c.execute(

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..kernel import Kernel
 from ..kernel_file import parse_expression
-from ..optimize import FitResult, FitStatus, Start
+from ..optimize import FitResult, FitStatus, Start, finite_or
 from ..parallel import Executor, Task
 from ..scoring import PENALTY
 
@@ -81,21 +81,12 @@ EVAL_COLUMNS = ("generation", "idx", "expression", "canonical", "infix", "q", "b
                 "test_rmse", "status", "reason", "origin", "n_evals", "seconds", "theta_json", "log_noise", "jitter")
 
 
-def _num(v: float | None) -> float | None:
+def sql_number(v: float | None) -> float | None:
     """SQLite has no inf/NaN: store them as NULL."""
     if v is None:
         return None
     v = float(v)
     return v if math.isfinite(v) else None
-
-
-def _float(v: object, default: float = math.nan) -> float:
-    """A stored number as a float: NULL (None), NaN or text give ``default``."""
-    try:
-        f = float(v)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return default
-    return f if math.isfinite(f) else default
 
 
 @dataclass(frozen=True)
@@ -150,11 +141,12 @@ class EvalRecord:
         """
         return {
             "generation": self.generation, "idx": self.index, "expression": self.expression,
-            "canonical": self.canonical, "infix": self.infix, "q": self.q, "bic": _num(self.bic),
-            "lml": _num(self.lml), "metric_value": _num(self.metric_value), "test_rmse": _num(self.test_rmse),
+            "canonical": self.canonical, "infix": self.infix, "q": self.q, "bic": sql_number(self.bic),
+            "lml": sql_number(self.lml), "metric_value": sql_number(self.metric_value),
+            "test_rmse": sql_number(self.test_rmse),
             "status": self.status, "reason": self.reason, "origin": self.origin, "n_evals": self.n_evals,
-            "seconds": self.seconds, "theta_json": json.dumps([_num(t) for t in self.theta]),
-            "log_noise": _num(self.log_noise), "jitter": _num(self.jitter),
+            "seconds": self.seconds, "theta_json": json.dumps([sql_number(t) for t in self.theta]),
+            "log_noise": sql_number(self.log_noise), "jitter": sql_number(self.jitter),
         }
 
     @classmethod
@@ -166,26 +158,26 @@ class EvalRecord:
         status.
         """
         r = dict(row)
-        rm = _float(r.get("test_rmse"))
+        rm = finite_or(r.get("test_rmse"))
         return cls(
-            generation=int(_float(r.get("generation"), 0)),
-            index=int(_float(r.get("idx"), 0)),
+            generation=int(finite_or(r.get("generation"), 0)),
+            index=int(finite_or(r.get("idx"), 0)),
             expression=str(r["expression"]),
             canonical=str(r.get("canonical") or ""),
             infix=str(r.get("infix") or ""),
-            q=int(_float(r.get("q"), 0)),
-            bic=_float(r.get("bic"), PENALTY),
-            lml=_float(r.get("lml")),
-            metric_value=_float(r.get("metric_value")),
+            q=int(finite_or(r.get("q"), 0)),
+            bic=finite_or(r.get("bic"), PENALTY),
+            lml=finite_or(r.get("lml")),
+            metric_value=finite_or(r.get("metric_value")),
             test_rmse=rm if math.isfinite(rm) else None,
             status=FitStatus(r.get("status")),
             reason=str(r.get("reason") or ""),
             origin=str(r.get("origin") or ""),
-            n_evals=int(_float(r.get("n_evals"), 0)),
-            seconds=_float(r.get("seconds"), 0.0),
-            theta=tuple(_float(t) for t in json.loads(str(r.get("theta_json") or "[]"))),
-            log_noise=_float(r.get("log_noise")),
-            jitter=_float(r.get("jitter"), 0.0),
+            n_evals=int(finite_or(r.get("n_evals"), 0)),
+            seconds=finite_or(r.get("seconds"), 0.0),
+            theta=tuple(finite_or(t) for t in json.loads(str(r.get("theta_json") or "[]"))),
+            log_noise=finite_or(r.get("log_noise")),
+            jitter=finite_or(r.get("jitter"), 0.0),
         )
 
     def to_fit(self, n: int = 0) -> FitResult:
