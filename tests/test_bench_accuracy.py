@@ -101,6 +101,12 @@ def test_ablation_table_compares_each_variant_with_full() -> None:
     assert abl.loc["no-seed", ["over_3x", "series", "trials"]].tolist() == [1, 2, 2]
     assert abl.loc["no-seed", "max_wall_ratio"] == pytest.approx(2.0)
     assert abl.loc["full", "failed"] == 1
+    # Trial by trial, over the seeds both ran (seed 0 of 01-a and 02-b): 40 / 10 and 1 / 0.5.
+    assert abl.loc["no-seed", "pairs"] == 2
+    assert abl.loc["no-seed", "vs_full_paired"] == pytest.approx(math.sqrt(4.0 * 2.0))
+    assert abl.loc["full", "vs_full_paired"] == pytest.approx(1.0)
+    # full against itself: every finished trial pairs, its failed one (03-c seed 2, inf / inf) as a tie.
+    assert abl.loc["full", "pairs"] == 9  # the error row (03-c seed 3) is not a finished trial
 
 
 # --- resuming -----------------------------------------------------------------------------------
@@ -262,8 +268,14 @@ def test_each_variant_changes_only_its_part() -> None:
     for name, v in acc.VARIANTS.items():
         if v.preset is not None:
             continue
-        cfg = acc.variant_config(name, "quick").to_dict()
-        assert {k for k in cfg if cfg[k] != full[k]} == set(v.overrides), name
+        changed: set[str] = set()
+        for budget in ("quick", "standard"):  # a part can be on in one preset and off in the other
+            base = acc.variant_config("full", budget).to_dict()
+            cfg = acc.variant_config(name, budget).to_dict()
+            here = {k for k in cfg if cfg[k] != base[k]}
+            assert here <= set(v.overrides), (name, budget)
+            changed |= here
+        assert changed == set(v.overrides), name
     fixed = acc.variant_config("fixed-quick", "quick")
     assert fixed.time_budget == 0  # no time limit
     assert acc.parse_variants("all") == list(acc.VARIANTS)

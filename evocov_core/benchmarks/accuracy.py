@@ -132,6 +132,8 @@ VARIANTS: dict[str, Variant] = {
     "no-bounds": Variant({"data_bounds": False}, "no hyperparameter bounds from the data"),
     "no-changepoints": Variant({"changepoints": False}, "the paper's grammar: no change-point operator (random "
                                "trees, mutations and GPSS expansions S -> CP(S, B), CP(B, S) use it otherwise)"),
+    "with-changepoints": Variant({"changepoints": True}, "ABCD's change-point operator in EvoCov's grammar: on "
+                                 "in the quick preset, off in standard (measured worse there)"),
     "with-changewindows": Variant({"changewindows": True}, "one part added, not removed: ABCD's change-window "
                                   "operator in the grammar (off in the presets until it is shown to help)"),
     "before": Variant({}, "the previous default, preset('quick-fixed') (paper operators, no cache, no screening, "
@@ -632,14 +634,33 @@ def _variants_present(trials: pd.DataFrame) -> list[str]:
 
 
 ABLATION_COLUMNS = ["series", "trials", "failed", "geomean", "worst", "over_3x", "bma_geomean", "bma_worst",
-                    "bma_over_3x", "bic_geomean", "max_wall_ratio", "median_fits", "vs_full"]
+                    "bma_over_3x", "bic_geomean", "max_wall_ratio", "median_fits", "vs_full", "pairs",
+                    "vs_full_paired"]
+
+
+def _trial_rmse(trials: pd.DataFrame, variant: str) -> pd.Series:
+    """Test RMSE of the returned model per (series, seed) of a variant's finished trials (failed: inf)."""
+    t = _numeric(trials, ["test_rmse"])
+    if t.empty:
+        return pd.Series(dtype=float)
+    t = t[(t["variant"] == variant) & t["status"].isin(COUNTED)].copy()
+    t.loc[(t["status"] != "ok") | t["test_rmse"].isna(), "test_rmse"] = math.inf
+    return t.set_index(["series", "seed"])["test_rmse"].astype(float)
+
+
+def _geomean_of_ratios(q: np.ndarray) -> float:
+    if not len(q) or np.isnan(q).any():
+        return math.nan
+    return math.inf if np.isinf(q).any() else float(np.exp(np.mean(np.log(q))))
 
 
 def ablation_table(trials: pd.DataFrame, refs: pd.DataFrame, variants: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per variant: :func:`summarize` of the returned model, the BMA and the lowest-BIC kernel.
 
     ``vs_full`` is the geometric mean, over the series both have, of the variant's median
-    ratio over ``full``'s (above 1: turning the part off hurts; 1 for ``full``).
+    ratio over ``full``'s (above 1: the variant forecasts worse; 1 for ``full``).
+    ``vs_full_paired`` is the same over the ``pairs`` trials (series, seed) both have, trial
+    by trial: the fair comparison when the variants ran different numbers of seeds.
     """
     variants = list(variants) if variants is not None else _variants_present(trials)
     tables = {v: series_table(trials, refs, v) for v in variants}
@@ -650,16 +671,20 @@ def ablation_table(trials: pd.DataFrame, refs: pd.DataFrame, variants: Sequence[
         vs = math.nan
         if len(full) and len(tab):
             both = pd.concat([tab["ratio"], full["ratio"]], axis=1, keys=["v", "f"], join="inner").dropna()
-            if len(both):
-                q = (both["v"] / both["f"]).to_numpy(dtype=float)
-                vs = math.nan if np.isnan(q).any() else (
-                    math.inf if np.isinf(q).any() else float(np.exp(np.mean(np.log(q)))))
+            vs = _geomean_of_ratios((both["v"] / both["f"]).to_numpy(dtype=float))
+        pairs = pd.concat([_trial_rmse(trials, v), _trial_rmse(trials, "full")], axis=1, keys=["v", "f"],
+                          join="inner").dropna()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            q = (pairs["v"] / pairs["f"]).to_numpy(dtype=float, copy=True)
+        q[np.isinf(pairs["v"].to_numpy()) & np.isinf(pairs["f"].to_numpy())] = 1.0  # both failed: a tie
+        paired = _geomean_of_ratios(q)
         rows[v] = {"series": s.n_series, "trials": int(tab["trials"].sum()) if len(tab) else 0,
                    "failed": int(tab["failed"].sum()) if len(tab) else 0,
                    "geomean": s.accuracy_geomean, "worst": s.worst_ratio, "over_3x": s.series_over_3x,
                    "bma_geomean": b.accuracy_geomean, "bma_worst": b.worst_ratio, "bma_over_3x": b.series_over_3x,
                    "bic_geomean": c.accuracy_geomean, "max_wall_ratio": s.max_wall_ratio,
-                   "median_fits": float(tab["fits"].median()) if len(tab) else math.nan, "vs_full": vs}
+                   "median_fits": float(tab["fits"].median()) if len(tab) else math.nan, "vs_full": vs,
+                   "pairs": len(pairs), "vs_full_paired": paired}
     out = pd.DataFrame.from_dict(rows, orient="index", columns=ABLATION_COLUMNS)
     out.index.name = "variant"
     return out
@@ -720,12 +745,14 @@ def _ablation_section(abl: pd.DataFrame, per_variant: dict[str, pd.DataFrame]) -
              "One row per variant, over its series: geometric mean (gmean) of the per-series median ratio to the "
              "best published RMSE, the worst, the number over 3×, for the returned model, the BMA and the lowest-BIC "
              "kernel; the largest wall ratio of any trial; vs full = geometric mean over the shared series of the "
-             "variant's median ratio / full's (above 1: the part turned off helps).", "",
+             "variant's median ratio / full's (above 1: the variant forecasts worse); paired = the same trial by "
+             "trial over the (series, seed) pairs both ran (the fair one when they ran different seeds).", "",
              md_table(["variant", "series", "trials", "failed", "gmean", "worst", "> 3×", "BMA gmean", "BMA worst",
-                       "BMA > 3×", "BIC gmean", "max wall ratio", "median fits", "vs full"],
+                       "BMA > 3×", "BIC gmean", "max wall ratio", "median fits", "vs full", "pairs", "paired"],
                       [[v, int(r["series"]), int(r["trials"]), int(r["failed"]), _f(r["geomean"]), _f(r["worst"]),
                         int(r["over_3x"]), _f(r["bma_geomean"]), _f(r["bma_worst"]), int(r["bma_over_3x"]),
-                        _f(r["bic_geomean"]), _f(r["max_wall_ratio"], 2), fmt(r["median_fits"], 4), _f(r["vs_full"])]
+                        _f(r["bic_geomean"]), _f(r["max_wall_ratio"], 2), fmt(r["median_fits"], 4), _f(r["vs_full"]),
+                        int(r["pairs"]), _f(r["vs_full_paired"])]
                        for v, r in abl.iterrows()]), "",
              md_table(["variant", "what changes"],
                       [[v, f"{VARIANTS[v].description}: "

@@ -9,7 +9,7 @@ Presets
                  ABCD's change-point operator.
 ``standard``     the same with 5 minutes, without the change-point operator in EvoCov's
                  grammar (with it, a 5-minute search overfits the training range:
-                 ``bench/results/accuracy/standard-changepoints.md``).
+                 ``bench/results/accuracy/standard/``, variant ``with-changepoints``).
 ``paper``        the paper's section 6.2 settings, no time limit, none of the above.
 ``quick-fixed``  the former ``quick``: a fixed count of fits (N, G exact), no time limit;
                  what ``bench reproduce --budget quick`` sizes (same seed, same result).
@@ -432,9 +432,9 @@ def _budgeted(seconds: float, changepoints: bool = True) -> dict[str, dict]:
 
 _SETTINGS = tuple((f.name, _field_type(str(f.type)), f.metadata["setting"]) for f in fields(SearchConfig))
 
-# Change points help a 60 s search and hurt a 5 min one (bench/results/accuracy/standard-changepoints.md:
-# standard seed 0, geometric mean 1.26 without, 1.84 with): a longer search uses them to fit the
-# training range piecewise, and the forecast follows the last piece.
+# Change points help a 60 s search and hurt a 5 min one (bench/results/accuracy/standard/report.md,
+# variant with-changepoints; seed 0: geometric mean 1.26 without, 1.84 with, lower BIC on 10 series
+# of 13 but better forecasts on 3): a longer search uses them to fit the training range piecewise.
 PRESETS = {"quick": _budgeted(60.0), "standard": _budgeted(300.0, changepoints=False), "paper": _PAPER,
            "quick-fixed": _QUICK}
 
