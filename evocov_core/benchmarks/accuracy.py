@@ -532,6 +532,20 @@ SERIES_COLUMNS = ["trials", "failed", "rmse", "ratio", "paper_ratio", "bma_rmse"
                   "bic_ratio", "wall_s", "max_wall_ratio", "fits", "screen_fits", "generations", "q"]
 
 
+def _finished(trials: pd.DataFrame, variant: str, columns: Iterable[str]) -> pd.DataFrame:
+    """A variant's finished trials (status in :data:`COUNTED`), ``columns`` numeric, and the RMSE of
+    the returned and lowest-BIC kernels infinite where the trial failed or has none."""
+    t = _numeric(trials, columns)
+    if t.empty:
+        return t
+    t = t[(t["variant"] == variant) & t["status"].isin(COUNTED)].copy()
+    failed = t["status"] != "ok"
+    for col in ("test_rmse", "bic_test_rmse"):
+        if col in t:
+            t.loc[failed | t[col].isna(), col] = math.inf
+    return t
+
+
 def series_table(trials: pd.DataFrame, refs: pd.DataFrame, variant: str = "full") -> pd.DataFrame:
     """Per-series scores of one variant, over its finished trials (status ``ok`` or ``no_kernel``).
 
@@ -552,14 +566,9 @@ def series_table(trials: pd.DataFrame, refs: pd.DataFrame, variant: str = "full"
     """
     num = ["test_rmse", "bma_test_rmse", "bic_test_rmse", "wall_s", "wall_ratio", "n_evaluations",
            "n_screen_fits", "generations", "q"]
-    t = _numeric(trials, num)
-    if len(t):
-        t = t[(t["variant"] == variant) & t["status"].isin(COUNTED)].copy()
+    t = _finished(trials, variant, num)
     if t.empty:
         return pd.DataFrame(columns=SERIES_COLUMNS, index=pd.Index([], name="series"))
-    failed = t["status"] != "ok"
-    t.loc[failed | t["test_rmse"].isna(), "test_rmse"] = math.inf
-    t.loc[failed | t["bic_test_rmse"].isna(), "bic_test_rmse"] = math.inf
     g = t.groupby("series")
     tab = pd.DataFrame({
         "trials": g.size(),
@@ -640,11 +649,9 @@ ABLATION_COLUMNS = ["series", "trials", "failed", "geomean", "worst", "over_3x",
 
 def _trial_rmse(trials: pd.DataFrame, variant: str) -> pd.Series:
     """Test RMSE of the returned model per (series, seed) of a variant's finished trials (failed: inf)."""
-    t = _numeric(trials, ["test_rmse"])
+    t = _finished(trials, variant, ["test_rmse"])
     if t.empty:
         return pd.Series(dtype=float)
-    t = t[(t["variant"] == variant) & t["status"].isin(COUNTED)].copy()
-    t.loc[(t["status"] != "ok") | t["test_rmse"].isna(), "test_rmse"] = math.inf
     return t.set_index(["series", "seed"])["test_rmse"].astype(float)
 
 
