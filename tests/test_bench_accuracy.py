@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -354,3 +355,11 @@ def test_readme_table_compares_with_the_paper_and_published(tmp_path: Path) -> N
     assert "| 01-a | 20 (2.00×) | 20 | 12 | 11 |" in lines  # median of 10, 20, 30; ratio to 10
     assert "| 02-b | 0.5 (0.50×) | 2 | 1.5 | – |" in lines
     assert "Geometric mean of the ratios to the best published: 1.71" in text
+
+
+def test_the_help_names_every_variant(capsys: pytest.CaptureFixture[str]) -> None:
+    from evocov_core.benchmarks import main
+
+    assert main(["bench", "accuracy", "--help"]) == 0
+    text = " ".join(re.sub(r"-\n\s*", "-", capsys.readouterr().out).split())  # argparse wraps at hyphens
+    assert all(name in text for name in acc.VARIANTS), text

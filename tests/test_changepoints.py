@@ -138,6 +138,30 @@ def test_search_with_changepoints_is_reproducible():
     assert a.best is not None and a.best.ok
 
 
+def test_change_points_by_expansion_keep_the_operator_out_of_the_tree_grammar():
+    on = preset("quick", changepoints=True)
+    assert on.grammar.changepoints and "changepoint" in on.grammar.nestable(Cov)
+    by_expansion = on.with_(changepoints_by_expansion=True)
+    assert not by_expansion.grammar.changepoints and "changepoint" not in by_expansion.grammar.nestable(Cov)
+    assert not preset("quick", changepoints=False, changepoints_by_expansion=True).grammar.changepoints
+
+
+@pytest.mark.parametrize(("by_expansion", "p_expand", "drawn"), [(False, 0.0, True), (True, 0.0, False),
+                                                                 (True, 1.0, True)])
+def test_change_points_by_expansion_come_only_from_expansions(by_expansion, p_expand, drawn):
+    x = 1950 + np.arange(72) / 12.0
+    y = np.where(x < 1954, 3.0, 0.0) + np.sin(2 * np.pi * x) + 0.1 * np.random.default_rng(6).standard_normal(72)
+    data = FitData.from_dataset(Dataset.from_arrays(x, y, test_fraction=0.1))
+    cfg = preset("quick", population=12, mu=4, generations=4, d_min=2, d_max=5, psd_w=6, max_evals=15, n_screen=4,
+                 rho_max=30, time_budget=0.0, changepoints=True, changepoints_by_expansion=by_expansion,
+                 p_expand=p_expand, p_mutation=1.0, p_crossover=0.0, select_top=1)
+    result = run_search(data, cfg, seed=4, workers=1)
+    with_cp = [r for r in result.records if "changepoint" in r.expression]
+    assert bool(with_cp) is drawn
+    if by_expansion:  # random trees and mutations never draw it: it first appears in an expansion child
+        assert all(r.origin in ("expansion", "selected") for r in with_cp)
+
+
 def test_gpss_baseline_expands_with_changepoints():
     """ABCD's S -> CP(S, S): both copies inherit the parent's values; the structure builds a valid tree."""
     from evocov_core.search.gpss import _start, build, expansions, structure_str

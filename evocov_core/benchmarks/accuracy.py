@@ -134,6 +134,9 @@ VARIANTS: dict[str, Variant] = {
                                "trees, mutations and GPSS expansions S -> CP(S, B), CP(B, S) use it otherwise)"),
     "with-changepoints": Variant({"changepoints": True}, "ABCD's change-point operator in EvoCov's grammar: on "
                                  "in the quick preset, off in standard (measured worse there)"),
+    "cp-by-expansion": Variant({"changepoints": True, "changepoints_by_expansion": True},
+                               "change points made only by GPSS expansions S -> CP(S, B), CP(B, S), as in ABCD "
+                               "(random trees and mutations do not draw them)"),
     "with-changewindows": Variant({"changewindows": True}, "one part added, not removed: ABCD's change-window "
                                   "operator in the grammar (off in the presets until it is shown to help)"),
     "before": Variant({}, "the previous default, preset('quick-fixed') (paper operators, no cache, no screening, "

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from ..grammar import Grammar, get_grammar
 from ..metrics import METRICS
 from ..optimize import HyperSpace, OptimConfig
 from ..psd import PSDConfig
@@ -214,6 +215,11 @@ class SearchConfig:
         Grammar option: random trees, mutations and GPSS-style expansions also use
         ABCD's change-point operator (:mod:`evocov_core.grammar`). Off in the paper's
         settings, whose Table 2 grammar has none.
+    changepoints_by_expansion : bool
+        With ``changepoints``: only the GPSS-style expansions ``S -> CP(S, B)`` and
+        ``CP(B, S)`` make a change point, as in ABCD; random trees and mutations draw
+        from the grammar without it (:attr:`grammar`). Crossover may still move a
+        change-point subtree.
     changewindows : bool
         Grammar option: random trees, mutations and GPSS-style expansions also use ABCD's
         change-window operator. Off in every preset, so that their runs draw the trees they
@@ -303,6 +309,10 @@ class SearchConfig:
     changepoints: bool = _s(False, "Change points", "Let random trees, mutations and expansions use ABCD's "
                             "change-point operator CP(before, after), which switches from one kernel to another "
                             "around a fitted location. Not in the paper's grammar.", "budgeted")
+    changepoints_by_expansion: bool = _s(False, "Change points by expansion only", "With change points on, "
+                                         "only the GPSS expansions S -> CP(S, B) and CP(B, S) make one, as in "
+                                         "ABCD: random trees and mutations do not draw the operator, so a change "
+                                         "point always switches between two whole kernels.", "budgeted")
     changewindows: bool = _s(False, "Change windows", "Let random trees, mutations and expansions use ABCD's "
                              "change-window operator CW(outside, inside), which switches to another kernel "
                              "inside a fitted window. Not in the paper's grammar; off in every preset.",
@@ -356,6 +366,12 @@ class SearchConfig:
                            max_evals=self.max_evals, n_screen=self.n_screen, ref_fun_call=self.ref_fun_call,
                            sigma_theta=self.sigma_theta,
                            init=self.init, space=HyperSpace(), data_bounds=self.data_bounds)
+
+    @property
+    def grammar(self) -> Grammar:
+        """The grammar random trees and mutations draw from (expansions read the options themselves)."""
+        return get_grammar(self.n_hyper, self.changepoints and not self.changepoints_by_expansion,
+                           self.changewindows)
 
     @property
     def variation(self) -> VariationConfig:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..grammar import get_grammar
 from ..kernel import Kernel
 from ..metrics import FitData
 from ..optimize import FitResult, Start
@@ -75,7 +74,7 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
     should_stop : callable, optional
         Polled between fits; when it returns True the run stops and returns the best so far.
     """
-    grammar = get_grammar(config.n_hyper, config.changepoints, config.changewindows)
+    grammar = config.grammar
     vcfg = config.variation
     rng = sub_rng(seed, 0)
     tr = Tracker("evocov", config.generations, progress, should_stop, seed, config=config, n_train=data.n)

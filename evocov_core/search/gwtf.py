@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 
-from ..grammar import get_grammar
 from ..metrics import FitData
 from ..optimize import FitResult, Start
 from ..parallel import Executor
@@ -30,7 +29,7 @@ def _bic(f: FitResult | None) -> float:
 def run_gwtf(data: FitData, config: SearchConfig, executor: Executor, *, seed: int = 0,
              progress: ProgressCallback | None = None, should_stop: StopCheck | None = None) -> SearchResult:
     """Run Go With The First: ``generations`` individuals, ``population`` steps per round."""
-    grammar = get_grammar(config.n_hyper, config.changepoints, config.changewindows)
+    grammar = config.grammar
     vcfg = config.variation
     rng = sub_rng(seed, 0)
     G, N = config.generations, config.population

@@ -6,7 +6,6 @@ report per batch), and the lowest BIC wins. Paper budget: N = 20000.
 
 from __future__ import annotations
 
-from ..grammar import get_grammar
 from ..metrics import FitData
 from ..parallel import Executor
 from ..variation import random_kernel
@@ -20,7 +19,7 @@ def run_random_search(data: FitData, config: SearchConfig, executor: Executor, *
                       progress: ProgressCallback | None = None, should_stop: StopCheck | None = None,
                       batch: int = 100) -> SearchResult:
     """Run Random Search with ``config.population`` kernels, ``batch`` per progress report."""
-    grammar = get_grammar(config.n_hyper, config.changepoints, config.changewindows)
+    grammar = config.grammar
     vcfg = config.variation
     rng = sub_rng(seed, 0)
     n_batches = -(-config.population // batch)
