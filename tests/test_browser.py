@@ -225,6 +225,8 @@ def test_fresh_server_deep_link_uses_the_page_list(server, browser):
     page.goto(f"{server['url']}/runs")
     _wait_app(page, "Runs")
     expect(page.locator('[data-testid="stSidebar"]')).to_contain_text("Current dataset")
+    # The sidebar may draw its links after the page's own content: read them once all are there.
+    expect(page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]')).to_have_count(5)
     links = _page_links(page)
     assert links[:5] == ["Data", "Search", "Results", "Mutation explorer", "Runs"], links
     assert not page.evaluate("window.__evocovNavSeen")

@@ -312,7 +312,8 @@ class SearchConfig:
     changepoints_by_expansion: bool = _s(False, "Change points by expansion only", "With change points on, "
                                          "only the GPSS expansions S -> CP(S, B) and CP(B, S) make one, as in "
                                          "ABCD: random trees and mutations do not draw the operator, so a change "
-                                         "point always switches between two whole kernels.", "budgeted")
+                                         "point always switches between two whole kernels. (GPSS only ever "
+                                         "expands.)", "budgeted", _GROWS)
     changewindows: bool = _s(False, "Change windows", "Let random trees, mutations and expansions use ABCD's "
                              "change-window operator CW(outside, inside), which switches to another kernel "
                              "inside a fitted window. Not in the paper's grammar; off in every preset.",
