@@ -450,8 +450,9 @@ def _budgeted(seconds: float, changepoints: bool = True) -> dict[str, dict]:
 _SETTINGS = tuple((f.name, _field_type(str(f.type)), f.metadata["setting"]) for f in fields(SearchConfig))
 
 # Change points help a 60 s search and hurt a 5 min one (bench/results/accuracy/standard/report.md,
-# variant with-changepoints, seed 0 only so far: test RMSE 1.38x higher with them over the 8 clean
-# pairs, better on 3): a longer search uses them to fit the training range piecewise.
+# variant with-changepoints, seed 0: test RMSE 1.57x higher with them over 13 pairs, better on 3): a
+# longer search uses them to fit the training range piecewise. Made only by expansion
+# (cp-by-expansion, seeds 0-1) they fix Call centre but lose elsewhere: 1.07x over 26 pairs.
 PRESETS = {"quick": _budgeted(60.0), "standard": _budgeted(300.0, changepoints=False), "paper": _PAPER,
            "quick-fixed": _QUICK}
 
