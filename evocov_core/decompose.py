@@ -46,6 +46,9 @@ Array = NDArray[np.float64]
 #: benchmark's Airline kernel ``exp(LIN + PER/98)·RQ`` has a yearly peak of prominence 0.005,
 #: missed at the former 0.05. Numerical ripples of a smooth kernel stay orders below it.
 PERIOD_PROMINENCE = 0.002
+#: Where in the data (shares of its range, besides the middle) a term that is not stationary
+#: is also read for a period.
+PERIOD_ANCHORS = (0.1, 0.3, 0.7, 0.9)
 #: A component's level must move by at least this many standard deviations of the data
 #: (and by more than its own spread) to be named a rising or falling trend.
 TREND_MIN_SD = 0.25
@@ -123,6 +126,8 @@ class Behaviour:
         The correlation curve ``k(x₀, x₀ + τ)/√(k(x₀, x₀)k(x₀ + τ, x₀ + τ))`` from the middle
         x₀ of the data: a factor that only scales the variance along x (a linear kernel,
         a growing amplitude) drops out, leaving the shape of the dependence on the lag.
+        For a term that is not stationary, x₀ is where the period was read: the middle or
+        one of :data:`PERIOD_ANCHORS`, whichever shows the clearest peak.
     """
 
     stationary: bool
@@ -148,29 +153,41 @@ def describe(term: Kernel, theta_by_slot: dict[str, float], x_lo: float, x_hi: f
     def row(x0: float, lags: Array) -> Array:
         return covariance(term, np.array([[x0]]), theta, (x0 + lags)[:, None])[0]
 
-    def correlation(lags: Array) -> Array:
-        r = row(mid, lags)
-        sd = np.sqrt(np.abs(covariance_diag(term, (mid + lags)[:, None], theta)))
-        sd0 = math.sqrt(abs(float(covariance_diag(term, np.array([[mid]]), theta)[0])))
+    def correlation(x0: float, lags: Array) -> Array:
+        r = row(x0, lags)
+        sd = np.sqrt(np.abs(covariance_diag(term, (x0 + lags)[:, None], theta)))
+        sd0 = math.sqrt(abs(float(covariance_diag(term, np.array([[x0]]), theta)[0])))
         ok = (sd > 0) & (sd0 > 0)
         return np.where(ok, r / np.where(ok, sd * sd0, 1.0), 0.0)
 
     with np.errstate(all="ignore"):
         r_mid, r_lo = row(mid, tau), row(x_lo, tau)
-        corr = correlation(tau)
+        corr = correlation(mid, tau)
         sd_lo, sd_hi = np.sqrt(np.abs(covariance_diag(term, np.array([[x_lo], [x_hi]]), theta)))
     k0 = r_mid[0] if r_mid[0] != 0 else 1.0
     constant = bool(np.allclose(r_mid, r_mid[0], rtol=1e-9, atol=1e-12) and np.isclose(sd_lo, sd_hi))
     stationary = bool(np.allclose(r_mid, r_lo, rtol=1e-2, atol=1e-6 * max(1.0, abs(k0))))
     period = None
-    if not constant and np.all(np.isfinite(corr)):
-        peaks, _ = find_peaks(corr, prominence=PERIOD_PROMINENCE)
-        if peaks.size:
-            peak = int(peaks[0])
+    if not constant:
+        # A term that is not stationary may cycle in one part of the data only (a change point
+        # to a periodic kernel): read it from the middle and from PERIOD_ANCHORS across the data,
+        # and keep the anchor whose first peak stands highest. A stationary term reads the same
+        # everywhere, so the middle (tried first) keeps it.
+        best = (0.0, None, corr, mid)
+        for x0 in [mid] if stationary else [mid, *(x_lo + a * span for a in PERIOD_ANCHORS)]:
+            with np.errstate(all="ignore"):
+                c = corr if x0 == mid else correlation(x0, tau)
+            if not np.all(np.isfinite(c)):
+                continue
+            peaks, props = find_peaks(c, prominence=PERIOD_PROMINENCE)
+            if peaks.size and props["prominences"][0] > best[0]:
+                best = (float(props["prominences"][0]), int(peaks[0]), c, x0)
+        _, peak, corr, x0 = best
+        if peak is not None:
             # Refine between the neighbouring grid points: the grid step is a 400th of 10 spans.
             fine = np.linspace(tau[peak - 1], tau[min(peak + 1, tau.size - 1)], 801)
             with np.errstate(all="ignore"):
-                found = float(fine[int(np.argmax(correlation(fine)))])
+                found = float(fine[int(np.argmax(correlation(x0, fine)))])
             period = found if found <= 0.5 * span else None  # longer: a trend, not a cycle seen twice
     decor = None
     if not constant:

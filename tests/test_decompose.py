@@ -207,3 +207,16 @@ def test_airline_and_mauna_name_a_rising_trend_and_a_yearly_cycle(path, tsdl_dir
     yearly = [c for c in comps if c.behaviour.period is not None and abs(c.behaviour.period - 1.0) <= 0.02]
     assert yearly, said
     assert any(re.search(r"a period of 1[12]\.\d months", c.sentence) for c in yearly), said
+
+
+@pytest.mark.parametrize(("location", "steepness"), [(1.85, 0.02), (1.7, 0.05)])
+def test_a_cycle_after_a_change_point_is_found(location: float, steepness: float):
+    """CP(constant, PER): the cycle lives in the last part of the data only. Read from the middle,
+    the correlation shows no period (or a false 5-year one); read across the data, the yearly one."""
+    k = parse_expression("changepoint(x, hp(hp0), exp(multiply(-0.5, sq_dist(spectral(x, hp1), hp2))), hp3, hp4)")
+    th = {"hp0": math.log(4.0), "hp1": math.log(2 * np.pi / 0.1), "hp2": math.log(0.6), "hp3": math.log(location),
+          "hp4": math.log(steepness)}
+    b = describe(k, th, 1.0, 2.0, scale=10.0)  # 10 years per model unit: a period of 0.1 is a year
+    assert not b.stationary and b.period == pytest.approx(1.0, rel=0.01)
+    peaks = np.flatnonzero((b.correlation[1:-1] > b.correlation[:-2]) & (b.correlation[1:-1] > b.correlation[2:]))
+    assert b.lags[peaks[0] + 1] == pytest.approx(1.0, rel=0.01)  # the curve shown is the one it was read from

@@ -130,13 +130,15 @@ VARIANTS: dict[str, Variant] = {
     "no-select": Variant({"select_top": 1}, "return the lowest-BIC kernel (no selection among the top ones)"),
     "no-cache": Variant({"cache_fits": False}, "no cache of fitted kernels"),
     "no-bounds": Variant({"data_bounds": False}, "no hyperparameter bounds from the data"),
-    "no-changepoints": Variant({"changepoints": False}, "the paper's grammar: no change-point operator (random "
-                               "trees, mutations and GPSS expansions S -> CP(S, B), CP(B, S) use it otherwise)"),
-    "with-changepoints": Variant({"changepoints": True}, "ABCD's change-point operator in EvoCov's grammar: on "
-                                 "in the quick preset, off in standard (measured worse there)"),
-    "cp-by-expansion": Variant({"changepoints": True, "changepoints_by_expansion": True},
+    "no-changepoints": Variant({"changepoints": False, "changepoints_by_expansion": False},
+                               "the paper's grammar: no change-point operator (random trees, mutations or GPSS "
+                               "expansions S -> CP(S, B), CP(B, S) use it otherwise)"),
+    "cp-everywhere": Variant({"changepoints_by_expansion": False},
+                             "change points drawn anywhere: random trees and mutations use the operator too, "
+                             "not only the expansions (the quick preset's way; measured worse at standard)"),
+    "cp-by-expansion": Variant({"changepoints_by_expansion": True},
                                "change points made only by GPSS expansions S -> CP(S, B), CP(B, S), as in ABCD "
-                               "(random trees and mutations do not draw them)"),
+                               "(random trees and mutations do not draw them; the standard preset's way)"),
     "with-changewindows": Variant({"changewindows": True}, "one part added, not removed: ABCD's change-window "
                                   "operator in the grammar (off in the presets until it is shown to help)"),
     "before": Variant({}, "the previous default, preset('quick-fixed') (paper operators, no cache, no screening, "
@@ -714,6 +716,11 @@ def _f(v: object, digits: int = 3) -> str:
     return "inf" if math.isinf(x) else f"{x:.{digits}f}"
 
 
+def _notes(v: object) -> list[str]:
+    """A run record's notes: none, one text, or a list of texts."""
+    return [] if not v else [str(v)] if isinstance(v, str) else [str(x) for x in v]  # type: ignore[union-attr]
+
+
 def _commands(runs: list[dict], trials: pd.DataFrame) -> list[str]:
     from .common import invocation_walls
 
@@ -730,7 +737,7 @@ def _commands(runs: list[dict], trials: pd.DataFrame) -> list[str]:
                   f"started {r.get('started')}, {ended}; budget {r.get('budget')} ({fmt(r.get('budget_s'))} s per "
                   f"search), seeds {r.get('seeds')}, variants {', '.join(r.get('variants', []))}, "
                   f"{r.get('workers')} worker(s) per search; trials run {r.get('trials_run', '?')}, already done "
-                  f"{r.get('trials_skipped', '?')}", ""]
+                  f"{r.get('trials_skipped', '?')}", *(f"\n{note}" for note in _notes(r.get("relabelled"))), ""]
     if runs:
         lines += ["## Machine", "", "At the start of the last invocation:", "",
                   md_table(["", ""], list(runs[-1].get("machine", {}).items()), "ll"), ""]
