@@ -27,27 +27,11 @@ import csv
 import io
 import json
 import sys
-from dataclasses import MISSING, fields
 from pathlib import Path
 
-from evocov_core.benchmarks.accuracy import VARIANTS, _json_norm, kernel_path, variant_config
+from evocov_core.benchmarks.accuracy import VARIANTS, kernel_path, settings_differences, variant_config
 from evocov_core.benchmarks.common import now_iso, write_json, write_text_atomic
 from evocov_core.kernel_file import dump_kernel_file
-from evocov_core.search import SearchConfig
-
-#: Each setting's default, as the run records write it.
-DEFAULTS: dict = _json_norm({f.name: f.default for f in fields(SearchConfig)  # type: ignore[assignment]
-                             if f.default is not MISSING})
-
-
-def _settings_now(variant: str, run: dict) -> dict:
-    """What ``variant`` runs today under the budget of the recorded invocation ``run``."""
-    config = variant_config(variant, run["budget"], run.get("time_budget_override"))
-    return _json_norm(config.to_dict())  # type: ignore[return-value]
-
-
-def _differences(before: dict, now: dict) -> list[str]:
-    return sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
 
 
 def relabel(out: Path, mapping: dict[str, str]) -> list[str]:
@@ -67,12 +51,9 @@ def relabel(out: Path, mapping: dict[str, str]) -> list[str]:
     for run in runs["runs"]:
         for old, cfg in run.get("settings", {}).items():
             if old in mapping:
-                now = _settings_now(mapping[old], run)
-                # A setting added after the run counts as equal when today's value is its default
-                # (as `bench accuracy` itself decides when it resumes).
-                before = {**{k: v for k, v in now.items() if k not in cfg and DEFAULTS.get(k) == v},
-                          **_json_norm(cfg)}  # type: ignore[dict-item]
-                diff = _differences(before, now)
+                # The rule `bench accuracy` applies when it resumes a folder.
+                diff = settings_differences(cfg, variant_config(mapping[old], run["budget"],
+                                                                run.get("time_budget_override")).to_dict())
                 if diff:
                     raise SystemExit(f"{old} -> {mapping[old]}: the recorded settings are not what {mapping[old]} "
                                      f"runs today (differing: {', '.join(diff)}); nothing was changed")

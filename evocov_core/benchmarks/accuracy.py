@@ -84,6 +84,7 @@ __all__ = [
     "reference_rmse",
     "run_trial",
     "series_table",
+    "settings_differences",
     "summarize",
     "summary_line",
     "trials_file",
@@ -392,10 +393,10 @@ def _json_norm(d: object) -> object:
     return json.loads(json.dumps(d, sort_keys=True, default=str))
 
 
-def _check_settings(runs: list[dict], settings: dict[str, dict], out: Path) -> None:
-    """Refuse to resume a variant whose recorded settings differ from today's.
+def settings_differences(recorded: Mapping[str, object], now: Mapping[str, object]) -> list[str]:
+    """The settings in which a recorded variant differs from what it runs today, sorted.
 
-    A setting the records do not have (added to the search later) counts as unchanged when
+    A setting the record does not have (added to the search later) counts as unchanged when
     today's value is the setting's default: the search then behaves as it did.
     """
     from dataclasses import MISSING, fields
@@ -403,16 +404,21 @@ def _check_settings(runs: list[dict], settings: dict[str, dict], out: Path) -> N
     from ..search import SearchConfig
 
     defaults = _json_norm({f.name: f.default for f in fields(SearchConfig) if f.default is not MISSING})
+    before, after = _json_norm(dict(recorded)), _json_norm(dict(now))
+    for k in set(after) - set(before):  # type: ignore[arg-type]
+        if k in defaults and after[k] == defaults[k]:  # type: ignore[index]
+            before[k] = after[k]  # type: ignore[index]
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))  # type: ignore[union-attr]
+
+
+def _check_settings(runs: list[dict], settings: dict[str, dict], out: Path) -> None:
+    """Refuse to resume a variant whose recorded settings differ from today's (:func:`settings_differences`)."""
     for variant, cfg in settings.items():
         before = next((r["settings"][variant] for r in reversed(runs) if variant in r.get("settings", {})), None)
         if before is None:
             continue
-        before, now = _json_norm(before), _json_norm(cfg)
-        for k in set(now) - set(before):  # type: ignore[arg-type]
-            if k in defaults and now[k] == defaults[k]:  # type: ignore[index]
-                before[k] = now[k]  # type: ignore[index]
-        if before != now:
-            diff = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))  # type: ignore[union-attr]
+        diff = settings_differences(before, cfg)
+        if diff:
             raise BenchError(f"{out} holds variant {variant!r} with other settings (differing: {', '.join(diff)}; "
                              "another budget, or did the preset change?); use another --out")
 
