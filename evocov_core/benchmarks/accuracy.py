@@ -140,6 +140,9 @@ VARIANTS: dict[str, Variant] = {
     "cp-by-expansion": Variant({"changepoints_by_expansion": True},
                                "change points made only by GPSS expansions S -> CP(S, B), CP(B, S), as in ABCD "
                                "(random trees and mutations do not draw them; the standard preset's way)"),
+    "promote-15": Variant({"promote_fraction": 0.15}, "half the full fits on long series: the best 15 % of a "
+                          "screened batch (not 30 %) are fitted on all the data, so more candidates and "
+                          "generations fit in the budget (series longer than screen_points only)"),
     "with-changewindows": Variant({"changewindows": True}, "one part added, not removed: ABCD's change-window "
                                   "operator in the grammar (off in the presets until it is shown to help)"),
     "before": Variant({}, "the previous default, preset('quick-fixed') (paper operators, no cache, no screening, "

@@ -142,7 +142,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                                           "process); searches never overlap")
     r.add_argument("--variants", default="full",
                    help="comma-separated variants, or all: full, no-screen, no-seed, no-select, no-cache, "
-                        "no-bounds, no-changepoints, cp-everywhere, cp-by-expansion, with-changewindows, "
+                        "no-bounds, no-changepoints, cp-everywhere, cp-by-expansion, promote-15, with-changewindows, "
                         "before, fixed-quick (default: full; evocov_core/benchmarks/accuracy.py VARIANTS)")
     r.add_argument("--out", type=Path, required=True, help="output folder (reused to resume)")
 
