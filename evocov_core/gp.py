@@ -125,9 +125,11 @@ def factorize(K: Array, noise: float, *, overwrite: bool = False,
     """
     if not np.isfinite(noise):
         raise NumericalFailure(FitStatus.NON_FINITE, "noise variance is not finite")
-    mean_diag = float(np.mean(np.diagonal(K))) + noise
+    with np.errstate(over="ignore"):  # finite entries near 1e308 overflow the mean: rejected below
+        mean_diag = float(np.mean(np.diagonal(K))) + noise
     if not np.isfinite(mean_diag):
-        raise NumericalFailure(FitStatus.NON_FINITE, "covariance matrix has NaN or infinite entries")
+        raise NumericalFailure(FitStatus.NON_FINITE,
+                               "covariance matrix has NaN or infinite entries, or a diagonal whose mean overflows")
     for rung, rel in enumerate((0.0, *JITTER_LADDER)):
         if rung and overwrite:
             if rebuild is None:

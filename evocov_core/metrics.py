@@ -215,7 +215,7 @@ def _sopl(kernel: Kernel, data: FitData, z: Array) -> float:
 
 def _rmse_v(kernel: Kernel, data: FitData, z: Array) -> float:
     mu, _, _, y_v, _ = _posterior_parts(kernel, data, z)
-    return float(np.sqrt(np.mean((y_v - mu) ** 2)))
+    return rmse(y_v, mu)
 
 
 def _loocv_parts(kernel: Kernel, data: FitData, z: Array, want_grad: bool):
@@ -296,6 +296,15 @@ def loss_and_grad(name: str, kernel: Kernel, data: FitData, z: Array) -> tuple[f
 
 
 def rmse(y_true: Array, y_pred: Array) -> float:
-    """Root mean squared error, ``sqrt(mean((y_true − y_pred)²))``."""
-    r = np.asarray(y_true, dtype=np.float64) - np.asarray(y_pred, dtype=np.float64)
-    return float(np.sqrt(np.mean(r * r)))
+    """Root mean squared error, ``sqrt(mean((y_true − y_pred)²))``.
+
+    Scaled by the largest error first, so that a forecast that explodes (a candidate kernel
+    whose mean reaches 1e160) gives its RMSE, not an overflow warning and ``inf``.
+    """
+    r = np.abs(np.asarray(y_true, dtype=np.float64) - np.asarray(y_pred, dtype=np.float64))
+    if r.size == 0:
+        return math.nan
+    m = float(np.max(r))
+    if not math.isfinite(m) or m == 0.0:
+        return m  # 0, inf or NaN (a NaN error makes the RMSE NaN)
+    return m * float(np.sqrt(np.mean((r / m) ** 2)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -106,6 +107,16 @@ def test_factorize_non_finite(bad):
     with pytest.raises(NumericalFailure) as info:
         factorize(_spd(4, 2), bad)
     assert info.value.status == "non_finite"
+
+
+def test_factorize_overflowing_diagonal_is_a_failure_not_a_warning():
+    """Finite entries near 1e308 overflow the mean of the diagonal: NumericalFailure, no warning."""
+    K = _spd(4, 2) * 1e307
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(NumericalFailure) as info:
+            factorize(K, 0.1)
+    assert info.value.status == "non_finite" and "overflows" in info.value.reason
 
 
 def test_factorize_indefinite():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -176,6 +177,15 @@ def test_rmse_function():
     assert rmse([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]) == 0.0
     assert rmse([0.0, 0.0], [3.0, -4.0]) == pytest.approx(math.sqrt(12.5))
     assert rmse(np.array([1.0]), np.array([-1.0])) == 2.0
+
+
+def test_rmse_of_an_exploding_forecast_is_finite_and_silent():
+    """A candidate's forecast can reach 1e200: squaring it overflows, the RMSE does not."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert rmse([0.0, 0.0], [3e200, -4e200]) == pytest.approx(math.sqrt(12.5) * 1e200)
+        assert rmse([0.0], [np.inf]) == math.inf
+        assert math.isnan(rmse([0.0, 1.0], [np.nan, 1.0]))
 
 
 def test_metrics_orientation():
