@@ -449,12 +449,19 @@ def _power_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
     base = np.asarray(w.vals[ch[0]])
     z = np.asarray(w.vals[i])
     th = float(w.vals[ch[1]])  # type: ignore[arg-type]
+    # dz/dbase = th·base**(th − 1) = th·z / base and dz/dlog th = th·z·log(base): a division
+    # and a log, not a second power (power is the costliest primitive: forward and reverse
+    # took about 40 % of a search's time on a series of 909 points).
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        dzdw = np.where(base != 0, th * np.power(base, th - 1.0), 0.0)
-        dlog = np.where(base > 0, z * np.log(np.where(base > 0, base, 1.0)), 0.0)
-    if w.prog.has_param[ch[0]]:
-        w.adjs[ch[0]] = a * dzdw
-    gz = a * dlog
+        if np.all(base > 0):  # the usual case (RQ's 1 + r²/(2αℓ²)): no masks
+            az = a * z
+            if w.prog.has_param[ch[0]]:
+                w.adjs[ch[0]] = az / base * th
+            gz = az * np.log(base)
+        else:
+            if w.prog.has_param[ch[0]]:
+                w.adjs[ch[0]] = a * np.where(base != 0, th * z / base, 0.0)
+            gz = a * np.where(base > 0, z * np.log(np.where(base > 0, base, 1.0)), 0.0)
     w.grad[..., w.slot(ch[1])] += (_sum2(gz) if _is_mat(w.vals[i]) else gz) * th
 
 
