@@ -199,7 +199,9 @@ class SearchConfig:
         recent, contiguous) and only the best ``promote_fraction`` of each batch, by that
         BIC, are fitted on all the data, from the values found. 0 = off.
     promote_fraction : float
-        Share of a screened batch promoted to full fits (at least one).
+        Share of a screened batch promoted to full fits (at least one). 0.15 instead of
+        the presets' 0.3 was not better at ``standard`` (20 trials: lower test RMSE in 7,
+        higher in 13; ``bench/results/accuracy/standard/``, variant ``promote-15``).
     seed_fraction : float
         Share of the first population made of GPSS structures (base kernels SE, PER,
         LIN, RQ, their pairwise sums and products); the rest are random trees.
