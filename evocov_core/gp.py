@@ -275,10 +275,13 @@ def posterior(kernel: Kernel, X_train: Array | Inputs, y: Array, theta: Array, l
         f = Factor(f.L, jitter + f.jitter)
     alpha = f.solve(y)
     Ks = covariance(kernel, Inputs(X_new, inputs.X1), theta)  # (m, n)
-    mean = Ks @ alpha
-    V = solve_triangular(f.L, Ks.T, lower=True, check_finite=False)  # (n, m)
-    if full_cov:
-        C = covariance(kernel, Inputs(X_new, toeplitz=False), theta) - V.T @ V
-        return Posterior(mean, np.clip(np.diag(C).copy(), 0.0, None), C)
-    var = covariance_diag(kernel, X_new, theta) - np.einsum("ij,ij->j", V, V)
+    # A kernel fitted on the training range can overflow far from it: the mean and variance
+    # there come out inf or NaN, which callers check (a candidate's test RMSE becomes None).
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = Ks @ alpha
+        V = solve_triangular(f.L, Ks.T, lower=True, check_finite=False)  # (n, m)
+        if full_cov:
+            C = covariance(kernel, Inputs(X_new, toeplitz=False), theta) - V.T @ V
+            return Posterior(mean, np.clip(np.diag(C).copy(), 0.0, None), C)
+        var = covariance_diag(kernel, X_new, theta) - np.einsum("ij,ij->j", V, V)
     return Posterior(mean, np.clip(var, 0.0, None))

@@ -119,6 +119,17 @@ def test_factorize_overflowing_diagonal_is_a_failure_not_a_warning():
     assert info.value.status == "non_finite" and "overflows" in info.value.reason
 
 
+def test_posterior_far_from_the_data_is_non_finite_not_a_warning():
+    """exp(x·x'/s) fitted on [1, 2] overflows at x = 1000: the posterior there is NaN, silently."""
+    k = Kernel(("exp", "dot_prod", "euc", "x", "hp0", "hp1"))
+    X = np.linspace(1.0, 2.0, 20)[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        post = posterior(k, X, np.sin(3 * X[:, 0]), np.array([0.0, -1.0]), -2.0, np.array([[1.5], [1e3]]))
+    assert np.isfinite(post.mean[0]) and np.isfinite(post.var[0])
+    assert not np.isfinite(post.mean[1]) and not np.isfinite(post.var[1])
+
+
 def test_factorize_indefinite():
     """An indefinite matrix fails every rung: NumericalFailure('cholesky_failed')."""
     K = np.diag([1.0, 1.0, -5.0, 1.0])
