@@ -11,8 +11,8 @@ Kernel: RQ written in the grammar, ``div(power(add(1, sq_dist(euc(x), hp0)), hp1
 uniform draws; the Toeplitz fast path of regular grids would hide the cost) at n = 129, 490,
 909. Contenders, timed in interleaved blocks in one run (median over repetitions):
 
-``before``  :func:`evocov_core.gp.lml_and_grad` with the previous reverse step (kept below as
-            the reference, swapped into the evaluator for its blocks);
+``before``  :func:`evocov_core.gp.lml_and_grad` with the previous reverse step (kept as
+            the reference in this script, swapped into the evaluator for its blocks);
 ``after``   the same with the evaluator as it is.
 
 Before timing, the two gradients must agree to 1e-10 (relative to the largest entry).
