@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from .accuracy import VARIANTS
 from .budget import ALGORITHMS
 from .common import BenchError
 
@@ -141,9 +142,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r.add_argument("--workers", type=int, default=2, help="processes of each search (default 2; 1 = in this "
                                                           "process); searches never overlap")
     r.add_argument("--variants", default="full",
-                   help="comma-separated variants, or all: full, no-screen, no-seed, no-select, no-cache, "
-                        "no-bounds, no-changepoints, cp-everywhere, cp-by-expansion, promote-15, with-changewindows, "
-                        "before, fixed-quick (default: full; evocov_core/benchmarks/accuracy.py VARIANTS)")
+                   help=f"comma-separated variants, or all: {', '.join(VARIANTS)} (default: full; "
+                        "evocov_core/benchmarks/accuracy.py VARIANTS)")
     r.add_argument("--out", type=Path, required=True, help="output folder (reused to resume)")
 
     r = bsub.add_parser("accuracy-report", help="regenerate report.md of a bench accuracy folder, running nothing")
