@@ -13,10 +13,13 @@ How it is fast
   and dot product are then small matrix products (``2d − 2 F Fᵀ``): no trigonometry on
   n×n arrays (PERF_NOTES: sin/cos cost 8-10 ns an element, exp about 1).
 * Subtrees without slots evaluate to Python scalars and broadcast.
-* For a stationary tree (no ``dot_prod``) on a regular 1-D grid, K is symmetric
-  Toeplitz: the tree is evaluated on one row and expanded (:class:`Inputs` detects the
-  grid). The reverse pass reduces the n×n adjoint to its diagonal sums and walks back
-  through the same row, so gradients cost O(n²) once, not per node.
+* For a stationary tree (no ``dot_prod`` or change operator) on 1-D inputs, K depends
+  on the lag ``|x − x'|`` only. When the n² pairs have few distinct lags (a regular
+  grid, or dates of monthly or daily data, whose lags repeat), the tree is evaluated
+  once per distinct lag and expanded: a Toeplitz matrix on a full grid, a gather
+  otherwise (:class:`Inputs` finds the lags). The reverse pass reduces the n×n adjoint
+  to one sum per lag and walks back through the same row, so gradients cost O(n²)
+  once, not per node.
 * Gradients are reverse mode: :func:`covariance_vjp` returns K and a function mapping an
   adjoint ``G = ∂f/∂K`` to ``∂f/∂θ`` in one backward walk, whatever the number of
   hyperparameters. The LML gradient (GPML eq. 5.9) is ``½ tr((ααᵀ − K⁻¹) ∂K/∂θ)``, i.e.
@@ -148,6 +151,39 @@ def _lattice(x: Array, rtol: float = 1e-7) -> tuple[float, NDArray[np.intp]] | N
     return h, ki
 
 
+def _distinct_lags(x: Array, rtol: float = 1e-7, max_share: float = 1 / 8
+                   ) -> tuple[Array, NDArray[np.intp]] | None:
+    """The distinct lags ``|x_i − x_j|`` of 1-D ``x`` and each pair's index into them.
+
+    Lags are rounded to ``q = rtol·(smallest positive gap)``, so the kernel sees each lag
+    to within ``q/2`` (as on a lattice: far below any lengthscale a fit can resolve).
+    Returns None when there are more than ``max_share·n²`` distinct lags (irregular
+    inputs: evaluating the tree per lag would save too little to pay for the gather).
+
+    Returns
+    -------
+    lags : ndarray of shape (m,)
+        Ascending; ``lags[0] == 0`` (the diagonal).
+    index : ndarray of shape (n, n)
+        ``lags[index[i, j]] ≈ |x_i − x_j|``.
+    """
+    n = x.shape[0]
+    gaps = np.diff(np.sort(x))
+    positive = gaps[gaps > 0]
+    if n < 3 or positive.size == 0:
+        return None
+    q = rtol * float(positive.min())
+    codes = np.rint(np.abs(x[:, None] - x[None, :]) / q)
+    if codes.max() > 2.0**52:  # beyond the integers a float holds exactly
+        return None
+    values, index = np.unique(codes, return_inverse=True)
+    if values.size > max_share * n * n:
+        return None
+    index = index.reshape(n, n).astype(np.intp, copy=False)
+    index.flags.writeable = False
+    return values * q, index
+
+
 class Inputs:
     """Data-only quantities for evaluating kernels on ``(X1, X2)``; build once, reuse.
 
@@ -158,10 +194,16 @@ class Inputs:
         Omit for the symmetric training matrix K(X1, X1).
     toeplitz : bool
         Allow the lag fast path for stationary trees when ``X2`` is omitted and ``X1`` is
-        a sorted 1-D lattice ``x_0 + k·h`` (integer k). Then K depends on the lag
-        ``|k_i − k_j|`` only: the tree is evaluated once per lag (one row) and K is
-        expanded from it, as a Toeplitz matrix when no lattice point is missing, by a
-        gather ``row[|k_i − k_j|]`` otherwise (e.g. monthly data with missing months).
+        1-D. Then K depends on the lag ``|x_i − x_j|`` only, and the tree is evaluated
+        once per distinct lag (one row) and K expanded from it:
+
+        * ``X1`` sorted on a lattice ``x_0 + k·h`` (integer k): as a Toeplitz matrix
+          when no lattice point is missing, by a gather ``row[|k_i − k_j|]`` otherwise
+          (e.g. monthly data with missing months);
+        * otherwise, when the n² lags take at most n²/8 distinct values once rounded to
+          1e-7 of the smallest gap (:func:`_distinct_lags`; e.g. months or days given as
+          decimal years, whose steps vary with the month's or year's length): by a
+          gather ``row[index_ij]``.
     """
 
     def __init__(self, X1: ArrayLike, X2: ArrayLike | None = None, *, toeplitz: bool = True) -> None:
@@ -185,6 +227,13 @@ class Inputs:
             self.lags = k
             self.expansion = "toeplitz" if k[-1] == A.shape[0] - 1 else "gather"
         self._lag_matrix: NDArray[np.intp] | None = None
+        if lat is None and toeplitz and self.symmetric and A.shape[1] == 1:
+            distinct = _distinct_lags(A[:, 0])
+            if distinct is not None:
+                lag_values, index = distinct
+                self.row = _Pair(A[:1], A[0, 0] + lag_values[:, None], zero_diag=True)
+                self._lag_matrix = index
+                self.expansion = "gather"
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -198,7 +247,7 @@ class Inputs:
 
     @property
     def lag_matrix(self) -> NDArray[np.intp]:
-        """``|k_i − k_j|`` (n×n), for the gather expansion."""
+        """Index into the lag row of each pair (n×n), for the gather expansion."""
         if self._lag_matrix is None:
             assert self.lags is not None
             L = np.abs(self.lags[:, None] - self.lags[None, :])
@@ -243,6 +292,10 @@ class _Program:
     slot_pos: tuple[int, ...]  # position in theta for slot nodes, -1 otherwise
     has_param: tuple[bool, ...]  # subtree depends on theta
     n_params: int
+    # Nodes of the maximal stationary subtrees worth evaluating on the lag row when the
+    # whole tree is not stationary (see _row_subtrees), and the roots of those subtrees.
+    row_node: tuple[bool, ...] = ()
+    row_roots: frozenset[int] = frozenset()
 
 
 @lru_cache(maxsize=8192)
@@ -261,13 +314,65 @@ def _compile(tokens: tuple[str, ...]) -> _Program:
     has_param = [False] * n
     for i in range(n - 1, -1, -1):
         has_param[i] = is_slot(tokens[i]) or any(has_param[c] for c in children[i])
+    row_node, row_roots = _row_subtrees(tokens, children)
     return _Program(
         tokens=tokens,
         children=tuple(children),
         slot_pos=tuple(pos.get(t, -1) for t in tokens),
         has_param=tuple(has_param),
         n_params=len(slots),
+        row_node=row_node,
+        row_roots=row_roots,
     )
+
+
+# Operators whose value depends on x itself, not only on x − x'.
+_NON_STATIONARY = frozenset({"dot_prod", "changepoint", "changewindow"})
+# A stationary subtree is evaluated on the lag row inside a non-stationary tree only when
+# it has at least this many operators: its expansion (a gather) and the reduction of its
+# adjoint cost about two n×n passes, which a subtree like ``sq_dist(euc(x), θ)`` (one
+# pass over cached distances) does not repay.
+_MIN_ROW_OPS = 3
+
+
+def _row_subtrees(tokens: tuple[str, ...], children: list[tuple[int, ...]]
+                  ) -> tuple[tuple[bool, ...], frozenset[int]]:
+    """Maximal stationary covariance subtrees of a non-stationary tree, with ≥ _MIN_ROW_OPS operators.
+
+    Returns a flag per node (inside such a subtree) and the subtrees' roots; both empty
+    when the whole tree is stationary (it is then evaluated on the row as a whole) or
+    when no subtree qualifies.
+    """
+    n = len(tokens)
+    stationary = [True] * n
+    has_x = [False] * n
+    n_ops = [0] * n
+    for i in range(n - 1, -1, -1):
+        ch = children[i]
+        stationary[i] = tokens[i] not in _NON_STATIONARY and all(stationary[c] for c in ch)
+        has_x[i] = tokens[i] == "x" or any(has_x[c] for c in ch)
+        n_ops[i] = (1 if ch else 0) + sum(n_ops[c] for c in ch)
+    if stationary[0]:
+        return (), frozenset()
+    flags = [False] * n
+    roots: list[int] = []
+    todo = [0]
+    while todo:
+        i = todo.pop()
+        # x, euc and spectral take their geometry from the covariance that reads them.
+        if (stationary[i] and has_x[i] and n_ops[i] >= _MIN_ROW_OPS
+                and tokens[i] not in ("x", "euc", "spectral")):
+            roots.append(i)
+            stack = [i]
+            while stack:
+                j = stack.pop()
+                flags[j] = True
+                stack.extend(children[j])
+        else:
+            todo.extend(children[i])
+    if not roots:
+        return (), frozenset()
+    return tuple(flags), frozenset(roots)
 
 
 class _Feat:
@@ -316,17 +421,22 @@ class _Walk:
     will follow, so values it reads must not be overwritten in place.
     """
 
-    __slots__ = ("adjs", "grad", "owned", "pair", "prog", "tape", "theta", "vals")
+    __slots__ = ("adjs", "grad", "inputs", "owned", "pair", "prog", "row_vals", "tape", "theta", "vals")
 
-    def __init__(self, prog: _Program, pair: _Pair, theta: Array, tape: bool) -> None:
+    def __init__(self, prog: _Program, pair: _Pair, theta: Array, tape: bool,
+                 inputs: Inputs | None = None) -> None:
         self.prog = prog
-        self.pair = pair
+        self.pair = pair  # geometry of the node being evaluated
         self.theta = theta
         self.tape = tape
         self.vals: list[object] = [None] * len(prog.tokens)
         self.owned = [False] * len(prog.tokens)  # vals[i] is a fresh array this pass may overwrite
         self.adjs: list[object] = []
         self.grad: Array = np.zeros(0)
+        # Mixed geometry (inputs given): the roots of row subtrees hold their expanded n×n
+        # value in ``vals`` (what their parent reads) and their lag-row value here.
+        self.inputs = inputs
+        self.row_vals: dict[int, object] = {}
 
     def clobberable(self, c: int) -> bool:
         """May node ``c``'s value be overwritten by its parent?"""
@@ -655,24 +765,36 @@ _OPS: dict[str, _Op] = {
 }
 
 
-def _forward(prog: _Program, pair: _Pair, theta: Array, tape: bool) -> _Walk:
+def _forward(prog: _Program, pair: _Pair, theta: Array, tape: bool, inputs: Inputs | None = None) -> _Walk:
     """Evaluate every node bottom-up; ``walk.vals`` holds the node values (prefix order).
+
+    With ``inputs`` that have a lag row and a non-stationary tree on the full ``pair``,
+    the program's row subtrees are evaluated on the row and expanded where their parent
+    reads them (mixed geometry).
 
     Without ``tape`` every operator writes into a child's buffer when it owns one (one
     n×n pass, no new array) and children are released as soon as their parent is
     evaluated; with ``tape`` only where the reverse walk will not need the overwritten
     value.
     """
-    w = _Walk(prog, pair, theta, tape)
+    w = _Walk(prog, pair, theta, tape, inputs)
     toks, kids, vals, owned = prog.tokens, prog.children, w.vals, w.owned
+    mixed = inputs is not None and inputs.row is not None and bool(prog.row_roots)
+    row_pair = inputs.row if mixed and inputs is not None else pair
     for i in range(len(toks) - 1, -1, -1):
         ch = kids[i]
+        if mixed:
+            w.pair = row_pair if prog.row_node[i] else pair
         if not ch:
             p = prog.slot_pos[i]
             tok = toks[i]
-            vals[i] = theta[p] if p >= 0 else (pair if tok == "x" else CONSTANTS[tok])
+            vals[i] = theta[p] if p >= 0 else (w.pair if tok == "x" else CONSTANTS[tok])
             continue
         out = _OPS[toks[i]].forward(w, i, ch)
+        if mixed and i in prog.row_roots and _is_mat(out):
+            assert inputs is not None
+            w.row_vals[i] = out
+            out = inputs.expand(out[0])
         vals[i] = out
         owned[i] = _is_mat(out)
         if not tape:
@@ -704,18 +826,37 @@ def _backward(w: _Walk, seed: Array, batch: tuple[int, ...]) -> Array:
     w.grad = np.zeros((*batch, prog.n_params))
     w.adjs = [None] * len(toks)
     w.adjs[0] = seed if _is_mat(w.vals[0]) else _sum2(seed)
+    mixed = bool(w.row_vals)
+    full_pair = w.pair
     for i in range(len(toks)):
         a = w.adjs[i]
         if a is None:
             continue
         w.adjs[i] = None  # free memory as we go
         ch = kids[i]
+        if mixed and prog.row_node[i]:
+            if i in w.row_vals:
+                # Root of a row subtree: its parent saw the expansion; reduce the adjoint
+                # to the row and walk the subtree on the row (restoring vals afterwards,
+                # so the forward pass can serve another reverse walk).
+                assert w.inputs is not None and w.inputs.row is not None
+                expanded = w.vals[i]
+                w.vals[i] = w.row_vals[i]
+                w.pair = w.inputs.row
+                _OPS[toks[i]].reverse(w, i, ch, w.inputs.reduce(a))
+                w.vals[i] = expanded
+                w.pair = full_pair
+                continue
+            w.pair = w.inputs.row  # type: ignore[union-attr]
+        elif mixed:
+            w.pair = full_pair
         if ch:
             _OPS[toks[i]].reverse(w, i, ch, a)
         elif prog.slot_pos[i] >= 0:
             # Leaf slot reached through ``hp`` or ``power``: a holds ∂f/∂θ.
             p = prog.slot_pos[i]
             w.grad[..., p] += a * w.theta[p]
+    w.pair = full_pair
     grad, w.adjs, w.grad = w.grad, [], np.zeros(0)
     return grad
 
@@ -817,7 +958,7 @@ def covariance(kernel: Kernel, inputs: Inputs | ArrayLike, theta: ArrayLike,
     th = _natural(theta, prog)
     pair, is_row = inp.pair_for(kernel)
     with np.errstate(all="ignore"):
-        vals = _forward(prog, pair, th, tape=False).vals
+        vals = _forward(prog, pair, th, tape=False, inputs=None if is_row else inp).vals
     if is_row:
         return inp.expand(_to_matrix(vals[0], (1, pair.X2.shape[0]))[0])
     # Node values are fresh arrays (never the cached data), so no copy is needed.
@@ -858,7 +999,7 @@ def covariance_vjp(kernel: Kernel, inputs: Inputs | ArrayLike, theta: ArrayLike
     th = _natural(theta, prog)
     pair, is_row = inp.pair_for(kernel)
     with np.errstate(all="ignore"):
-        walk = _forward(prog, pair, th, tape=True)
+        walk = _forward(prog, pair, th, tape=True, inputs=None if is_row else inp)
     vals = walk.vals
     n, m = inp.shape
     if is_row:

@@ -216,12 +216,13 @@ def _stationary_kernels():
 
 
 def test_toeplitz_path_is_used_only_when_valid():
-    """The row path is used for an evenly spaced sorted 1-D grid and stationary kernels only."""
+    """The row path is used for 1-D inputs with few distinct lags and stationary kernels only."""
     grid = np.linspace(1, 2, 9)
-    assert Inputs(grid).row is not None
+    assert Inputs(grid).expansion == "toeplitz"
     assert Inputs(grid, toeplitz=False).row is None
-    assert Inputs(grid[::-1]).row is None  # descending
-    assert Inputs(np.r_[grid[:-1], 2.0 + 0.37 * 0.125]).row is None  # last point off the grid
+    assert Inputs(grid[::-1]).expansion == "gather"  # descending: not a lattice, same 9 lags
+    assert Inputs(np.r_[grid[:-1], 2.0 + 0.37 * 0.125]).row is None  # 16 distinct lags of 81 pairs
+    assert Inputs(np.random.default_rng(0).uniform(0, 1, 40)).row is None  # irregular: ~n²/2 lags
     assert Inputs(np.column_stack([grid, grid])).row is None  # 2-D
     assert Inputs(grid, grid).row is None  # cross covariance
     inp = Inputs(grid)
@@ -279,6 +280,116 @@ def test_gappy_grid_equals_general_path():
         g1, g2 = vjp1(G), vjp2(G)
         if np.all(np.isfinite(g2)):
             np.testing.assert_allclose(g1, g2, rtol=1e-7, atol=1e-7 * max(1, _amax(g2)), err_msg=k.prefix)
+
+
+def _month_starts(n_months: int) -> np.ndarray:
+    """Month starts as decimal years (day of year / 365), like the TSDL monthly series."""
+    days = np.cumsum([0] + [[31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m % 12] for m in range(n_months - 1)])
+    return 1962.0 + days / 365.0
+
+
+def test_dates_of_monthly_data_take_the_distinct_lag_path():
+    """Months given as decimal years are no lattice (steps of 28-31 days), but their lags repeat:
+    the tree is evaluated once per distinct lag, and the lags are the pairs' lags to 1e-7 of a step."""
+    X = _month_starts(60)
+    inp = Inputs(X)
+    assert inp.expansion == "gather"
+    n_lags = inp.row.X2.shape[0]
+    assert n_lags < 60 * 60 / 8
+    lags = inp.row.X2[:, 0] - X[0]
+    D = np.abs(X[:, None] - X[None, :])
+    np.testing.assert_allclose(lags[inp.lag_matrix], D, rtol=0, atol=1e-7 * np.diff(X).min())
+    assert inp.pair_for(LIBRARY["SE"])[1] is True
+    assert inp.pair_for(LIBRARY["LIN"])[1] is False
+
+
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_distinct_lag_path_equals_general_path(order):
+    """On monthly dates (sorted or not), K and its VJP from the lag row equal the general path's."""
+    rng = np.random.default_rng(16)
+    X = _month_starts(48)
+    if order == "shuffled":
+        X = rng.permutation(X)
+    fast, slow = Inputs(X), Inputs(X, toeplitz=False)
+    assert fast.expansion == "gather"
+    checked = 0
+    for k in _stationary_kernels()[:40]:
+        theta = rng.uniform(-1.5, 1.5, k.n_params)
+        K1, vjp1 = covariance_vjp(k, fast, theta)
+        K2, vjp2 = covariance_vjp(k, slow, theta)
+        if not np.all(np.isfinite(K2)):
+            continue
+        np.testing.assert_allclose(K1, K2, rtol=1e-6, atol=1e-6 * max(1, _amax(K2)), err_msg=k.prefix)
+        G = rng.standard_normal((2, 48, 48))
+        g1, g2 = vjp1(G), vjp2(G)
+        if np.all(np.isfinite(g2)):
+            checked += 1
+            np.testing.assert_allclose(g1, g2, rtol=1e-5, atol=1e-5 * max(1, _amax(g2)), err_msg=k.prefix)
+    assert checked > 25
+
+
+def test_row_subtrees_are_the_large_stationary_parts_of_a_non_stationary_tree():
+    """In LIN × (SE + PER) the sum is evaluated on the lag row; LIN's pieces and a lone
+    sq_dist (one pass over cached distances) are not, and a stationary tree has no row subtree
+    (it is evaluated on the row as a whole)."""
+    from evocov_core.evaluate import _compile
+
+    k = library.compose(["*", "LIN", ["+", "SE", "PER"]])
+    prog = _compile(k.tokens)
+    (root,) = prog.row_roots
+    assert k.tokens[root] == "add"
+    assert not any(k.tokens[i] == "dot_prod" for i, flag in enumerate(prog.row_node) if flag)
+    assert sum(prog.row_node) == len(library.compose(["+", "SE", "PER"]).tokens)
+    assert _compile(library.compose(["*", "LIN", "SE"]).tokens).row_roots  # SE alone has 4 operators
+    lone = Kernel(("multiply", "dot_prod", "euc", "x", "hp0", "hp1", "sq_dist", "euc", "x", "hp2"))
+    assert not _compile(lone.tokens).row_roots
+    assert not _compile(LIBRARY["SE"].tokens).row_roots
+
+
+def _mixed_kernels() -> list[Kernel]:
+    """Non-stationary kernels with stationary subtrees evaluated on the lag row."""
+    from evocov_core.evaluate import _compile
+
+    named = [library.compose(e) for e in (["*", "LIN", ["+", "SE", "PER"]], ["+", "LIN", ["*", "RQ", "PER"]],
+                                          ["*", ["*", "LIN", "LIN"], ["+", "RQ", "RQ"]])]
+    lin = library.linear("hp0", "hp1").tokens
+    rand = []
+    with_x = [k for k in _stationary_kernels() if "x" in k.tokens][:40]
+    for i, k in enumerate(with_x):  # LIN + k or LIN × k, k's slots renumbered
+        shifted = tuple(f"hp{int(t[2:]) + 2}" if t.startswith("hp") and t[2:].isdigit() else t for t in k.tokens)
+        rand.append(Kernel((("add", "multiply")[i % 2], *lin, *shifted)))
+    kernels = [k for k in named + rand if _compile(k.tokens).row_roots]
+    assert len(kernels) >= 15
+    return kernels
+
+
+@pytest.mark.parametrize("inputs", ["grid", "months", "shuffled months"])
+def test_mixed_geometry_equals_general_path(inputs):
+    """Stationary subtrees on the lag row, expanded into a non-stationary tree: K and the VJP
+    equal the general path's, and a second reverse walk on the same forward pass gives the same."""
+    rng = np.random.default_rng(17)
+    X = {"grid": np.linspace(1.0, 2.0, 12), "months": _month_starts(48),
+         "shuffled months": rng.permutation(_month_starts(48))}[inputs]
+    n = X.shape[0]
+    fast, slow = Inputs(X), Inputs(X, toeplitz=False)
+    assert fast.row is not None
+    checked = 0
+    for k in _mixed_kernels():
+        theta = rng.uniform(-1.5, 1.5, k.n_params)
+        K1, vjp1 = covariance_vjp(k, fast, theta)
+        K2, vjp2 = covariance_vjp(k, slow, theta)
+        if not np.all(np.isfinite(K2)):
+            continue
+        tol = 1e-9 if inputs == "grid" else 1e-6
+        np.testing.assert_allclose(K1, K2, rtol=tol, atol=tol * max(1, _amax(K2)), err_msg=k.prefix)
+        np.testing.assert_allclose(covariance(k, fast, theta), K2, rtol=tol, atol=tol * max(1, _amax(K2)))
+        G = rng.standard_normal((2, n, n))
+        g1, g2 = vjp1(G), vjp2(G)
+        if np.all(np.isfinite(g2)):
+            checked += 1
+            np.testing.assert_allclose(g1, g2, rtol=100 * tol, atol=100 * tol * max(1, _amax(g2)), err_msg=k.prefix)
+            np.testing.assert_array_equal(vjp1(G), g1)
+    assert checked >= 12
 
 
 def test_evaluation_is_repeatable():
