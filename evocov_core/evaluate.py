@@ -19,7 +19,9 @@ How it is fast
   once per distinct lag and expanded: a Toeplitz matrix on a full grid, a gather
   otherwise (:class:`Inputs` finds the lags). The reverse pass reduces the n×n adjoint
   to one sum per lag and walks back through the same row, so gradients cost O(n²)
-  once, not per node.
+  once, not per node. In a tree that is not stationary (``LIN × (SE + PER)``), each
+  maximal stationary subtree of three or more operators is evaluated on the row and
+  expanded where its parent reads it (mixed geometry; :func:`_row_subtrees`).
 * Gradients are reverse mode: :func:`covariance_vjp` returns K and a function mapping an
   adjoint ``G = ∂f/∂K`` to ``∂f/∂θ`` in one backward walk, whatever the number of
   hyperparameters. The LML gradient (GPML eq. 5.9) is ``½ tr((ααᵀ − K⁻¹) ∂K/∂θ)``, i.e.

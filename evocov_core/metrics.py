@@ -89,7 +89,7 @@ class FitData:
     X : ndarray of shape (n, d)
     y : ndarray of shape (n,)
     inputs : Inputs
-        Symmetric geometry of X (Toeplitz row when X is a regular 1-D grid).
+        Symmetric geometry of X (with a lag row when the lags of 1-D inputs repeat).
     split : SplitData or None
         For ``posterior_lml``, ``sopl`` and ``rmse``.
     X_test : ndarray of shape (m, d) or None

@@ -352,6 +352,9 @@ def _mixed_kernels() -> list[Kernel]:
 
     named = [library.compose(e) for e in (["*", "LIN", ["+", "SE", "PER"]], ["+", "LIN", ["*", "RQ", "PER"]],
                                           ["*", ["*", "LIN", "LIN"], ["+", "RQ", "RQ"]])]
+    se, per = library.squared_exponential("hp0", "hp1").tokens, library.periodic("hp2", "hp3", "hp4").tokens
+    named += [Kernel(("changepoint", "x", *se, *per, "hp5", "hp6")),  # both sides on the row, gated in full
+              Kernel(("changewindow", "x", *per, *se, "hp5", "hp6", "hp7"))]
     lin = library.linear("hp0", "hp1").tokens
     rand = []
     with_x = [k for k in _stationary_kernels() if "x" in k.tokens][:40]
