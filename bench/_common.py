@@ -22,7 +22,7 @@ from pathlib import Path
 from evocov_core.benchmarks.common import cpu_model, md_table
 
 __all__ = ["ROOT", "calibrate", "command_line", "cpu_model", "interleaved", "limit_threads", "machine_info",
-           "md_table", "per_call", "pool_summary", "write_report"]
+           "md_table", "per_call", "pool_summary", "report_ratio_table", "write_report"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -154,6 +154,17 @@ def interleaved(contenders: dict[str, Callable[[], object]], reps: int, block_se
 
 
 # --- reports ------------------------------------------------------------------------
+
+
+def report_ratio_table(script: str, title: str, doc: str, table: str, line: str, threads: dict[str, str]) -> None:
+    """Write and print a ratio benchmark's report: the script's description (its module
+    docstring after the first paragraph, up to "Run from"), the table, and the
+    ``key=value`` summary line, which is also printed last."""
+    description = doc.split("\n\n", 1)[1].split("Run from")[0].strip()
+    path = write_report(script, title, [description, "## Results", table, "```\n" + line + "\n```"], threads)
+    print(table)
+    print(f"wrote {path}")
+    print(line)
 
 
 def write_report(script: str, title: str, sections: Sequence[str], threads: dict[str, str]) -> Path:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._common import interleaved, limit_threads, md_table, write_report
+from bench._common import interleaved, limit_threads, md_table, report_ratio_table
 from evocov_core.benchmarks.common import load_series
 from evocov_core.evaluate import Inputs
 from evocov_core.gp import lml_and_grad
@@ -102,12 +102,8 @@ def main(argv: list[str] | None = None) -> None:
     table = md_table(["series", "n", "distinct lags", "kernel", "pairs, ms (CPU)", "lags, ms (CPU)",
                       "lags / pairs"], rows, "lrrlrrr")
     line = "lag_row " + " ".join(summary)
-    path = write_report("bench_lags", "LML + gradient: every pair against once per distinct lag",
-                        [__doc__.split("\n\n", 1)[1].split("Run from")[0].strip(), "## Results", table,
-                         "```\n" + line + "\n```"], threads)
-    print(table)
-    print(f"wrote {path}")
-    print(line)
+    report_ratio_table("bench_lags", "LML + gradient: every pair against once per distinct lag",
+                       __doc__, table, line, threads)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from bench._common import interleaved, limit_threads, md_table, write_report
+from bench._common import interleaved, limit_threads, md_table, report_ratio_table
 from evocov_core import evaluate
 from evocov_core.evaluate import Inputs
 from evocov_core.gp import lml_and_grad
@@ -101,12 +101,8 @@ def main(argv: list[str] | None = None) -> None:
 
     table = md_table(["n", "before, ms (CPU)", "after, ms (CPU)", "after / before"], rows, "rrrr")
     line = "power_grad " + " ".join(summary)
-    path = write_report("bench_power", "LML + gradient of a kernel with power: previous and current reverse step",
-                        [__doc__.split("\n\n", 1)[1].split("Run from")[0].strip(), "## Results", table,
-                         "```\n" + line + "\n```"], threads)
-    print(table)
-    print(f"wrote {path}")
-    print(line)
+    report_ratio_table("bench_power", "LML + gradient of a kernel with power: previous and current reverse step",
+                       __doc__, table, line, threads)
 
 
 if __name__ == "__main__":

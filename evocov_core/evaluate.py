@@ -55,7 +55,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
 from .grammar import CONSTANTS, arity, is_slot
-from .kernel import Kernel
+from .kernel import NON_STATIONARY, Kernel
 
 __all__ = [
     "Inputs",
@@ -220,21 +220,18 @@ class Inputs:
         self.row: _Pair | None = None
         self.lags: NDArray[np.intp] | None = None  # lattice index k_i of each point
         self.expansion = "none"
-        lat = _lattice(A[:, 0]) if toeplitz and self.symmetric and A.shape[1] == 1 else None
-        if lat is not None:
-            h, k = lat
-            # Row of K over every lag 0..k_max: pairs (x_0, x_0 + lag·h); [0, 0] is a diagonal.
-            lattice = (A[0, 0] + h * np.arange(k[-1] + 1))[:, None]
-            self.row = _Pair(A[:1], lattice, zero_diag=True)
-            self.lags = k
-            self.expansion = "toeplitz" if k[-1] == A.shape[0] - 1 else "gather"
         self._lag_matrix: NDArray[np.intp] | None = None
-        if lat is None and toeplitz and self.symmetric and A.shape[1] == 1:
-            distinct = _distinct_lags(A[:, 0])
-            if distinct is not None:
-                lag_values, index = distinct
+        if toeplitz and self.symmetric and A.shape[1] == 1:
+            # Row of K over every lag: pairs (x_0, x_0 + lag); [0, 0] is a diagonal.
+            lat = _lattice(A[:, 0])
+            if lat is not None:
+                h, k = lat
+                self.row = _Pair(A[:1], (A[0, 0] + h * np.arange(k[-1] + 1))[:, None], zero_diag=True)
+                self.lags = k
+                self.expansion = "toeplitz" if k[-1] == A.shape[0] - 1 else "gather"
+            elif (distinct := _distinct_lags(A[:, 0])) is not None:
+                lag_values, self._lag_matrix = distinct
                 self.row = _Pair(A[:1], A[0, 0] + lag_values[:, None], zero_diag=True)
-                self._lag_matrix = index
                 self.expansion = "gather"
 
     @property
@@ -328,8 +325,6 @@ def _compile(tokens: tuple[str, ...]) -> _Program:
     )
 
 
-# Operators whose value depends on x itself, not only on x − x'.
-_NON_STATIONARY = frozenset({"dot_prod", "changepoint", "changewindow"})
 # A stationary subtree is evaluated on the lag row inside a non-stationary tree only when
 # it has at least this many operators: its expansion (a gather) and the reduction of its
 # adjoint cost about two n×n passes, which a subtree like ``sq_dist(euc(x), θ)`` (one
@@ -351,7 +346,7 @@ def _row_subtrees(tokens: tuple[str, ...], children: list[tuple[int, ...]]
     n_ops = [0] * n
     for i in range(n - 1, -1, -1):
         ch = children[i]
-        stationary[i] = tokens[i] not in _NON_STATIONARY and all(stationary[c] for c in ch)
+        stationary[i] = tokens[i] not in NON_STATIONARY and all(stationary[c] for c in ch)
         has_x[i] = tokens[i] == "x" or any(has_x[c] for c in ch)
         n_ops[i] = (1 if ch else 0) + sum(n_ops[c] for c in ch)
     if stationary[0]:

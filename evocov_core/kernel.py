@@ -37,7 +37,10 @@ from .grammar import (
     tree_depth,
 )
 
-__all__ = ["Kernel", "Node", "flatten"]
+__all__ = ["NON_STATIONARY", "Kernel", "Node", "flatten"]
+
+#: Operators whose value depends on x itself, not only on x − x'.
+NON_STATIONARY = frozenset({"dot_prod", "changepoint", "changewindow"})
 
 # Node of the nested form used for rendering and canonicalisation: (token, children).
 Node = tuple[str, tuple["Node", ...]]
@@ -381,8 +384,8 @@ class Kernel:
 
     @cached_property
     def is_stationary(self) -> bool:
-        """True when the tree uses no ``dot_prod``, ``changepoint`` or ``changewindow``: k depends on x − x' only."""
-        return not {"dot_prod", "changepoint", "changewindow"} & set(self.tokens)
+        """True when the tree uses none of :data:`NON_STATIONARY`: k depends on x − x' only."""
+        return not NON_STATIONARY & set(self.tokens)
 
     # --- forms -----------------------------------------------------------------------
     @cached_property

@@ -264,22 +264,38 @@ def test_toeplitz_vjp_equals_general_path():
     assert checked > 25
 
 
-def test_gappy_grid_equals_general_path():
-    """A regular grid with missing points (e.g. missing months): fast or not, K and its VJP are the general ones."""
-    rng = np.random.default_rng(8)
-    X = np.delete(np.linspace(1.0, 2.0, 13), [3, 4, 9])
+def _compare_with_general_path(X, kernels, rng, tol, grad_tol):
+    """Assert that K (both entry points) and the VJP on ``Inputs(X)`` equal the general path's
+    (``toeplitz=False``), and that one forward pass serves a second reverse walk alike.
+
+    Returns the number of kernels whose gradients were compared (finite ones).
+    """
     fast, slow = Inputs(X), Inputs(X, toeplitz=False)
-    for k in _stationary_kernels()[:40]:
+    n = X.shape[0]
+    checked = 0
+    for k in kernels:
         theta = rng.uniform(-1.5, 1.5, k.n_params)
         K1, vjp1 = covariance_vjp(k, fast, theta)
         K2, vjp2 = covariance_vjp(k, slow, theta)
         if not np.all(np.isfinite(K2)):
             continue
-        np.testing.assert_allclose(K1, K2, rtol=1e-9, atol=1e-9 * max(1, _amax(K2)), err_msg=k.prefix)
-        G = rng.standard_normal((2, 10, 10))
+        for K in (K1, covariance(k, fast, theta)):
+            np.testing.assert_allclose(K, K2, rtol=tol, atol=tol * max(1, _amax(K2)), err_msg=k.prefix)
+        G = rng.standard_normal((2, n, n))  # not symmetric on purpose
         g1, g2 = vjp1(G), vjp2(G)
         if np.all(np.isfinite(g2)):
-            np.testing.assert_allclose(g1, g2, rtol=1e-7, atol=1e-7 * max(1, _amax(g2)), err_msg=k.prefix)
+            checked += 1
+            np.testing.assert_allclose(g1, g2, rtol=grad_tol, atol=grad_tol * max(1, _amax(g2)), err_msg=k.prefix)
+            np.testing.assert_array_equal(vjp1(G), g1)
+    return checked
+
+
+def test_gappy_grid_equals_general_path():
+    """A regular grid with missing points (e.g. missing months): fast or not, K and its VJP are the general ones."""
+    X = np.delete(np.linspace(1.0, 2.0, 13), [3, 4, 9])
+    assert Inputs(X).expansion == "gather"
+    checked = _compare_with_general_path(X, _stationary_kernels()[:40], np.random.default_rng(8), 1e-9, 1e-7)
+    assert checked > 25
 
 
 def _month_starts(n_months: int) -> np.ndarray:
@@ -310,22 +326,8 @@ def test_distinct_lag_path_equals_general_path(order):
     X = _month_starts(48)
     if order == "shuffled":
         X = rng.permutation(X)
-    fast, slow = Inputs(X), Inputs(X, toeplitz=False)
-    assert fast.expansion == "gather"
-    checked = 0
-    for k in _stationary_kernels()[:40]:
-        theta = rng.uniform(-1.5, 1.5, k.n_params)
-        K1, vjp1 = covariance_vjp(k, fast, theta)
-        K2, vjp2 = covariance_vjp(k, slow, theta)
-        if not np.all(np.isfinite(K2)):
-            continue
-        np.testing.assert_allclose(K1, K2, rtol=1e-6, atol=1e-6 * max(1, _amax(K2)), err_msg=k.prefix)
-        G = rng.standard_normal((2, 48, 48))
-        g1, g2 = vjp1(G), vjp2(G)
-        if np.all(np.isfinite(g2)):
-            checked += 1
-            np.testing.assert_allclose(g1, g2, rtol=1e-5, atol=1e-5 * max(1, _amax(g2)), err_msg=k.prefix)
-    assert checked > 25
+    assert Inputs(X).expansion == "gather"
+    assert _compare_with_general_path(X, _stationary_kernels()[:40], rng, 1e-6, 1e-5) > 25
 
 
 def test_row_subtrees_are_the_large_stationary_parts_of_a_non_stationary_tree():
@@ -373,26 +375,9 @@ def test_mixed_geometry_equals_general_path(inputs):
     rng = np.random.default_rng(17)
     X = {"grid": np.linspace(1.0, 2.0, 12), "months": _month_starts(48),
          "shuffled months": rng.permutation(_month_starts(48))}[inputs]
-    n = X.shape[0]
-    fast, slow = Inputs(X), Inputs(X, toeplitz=False)
-    assert fast.row is not None
-    checked = 0
-    for k in _mixed_kernels():
-        theta = rng.uniform(-1.5, 1.5, k.n_params)
-        K1, vjp1 = covariance_vjp(k, fast, theta)
-        K2, vjp2 = covariance_vjp(k, slow, theta)
-        if not np.all(np.isfinite(K2)):
-            continue
-        tol = 1e-9 if inputs == "grid" else 1e-6
-        np.testing.assert_allclose(K1, K2, rtol=tol, atol=tol * max(1, _amax(K2)), err_msg=k.prefix)
-        np.testing.assert_allclose(covariance(k, fast, theta), K2, rtol=tol, atol=tol * max(1, _amax(K2)))
-        G = rng.standard_normal((2, n, n))
-        g1, g2 = vjp1(G), vjp2(G)
-        if np.all(np.isfinite(g2)):
-            checked += 1
-            np.testing.assert_allclose(g1, g2, rtol=100 * tol, atol=100 * tol * max(1, _amax(g2)), err_msg=k.prefix)
-            np.testing.assert_array_equal(vjp1(G), g1)
-    assert checked >= 12
+    assert Inputs(X).row is not None
+    tol = 1e-9 if inputs == "grid" else 1e-6
+    assert _compare_with_general_path(X, _mixed_kernels(), rng, tol, 100 * tol) >= 12
 
 
 def test_evaluation_is_repeatable():
