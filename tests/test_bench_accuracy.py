@@ -331,11 +331,17 @@ def test_one_real_budgeted_trial(tmp_path: Path) -> None:
 
     data_dir = _toy_data_dir(tmp_path / "data")
     res = acc.accuracy(data_dir, tmp_path / "out", time_budget=1.5, seeds=1, workers=1, log=lambda s: None,
-                       argv=["test"])
+                       records=True, argv=["test"])
     row = pd.read_csv(tmp_path / "out" / "trials.csv").iloc[0]
     assert row["status"] == "ok", row["reason"]
     assert math.isfinite(row["test_rmse"]) and row["n_evaluations"] >= 1 and row["generations"] >= 1
-    assert load_kernel_file(tmp_path / "out" / row["kernel_file"]).kernel.infix == row["infix"]
+    kf = load_kernel_file(tmp_path / "out" / row["kernel_file"])
+    assert kf.kernel.infix == row["infix"]
+    # --records: every full fit, none screened out, the returned kernel among them with its BIC.
+    recs = pd.read_csv(tmp_path / "out" / acc.records_path("01-toy", "full", 0))
+    assert len(recs) == row["n_evaluations"] and "screened_out" not in set(recs["status"])
+    mine = recs[recs["canonical"] == kf.kernel.canonical]
+    assert np.isclose(mine["bic"].min(), row["bic"])
     assert res.summary[0].startswith("variant=full ")
 
 

@@ -253,6 +253,23 @@ def kernel_path(series: str, variant: str, seed: int) -> str:
     return f"kernels/{series}__{variant}__seed{seed}.json"
 
 
+def records_path(series: str, variant: str, seed: int) -> str:
+    """Full-fit records of a trial (``--records``), relative to the output folder."""
+    return f"records/{series}__{variant}__seed{seed}.csv.gz"
+
+
+def records_frame(records: Iterable[Any]) -> pd.DataFrame:
+    """The search's records without the kernels screened out on the subset (one row per full fit).
+
+    The columns are those of ``search --records`` (:meth:`EvalRecord.to_dict`), so
+    ``bench/bench_select.py`` reads either; screened-out kernels carry no full-data fit.
+    """
+    from ..optimize import FitStatus
+
+    rows = [r.to_dict() for r in records if r.status != FitStatus.SCREENED_OUT]
+    return pd.DataFrame(rows)
+
+
 def done_keys(out: Path) -> set[tuple[str, str, int]]:
     """``(series, variant, seed)`` of the finished trials of a folder.
 
@@ -311,7 +328,8 @@ class TrialSpec:
 
 
 def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> dict:
-    """Run one search; returns ``{"row": trials.csv row, "kernel": kernel-file dict or None}``.
+    """Run one search; returns ``{"row": trials.csv row, "kernel": kernel-file dict or None,
+    "records": its full fits (:func:`records_frame`) or None}``.
 
     Parameters
     ----------
@@ -334,6 +352,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
     row: dict = {"series": spec.series, "variant": spec.variant, "seed": spec.seed, "budget": spec.budget,
                  "n_train": ds.n_train, "n_test": ds.n_test, "budget_s": spec.budget_s, "host": socket.gethostname()}
     doc = None
+    records = None
     t0 = None
     try:
         data = FitData.from_dataset(ds, split_fraction=spec.config.metric_split)
@@ -343,6 +362,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
         row.update(wall_s=round(wall, 3), wall_ratio=round(wall / spec.budget_s, 4),
                    elapsed_s=round(float(result.elapsed), 3), n_evaluations=result.n_evaluations,
                    n_screen_fits=getattr(result, "n_screen_fits", None), generations=len(result.history))
+        records = records_frame(getattr(result, "records", ()))
         best = result.best
         if best is None or not best.ok:
             row.update(status="no_kernel", reason="no kernel could be fitted")
@@ -369,7 +389,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
             row.update(wall_s=round(wall, 3), wall_ratio=round(wall / spec.budget_s, 4))
         row.update(status="error", reason=f"{type(exc).__name__}: {exc}"[:500])
     row["finished"] = now_iso()
-    return {"row": row, "kernel": doc}
+    return {"row": row, "kernel": doc, "records": records}
 
 
 def _finite(v: object) -> float | None:
@@ -428,8 +448,8 @@ def _check_settings(runs: list[dict], settings: dict[str, dict], out: Path) -> N
 
 def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: float | None = None,
              seeds: int = 3, series: str | Sequence[str] | None = None, workers: int = 2,
-             variants: str | Sequence[str] = "full", argv: Sequence[str] | None = None,
-             log: Callable[[str], None] | None = None) -> AccuracyReport:
+             variants: str | Sequence[str] = "full", records: bool = False,
+             argv: Sequence[str] | None = None, log: Callable[[str], None] | None = None) -> AccuracyReport:
     """Run (or resume) the accuracy benchmark into ``out``, then write its report.
 
     Parameters
@@ -450,6 +470,9 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
         Processes of each search (searches never run at the same time).
     variants : str or sequence of str
         Keys of :data:`VARIANTS` (comma-separated), or ``all``.
+    records : bool
+        Also write each trial's full fits to ``records/`` (:func:`records_path`), for
+        post-hoc studies of which kernel to return (``bench/bench_select.py``).
     argv : sequence of str, optional
         The command line, for the records (default ``sys.argv[1:]``).
     log : callable, optional
@@ -506,6 +529,12 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
                 from ..kernel_file import dump_kernel_file
 
                 write_text_atomic(out / row["kernel_file"], dump_kernel_file(doc))
+            if records and res.get("records") is not None:
+                path = out / records_path(s, v, k)
+                path.parent.mkdir(exist_ok=True)
+                tmp = path.with_name(path.name + ".tmp")
+                res["records"].to_csv(tmp, index=False, compression="gzip")
+                tmp.replace(path)
             rf.append(row)
             count += 1
             say(f"[{i}/{len(todo)}] {s} {v} seed {k}: {row['status']} rmse={fmt(row.get('test_rmse'))} "

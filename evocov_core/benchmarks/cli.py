@@ -144,6 +144,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r.add_argument("--variants", default="full",
                    help=f"comma-separated variants, or all: {', '.join(VARIANTS)} (default: full; "
                         "evocov_core/benchmarks/accuracy.py VARIANTS)")
+    r.add_argument("--records", action="store_true",
+                   help="also write each trial's full fits to OUT/records/ (for bench/bench_select.py)")
     r.add_argument("--out", type=Path, required=True, help="output folder (reused to resume)")
 
     r = bsub.add_parser("accuracy-report", help="regenerate report.md of a bench accuracy folder, running nothing")
@@ -227,7 +229,8 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         from .accuracy import accuracy
 
         res = accuracy(a.data_dir, a.out, budget=a.budget, time_budget=a.time_budget, seeds=a.seeds,
-                       series=a.series, workers=a.workers, variants=a.variants, argv=argv)
+                       series=a.series, workers=a.workers, variants=a.variants, records=a.records,
+                       argv=argv)
         for line in res.summary:
             print(line)
         print(f"wrote {res.path}")
