@@ -104,7 +104,8 @@ def check_psd(kernel: Kernel, rng: np.random.Generator, config: PSDConfig = PSDC
         if dmin < -config.eig_tol * scale:
             return PSDReport(False, "negative diagonal", f"min diagonal = {dmin:.3g} on data set {k}", k, worst)
         try:
-            lam = np.linalg.eigvalsh(0.5 * (C + C.T))
+            # Halve before adding: C + C.T overflows when entries are near the largest float.
+            lam = np.linalg.eigvalsh(0.5 * C + 0.5 * C.T)
         except np.linalg.LinAlgError:
             # LAPACK's eigensolver did not converge (entries spanning hundreds of orders of
             # magnitude): such a kernel cannot be used safely either.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -154,3 +156,19 @@ def test_eigensolver_failure_is_a_rejection_not_a_crash(monkeypatch):
     report = check_psd(library.squared_exponential(), np.random.default_rng(0))
     assert not report.ok
     assert report.condition == "eigenvalues did not converge"
+
+
+def test_entries_near_the_largest_float_do_not_overflow(monkeypatch):
+    """A finite covariance with entries near the largest float (seen in a search) is checked
+    without an overflow warning: symmetrising must not add two such entries."""
+    huge = np.finfo(float).max * 0.75
+
+    def scaled(kernel, inputs, theta):
+        n = inputs.X1.shape[0]
+        return np.full((n, n), huge)  # rank one, PSD: huge · 1 1ᵀ
+
+    monkeypatch.setattr(psd, "covariance", scaled)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = check_psd(library.squared_exponential(), np.random.default_rng(0))
+    assert report.ok, str(report)
