@@ -3,9 +3,9 @@
 A budgeted search returns, of its candidate kernels, the one whose refit on the first 90 % of
 the training range best predicts the last 10 % (posterior LML; ``evocov_core/search/select.py``).
 Its candidates are the 5 lowest-BIC distinct kernels. When the search runs long, those five
-are often close variants of one flexible kernel, and the held-out tail cannot choose a simpler
-one that extrapolates better, because none is offered. This script replays the choice on the
-full fits each trial recorded (``bench accuracy --records``), with other candidate sets:
+are often close variants of one flexible kernel. Would the tail score find a kernel that
+extrapolates better if it were offered simpler ones too? This script replays the choice on
+the full fits each trial recorded (``bench accuracy --records``), with other candidate sets:
 
 ``bic``
     the lowest BIC (no choice);
@@ -70,7 +70,8 @@ def distinct_fits(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def front(fits: pd.DataFrame) -> list[int]:
-    """Rows of ``fits`` (lowest BIC first) on the BIC-vs-q front, lowest q first."""
+    """Rows of ``fits`` (lowest BIC first) with a lower BIC than every row with fewer
+    hyperparameters: the BIC-vs-q front, fewest hyperparameters first."""
     out, best = [], math.inf
     for i in fits.sort_values(["q", "bic"], kind="stable").index:
         if fits.bic[i] < best:
