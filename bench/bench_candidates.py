@@ -20,7 +20,11 @@ the full fits each trial recorded (``bench accuracy --records``), with other can
     both;
 ``top5-calm``, ``top5+front-calm``
     the same sets less the kernels whose forecast spreads out (``horizon_spread`` above
-    ``EXPLODING_SPREAD``: the search flags them, it does not drop them), unless all do.
+    ``EXPLODING_SPREAD``: the search flags them, it does not drop them), unless all do;
+``top5-no-late-cp``, ``bic-no-late-cp``
+    the 5 lowest BIC, and the lowest BIC, among the kernels without a change point (or
+    change-window centre) in the held-out last 10 % of the training range, which the tail
+    score cannot check: the head refit never sees the regime after it.
 
 Each candidate is refitted on the head exactly as the search does it (the ``head`` stage, the
 same seeds) and scored by the same tail score; the test part is never used to choose. The
@@ -51,11 +55,12 @@ from evocov_core.benchmarks.accuracy import reference_rmse, variant_config
 from evocov_core.benchmarks.common import load_series
 from evocov_core.kernel_file import parse_expression
 from evocov_core.metrics import FitData
-from evocov_core.optimize import FitStatus, Start, fit_kernel
+from evocov_core.optimize import FitStatus, Start, fit_kernel, slot_roles
 from evocov_core.search.select import EXPLODING_SPREAD, horizon_spread, tail_score
 from evocov_core.search.stages import head_stage
 
-RULES = ("bic", "top5", "top10", "front", "top5+front", "top5-calm", "top5+front-calm")
+RULES = ("bic", "top5", "top10", "front", "top5+front", "top5-calm", "top5+front-calm", "top5-no-late-cp",
+         "bic-no-late-cp")
 
 
 def _tuple(text: str) -> tuple[float, ...]:
@@ -88,6 +93,17 @@ def candidate_sets(fits: pd.DataFrame) -> dict[str, list[int]]:
             "front": sorted(fr), "top5+front": sorted(set(top5) | set(fr))}
 
 
+def late_change(fit: pd.Series, kernel, data: FitData) -> bool:
+    """Whether a change-point location or change-window centre of the fit lies in the tail
+    (after the last head input, model units)."""
+    assert data.split is not None
+    edge = float(data.split.X_t[:, 0].max())
+    roles = slot_roles(kernel)
+    theta = _tuple(fit.theta)
+    return any(roles[s] & {"location", "window_centre"} and math.exp(t) > edge
+               for s, t in zip(kernel.slots, theta, strict=True))
+
+
 def spread(fit: pd.Series, kernel, data: FitData) -> float:
     """:func:`horizon_spread` of a recorded fit."""
     rec = SimpleNamespace(kernel=kernel, theta=_tuple(fit.theta), log_noise=float(fit.log_noise),
@@ -104,6 +120,17 @@ def replay(records: pd.DataFrame, data: FitData, config, seed: int) -> dict[str,
     for name in ("top5", "top5+front"):
         kept = [i for i in sets[name] if calm[i]]
         sets[f"{name}-calm"] = kept or sets[name]
+    early: list[int] = []
+    for i in fits.index:  # lowest BIC first, until five
+        e = fits.expression[i]
+        if "change" not in e or not late_change(fits.loc[i], parse_expression(e), data):
+            early.append(int(i))
+            if len(early) == 5:
+                break
+    sets["top5-no-late-cp"] = early[:5] or sets["top5"]
+    sets["bic-no-late-cp"] = early[:1] or sets["bic"]
+    kernels.update({i: parse_expression(fits.expression[i]) for i in sets["top5-no-late-cp"] if i not in kernels})
+    calm.update({i: True for i in kernels if i not in calm})
     head, optim = head_stage(data, config.optim)
     scores: dict[int, float] = {}  # by BIC rank: a kernel is refitted once for all the rules
     out = {}

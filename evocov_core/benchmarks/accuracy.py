@@ -261,8 +261,8 @@ def records_path(series: str, variant: str, seed: int) -> str:
 def records_frame(records: Iterable[Any]) -> pd.DataFrame:
     """The search's records without the kernels screened out on the subset (one row per full fit).
 
-    The columns are those of ``search --records`` (:meth:`EvalRecord.to_dict`), so
-    ``bench/bench_select.py`` reads either; screened-out kernels carry no full-data fit.
+    The columns are those of ``search --records`` (:meth:`EvalRecord.to_dict`); screened-out
+    kernels carry no full-data fit.
     """
     from ..optimize import FitStatus
 
@@ -329,7 +329,7 @@ class TrialSpec:
 
 def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> dict:
     """Run one search; returns ``{"row": trials.csv row, "kernel": kernel-file dict or None,
-    "records": its full fits (:func:`records_frame`) or None}``.
+    "records": the search's records (``EvalRecord``) or None}``.
 
     Parameters
     ----------
@@ -362,7 +362,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
         row.update(wall_s=round(wall, 3), wall_ratio=round(wall / spec.budget_s, 4),
                    elapsed_s=round(float(result.elapsed), 3), n_evaluations=result.n_evaluations,
                    n_screen_fits=getattr(result, "n_screen_fits", None), generations=len(result.history))
-        records = records_frame(getattr(result, "records", ()))
+        records = tuple(getattr(result, "records", ()))
         best = result.best
         if best is None or not best.ok:
             row.update(status="no_kernel", reason="no kernel could be fitted")
@@ -472,7 +472,7 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
         Keys of :data:`VARIANTS` (comma-separated), or ``all``.
     records : bool
         Also write each trial's full fits to ``records/`` (:func:`records_path`), for
-        post-hoc studies of which kernel to return (``bench/bench_select.py``).
+        post-hoc studies of which kernel to return (``bench/bench_candidates.py``).
     argv : sequence of str, optional
         The command line, for the records (default ``sys.argv[1:]``).
     log : callable, optional
@@ -533,7 +533,7 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
                 path = out / records_path(s, v, k)
                 path.parent.mkdir(exist_ok=True)
                 tmp = path.with_name(path.name + ".tmp")
-                res["records"].to_csv(tmp, index=False, compression="gzip")
+                records_frame(res["records"]).to_csv(tmp, index=False, compression="gzip")
                 tmp.replace(path)
             rf.append(row)
             count += 1

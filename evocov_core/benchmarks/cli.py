@@ -145,7 +145,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help=f"comma-separated variants, or all: {', '.join(VARIANTS)} (default: full; "
                         "evocov_core/benchmarks/accuracy.py VARIANTS)")
     r.add_argument("--records", action="store_true",
-                   help="also write each trial's full fits to OUT/records/ (for bench/bench_select.py)")
+                   help="also write each trial's full fits to OUT/records/ (for bench/bench_candidates.py)")
     r.add_argument("--out", type=Path, required=True, help="output folder (reused to resume)")
 
     r = bsub.add_parser("accuracy-report", help="regenerate report.md of a bench accuracy folder, running nothing")
