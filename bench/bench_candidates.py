@@ -35,7 +35,7 @@ Usage (from the repository root)::
 
     python -m bench.bench_candidates --folder bench/results/accuracy/standard-lags
 
-Writes ``bench/results/bench_candidates.md`` and ends with one ``key=value`` line per rule.
+Writes ``bench/results/bench_candidates__<folder name>.md`` and ends with one ``key=value`` line per rule.
 """
 
 from __future__ import annotations
@@ -212,7 +212,8 @@ def main() -> None:
         "## Test RMSE / best published, per trial (q of the chosen kernel)\n\n" + tables[0],
         f"Scoring time {seconds:.0f} s (one process).\n\n## Summary lines\n\n```\n" + "\n".join(lines) + "\n```",
     ]
-    path = write_report("bench_candidates", "Model choice: which candidates the tail score sees", sections, threads)
+    path = write_report(f"bench_candidates__{args.folder.name}", "Model choice: which candidates the tail score sees",
+                        sections, threads)
     print("\n".join(lines))
     print(f"wrote {path}")
 
