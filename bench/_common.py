@@ -21,12 +21,26 @@ from pathlib import Path
 
 from evocov_core.benchmarks.common import cpu_model, md_table
 
-__all__ = ["ROOT", "calibrate", "command_line", "cpu_model", "interleaved", "limit_threads", "machine_info",
-           "md_table", "per_call", "pool_summary", "report_ratio_table", "write_report"]
+__all__ = ["ROOT", "calibrate", "command_line", "cpu_model", "geomean", "interleaved", "limit_threads",
+           "machine_info", "md_table", "parse_tuple", "per_call", "pool_summary", "report_ratio_table",
+           "write_report"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS_DIR = ROOT / "bench" / "results"
+
+
+# --- small helpers ------------------------------------------------------------------
+
+
+def geomean(values: Sequence[float]) -> float:
+    """Geometric mean of positive numbers."""
+    return math.exp(statistics.fmean(math.log(float(v)) for v in values))
+
+
+def parse_tuple(text: str) -> tuple[float, ...]:
+    """A records cell such as ``(-7.46, 6.16, 10.0)`` (``str`` of a tuple) as floats."""
+    return tuple(float(v) for v in str(text).strip("()").split(",") if v.strip())
 
 
 # --- threads ------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from bench._common import limit_threads, md_table, write_report
+from bench._common import geomean, limit_threads, md_table, parse_tuple, write_report
 from evocov_core.benchmarks.accuracy import reference_rmse, variant_config
 from evocov_core.benchmarks.common import load_series
 from evocov_core.kernel_file import parse_expression
@@ -62,10 +62,6 @@ from evocov_core.search.stages import head_stage
 RULES = ("bic", "top5", "top10", "front", "top5+front", "top5-calm", "top5+front-calm", "top5-no-late-cp",
          "bic-no-late-cp")
 
-
-def _tuple(text: str) -> tuple[float, ...]:
-    """A records cell such as ``(-7.46, 6.16, 10.0)`` (``str`` of a tuple) as floats."""
-    return tuple(float(v) for v in str(text).strip("()").split(",") if v.strip())
 
 
 def distinct_fits(records: pd.DataFrame) -> pd.DataFrame:
@@ -99,14 +95,14 @@ def late_change(fit: pd.Series, kernel, data: FitData) -> bool:
     assert data.split is not None
     edge = float(data.split.X_t[:, 0].max())
     roles = slot_roles(kernel)
-    theta = _tuple(fit.theta)
+    theta = parse_tuple(fit.theta)
     return any(roles[s] & {"location", "window_centre"} and math.exp(t) > edge
                for s, t in zip(kernel.slots, theta, strict=True))
 
 
 def spread(fit: pd.Series, kernel, data: FitData) -> float:
     """:func:`horizon_spread` of a recorded fit."""
-    rec = SimpleNamespace(kernel=kernel, theta=_tuple(fit.theta), log_noise=float(fit.log_noise),
+    rec = SimpleNamespace(kernel=kernel, theta=parse_tuple(fit.theta), log_noise=float(fit.log_noise),
                           jitter=float(fit.jitter), noise_variance=math.exp(float(fit.log_noise)))
     return horizon_spread(data, rec)
 
@@ -142,7 +138,7 @@ def replay(records: pd.DataFrame, data: FitData, config, seed: int) -> dict[str,
             # The search seeds the refit of its i-th candidate (BIC rank i + 1) with (seed, 7919, i).
             rng = np.random.default_rng(np.random.SeedSequence([seed, 7919, i]))
             fit = fit_kernel(kernels[i], head, optim, rng,
-                             Start(_tuple(r.theta), float(r.log_noise)))
+                             Start(parse_tuple(r.theta), float(r.log_noise)))
             scores[i] = tail_score(data, fit)  # the head fit's values, on the full data's split
         s = np.array([scores.get(i, 0.0) for i in rows])
         pick = rows[int(np.argmax(np.where(np.isfinite(s), s, -np.inf)))] if np.isfinite(s).any() else rows[0]
@@ -151,10 +147,6 @@ def replay(records: pd.DataFrame, data: FitData, config, seed: int) -> dict[str,
                      "n": len(rows), "oracle": float(fits.test_rmse[rows].min())}
     return out
 
-
-def _gmean(v) -> float:
-    v = np.asarray(v, dtype=float)
-    return float(np.exp(np.mean(np.log(v))))
 
 
 def main() -> None:
@@ -194,11 +186,11 @@ def main() -> None:
         paired = d.rmse / base.reindex(d.index)
         med = d.ratio.groupby(level="series").median()
         omed = (d.oracle / refs.reindex(d.index.get_level_values(0)).values).groupby(level="series").median()
-        lines.append(f"rule={rule} runs={len(d)} geomean_of_series_medians={_gmean(med):.3f} "
-                     f"worst={med.max():.2f} over_3x={int((med > 3).sum())} paired_vs_top5={_gmean(paired):.3f} "
+        lines.append(f"rule={rule} runs={len(d)} geomean_of_series_medians={geomean(med):.3f} "
+                     f"worst={med.max():.2f} over_3x={int((med > 3).sum())} paired_vs_top5={geomean(paired):.3f} "
                      f"lower={int((paired < 1 - 1e-9).sum())} higher={int((paired > 1 + 1e-9).sum())} "
                      f"median_q={d.q.median():g} median_candidates={d.n.median():g} "
-                     f"oracle_geomean={_gmean(omed):.3f}")
+                     f"oracle_geomean={geomean(omed):.3f}")
     wide = df.pivot_table(index=["series", "seed"], columns="rule", values="ratio")[list(RULES)]
     qs = df.pivot_table(index=["series", "seed"], columns="rule", values="q")[list(RULES)]
     tables.append(md_table(["series", "seed", *RULES],

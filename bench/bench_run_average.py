@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import limit_threads, md_table, write_report
+from bench._common import geomean, limit_threads, md_table, write_report
 from evocov_core.benchmarks.accuracy import reference_rmse
 from evocov_core.benchmarks.common import load_series
 from evocov_core.kernel_file import load_kernel_file
@@ -54,9 +54,6 @@ def mixture_ratios(means: dict[int, np.ndarray], y: np.ndarray, k: int, ref: flo
             for c in itertools.combinations(sorted(means), k)]
 
 
-def _gmean(v) -> float:
-    return float(np.exp(np.mean(np.log(np.asarray(v, dtype=float)))))
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -76,7 +73,7 @@ def main() -> None:
         rows.append({"series": series, "seeds": len(means),
                      **{k: float(np.median(mixture_ratios(means, y, k, refs[series]))) for k in ks if k <= len(means)}})
     df = pd.DataFrame(rows).set_index("series")
-    lines = [f"k={k} series={int(df[k].notna().sum())} geomean_of_series_medians={_gmean(df[k].dropna()):.3f} "
+    lines = [f"k={k} series={int(df[k].notna().sum())} geomean_of_series_medians={geomean(df[k].dropna()):.3f} "
              f"worst={df[k].max():.2f} over_3x={int((df[k] > 3).sum())}" for k in ks if k in df]
     method = __doc__.split("\n\n", 1)[1].split("Usage")[0].strip()
     table = md_table(["series", "seeds", *(f"K = {k}" for k in ks if k in df)],

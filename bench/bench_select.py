@@ -32,16 +32,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import limit_threads, md_table, write_report
+from bench._common import limit_threads, md_table, parse_tuple, write_report
 from evocov_core.data import load_csv
 from evocov_core.kernel_file import parse_expression
 from evocov_core.metrics import FitData, metric_value
 from evocov_core.optimize import FitStatus, OptimConfig, Start, fit_kernel
-
-
-def _tuple(text: str) -> tuple[float, ...]:
-    """A records cell such as ``(-7.46, 6.16, 10.0)`` (``str`` of a tuple) as floats."""
-    return tuple(float(v) for v in str(text).strip("()").split(",") if v.strip())
 
 
 def tail_scores(records: pd.DataFrame, data: FitData, k: int, seed: int = 0) -> pd.DataFrame:
@@ -56,7 +51,7 @@ def tail_scores(records: pd.DataFrame, data: FitData, k: int, seed: int = 0) -> 
     rows = []
     for _, r in best.iterrows():
         kernel = parse_expression(r.expression)
-        fit = fit_kernel(kernel, head, cfg, rng, Start(_tuple(r.theta), float(r.log_noise)))
+        fit = fit_kernel(kernel, head, cfg, rng, Start(parse_tuple(r.theta), float(r.log_noise)))
         with np.errstate(all="ignore"):  # a wild candidate scores -inf or NaN, it does not warn
             score = metric_value("posterior_lml", kernel, data, fit.z) if fit.ok else -math.inf
         rows.append({"q": int(r.q), "bic": float(r.bic), "test_rmse": float(r.test_rmse),
