@@ -53,6 +53,7 @@ import pandas as pd
 from bench._common import geomean, limit_threads, md_table, parse_tuple, write_report
 from evocov_core.benchmarks.accuracy import reference_rmse, variant_config
 from evocov_core.benchmarks.common import load_series
+from evocov_core.kernel import Kernel
 from evocov_core.kernel_file import parse_expression
 from evocov_core.metrics import FitData
 from evocov_core.optimize import FitStatus, Start, fit_kernel, slot_roles
@@ -61,7 +62,6 @@ from evocov_core.search.stages import head_stage
 
 RULES = ("bic", "top5", "top10", "front", "top5+front", "top5-calm", "top5+front-calm", "top5-no-late-cp",
          "bic-no-late-cp")
-
 
 
 def distinct_fits(records: pd.DataFrame) -> pd.DataFrame:
@@ -111,22 +111,25 @@ def replay(records: pd.DataFrame, data: FitData, config, seed: int) -> dict[str,
     """Each rule's choice: test RMSE, q and BIC rank of the kernel the tail score picks."""
     fits = distinct_fits(records)
     sets = candidate_sets(fits)
-    kernels = {i: parse_expression(fits.expression[i]) for i in set().union(*sets.values())}
-    calm = {i: spread(fits.loc[i], kernels[i], data) <= EXPLODING_SPREAD for i in kernels}
+    kernels: dict[int, Kernel] = {}
+
+    def kernel(i: int) -> Kernel:  # each candidate parsed once, for every rule
+        if i not in kernels:
+            kernels[i] = parse_expression(fits.expression[i])
+        return kernels[i]
+
+    calm = {i: spread(fits.loc[i], kernel(i), data) <= EXPLODING_SPREAD for i in sets["top5+front"]}
     for name in ("top5", "top5+front"):
         kept = [i for i in sets[name] if calm[i]]
         sets[f"{name}-calm"] = kept or sets[name]
     early: list[int] = []
     for i in fits.index:  # lowest BIC first, until five
-        e = fits.expression[i]
-        if "change" not in e or not late_change(fits.loc[i], parse_expression(e), data):
+        if not late_change(fits.loc[i], kernel(i), data):
             early.append(int(i))
             if len(early) == 5:
                 break
-    sets["top5-no-late-cp"] = early[:5] or sets["top5"]
+    sets["top5-no-late-cp"] = early or sets["top5"]
     sets["bic-no-late-cp"] = early[:1] or sets["bic"]
-    kernels.update({i: parse_expression(fits.expression[i]) for i in sets["top5-no-late-cp"] if i not in kernels})
-    calm.update({i: True for i in kernels if i not in calm})
     head, optim = head_stage(data, config.optim)
     scores: dict[int, float] = {}  # by BIC rank: a kernel is refitted once for all the rules
     out = {}
@@ -137,16 +140,14 @@ def replay(records: pd.DataFrame, data: FitData, config, seed: int) -> dict[str,
             r = fits.loc[i]
             # The search seeds the refit of its i-th candidate (BIC rank i + 1) with (seed, 7919, i).
             rng = np.random.default_rng(np.random.SeedSequence([seed, 7919, i]))
-            fit = fit_kernel(kernels[i], head, optim, rng,
+            fit = fit_kernel(kernel(i), head, optim, rng,
                              Start(parse_tuple(r.theta), float(r.log_noise)))
             scores[i] = tail_score(data, fit)  # the head fit's values, on the full data's split
         s = np.array([scores.get(i, 0.0) for i in rows])
         pick = rows[int(np.argmax(np.where(np.isfinite(s), s, -np.inf)))] if np.isfinite(s).any() else rows[0]
         out[rule] = {"rmse": float(fits.test_rmse[pick]), "q": int(fits.q[pick]), "rank": pick + 1,
-                     "calm": bool(calm[pick]),
                      "n": len(rows), "oracle": float(fits.test_rmse[rows].min())}
     return out
-
 
 
 def main() -> None:
@@ -180,7 +181,7 @@ def main() -> None:
     base = df[df.rule == "top5"].set_index(["series", "seed"]).rmse
     same = int(np.isclose(df[df.rule == "top5"].rmse, df[df.rule == "top5"].searched_rmse, rtol=1e-6).sum())
     n_runs = len(base)
-    lines, tables = [], []
+    lines = []
     for rule in RULES:
         d = df[df.rule == rule].set_index(["series", "seed"])
         paired = d.rmse / base.reindex(d.index)
@@ -193,15 +194,15 @@ def main() -> None:
                      f"oracle_geomean={geomean(omed):.3f}")
     wide = df.pivot_table(index=["series", "seed"], columns="rule", values="ratio")[list(RULES)]
     qs = df.pivot_table(index=["series", "seed"], columns="rule", values="q")[list(RULES)]
-    tables.append(md_table(["series", "seed", *RULES],
-                           [[s, k, *(f"{wide.loc[(s, k), r]:.2f} (q {int(qs.loc[(s, k), r])})" for r in RULES)]
-                            for s, k in wide.index]))
+    table = md_table(["series", "seed", *RULES],
+                     [[s, k, *(f"{wide.loc[(s, k), r]:.2f} (q {int(qs.loc[(s, k), r])})" for r in RULES)]
+                      for s, k in wide.index])
     method = __doc__.split("\n\n", 1)[1].split("Usage")[0].strip()
     sections = [
         f"{method}\n\nFolder `{args.folder}` ({budget} budget), {n_runs} trials with records. The replayed "
         f"`top5` choice equals the searched kernel's test RMSE in {same} of {n_runs} (a difference means a "
         "refit the search cut at its deadline).",
-        "## Test RMSE / best published, per trial (q of the chosen kernel)\n\n" + tables[0],
+        "## Test RMSE / best published, per trial (q of the chosen kernel)\n\n" + table,
         f"Scoring time {seconds:.0f} s (one process).\n\n## Summary lines\n\n```\n" + "\n".join(lines) + "\n```",
     ]
     path = write_report(f"bench_candidates__{args.folder.name}", "Model choice: which candidates the tail score sees",
