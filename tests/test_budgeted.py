@@ -302,6 +302,23 @@ def test_seeded_first_population(small: FitData) -> None:
     assert seeded <= {r.canonical for r in first}
 
 
+@pytest.mark.parametrize("reseed", [False, True])
+def test_restarts_seeded_only_when_asked(small: FitData, reseed: bool) -> None:
+    # beta = 1e9: no improvement is ever enough, so each epoch's second generation restarts
+    # (the first after a restart always continues: its improvement over f_prev = inf is infinite).
+    cfg = _budgeted(seed_fraction=0.5, population=10, generations=4, patience=1, beta=1e9, select_top=1,
+                    reseed_restarts=reseed)
+    with SerialExecutor(small, cfg.optim, search_stages(small, cfg)) as ex:
+        res = run_search(small, cfg, seed=0, executor=ex)
+    origins = {g: {r.origin for r in res.records if r.generation == g} for g in (1, 2, 3)}
+    assert origins[1] == {"seed", "random"}
+    assert not origins[2] & {"seed", "random"}, "generation 2 varies the first population"
+    # Generation 3 is the restart: new random trees, and seeds only when asked (a seed already
+    # fitted in generation 1 comes from the cache and is not recorded again).
+    assert "random" in origins[3] and origins[3] <= {"seed", "random"}
+    assert ("seed" in origins[3]) is reseed
+
+
 def test_expansion_subtrees_are_covariances() -> None:
     # Every expansion wraps a Cov subtree: the parent's tokens survive as one contiguous block.
     rng = np.random.default_rng(11)

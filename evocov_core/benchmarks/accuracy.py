@@ -128,6 +128,8 @@ VARIANTS: dict[str, Variant] = {
                          "(the preset screens only series longer than its screen_points)"),
     "no-seed": Variant({"seed_fraction": 0.0, "p_expand": 0.0},
                        "no seeded initial population, no expansion of good kernels"),
+    "reseed-restarts": Variant({"reseed_restarts": True}, "one part added, not removed: every restart's "
+                               "population is seeded with GPSS structures too, not only the first one"),
     "no-select": Variant({"select_top": 1}, "return the lowest-BIC kernel (no selection among the top ones)"),
     "no-cache": Variant({"cache_fits": False}, "no cache of fitted kernels"),
     "no-bounds": Variant({"data_bounds": False}, "no hyperparameter bounds from the data"),

@@ -205,6 +205,11 @@ class SearchConfig:
     seed_fraction : float
         Share of the first population made of GPSS structures (base kernels SE, PER,
         LIN, RQ, their pairwise sums and products); the rest are random trees.
+    reseed_restarts : bool
+        A restart draws ``seed_fraction`` of its new population from the GPSS structures too
+        (a fresh draw), not only the first population: the paper's restart is all random
+        trees, so a long budgeted search spent its later epochs away from the seeded
+        structures that make the first epoch good.
     p_expand : float
         Probability that a mutation is a GPSS-style expansion (``S + B``, ``S × B`` of a
         subtree ``S`` with a base kernel ``B``, or ``B`` replacing a base-kernel subtree).
@@ -301,6 +306,8 @@ class SearchConfig:
     seed_fraction: float = _s(0.0, "Seeded share of the first population", "GPSS structures (SE, PER, LIN, RQ, "
                               "their pairwise sums and products) in the first population.", "budgeted", _EVOCOV,
                               lo=0.0, hi=1.0, step=0.05, fmt="%.2f")
+    reseed_restarts: bool = _s(False, "Seed restarts too", "Each restart's new population gets the seeded "
+                               "share of GPSS structures as well, not only the first one.", "budgeted", _EVOCOV)
     p_expand: float = _s(0.0, "GPSS expansions among mutations", "Probability that a mutation adds or multiplies "
                          "a base kernel, or swaps one.", "budgeted", _EVOCOV, lo=0.0, hi=1.0, step=0.05,
                          fmt="%.2f")

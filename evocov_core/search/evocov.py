@@ -19,7 +19,8 @@
 The best kernel is tracked over every evaluation of the run (a superset of the
 paper's bookkeeping, so never worse). Budgeted presets add, with settings that are off
 in the paper's: a share ``seed_fraction`` of the first population made of GPSS
-structures, a share ``p_expand`` of mutations that are GPSS expansions
+structures (with ``reseed_restarts``, of every restart's population too), a share
+``p_expand`` of mutations that are GPSS expansions
 (:mod:`evocov_core.search.structures`), and the time budget, fit cache and screening of
 the :class:`~evocov_core.search.common.Tracker`. Offspring inherit their parents' values
 (section 4.3.2) and selected kernels are evaluated again from their current values.
@@ -80,10 +81,13 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
     tr = Tracker("evocov", config.generations, progress, should_stop, seed, config=config, n_train=data.n)
     N, mu = config.population, config.mu
 
-    def random_population(seeded: bool = False) -> list[_Ind]:
+    def random_population(epoch: int = 0) -> list[_Ind]:
         out = []
-        if seeded and config.seed_fraction > 0:
-            out = [_Ind(k, None, "seed") for k in seed_kernels(round(config.seed_fraction * N), sub_rng(seed, 1))]
+        if config.seed_fraction > 0 and (epoch == 0 or config.reseed_restarts):
+            # The first epoch keeps the generator it always had (same seed, same run); each
+            # restart draws its own order of the non-base structures.
+            srng = sub_rng(seed, 1) if epoch == 0 else sub_rng(seed, 1, epoch)
+            out = [_Ind(k, None, "seed") for k in seed_kernels(round(config.seed_fraction * N), srng)]
         for _ in range(N - len(out)):
             if tr.stop_requested():
                 break
@@ -108,7 +112,8 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
             out.append(_Ind(c.kernel, Start(c.theta, c.log_noise), c.origin))
         return out
 
-    pop = random_population(seeded=True)
+    pop = random_population()
+    epoch = 0  # restarts so far
     f_prev = math.inf
     stalled = 0  # consecutive generations without enough improvement
     for _ in range(1, config.generations):
@@ -129,7 +134,8 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
             tr.end_generation(restarted=False)
         else:
             tr.end_generation(restarted=True)
-            pop = random_population()
+            epoch += 1
+            pop = random_population(epoch)
             f_prev = math.inf
             stalled = 0
     if not tr.stop_requested() and pop:
