@@ -381,9 +381,10 @@ def selection_data(selection: Sequence[Mapping]) -> pd.DataFrame:
     -------
     DataFrame
         One row per candidate: ``BIC rank, kernel, q, BIC, tail score, tail RMSE, weight,
-        test RMSE, chosen``.
+        test RMSE, valid, chosen`` (``valid``: a positive semi-definite covariance; runs
+        stored before the check count as valid).
     """
-    cols = ["BIC rank", "kernel", "q", "BIC", "tail score", "tail RMSE", "weight", "test RMSE", "chosen"]
+    cols = ["BIC rank", "kernel", "q", "BIC", "tail score", "tail RMSE", "weight", "test RMSE", "valid", "chosen"]
     rows = [{
         "BIC rank": int(r.get("rank") or i + 1),
         "kernel": str(r.get("expression") or r.get("canonical") or ""),
@@ -393,6 +394,7 @@ def selection_data(selection: Sequence[Mapping]) -> pd.DataFrame:
         "tail RMSE": _num_or_nan(r.get("tail_rmse")),
         "weight": _num_or_nan(r.get("weight")),
         "test RMSE": _num_or_nan(r.get("test_rmse")),
+        "valid": r.get("valid") is not False,
         "chosen": bool(r.get("chosen")),
     } for i, r in enumerate(selection)]
     return pd.DataFrame(rows, columns=cols).sort_values("BIC rank", kind="stable").reset_index(drop=True)

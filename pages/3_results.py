@@ -264,6 +264,11 @@ if run_id is not None:
                     "test RMSE": st.column_config.NumberColumn(
                         "test RMSE", format="%.4g", help="On the test part, never used for the choice."
                     ),
+                    "valid": st.column_config.CheckboxColumn(
+                        "valid", help="Its covariance is positive semi-definite on the training inputs and the "
+                        "forecast horizon. An invalid kernel (a negative direction the noise hid) is neither "
+                        "chosen nor averaged."
+                    ),
                     "chosen": st.column_config.CheckboxColumn("chosen"),
                 },
             )

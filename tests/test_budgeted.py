@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,13 +14,14 @@ from evocov_core.data import Dataset
 from evocov_core.gp import posterior
 from evocov_core.grammar import check_tree, subtree_end
 from evocov_core.kernel import Kernel
+from evocov_core.kernel_file import parse_expression
 from evocov_core.library import compose
 from evocov_core.metrics import FitData
 from evocov_core.optimize import FitStatus, OptimConfig, fit_kernel, slot_bounds, slot_roles
 from evocov_core.parallel import SerialExecutor
 from evocov_core.psd import PSDConfig, check_psd
-from evocov_core.search import ConfigError, preset, run_search, search_stages
-from evocov_core.search.select import choose_model
+from evocov_core.search import ConfigError, preset, run_search, search_stages, select
+from evocov_core.search.select import INDEFINITE, choose_model, indefiniteness
 from evocov_core.search.stages import screen_mask
 from evocov_core.search.structures import expand, expand_once, seed_kernels, seed_structures
 from evocov_core.variation import VariationConfig
@@ -290,6 +292,30 @@ def test_choose_model_without_head_stage_keeps_lowest_bic(small: FitData) -> Non
     with SerialExecutor(small, cfg) as ex:
         chosen, rows, ensemble = choose_model(small, fits, ex, seed=0)
     assert chosen is fits[0] and rows == () and ensemble == ()
+
+
+def test_indefiniteness_separates_a_kernel_from_round_off(small: FitData) -> None:
+    se = fit_kernel(compose("SE"), small, OptimConfig(n_screen=6), np.random.default_rng(0))
+    assert se.ok and indefiniteness(small, se) < 1e-6
+    # |x - x'|^2 / l^2 is no covariance: zero diagonal, so K has negative eigenvalues.
+    bad = replace(se, kernel=parse_expression("sq_dist(euc(x), hp0)"), theta=(0.0,))
+    assert indefiniteness(small, bad) > 100 * INDEFINITE
+
+
+def test_choose_model_skips_an_indefinite_candidate(small: FitData, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = _budgeted(select_top=4)
+    fits = sorted((fit_kernel(compose(s), small, cfg.optim, np.random.default_rng(0)) for s in ("SE", "PER", "LIN")),
+                  key=lambda f: f.bic)
+    bad = replace(fits[0], kernel=parse_expression("sq_dist(euc(x), hp0)"), theta=(0.0,))
+    # The indefinite kernel gets the best tail score: only the validity check keeps it out.
+    scores = iter([100.0, 1.0, 3.0, 2.0])
+    monkeypatch.setattr(select, "tail_score", lambda data, head: next(scores))
+    with SerialExecutor(small, cfg.optim, search_stages(small, cfg)) as ex:
+        chosen, rows, ensemble = choose_model(small, [bad, *fits], ex, seed=0)
+    assert [r["valid"] for r in rows] == [False, True, True, True]
+    assert rows[0]["indefinite"] > INDEFINITE and rows[0]["weight"] == 0.0 and rows[0]["tail_score"] == 100.0
+    assert chosen is fits[1] and rows[2]["chosen"]
+    assert bad not in [f for f, _ in ensemble] and math.isclose(sum(w for _, w in ensemble), 1.0)
 
 
 def test_seeded_first_population(small: FitData) -> None:
