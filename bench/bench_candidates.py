@@ -150,33 +150,44 @@ def replay(records: pd.DataFrame, data: FitData, config, seed: int) -> dict[str,
     return out
 
 
+def replay_folder(folder: Path, data_dir: Path | None, replay_trial, seeds: set[int] | None = None
+                  ) -> tuple[pd.DataFrame, pd.Series, str]:
+    """Replay every recorded ``full`` trial of a ``bench accuracy --records`` folder.
+
+    ``replay_trial(records, data, config, seed)`` returns ``{rule: {"rmse": …, …}}`` for one
+    trial. Returns one row per trial and rule (with the searched kernel's test RMSE and the
+    ratio to the best published), the best published RMSE per series, and the budget name.
+    """
+    runs = json.loads((folder / "run.json").read_text(encoding="utf-8"))["runs"]
+    data_dir = data_dir or Path(runs[-1]["data_dir"])
+    budget = runs[-1]["budget"]
+    refs = reference_rmse(data_dir)["best_published"]
+    trials = pd.read_csv(folder / "trials.csv").set_index(["series", "variant", "seed"])
+    config = variant_config("full", budget)
+    rows = []
+    for path in sorted((folder / "records").glob("*__full__seed*.csv.gz")):
+        series, _, seed = path.name[:-len(".csv.gz")].split("__")
+        seed = int(seed.removeprefix("seed"))
+        if seeds is not None and seed not in seeds:
+            continue
+        data = FitData.from_dataset(load_series(data_dir, series), split_fraction=config.metric_split)
+        searched = float(trials.loc[(series, "full", seed), "test_rmse"])
+        for rule, r in replay_trial(pd.read_csv(path), data, config, seed).items():
+            rows.append({"series": series, "seed": seed, "rule": rule, "searched_rmse": searched, **r,
+                         "ratio": r["rmse"] / refs[series]})
+    if not rows:
+        raise SystemExit(f"no records in {folder / 'records'}: run bench accuracy with --records")
+    return pd.DataFrame(rows), refs, budget
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--folder", type=Path, required=True, help="a bench accuracy folder made with --records")
     ap.add_argument("--data-dir", type=Path, default=None, help="default: the one its run.json records")
     args = ap.parse_args()
     threads = limit_threads()
-    runs = json.loads((args.folder / "run.json").read_text(encoding="utf-8"))["runs"]
-    data_dir = args.data_dir or Path(runs[-1]["data_dir"])
-    budget = runs[-1]["budget"]
-    refs = reference_rmse(data_dir)["best_published"]
-    trials = pd.read_csv(args.folder / "trials.csv").set_index(["series", "variant", "seed"])
-    config = variant_config("full", budget)
     t0 = time.perf_counter()
-    rows = []
-    for path in sorted((args.folder / "records").glob("*__full__seed*.csv.gz")):
-        series, _, seed = path.name[:-len(".csv.gz")].split("__")
-        seed = int(seed.removeprefix("seed"))
-        ds = load_series(data_dir, series)
-        data = FitData.from_dataset(ds, split_fraction=config.metric_split)
-        res = replay(pd.read_csv(path), data, config, seed)
-        searched = float(trials.loc[(series, "full", seed), "test_rmse"])
-        for rule, r in res.items():
-            rows.append({"series": series, "seed": seed, "rule": rule, "searched_rmse": searched, **r,
-                         "ratio": r["rmse"] / refs[series]})
-    if not rows:
-        raise SystemExit(f"no records in {args.folder / 'records'}: run bench accuracy with --records")
-    df = pd.DataFrame(rows)
+    df, refs, budget = replay_folder(args.folder, args.data_dir, replay)
     seconds = time.perf_counter() - t0
     base = df[df.rule == "top5"].set_index(["series", "seed"]).rmse
     same = int(np.isclose(df[df.rule == "top5"].rmse, df[df.rule == "top5"].searched_rmse, rtol=1e-6).sum())

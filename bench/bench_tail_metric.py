@@ -33,7 +33,6 @@ Writes ``bench/results/bench_tail_metric__<folder name>.md`` and ends with one `
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from pathlib import Path
@@ -42,9 +41,7 @@ import numpy as np
 import pandas as pd
 
 from bench._common import geomean, limit_threads, md_table, parse_tuple, write_report
-from bench.bench_candidates import distinct_fits
-from evocov_core.benchmarks.accuracy import reference_rmse, variant_config
-from evocov_core.benchmarks.common import load_series
+from bench.bench_candidates import distinct_fits, replay_folder
 from evocov_core.gp import NumericalFailure
 from evocov_core.kernel_file import parse_expression
 from evocov_core.metrics import FitData, metric_value
@@ -113,27 +110,8 @@ def main() -> None:
     args = ap.parse_args()
     keep = None if args.seeds is None else {int(k) for k in parse_tuple(args.seeds)}
     threads = limit_threads()
-    runs = json.loads((args.folder / "run.json").read_text(encoding="utf-8"))["runs"]
-    data_dir = args.data_dir or Path(runs[-1]["data_dir"])
-    budget = runs[-1]["budget"]
-    refs = reference_rmse(data_dir)["best_published"]
-    trials = pd.read_csv(args.folder / "trials.csv").set_index(["series", "variant", "seed"])
-    config = variant_config("full", budget)
     t0 = time.perf_counter()
-    rows = []
-    for path in sorted((args.folder / "records").glob("*__full__seed*.csv.gz")):
-        series, _, seed = path.name[:-len(".csv.gz")].split("__")
-        seed = int(seed.removeprefix("seed"))
-        if keep is not None and seed not in keep:
-            continue
-        data = FitData.from_dataset(load_series(data_dir, series), split_fraction=config.metric_split)
-        searched = float(trials.loc[(series, "full", seed), "test_rmse"])
-        for rule, r in replay(pd.read_csv(path), data, config, seed).items():
-            rows.append({"series": series, "seed": seed, "rule": rule, "searched_rmse": searched, **r,
-                         "ratio": r["rmse"] / refs[series]})
-    if not rows:
-        raise SystemExit(f"no records in {args.folder / 'records'}: run bench accuracy with --records")
-    df = pd.DataFrame(rows)
+    df, refs, budget = replay_folder(args.folder, args.data_dir, replay, keep)
     seconds = time.perf_counter() - t0
     base = df[df.rule == BASE].set_index(["series", "seed"]).rmse
     same = int(np.isclose(df[df.rule == BASE].rmse, df[df.rule == BASE].searched_rmse, rtol=1e-6).sum())
