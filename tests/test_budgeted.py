@@ -317,6 +317,13 @@ def test_choose_model_skips_an_indefinite_candidate(small: FitData, monkeypatch:
     assert chosen is fits[1] and rows[2]["chosen"]
     assert bad not in [f for f, _ in ensemble] and math.isclose(sum(w for _, w in ensemble), 1.0)
 
+    # With no valid candidate the choice falls back to all of them, and the rows still say so.
+    scores = iter([100.0, 1.0])
+    worse = replace(bad, theta=(0.5,))
+    with SerialExecutor(small, cfg.optim, search_stages(small, cfg)) as ex:
+        chosen, rows, _ = choose_model(small, [bad, worse], ex, seed=0)
+    assert chosen is bad and [r["valid"] for r in rows] == [False, False] and rows[0]["chosen"]
+
 
 def test_seeded_first_population(small: FitData) -> None:
     cfg = _budgeted(seed_fraction=0.5, population=10, generations=2, select_top=1)

@@ -149,7 +149,8 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         One per candidate: rank, expression, q, bic, tail_score, tail_rmse, weight, chosen,
         horizon_sd (:func:`horizon_spread`), exploding (above :data:`EXPLODING_SPREAD`),
         indefinite (:func:`indefiniteness`) and valid (not above :data:`INDEFINITE`; the
-        others are neither chosen nor averaged, unless no candidate is valid).
+        others are neither chosen nor averaged, unless no candidate is valid, when all are
+        eligible as before the check).
     ensemble : tuple of (FitResult, float)
         The model average: kernels with their weights (tail scores; BIC without any).
     """
@@ -163,16 +164,15 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     heads = executor.map(tasks, should_stop)
     indef = [indefiniteness(data, f) for f in cands]
     valid = np.array([v <= INDEFINITE for v in indef])
-    if not valid.any():  # nothing better to offer: choose among them all, as before
-        valid[:] = True
+    eligible = valid if valid.any() else np.ones_like(valid)  # none valid: choose among all, as before
     raw = np.array([tail_score(data, h) for h in heads])
-    scores = np.where(valid, raw, -np.inf)
+    scores = np.where(eligible, raw, -np.inf)
     if np.isfinite(scores).any():
         best = int(np.argmax(np.where(np.isfinite(scores), scores, -np.inf)))
         weights = score_weights(scores)
     else:
-        best = int(np.argmax(valid))  # the lowest valid BIC
-        weights = bic_weights([f.bic if ok else math.inf for f, ok in zip(cands, valid, strict=True)])
+        best = int(np.argmax(eligible))  # the lowest eligible BIC
+        weights = bic_weights([f.bic if ok else math.inf for f, ok in zip(cands, eligible, strict=True)])
     spreads = [horizon_spread(data, f) for f in cands]
     rows = tuple({
         "rank": i + 1,
