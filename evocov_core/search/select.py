@@ -94,8 +94,10 @@ def indefiniteness(data: FitData, fit: FitResult, horizon: float = 0.1) -> float
     The kernel's covariance over the training inputs and a grid of up to 200 points spanning
     ``horizon`` training spans beyond the last input (at the sampling step) is symmetrised,
     and its most negative eigenvalue is divided by the noise variance (plus jitter). 0 for a
-    PSD matrix; round-off gives values far below :data:`INDEFINITE`; +inf when it cannot be
-    computed.
+    PSD matrix, +inf when it cannot be computed. Round-off, and kernels whose slightly
+    negative directions the noise dominates, stay below :data:`INDEFINITE`: at most 0.0022
+    over the 650 candidates of 130 ``quick`` trials (``bench/results/accuracy/quick-reseed/``),
+    against 3.8 for the one that forecast nonsense.
 
     Parameters
     ----------
