@@ -10,6 +10,11 @@ median over the combinations, then the geometric mean over the series. K = 1 is 
 own number (median over the seeds). The searches' cost grows with K: K quick searches cost
 K minutes.
 
+A second rule keeps one of the K kernels instead of averaging them: the one with the lowest BIC
+(``trials.csv``), as if the K searches were one search with K independent restarts. Its number
+is paired: the geometric mean over every series and combination of its test RMSE over the
+geometric mean of the K members' (1 = no better than taking any one of them).
+
 Usage (from the repository root)::
 
     python -m bench.bench_run_average --folder bench/results/accuracy/standard-lags --k 1,2,3
@@ -54,6 +59,18 @@ def mixture_ratios(means: dict[int, np.ndarray], y: np.ndarray, k: int, ref: flo
             for c in itertools.combinations(sorted(means), k)]
 
 
+def bic_pick_gains(ratios: pd.Series, bics: pd.Series, k: int) -> list[float]:
+    """log(ratio of the lowest-BIC member) − mean log ratio of the members, per combination of ``k`` seeds.
+
+    ``ratios`` and ``bics`` are indexed by seed (one series).
+    """
+    out = []
+    for c in itertools.combinations(sorted(ratios.index), k):
+        members = list(c)
+        pick = bics[members].idxmin()
+        out.append(math.log(ratios[pick]) - float(np.mean(np.log(ratios[members]))))
+    return out
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -75,6 +92,20 @@ def main() -> None:
     df = pd.DataFrame(rows).set_index("series")
     lines = [f"k={k} series={int(df[k].notna().sum())} geomean_of_series_medians={geomean(df[k].dropna()):.3f} "
              f"worst={df[k].max():.2f} over_3x={int((df[k] > 3).sum())}" for k in ks if k in df]
+    trials = pd.read_csv(args.folder / "trials.csv")
+    trials = trials[(trials.variant == "full") & (trials.status == "ok")]
+    trials = trials.assign(ratio=trials.test_rmse / trials.series.map(refs))
+    for k in ks:
+        if k < 2:
+            continue
+        per_series = {s: bic_pick_gains(g.set_index("seed").ratio, g.set_index("seed").bic, k)
+                      for s, g in trials.groupby("series") if len(g) >= k}
+        gains = [v for vs in per_series.values() for v in vs]
+        means = [float(np.mean(vs)) for vs in per_series.values()]
+        se = float(np.std(means, ddof=1) / math.sqrt(len(means))) if len(means) > 1 else math.nan
+        lines.append(f"rule=lowest_bic_of_k k={k} combinations={len(gains)} "
+                     f"paired_vs_members={math.exp(np.mean(gains)):.3f} se_log_over_series={se:.3f} "
+                     f"series_better={sum(m < 0 for m in means)}/{len(means)}")
     method = __doc__.split("\n\n", 1)[1].split("Usage")[0].strip()
     table = md_table(["series", "seeds", *(f"K = {k}" for k in ks if k in df)],
                      [[s, int(r.seeds), *(f"{r[k]:.2f}" for k in ks if k in df)] for s, r in df.iterrows()])
