@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import multivariate_normal
 
+from bench._common import geomean
+from bench.bench_gap import bootstrap, folder_ratios, needed_geomean, statistic
 from bench.bench_log_transform import lml_of_y, log_dataset
 from bench.bench_run_average import bic_pick_gains
 from evocov_core.data import Dataset
@@ -45,3 +47,36 @@ def test_lowest_bic_of_k_is_paired_with_its_members() -> None:
     # (0, 1) keeps seed 1; (0, 2) keeps seed 0; (1, 2) keeps seed 1.
     assert np.allclose(gains, [l2 - l2 / 2, 0.0 - l2, l2 - 1.5 * l2])
     assert np.allclose(bic_pick_gains(ratios, bics, 3), [0.0])  # seed 1's log 2 is the members' mean log
+
+
+def test_gap_statistic_is_the_geometric_mean_of_the_medians() -> None:
+    g, worst, over = statistic({"a": [1.0, 2.0, 4.0], "b": [4.0]})
+    assert math.isclose(g, math.sqrt(8.0)) and worst == 4.0 and over == 1
+
+
+def test_gap_bootstrap_draws_medians_of_three() -> None:
+    # A series at 1 or 4 with equal chance: a median of 3 draws is 4 with probability 1/2.
+    ratios = {"steady": [2.0, 2.0], "coin": [1.0, 4.0]}
+    g, over = bootstrap(ratios, np.random.default_rng(0), draws=20_000)
+    assert set(np.round(g, 12)) == {round(math.sqrt(2.0), 12), round(math.sqrt(8.0), 12)}
+    assert abs(over.mean() - 0.5) < 0.02
+    g2, _ = bootstrap(ratios, np.random.default_rng(0), draws=20_000)
+    assert np.array_equal(g, g2)  # same seed, same draws
+
+
+def test_gap_needed_geomean_closes_the_target() -> None:
+    need = needed_geomean(1.3, [3.0, 2.0], 13)
+    assert math.isclose(geomean([3.0, 2.0, *[need] * 11]), 1.3)
+
+
+def test_gap_folder_ratios_keep_complete_variants_and_count_a_missing_kernel_as_infinite(tmp_path) -> None:
+    pd.DataFrame({
+        "series": ["s1", "s2", "s1", "s2", "s1"],
+        "variant": ["full", "full", "full", "full", "partial"],
+        "seed": [0, 0, 1, 1, 0],
+        "status": ["ok", "ok", "no_kernel", "error", "ok"],
+        "test_rmse": [2.0, 3.0, None, 1.0, 1.0],
+    }).to_csv(tmp_path / "trials.csv", index=False)
+    out = folder_ratios(tmp_path, pd.Series({"s1": 1.0, "s2": 2.0}))
+    assert list(out) == ["full"]  # "partial" lacks s2
+    assert out["full"]["s1"] == [2.0, math.inf] and out["full"]["s2"] == [1.5]  # the error row is not counted
