@@ -97,7 +97,7 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data" / "tsdl")
     ap.add_argument("--folders", nargs="*", type=Path, default=None,
                     help="bench accuracy folders (default: every one in bench/results/accuracy)")
-    ap.add_argument("--current", nargs="*", default=["standard-lags:full", "standard:full", "quick-reseed:full"],
+    ap.add_argument("--current", nargs="*", default=["standard-5seeds:full", "standard:full", "quick-reseed:full"],
                     help="FOLDER:VARIANT runs of the current presets: they pick the hard series and are resampled")
     ap.add_argument("--draws", type=int, default=10_000)
     args = ap.parse_args()
