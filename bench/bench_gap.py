@@ -102,10 +102,10 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=10_000)
     args = ap.parse_args()
     threads = limit_threads()
-    refs = reference_rmse(args.data_dir)["best_published"]
+    reference = reference_rmse(args.data_dir)
+    refs, paper = reference["best_published"], reference["evocov_lml_mean"]
     published = pd.read_csv(args.data_dir / "published_rmse.csv").pivot(index="dataset", columns="method",
                                                                          values="rmse").loc[refs.index]
-    paper = reference_rmse(args.data_dir)["evocov_lml_mean"]
     folders = args.folders or sorted(p for p in (ROOT / "bench" / "results" / "accuracy").iterdir()
                                      if (p / "trials.csv").is_file())
     ours = {f"{f.name}:{v}": r for f in folders for v, r in folder_ratios(f, refs).items()}
