@@ -87,6 +87,7 @@ __all__ = [
     "settings_differences",
     "summarize",
     "summary_line",
+    "trial_rmse",
     "trials_file",
     "variant_config",
 ]
@@ -692,8 +693,21 @@ ABLATION_COLUMNS = ["series", "trials", "failed", "geomean", "worst", "over_3x",
                     "vs_full_paired"]
 
 
-def _trial_rmse(trials: pd.DataFrame, variant: str) -> pd.Series:
-    """Test RMSE of the returned model per (series, seed) of a variant's finished trials (failed: inf)."""
+def trial_rmse(trials: pd.DataFrame, variant: str) -> pd.Series:
+    """Test RMSE of the returned model per (series, seed) of a variant's finished trials (failed: inf).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Rows of ``trials.csv`` (:func:`trials_file`).
+    variant : str
+
+    Returns
+    -------
+    Series
+        Indexed by (series, seed); a ``no_kernel`` trial or a missing RMSE is ``inf``, trials
+        whose status is not in :data:`COUNTED` are left out.
+    """
     t = _finished(trials, variant, ["test_rmse"])
     if t.empty:
         return pd.Series(dtype=float)
@@ -724,7 +738,7 @@ def ablation_table(trials: pd.DataFrame, refs: pd.DataFrame, variants: Sequence[
         if len(full) and len(tab):
             both = pd.concat([tab["ratio"], full["ratio"]], axis=1, keys=["v", "f"], join="inner").dropna()
             vs = _geomean_of_ratios((both["v"] / both["f"]).to_numpy(dtype=float))
-        pairs = pd.concat([_trial_rmse(trials, v), _trial_rmse(trials, "full")], axis=1, keys=["v", "f"],
+        pairs = pd.concat([trial_rmse(trials, v), trial_rmse(trials, "full")], axis=1, keys=["v", "f"],
                           join="inner").dropna()
         with np.errstate(invalid="ignore", divide="ignore"):
             q = (pairs["v"] / pairs["f"]).to_numpy(dtype=float, copy=True)
