@@ -357,7 +357,8 @@ def with_test_rmse(fit: FitResult, ds: Dataset) -> FitResult:
 
 
 def kernel_doc(fit: FitResult, ds: Dataset) -> dict:
-    return kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test, test_fraction=ds.test_fraction)
+    return kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
+                            test_fraction=ds.test_fraction)
 
 
 def fmt(v: Any, spec: str = ".4g") -> str:

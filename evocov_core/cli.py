@@ -20,6 +20,10 @@ import pandas as pd
 __all__ = ["main"]
 
 
+#: Seconds of a search command's budget kept for writing its result and its summary.
+_WRITE_RESERVE = 0.5
+
+
 class CliError(Exception):
     """A user error to print as one line."""
 
@@ -161,21 +165,29 @@ def _add_setting_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_search(args: argparse.Namespace) -> int:
     from .kernel_file import dump_kernel_file, kernel_file_dict
-    from .metrics import FitData
-    from .search import run_search
+    from .search import run_search, search_data
 
+    t0 = time.perf_counter()
     config = _config_from_args(args)
     ds = _dataset(args)
-    data = FitData.from_dataset(ds, split_fraction=config.metric_split)
+    data = search_data(ds, config)
     print(f"{config.algorithm} on {ds.name}: {ds.n_train} training and {ds.n_test} test points, "
-          f"preset {args.preset}, seed {args.seed}", file=sys.stderr)
-    t0 = time.perf_counter()
-    result = run_search(data, config, seed=args.seed, workers=args.workers, scheduler=args.scheduler,
+          f"preset {args.preset}, seed {args.seed}"
+          + ("" if data.approximation is None or data.approximation.exact else
+             f"; {data.approximation.describe()}"), file=sys.stderr)
+    run_config = config
+    if config.time_budget > 0:
+        # The budget is the command's: reading the data (seconds at 100,000 rows) and writing
+        # the result come out of it too.
+        spent = time.perf_counter() - t0 + _WRITE_RESERVE
+        run_config = config.with_(time_budget=max(1.0, config.time_budget - spent))
+    result = run_search(data, run_config, seed=args.seed, workers=args.workers, scheduler=args.scheduler,
                         progress=_progress_printer(args.quiet))
     best = result.best
     if best is None:
         raise CliError("no kernel could be fitted on these data")
-    doc = kernel_file_dict(best, ds.norm, dataset=ds.name, n_test=ds.n_test, test_fraction=ds.test_fraction,
+    doc = kernel_file_dict(best, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
+                            test_fraction=ds.test_fraction,
                            extra_scores={"algorithm": config.algorithm, "seed": args.seed,
                                          "seconds": round(time.perf_counter() - t0, 3),
                                          "evaluations": result.n_evaluations})
@@ -204,15 +216,14 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_explore(args: argparse.Namespace) -> int:
     from .kernel_file import load_kernel_file
-    from .metrics import FitData
     from .optimize import Start, fit_kernel
     from .parallel import make_executor
-    from .search import explore_mutations, preset
+    from .search import explore_mutations, preset, search_data
 
     kf = load_kernel_file(args.kernel)
     ds = _dataset(args)
     config = preset("quick", "evocov", metric=args.metric.replace("-", "_"))
-    data = FitData.from_dataset(ds, split_fraction=config.metric_split)
+    data = search_data(ds, config)
     # Refit the base on these data from its stored values, so the comparison is like for like.
     base = fit_kernel(kf.kernel, data, config.optim, np.random.default_rng(args.seed), Start(kf.theta, kf.log_noise))
     if not base.ok:

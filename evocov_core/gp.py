@@ -259,11 +259,19 @@ class Posterior:
     cov: Array | None = None
 
 
+#: Rows of ``X_new`` per block in :func:`posterior`: the cross-covariance stays ≤ this × n.
+POSTERIOR_BLOCK = 4096
+
+
 def posterior(kernel: Kernel, X_train: Array | Inputs, y: Array, theta: Array, log_noise: float,
-              X_new: Array, *, jitter: float | None = None, full_cov: bool = False) -> Posterior:
+              X_new: Array, *, jitter: float | None = None, full_cov: bool = False,
+              mean_only: bool = False) -> Posterior:
     """Posterior of f at ``X_new`` given training data (paper eq. 3).
 
-    ``jitter`` reuses a known jitter (from a fit); ``None`` applies the ladder.
+    ``jitter`` reuses a known jitter (from a fit); ``None`` applies the ladder. Without
+    ``full_cov``, ``X_new`` is processed in blocks of :data:`POSTERIOR_BLOCK` rows, so that
+    predicting 100,000 points from 2,000 needs no 1.6 GB matrix. ``mean_only`` skips the
+    variance (returned as NaN), an n²·m triangular solve: what a test RMSE needs.
     """
     inputs = X_train if isinstance(X_train, Inputs) else Inputs(X_train)
     K = covariance(kernel, inputs, theta)
@@ -274,14 +282,29 @@ def posterior(kernel: Kernel, X_train: Array | Inputs, y: Array, theta: Array, l
         f = factorize(K, noise + jitter)
         f = Factor(f.L, jitter + f.jitter)
     alpha = f.solve(y)
-    Ks = covariance(kernel, Inputs(X_new, inputs.X1), theta)  # (m, n)
-    # A kernel fitted on the training range can overflow far from it: the mean and variance
-    # there come out inf or NaN, which callers check (a candidate's test RMSE becomes None).
-    with np.errstate(over="ignore", invalid="ignore"):
-        mean = Ks @ alpha
-        V = solve_triangular(f.L, Ks.T, lower=True, check_finite=False)  # (n, m)
-        if full_cov:
+    X_new = np.asarray(X_new, dtype=np.float64)
+    if X_new.ndim == 1:
+        X_new = X_new[:, None]
+    if full_cov:
+        Ks = covariance(kernel, Inputs(X_new, inputs.X1), theta)  # (m, n)
+        with np.errstate(over="ignore", invalid="ignore"):
+            V = solve_triangular(f.L, Ks.T, lower=True, check_finite=False)  # (n, m)
             C = covariance(kernel, Inputs(X_new, toeplitz=False), theta) - V.T @ V
-            return Posterior(mean, np.clip(np.diag(C).copy(), 0.0, None), C)
-        var = covariance_diag(kernel, X_new, theta) - np.einsum("ij,ij->j", V, V)
-    return Posterior(mean, np.clip(var, 0.0, None))
+            mean = Ks @ alpha
+        return Posterior(mean, np.clip(np.diag(C).copy(), 0.0, None), C)
+    means, variances = [], []
+    for i in range(0, max(1, X_new.shape[0]), POSTERIOR_BLOCK):
+        Xb = X_new[i:i + POSTERIOR_BLOCK]
+        Ks = covariance(kernel, Inputs(Xb, inputs.X1), theta)  # (b, n)
+        # A kernel fitted on the training range can overflow far from it: the mean and variance
+        # there come out inf or NaN, which callers check (a candidate's test RMSE becomes None).
+        with np.errstate(over="ignore", invalid="ignore"):
+            means.append(Ks @ alpha)
+            if mean_only:
+                continue
+            V = solve_triangular(f.L, Ks.T, lower=True, check_finite=False)  # (n, b)
+            variances.append(covariance_diag(kernel, Xb, theta) - np.einsum("ij,ij->j", V, V))
+    mean = np.concatenate(means)
+    if mean_only:
+        return Posterior(mean, np.full(mean.shape, np.nan))
+    return Posterior(mean, np.clip(np.concatenate(variances), 0.0, None))

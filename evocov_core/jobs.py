@@ -143,7 +143,8 @@ class Job:
 def _best_doc(fit: FitResult | None, ds: Dataset, extra: dict | None = None) -> dict | None:
     if fit is None or not fit.ok:
         return None
-    return kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test, test_fraction=ds.test_fraction,
+    return kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
+                            test_fraction=ds.test_fraction,
                             extra_scores=extra)
 
 
@@ -288,7 +289,8 @@ class JobManager:
                 # Stopped before it started: by the user, or by a server shutting down.
                 self._finish(job, RunStatus.INTERRUPTED if self._closing else RunStatus.CANCELLED, None, 0.0, 0)
                 return
-            data = FitData.from_dataset(spec.dataset, split_fraction=spec.config.metric_split)
+            data = FitData.from_dataset(spec.dataset, split_fraction=spec.config.metric_split,
+                                        max_points=spec.config.fit_points)
             stop: Callable[[], bool] = job.cancel_event.is_set
             make = search_executor if spec.kind == "search" else (
                 lambda d, c, workers: make_executor(d, c.optim, workers=workers))

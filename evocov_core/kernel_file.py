@@ -42,6 +42,7 @@ from .data import Normalisation
 from .grammar import DEFAULT_N_HYPER, TreeError, check_tree, symbol
 from .kernel import Kernel
 from .optimize import FitResult, slot_roles
+from .subset import DataSubset, plan_subset
 
 __all__ = [
     "AVERAGE_FORMAT",
@@ -182,6 +183,9 @@ class KernelFile:
     jitter : float
     normalisation : Normalisation or None
     scores : dict
+    approximation : DataSubset or None
+        Which training points the kernel was fitted on and predicts from
+        (:mod:`evocov_core.subset`); None in files written before it was recorded (exact).
     """
 
     kernel: Kernel
@@ -190,6 +194,7 @@ class KernelFile:
     jitter: float = 0.0
     normalisation: Normalisation | None = None
     scores: dict = field(default_factory=dict)
+    approximation: DataSubset | None = None
 
     @property
     def q(self) -> int:
@@ -324,7 +329,15 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
             clean_scores[str(k)[:40]] = v[:200]
         elif v is None:
             clean_scores[str(k)[:40]] = None
-    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores)
+    approx = None
+    if doc.get("approximation") is not None:
+        if not isinstance(doc["approximation"], dict):
+            raise KernelFileError("'approximation' must be an object")
+        try:
+            approx = DataSubset.from_dict(doc["approximation"])
+        except ValueError as exc:
+            raise KernelFileError(str(exc)) from None
+    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores, approx)
 
 
 def load_kernel_file(path: str | Path) -> KernelFile:
@@ -344,12 +357,20 @@ def _finite_or_none(v: float | None) -> float | None:
 
 def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dataset: str | None = None,
                      n_test: int | None = None, test_fraction: float | None = None,
-                     extra_scores: dict | None = None) -> dict:
-    """The JSON document for a fitted kernel."""
+                     extra_scores: dict | None = None, n_train: int | None = None) -> dict:
+    """The JSON document for a fitted kernel.
+
+    ``n_train``: the data set's training points. The file then records which of them the fit
+    used (``approximation``: all, or on a long series the ``fit.n`` of
+    :func:`~evocov_core.subset.plan_subset`), so that a prediction conditions on the same points.
+    """
     from . import __version__
 
     k = fit.kernel
     roles = slot_roles(k)
+    approximation = None
+    if n_train is not None:
+        approximation = plan_subset(n_train, fit.n if 0 < fit.n < n_train else 0)
     hps = {
         s: {"value": math.exp(t), "log_value": t, "roles": sorted(roles[s])}
         for s, t in zip(k.slots, fit.theta, strict=True)
@@ -361,7 +382,7 @@ def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dat
         "metric_value": _finite_or_none(fit.metric_value),
         "test_rmse": _finite_or_none(fit.test_rmse),
         "dataset": dataset,
-        "n_train": fit.n,
+        "n_train": approximation.n_total if approximation is not None else fit.n,
         "n_test": n_test,
         "test_fraction": test_fraction,
     }
@@ -386,6 +407,7 @@ def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dat
         "software": f"evocov {__version__}",
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "grammar_slots": DEFAULT_N_HYPER,
+        "approximation": approximation.to_dict() if approximation is not None else None,
     }
 
 

@@ -38,6 +38,7 @@ from .evaluate import Inputs, covariance, covariance_diag, covariance_vjp
 from .gp import LOG_2PI, factorize, inverse_from_factor, lml, lml_and_grad
 from .kernel import Kernel
 from .spectrum import periodogram_peaks
+from .subset import DEFAULT_MAX_POINTS, DataSubset, plan_subset
 
 __all__ = [
     "GRADIENT_METRICS",
@@ -109,6 +110,11 @@ class FitData:
     span : float
         Range of the first input column that bounds are tied to (1 for the training
         data in model units).
+    approximation : DataSubset or None
+        Which of the data set's training points these are
+        (:mod:`evocov_core.subset`); None when built from arrays directly.
+    head : ndarray of bool, shape (n,), or None
+        The model choice's head: the train-train part of ``split`` (None without a split).
     """
 
     X: Array
@@ -123,6 +129,8 @@ class FitData:
     frequency_peaks: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())
     step: float = math.nan
     span: float = 1.0
+    approximation: DataSubset | None = None
+    head: NDArray[np.bool_] | None = None
 
     @property
     def n(self) -> int:
@@ -130,20 +138,30 @@ class FitData:
 
     @classmethod
     def from_arrays(cls, X: Array, y: Array, *, X_test: Array | None = None, y_test: Array | None = None,
-                    y_mean: float = 0.0, y_std: float = 1.0, split_fraction: float = 0.1) -> FitData:
-        """From model-unit arrays (test outputs in original units)."""
+                    y_mean: float = 0.0, y_std: float = 1.0, split_fraction: float = 0.1,
+                    head: NDArray[np.bool_] | None = None,
+                    frequency_peaks: tuple[tuple[float, ...], tuple[float, ...]] | None = None) -> FitData:
+        """From model-unit arrays (test outputs in original units).
+
+        ``head`` overrides the split rule (the first ``1 − split_fraction`` of the x-range);
+        ``frequency_peaks`` the periodogram of these arrays.
+        """
         X = np.ascontiguousarray(np.asarray(X, dtype=np.float64).reshape(len(y), -1))
         y = np.asarray(y, dtype=np.float64)
         split = None
+        mask = None
         if split_fraction > 0:
-            mask = split_mask(X, split_fraction)
+            mask = split_mask(X, split_fraction) if head is None else np.asarray(head, dtype=bool)
             if 2 <= mask.sum() < len(y):
                 Xt, Xv = X[mask], X[~mask]
                 split = SplitData(Xt, y[mask], Xv, y[~mask], Inputs(Xt), Inputs(Xv, Xt), Inputs(Xv))
-        omegas, weights = periodogram_peaks(X[:, 0], y)
-        peaks = (tuple(map(float, omegas)), tuple(map(float, weights)))
-        return cls(X, y, Inputs(X), split, X_test, y_test, y_mean, y_std, split_fraction, peaks,
-                   median_step(X[:, 0]), float(np.ptp(X[:, 0])) if len(y) > 1 else 1.0)
+            else:
+                mask = None
+        if frequency_peaks is None:
+            omegas, weights = periodogram_peaks(X[:, 0], y)
+            frequency_peaks = (tuple(map(float, omegas)), tuple(map(float, weights)))
+        return cls(X, y, Inputs(X), split, X_test, y_test, y_mean, y_std, split_fraction, frequency_peaks,
+                   median_step(X[:, 0]), float(np.ptp(X[:, 0])) if len(y) > 1 else 1.0, None, mask)
 
     def subset(self, mask: NDArray[np.bool_], *, X_test: Array | None = None, y_test: Array | None = None
                ) -> FitData:
@@ -154,17 +172,42 @@ class FitData:
         """
         X, y = self.X[mask], self.y[mask]
         return replace(FitData.from_arrays(X, y, X_test=X_test, y_test=y_test, y_mean=self.y_mean,
-                                           y_std=self.y_std, split_fraction=0.0),
-                       frequency_peaks=self.frequency_peaks, step=self.step, span=self.span)
+                                           y_std=self.y_std, split_fraction=0.0,
+                                           frequency_peaks=self.frequency_peaks),
+                       step=self.step, span=self.span)
 
     @classmethod
-    def from_dataset(cls, ds: Dataset, *, split_fraction: float = 0.1) -> FitData:
-        """Normalise a :class:`~evocov_core.data.Dataset` and build the caches."""
+    def from_dataset(cls, ds: Dataset, *, split_fraction: float = 0.1,
+                     max_points: int = DEFAULT_MAX_POINTS) -> FitData:
+        """Normalise a :class:`~evocov_core.data.Dataset` and build the caches.
+
+        Parameters
+        ----------
+        ds : Dataset
+        split_fraction : float
+            Held-out share of the training x-range for the split metrics and the model choice.
+        max_points : int
+            Above this many training points, the data are the subset of
+            :func:`~evocov_core.subset.plan_subset` (0: every point). The periodogram is
+            still the whole training series'.
+        """
         nm = ds.norm
         X_test = nm.x_to_model(ds.X_test) if ds.n_test else None
         y_test = ds.y_test if ds.n_test else None
-        return cls.from_arrays(nm.x_to_model(ds.X_train), nm.y_to_model(ds.y_train), X_test=X_test,
-                               y_test=y_test, y_mean=nm.y_mean, y_std=nm.y_std, split_fraction=split_fraction)
+        X, y = nm.x_to_model(ds.X_train), nm.y_to_model(ds.y_train)
+        plan = plan_subset(ds.n_train, max_points)
+        if plan.exact:
+            out = cls.from_arrays(X, y, X_test=X_test, y_test=y_test, y_mean=nm.y_mean, y_std=nm.y_std,
+                                  split_fraction=split_fraction)
+            return replace(out, approximation=plan)
+        omegas, weights = periodogram_peaks(X[:, 0], y)
+        keep = plan.mask(X[:, 0])
+        Xs, ys = X[keep], y[keep]
+        out = cls.from_arrays(Xs, ys, X_test=X_test, y_test=y_test, y_mean=nm.y_mean, y_std=nm.y_std,
+                              split_fraction=split_fraction, head=plan.head_mask(Xs[:, 0], split_fraction),
+                              frequency_peaks=(tuple(map(float, omegas)), tuple(map(float, weights))))
+        # Bounds and starting ranges are read from the sampling step of the whole series.
+        return replace(out, approximation=plan, step=median_step(X[:, 0]))
 
 
 def median_step(x: Array) -> float:

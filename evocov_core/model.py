@@ -28,6 +28,7 @@ from .kernel import Kernel
 from .kernel_file import KernelFile, KernelFileError, dump_kernel_file, parse_kernel_file
 from .metrics import rmse
 from .optimize import FitResult
+from .subset import DEFAULT_MAX_POINTS, DataSubset, plan_subset
 
 __all__ = ["FittedModel", "ModelAverage", "Prediction", "average_weights", "model_average_predict"]
 
@@ -81,19 +82,40 @@ class FittedModel(_PredictsDatasets):
     log_noise: float
     jitter: float
     norm: Normalisation
+    #: The training points it was fitted on (:mod:`evocov_core.subset`); None: unknown, at most
+    #: :data:`~evocov_core.subset.DEFAULT_MAX_POINTS` of them.
+    approximation: DataSubset | None = None
 
     @classmethod
-    def from_fit(cls, fit: FitResult, norm: Normalisation) -> FittedModel:
+    def from_fit(cls, fit: FitResult, norm: Normalisation, n_train: int | None = None) -> FittedModel:
+        """From a fit; ``n_train``: the training points of the data it was fitted on (``fit.n`` of them)."""
         if not fit.ok:
             raise ValueError(f"this kernel has no fitted values ({fit.reason})")
-        return cls(fit.kernel, tuple(fit.theta), fit.log_noise, fit.jitter, norm)
+        approx = plan_subset(n_train, fit.n if 0 < fit.n < n_train else 0) if n_train is not None else None
+        return cls(fit.kernel, tuple(fit.theta), fit.log_noise, fit.jitter, norm, approx)
 
     @classmethod
     def from_file(cls, kf: KernelFile, fallback_norm: Normalisation | None = None) -> FittedModel:
         norm = kf.normalisation or fallback_norm
         if norm is None:
             raise ValueError("the kernel file has no normalisation and none was given")
-        return cls(kf.kernel, tuple(kf.theta), kf.log_noise, kf.jitter, norm)
+        return cls(kf.kernel, tuple(kf.theta), kf.log_noise, kf.jitter, norm, kf.approximation)
+
+    def conditioning(self, X_train: ArrayLike) -> NDArray[np.bool_]:
+        """Which of the training points (original units) a prediction conditions on.
+
+        The same rule as the fit (:meth:`DataSubset.mask`): every point, or on a long series
+        the subset the kernel was fitted on.
+
+        Parameters
+        ----------
+        X_train : array_like of shape (n, d) or (n,)
+        """
+        X = np.asarray(X_train, dtype=np.float64)
+        x = X[:, 0] if X.ndim == 2 else X
+        a = self.approximation
+        limit = DEFAULT_MAX_POINTS if a is None else (0 if a.exact else a.n_used)
+        return plan_subset(x.shape[0], limit).mask(x)
 
     def predict(self, X_train: ArrayLike, y_train: ArrayLike, X_new: ArrayLike) -> Prediction:
         """Posterior at ``X_new`` given training data, all in original units.
@@ -104,8 +126,9 @@ class FittedModel(_PredictsDatasets):
         y_train : array_like of shape (n,)
         X_new : array_like of shape (m, d) or (m,)
         """
-        Xt = self.norm.x_to_model(X_train)
-        yt = self.norm.y_to_model(y_train)
+        keep = self.conditioning(X_train)
+        Xt = self.norm.x_to_model(X_train)[keep]
+        yt = self.norm.y_to_model(y_train)[keep]
         Xn = self.norm.x_to_model(X_new)
         post = posterior(self.kernel, Inputs(Xt), yt, np.asarray(self.theta), self.log_noise, Xn,
                          jitter=self.jitter)

@@ -659,7 +659,8 @@ def _finish(kernel: Kernel, data: FitData, config: OptimConfig, tr: _Tracker, se
             mval = lml_value
         test = None
         if data.X_test is not None and data.y_test is not None and len(data.y_test):
-            post = posterior(kernel, data.inputs, data.y, z[:-1], float(z[-1]), data.X_test, jitter=jitter)
+            post = posterior(kernel, data.inputs, data.y, z[:-1], float(z[-1]), data.X_test, jitter=jitter,
+                             mean_only=True)
             test = rmse(data.y_test, post.mean * data.y_std + data.y_mean)
             if not math.isfinite(test):
                 test = None

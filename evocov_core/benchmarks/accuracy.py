@@ -358,7 +358,8 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
     records = None
     t0 = None
     try:
-        data = FitData.from_dataset(ds, split_fraction=spec.config.metric_split)
+        data = FitData.from_dataset(ds, split_fraction=spec.config.metric_split,
+                                    max_points=spec.config.fit_points)
         t0 = time.perf_counter()
         result = search(data, spec.config, seed=spec.seed, workers=spec.workers)
         wall = time.perf_counter() - t0
@@ -380,7 +381,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
             row.update(status="ok", test_rmse=best.test_rmse, bma_test_rmse=bma, bic_test_rmse=best_bic.test_rmse,
                        q=best.q, bic=best.bic, ensemble_size=len(ensemble), expression=best.kernel.prefix,
                        infix=best.kernel.infix, kernel_file=kernel_path(spec.series, spec.variant, spec.seed))
-            doc = kernel_file_dict(best, ds.norm, dataset=spec.series, n_test=ds.n_test,
+            doc = kernel_file_dict(best, ds.norm, dataset=spec.series, n_test=ds.n_test, n_train=ds.n_train,
                                    test_fraction=ds.test_fraction,
                                    extra_scores={"variant": spec.variant, "seed": spec.seed, "budget": spec.budget,
                                                  "budget_seconds": spec.budget_s, "seconds": round(wall, 3),

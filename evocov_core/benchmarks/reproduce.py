@@ -82,7 +82,7 @@ def run_trial(spec: TrialSpec) -> dict:
     doc = None
     try:
         config = SearchConfig.from_dict(spec.config)
-        data = FitData.from_dataset(ds, split_fraction=config.metric_split)
+        data = FitData.from_dataset(ds, split_fraction=config.metric_split, max_points=config.fit_points)
         with SerialExecutor(data, config.optim) as ex:
             result = run_search(data, config, seed=spec.seed, executor=ex)
         best = result.best
@@ -94,7 +94,7 @@ def run_trial(spec: TrialSpec) -> dict:
                        metric=best.metric, metric_value=best.metric_value, expression=best.kernel.prefix,
                        infix=best.kernel.infix,
                        kernel_file=kernel_path(spec.series, spec.algorithm, spec.budget, spec.seed))
-            doc = kernel_file_dict(best, ds.norm, dataset=spec.series, n_test=ds.n_test,
+            doc = kernel_file_dict(best, ds.norm, dataset=spec.series, n_test=ds.n_test, n_train=ds.n_train,
                                    test_fraction=ds.test_fraction,
                                    extra_scores={"algorithm": spec.algorithm, "seed": spec.seed,
                                                  "budget": spec.budget, "evaluations": result.n_evaluations,

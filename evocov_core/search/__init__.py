@@ -8,11 +8,22 @@ dispatches on ``config.algorithm`` and, when no executor is given, makes one.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
+from ..data import Dataset
 from ..metrics import FitData
 from ..parallel import Executor
-from .common import EvalRecord, GenerationStats, Progress, ProgressCallback, RunStatus, SearchResult, StopCheck
+from .common import (
+    CHOICE_EXTRA_EVALS,
+    EvalRecord,
+    GenerationStats,
+    Progress,
+    ProgressCallback,
+    RunStatus,
+    SearchResult,
+    StopCheck,
+)
 from .config import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
 from .evocov import run_evocov
 from .explore import ExploreResult, explore_mutations, neighbour_ratios
@@ -42,11 +53,18 @@ __all__ = [
     "run_gwtf",
     "run_random_search",
     "run_search",
+    "search_data",
     "search_executor",
     "search_stages",
 ]
 
 _RUNNERS = {"evocov": run_evocov, "random": run_random_search, "gwtf": run_gwtf, "gpss": run_gpss}
+
+
+def search_data(ds: Dataset, config: SearchConfig) -> FitData:
+    """The training data a search with ``config`` fits on: the split of ``config.metric_split``
+    and, on long series, the subset of ``config.fit_points`` (:mod:`evocov_core.subset`)."""
+    return FitData.from_dataset(ds, split_fraction=config.metric_split, max_points=config.fit_points)
 
 
 def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: Executor | None = None,
@@ -80,7 +98,10 @@ def _run(data: FitData, config: SearchConfig, executor: Executor, seed: int, pro
         return result
     deadline = None
     if config.time_budget > 0:
-        deadline = time.time() + (t0 + 0.97 * config.time_budget - time.perf_counter())
+        # The refits stop early enough for the checks that follow them (long series: seconds).
+        checks = len(result.candidates) * CHOICE_EXTRA_EVALS * result.eval_seconds
+        checks = checks if math.isfinite(checks) else 0.0
+        deadline = time.time() + (t0 + 0.97 * config.time_budget - checks - time.perf_counter())
     chosen, rows, ensemble = choose_model(data, result.candidates, executor, seed=seed, deadline=deadline,
                                           should_stop=should_stop)
     return dataclasses.replace(result, best=chosen or result.best, selection=rows, ensemble=ensemble,

@@ -21,6 +21,7 @@ algorithm:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -32,7 +33,8 @@ import numpy as np
 
 from ..kernel import Kernel
 from ..kernel_file import parse_expression
-from ..optimize import FitResult, FitStatus, Start, finite_or
+from ..metrics import FitData
+from ..optimize import NUMERIC_ERRORS, FitResult, FitStatus, Start, finite_or
 from ..parallel import Executor, Task
 from ..scoring import PENALTY
 
@@ -299,6 +301,9 @@ class SearchResult:
         The candidates of the model choice, best BIC first (empty without one).
     ensemble : tuple of (FitResult, float)
         Kernels and weights of the model average (empty without one).
+    eval_seconds : float
+        Median seconds per metric evaluation of the run's full-data fits (NaN without a
+        time budget or a fit): what the model choice's checks are timed by.
     """
 
     algorithm: str
@@ -317,6 +322,7 @@ class SearchResult:
     candidates: tuple[FitResult, ...] = ()
     selection: tuple[dict, ...] = ()
     ensemble: tuple[tuple[FitResult, float], ...] = ()
+    eval_seconds: float = math.nan
 
 
 def _better(a: FitResult | None, b: FitResult | None) -> FitResult | None:
@@ -338,10 +344,42 @@ def _mean(values: list[float]) -> float:
 
 
 def search_share(config: object) -> float:
-    """Share of a time budget the search itself may use; the rest is for the model choice."""
+    """Share of a time budget the search itself may use at least; the rest is for the model choice.
+
+    On long series the choice can need more (:meth:`Tracker.choice_reserve`).
+    """
     if getattr(config, "time_budget", 0.0) <= 0:
         return 1.0
     return 0.88 if getattr(config, "select_top", 1) > 1 else 0.97
+
+
+#: Evaluations the model choice costs per candidate beyond its head refit, in units of one
+#: full-data likelihood-with-gradient evaluation: the tail score (a posterior on the split),
+#: the validity check (a Cholesky or an eigenvalue of K over the data and a forecast grid) and
+#: the forecast spread. Measured on taylor (1,000 points): 8-12.
+CHOICE_EXTRA_EVALS = 12
+#: The search keeps at least this share of a budget, however slow the choice looks.
+MIN_SEARCH_SHARE = 0.5
+#: Above this many training points the Tracker times one evaluation before the search.
+CALIBRATE_ABOVE = 1000
+
+
+def _calibrate(data: FitData) -> float:
+    """Seconds of one LML-with-gradient evaluation of SE + PER × SE on ``data`` (the fastest of
+    two; a failed evaluation costs what it cost)."""
+    from ..library import compose
+    from ..metrics import loss_and_grad
+
+    kernel = compose(["+", "SE", ["*", "PER", "SE"]])
+    z = np.zeros(kernel.n_params + 1)
+    z[-1] = math.log(0.1)
+    best = math.inf
+    for _ in range(2):
+        t = time.perf_counter()
+        with contextlib.suppress(NUMERIC_ERRORS):
+            loss_and_grad("lml", kernel, data, z)
+        best = min(best, time.perf_counter() - t)
+    return best
 
 
 class Tracker:
@@ -359,10 +397,15 @@ class Tracker:
         ``promote_fraction`` (without it: no budget, no cache, no screening).
     n_train : int
         Training points (screening applies only above ``screen_points``).
+    data : FitData, optional
+        On data of more than :data:`CALIBRATE_ABOVE` points, a budgeted search with a model
+        choice times one likelihood evaluation on them first, so that the choice's share of
+        the budget is right from the first generation (:meth:`choice_reserve`).
     """
 
     def __init__(self, algorithm: str, total_generations: int, progress: ProgressCallback | None,
-                 should_stop: StopCheck | None, seed: int, *, config: object | None = None, n_train: int = 0) -> None:
+                 should_stop: StopCheck | None, seed: int, *, config: object | None = None, n_train: int = 0,
+                 data: FitData | None = None) -> None:
         self.algorithm = algorithm
         self.total = total_generations
         self.progress = progress
@@ -380,13 +423,40 @@ class Tracker:
         self.budget_spent = False
         self.generation = 0
         self.time_budget = float(getattr(config, "time_budget", 0.0) or 0.0)
-        self._stop_at = self.t0 + self.time_budget * search_share(config) if self.time_budget > 0 else math.inf
+        self._share = search_share(config)
+        self._stop_at = self.t0 + self.time_budget * self._share if self.time_budget > 0 else math.inf
+        self._head_evals = int(getattr(config, "max_evals", 0) or 0)
+        self._eval_costs: list[float] = []  # seconds per evaluation of full-data fits
+        self._workers = 1
         self._cache: dict[str, FitResult] | None = {} if getattr(config, "cache_fits", False) else None
         m = int(getattr(config, "screen_points", 0) or 0)
         self._screen = 0 < m < n_train
         self._promote = float(getattr(config, "promote_fraction", 1.0))
         self._top_k = int(getattr(config, "select_top", 1) or 1)
         self._best_by_canonical: dict[str, FitResult] = {}
+        if data is not None and data.n > CALIBRATE_ABOVE and self.time_budget > 0 and self._top_k > 1:
+            self._eval_costs.append(_calibrate(data))
+            self._stop_at = self.t0 + self.time_budget - self.choice_reserve()
+
+    def choice_reserve(self) -> float:
+        """Seconds to keep for the model choice: its share of the budget, or on long series,
+        where one evaluation is slow, what its refits and checks are estimated to cost (the
+        median seconds per evaluation of this run's full fits × the evaluations the choice
+        makes), at most half the budget."""
+        base = self.time_budget * (1.0 - self._share)
+        if self._top_k <= 1 or not self._eval_costs:
+            return base
+        per_eval = float(np.median(self._eval_costs))
+        rounds = math.ceil(self._top_k / max(1, self._workers))
+        estimate = per_eval * (rounds * self._head_evals + self._top_k * CHOICE_EXTRA_EVALS)
+        return min(max(base, estimate), self.time_budget * (1.0 - MIN_SEARCH_SHARE))
+
+    def _update_stop(self, fits: Sequence[FitResult | None]) -> None:
+        """Fold new full fits' cost per evaluation into the stop time (budgeted runs only)."""
+        if self.time_budget <= 0:
+            return
+        self._eval_costs.extend(f.seconds / f.n_evals for f in fits if f is not None and f.n_evals > 0)
+        self._stop_at = self.t0 + self.time_budget - self.choice_reserve()
 
     @property
     def stopped(self) -> bool:
@@ -442,6 +512,7 @@ class Tracker:
                     continue
                 first[k.canonical] = i
             todo.append(i)
+        self._workers = int(getattr(executor, "workers", 1) or 1)
         deadline = self.fit_deadline()
         screen_only: set[int] = set()
         if self._screen:
@@ -466,6 +537,7 @@ class Tracker:
             recs.append(EvalRecord.from_fit(f, g, i, origins[i]))
         for i, j in copies:
             fits[i] = fits[j]
+        self._update_stop([new.get(i) for i in todo if i not in screen_only])
         self.records.extend(recs)
         self._gen_recs = recs
         return fits
@@ -546,7 +618,8 @@ class Tracker:
                             n_evaluations=self.n_evaluations, restarts=self.restarts,
                             elapsed=time.perf_counter() - self.t0, settings=settings or {}, best_bic=self.best,
                             budget_spent=self.budget_spent, n_screen_fits=self.n_screen_fits,
-                            n_cache_hits=self.n_cache_hits, candidates=self.top(self._top_k))
+                            n_cache_hits=self.n_cache_hits, candidates=self.top(self._top_k),
+                            eval_seconds=float(np.median(self._eval_costs)) if self._eval_costs else math.nan)
 
     def top(self, k: int) -> tuple[FitResult, ...]:
         """The ``k`` lowest-BIC distinct (canonical) kernels fitted so far, lowest first."""

@@ -42,6 +42,7 @@ from ..grammar import Grammar, get_grammar
 from ..metrics import METRICS
 from ..optimize import HyperSpace, OptimConfig
 from ..psd import PSDConfig
+from ..subset import DEFAULT_MAX_POINTS
 from ..variation import VariationConfig
 
 __all__ = ["ALGORITHMS", "GROUPS", "PRESETS", "SearchConfig", "Setting", "preset", "settings"]
@@ -306,6 +307,11 @@ class SearchConfig:
                             "fitted on this many (half spread over the range, half the most recent) and only the "
                             "best share is fitted on all the data. 0 = off, else at least 20.", "budgeted", lo=0,
                             hi=100_000)
+    fit_points: int = _s(DEFAULT_MAX_POINTS, "Points an exact fit uses", "Long series: above this many training "
+                         "points, every fit and forecast is an exact GP on a subset of them, the most recent 3/4 contiguous and "
+                         "1/4 spread over the earlier history (evocov_core/subset.py; the result says so). "
+                         "0 = every point (an exact GP costs O(n³) time and O(n²) memory).", "budgeted", lo=0,
+                         hi=1_000_000)
     promote_fraction: float = _s(0.3, "Share promoted", "Share of a screened batch fitted on all the data.",
                                  "budgeted", lo=0.0, hi=1.0, step=0.05, fmt="%.2f")
     seed_fraction: float = _s(0.0, "Seeded share of the first population", "GPSS structures (SE, PER, LIN, RQ, "
@@ -371,6 +377,8 @@ class SearchConfig:
         need(bool(self.base_kernels), "base_kernels must not be empty")
         need(self.screen_points == 0 or self.screen_points >= 20,
              f"screen_points must be 0 (off) or at least 20, got {self.screen_points}")
+        need(self.fit_points == 0 or self.fit_points >= 100,
+             f"fit_points must be 0 (every point) or at least 100, got {self.fit_points}")
         need(self.promote_fraction > 0.0, f"promote_fraction must be in (0, 1], got {self.promote_fraction}")
         try:
             self.optim  # noqa: B018 - validates the optimiser settings

@@ -84,7 +84,7 @@ def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitDat
 def head_stage(data: FitData, optim: OptimConfig) -> tuple[FitData, OptimConfig]:
     """The model choice's refit: the first ``1 − split_fraction`` of the training range (its tail
     as test data, original units) and one L-BFGS-B run from the given values."""
-    head = split_mask(data.X, data.split_fraction)
+    head = data.head if data.head is not None else split_mask(data.X, data.split_fraction)
     tail = ~head
     return (data.subset(head, X_test=data.X[tail], y_test=data.y[tail] * data.y_std + data.y_mean),
             _refit(_on_subset(optim)))
