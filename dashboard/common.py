@@ -346,7 +346,7 @@ def _finite(v: Any, default: float = math.nan) -> float:
 
 def fit_from_doc(doc: dict, n: int = 0) -> FitResult:
     """A FitResult from a kernel-file document (e.g. a run's stored best kernel)."""
-    return FitResult.from_kernel_file(parse_kernel_file(dump_kernel_file(doc)), n)
+    return parse_kernel_file(dump_kernel_file(doc)).to_fit(n)
 
 
 def with_test_rmse(fit: FitResult, ds: Dataset) -> FitResult:

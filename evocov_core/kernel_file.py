@@ -39,9 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from .data import Normalisation
+from .gp import FitStatus
 from .grammar import DEFAULT_N_HYPER, TreeError, check_tree, symbol
-from .kernel import Kernel
-from .optimize import FitResult, slot_roles
+from .kernel import Kernel, slot_roles
+from .optimize import FitResult, finite_or
 
 __all__ = [
     "AVERAGE_FORMAT",
@@ -194,6 +195,40 @@ class KernelFile:
     @property
     def q(self) -> int:
         return self.kernel.q
+
+    def to_fit(self, n: int = 0) -> FitResult:
+        """A fit carrying this file's values and stored scores (no optimisation).
+
+        Parameters
+        ----------
+        n : int
+            Training points, when the file's scores do not say (``n_train``).
+
+        Returns
+        -------
+        FitResult
+            Status ``OK``; metric, metric value, LML, BIC and test RMSE as stored (NaN,
+            +inf and None when absent); no evaluations.
+        """
+        sc = self.scores
+        rm = sc.get("test_rmse")
+        return FitResult(
+            kernel=self.kernel,
+            theta=tuple(self.theta),
+            log_noise=self.log_noise,
+            jitter=self.jitter,
+            status=FitStatus.OK,
+            reason="",
+            metric=str(sc.get("metric") or "lml"),
+            metric_value=finite_or(sc.get("metric_value")),
+            lml=finite_or(sc.get("lml")),
+            bic=finite_or(sc.get("bic"), math.inf),
+            q=self.q,
+            n=int(sc.get("n_train") or n),
+            n_evals=0,
+            seconds=0.0,
+            test_rmse=float(rm) if isinstance(rm, (int, float)) and math.isfinite(rm) else None,
+        )
 
 
 def _number(v: object, what: str, *, positive: bool = False, nonneg: bool = False) -> float:

@@ -422,7 +422,7 @@ if run_id is not None:
                 )
                 norm = kf.normalisation if norm_choice.startswith("The file") and kf.normalisation else cur.norm
                 model = FittedModel(kf.kernel, tuple(kf.theta), kf.log_noise, kf.jitter, norm)
-                fit = FitResult.from_kernel_file(kf, cur.n_train)
+                fit = kf.to_fit(cur.n_train)
                 try:
                     rm = model.test_rmse(cur)
                 except Exception as exc:

@@ -165,7 +165,7 @@ elif source == "file":
     up = st.file_uploader("Kernel file (JSON)", type=["json"], key="ex_kernel_file")
     if up is not None:
         try:
-            base = with_test_rmse(FitResult.from_kernel_file(parse_kernel_file(up.getvalue()), ds.n_train), ds)
+            base = with_test_rmse(parse_kernel_file(up.getvalue()).to_fit(ds.n_train), ds)
             base_name = up.name
         except KernelFileError as exc:
             st.error(f"**Cannot load {up.name}:** {exc}", icon=":material/block:")
