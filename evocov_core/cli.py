@@ -25,11 +25,15 @@ class CliError(Exception):
 
 
 def _dataset(args: argparse.Namespace, test_fraction: float | None = None):
-    from .data import load_csv
+    from .data import load_csv, validate_split
 
     tf = args.test_fraction if test_fraction is None else test_fraction
-    return load_csv(args.data, x=args.x, y=args.y, test_fraction=tf, max_points=None,
-                    duplicates="keep" if getattr(args, "keep_duplicates", False) else "average")
+    if tf is not None:
+        validate_split(tf)  # before reading: a fraction of 0.95 is refused as such
+    ds = load_csv(args.data, x=args.x, y=args.y, test_fraction=tf, max_points=None,
+                  duplicates="keep" if getattr(args, "keep_duplicates", False) else "average")
+    validate_split(ds.test_fraction, ds.n_train)
+    return ds
 
 
 def _write_text(path: str, text: str) -> None:
