@@ -11,8 +11,12 @@ A kernel file holds everything needed to predict again with a fitted kernel::
       "normalisation": {"x_offset": [...], "x_scale": [...], "y_mean": ..., "y_std": ...},
       "scores": {"bic": ..., "lml": ..., "metric": "lml", "metric_value": ..., "test_rmse": ...,
                  "dataset": "airline", "n_train": 129, "n_test": 15, "test_fraction": 0.1},
-      "software": "evocov 0.1.0", "created": "2026-11-26T10:00:00+00:00"
+      "software": "evocov 0.1.0", "created": "2026-11-26T10:00:00+00:00",
+      "git": {"commit": "<40 hex digits>", "dirty": false}
     }
+
+``git`` names the code that wrote the file (:func:`evocov_core.provenance.git_state`; both
+None outside a git checkout). Files written before it existed load as before.
 
 Hyperparameter ``value``s are natural (not log) slot values in **model units** (inputs
 rescaled with ``normalisation``, outputs standardised); ``noise_variance`` too.
@@ -43,6 +47,7 @@ from .gp import FitStatus
 from .grammar import DEFAULT_N_HYPER, TreeError, check_tree, symbol
 from .kernel import Kernel, slot_roles
 from .optimize import FitResult, finite_or
+from .provenance import git_state
 
 __all__ = [
     "AVERAGE_FORMAT",
@@ -75,6 +80,7 @@ AVERAGE_FORMAT = "evocov-model-average"
 MAX_AVERAGE_KERNELS = 100
 
 _TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<num>-?[0-9]+(?:\.[0-9]+)?)|(?P<punct>[(),]))")
+_HEX = re.compile(r"[0-9a-f]{7,64}")
 
 
 class KernelFileError(ValueError):
@@ -183,6 +189,10 @@ class KernelFile:
     jitter : float
     normalisation : Normalisation or None
     scores : dict
+    git_commit : str or None
+        Commit of the code that wrote the file (None when unknown or absent: older files).
+    git_dirty : bool or None
+        Whether that code had uncommitted changes.
     """
 
     kernel: Kernel
@@ -191,6 +201,8 @@ class KernelFile:
     jitter: float = 0.0
     normalisation: Normalisation | None = None
     scores: dict = field(default_factory=dict)
+    git_commit: str | None = None
+    git_dirty: bool | None = None
 
     @property
     def q(self) -> int:
@@ -359,7 +371,17 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
             clean_scores[str(k)[:40]] = v[:200]
         elif v is None:
             clean_scores[str(k)[:40]] = None
-    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores)
+    commit, dirty = _git_fields(doc.get("git"))
+    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores, commit, dirty)
+
+
+def _git_fields(g: object) -> tuple[str | None, bool | None]:
+    """The ``git`` entry's commit (hex digits) and dirty flag; None for whatever is absent or malformed."""
+    if not isinstance(g, dict):
+        return None, None
+    c, d = g.get("commit"), g.get("dirty")
+    commit = c if isinstance(c, str) and _HEX.fullmatch(c) else None
+    return commit, d if isinstance(d, bool) else None
 
 
 def load_kernel_file(path: str | Path) -> KernelFile:
@@ -421,6 +443,7 @@ def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dat
         "software": f"evocov {__version__}",
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "grammar_slots": DEFAULT_N_HYPER,
+        "git": git_state(),
     }
 
 
