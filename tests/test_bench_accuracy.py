@@ -416,6 +416,7 @@ def test_variants_are_renamed_when_a_preset_changes(tmp_path: Path, monkeypatch:
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))["runs"][0]
     assert run["variants"] == ["with-select", "full"] and set(run["settings"]) == {"with-select", "full"}
     assert run["command"].endswith("x") and "full -> with-select" in run["relabelled"][0]
+    assert set(run["git"]) == {"commit", "dirty"}  # which code ran it (None outside a checkout)
     # Resuming under the new names finds everything done; the report says what was renamed.
     res = acc.accuracy(data_dir, out, seeds=1, variants=["full", "with-select"], argv=["z"], **quiet)
     assert json.loads((out / "run.json").read_text(encoding="utf-8"))["runs"][-1]["trials_run"] == 0
