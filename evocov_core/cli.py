@@ -125,18 +125,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _config_from_args(args: argparse.Namespace):
     from .search import preset
-    from .search.config import settings
+    from .search.config import settings, with_derived
 
     overrides = {}
     for name, _, _ in settings():
         v = getattr(args, name, None)
         if v is not None and name != "algorithm":
             overrides[name] = tuple(v) if isinstance(v, list) else v
-    if "p_mutation" in overrides and "p_crossover" not in overrides:
-        overrides["p_crossover"] = 1.0 - overrides["p_mutation"]
-    if "p_crossover" in overrides and "p_mutation" not in overrides:
-        overrides["p_mutation"] = 1.0 - overrides["p_crossover"]
-    return preset(args.preset, args.algorithm, **overrides)
+    return preset(args.preset, args.algorithm, **with_derived(overrides))
 
 
 def _add_setting_args(p: argparse.ArgumentParser) -> None:

@@ -424,6 +424,23 @@ def settings() -> tuple[tuple[str, type, Setting], ...]:
     return _SETTINGS
 
 
+def with_derived(overrides: Mapping[str, object]) -> dict[str, object]:
+    """``overrides`` with the settings derived from another filled in.
+
+    A setting whose metadata names ``derived_from`` is one minus that setting
+    (``p_crossover = 1 − p_mutation``): given one of the two, the other follows. The one place
+    this rule lives; the command line and the dashboard both pass their overrides through it.
+    """
+    out = dict(overrides)
+    for name, _, meta in _SETTINGS:
+        src = meta.derived_from
+        if src is not None and src in out and name not in out:
+            out[name] = 1.0 - float(out[src])  # type: ignore[arg-type]
+        elif src is not None and name in out and src not in out:
+            out[src] = 1.0 - float(out[name])  # type: ignore[arg-type]
+    return out
+
+
 def _field_type(annotation: str) -> type:
     if annotation.startswith("tuple"):
         return tuple
