@@ -6,7 +6,8 @@ files differ from the commit (``git status --porcelain --untracked-files=no``: r
 written into an untracked folder of the checkout do not count). Both are ``None`` when the code
 is not a git checkout (an installed package), git is missing or does not answer in time.
 
-Never raises. Asked once per process: the code a process runs is the code it imported.
+Never raises. Asked once per process, when this module is imported: the code a process runs is
+the code it imported, not what the checkout holds when a long run ends.
 """
 
 from __future__ import annotations
@@ -63,3 +64,6 @@ def git_state(where: str | Path | None = None) -> dict[str, str | bool | None]:
     except Exception:  # never fail a result for want of its provenance
         commit, dirty = None, None
     return {"commit": commit, "dirty": dirty}
+
+
+_state(_HERE)  # now, at import (see the module docstring); later calls read the cache
