@@ -12,9 +12,10 @@ the code it imported, not what the checkout holds when a long run ends.
 
 from __future__ import annotations
 
-import subprocess
 from functools import lru_cache
 from pathlib import Path
+
+from .parallel import command_output
 
 __all__ = ["GIT_TIMEOUT", "git_state"]
 
@@ -26,12 +27,7 @@ _HERE = Path(__file__).resolve().parent
 
 def _git(*args: str, cwd: Path) -> str | None:
     """Standard output of ``git <args>`` in ``cwd``, or None on any failure."""
-    try:
-        res = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT,
-                             check=False, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
-    return res.stdout if res.returncode == 0 else None
+    return command_output(["git", *args], cwd=cwd, timeout=GIT_TIMEOUT)
 
 
 @lru_cache(maxsize=8)
