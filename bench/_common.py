@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evocov_core.benchmarks.common import cpu_model, md_table
+from evocov_core.provenance import git_state
 
 __all__ = ["ROOT", "calibrate", "command_line", "cpu_model", "geomean", "interleaved", "limit_threads",
            "machine_info", "md_table", "parse_tuple", "per_call", "pool_summary", "report_ratio_table",
@@ -185,7 +186,9 @@ def write_report(script: str, title: str, sections: Sequence[str], threads: dict
     """Write ``bench/results/<script>.md``: machine, command, then the given sections."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{script}.md"
+    git = git_state()
     info = [*machine_info(),
+            ("commit", f"{git['commit'] or 'unknown'}{' with local changes' if git['dirty'] else ''}"),
             ("threads after prepare_process()", threads["after_prepare_process"]),
             ("threads during the benchmark", threads["after_threadpool_limits"])]
     head = [f"# {title}", "", md_table(["", ""], info, "ll"), "", "Command (from the repository root):", "",

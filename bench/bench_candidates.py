@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from bench._common import geomean, limit_threads, md_table, parse_tuple, write_report
-from evocov_core.benchmarks.accuracy import reference_rmse, variant_config
+from evocov_core.benchmarks.accuracy import read_trials, reference_rmse, variant_config
 from evocov_core.benchmarks.common import load_series
 from evocov_core.kernel import Kernel
 from evocov_core.kernel_file import parse_expression
@@ -162,7 +162,7 @@ def replay_folder(folder: Path, data_dir: Path | None, replay_trial, seeds: set[
     data_dir = data_dir or Path(runs[-1]["data_dir"])
     budget = runs[-1]["budget"]
     refs = reference_rmse(data_dir)["best_published"]
-    trials = pd.read_csv(folder / "trials.csv").set_index(["series", "variant", "seed"])
+    trials = read_trials(folder).set_index(["series", "variant", "seed"])
     config = variant_config("full", budget)
     rows = []
     for path in sorted((folder / "records").glob("*__full__seed*.csv.gz")):

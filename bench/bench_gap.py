@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from bench._common import ROOT, geomean, limit_threads, md_table, write_report
-from evocov_core.benchmarks.accuracy import OVER, reference_rmse, trial_rmse
+from evocov_core.benchmarks.accuracy import OVER, read_trials, reference_rmse, trial_rmse
 
 #: The issue's target at the ``standard`` budget (with no series above ``OVER``, 3×).
 TARGET_GEOMEAN = 1.30
@@ -79,7 +79,7 @@ def needed_geomean(target: float, fixed: Sequence[float], n_series: int) -> floa
 
 def folder_ratios(folder: Path, refs: pd.Series) -> dict[str, dict[str, list[float]]]:
     """Per variant with every series of ``refs``: series → the ratios of its finished trials."""
-    trials = pd.read_csv(folder / "trials.csv")
+    trials = read_trials(folder)  # a rerun trial counts once
     out = {}
     for variant in pd.unique(trials.variant):
         rmse = trial_rmse(trials, variant)  # no kernel: no forecast, an infinite RMSE

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from bench._common import geomean, limit_threads, md_table, write_report
-from evocov_core.benchmarks.accuracy import reference_rmse
+from evocov_core.benchmarks.accuracy import read_trials, reference_rmse
 from evocov_core.benchmarks.common import load_series
 from evocov_core.kernel_file import load_kernel_file
 from evocov_core.model import FittedModel
@@ -72,6 +72,13 @@ def bic_pick_gains(ratios: pd.Series, bics: pd.Series, k: int) -> list[float]:
     return out
 
 
+def full_trials(folder: Path, refs: pd.Series) -> pd.DataFrame:
+    """The folder's finished ``full`` trials (a rerun counted once) with their ratio to ``refs``."""
+    trials = read_trials(folder)
+    trials = trials[(trials.variant == "full") & (trials.status == "ok")]
+    return trials.assign(ratio=trials.test_rmse / trials.series.map(refs))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--folder", type=Path, required=True, help="a bench accuracy folder")
@@ -92,9 +99,7 @@ def main() -> None:
     df = pd.DataFrame(rows).set_index("series")
     lines = [f"k={k} series={int(df[k].notna().sum())} geomean_of_series_medians={geomean(df[k].dropna()):.3f} "
              f"worst={df[k].max():.2f} over_3x={int((df[k] > 3).sum())}" for k in ks if k in df]
-    trials = pd.read_csv(args.folder / "trials.csv")
-    trials = trials[(trials.variant == "full") & (trials.status == "ok")]
-    trials = trials.assign(ratio=trials.test_rmse / trials.series.map(refs))
+    trials = full_trials(args.folder, refs)
     for k in ks:
         if k < 2:
             continue

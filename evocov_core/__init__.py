@@ -3,8 +3,9 @@
 The package knows nothing of the dashboard. Modules, one idea each:
 
 ``grammar``      the typed primitive set (paper Table 2, optionally ABCD's change point and
-                 change window) and random generation (Algorithm 2)
-``kernel``       the immutable Kernel value and its canonical / infix / LaTeX forms
+                 change window), one record per operator (types, how it is written, the
+                 roles of its hyperparameters), and random generation (Algorithm 2)
+``kernel``       the immutable Kernel value, its canonical / infix / LaTeX forms, slot roles
 ``evaluate``     the stack evaluator, one table entry per operator: K, diag(K), dK/dθ
 ``simplify``     a readable equivalent of a kernel for display (SymPy)
 ``decompose``    additive components of a fitted kernel, their posteriors and sentences
@@ -27,6 +28,8 @@ The package knows nothing of the dashboard. Modules, one idea each:
 ``search``       EvoCov, Random Search, Go With The First, GPSS baseline, the mutation
                  explorer, and what a budgeted search adds (package)
 ``store``        the SQLite run store;  ``jobs``: background runs for the dashboard
+``run_record``   the frozen, typed record of one run that the store hands back
+``provenance``   the git commit (and dirty flag) recorded beside every result
 ``figures``      chart data and Plotly figures;  ``cli``: the command line
 ``baselines``    reference kernels fitted on the user's data (SE, GPSS, fixed structures) and
                  the report's comparison with them

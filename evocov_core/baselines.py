@@ -144,7 +144,7 @@ def _row(name: str, fit: FitResult, data: FitData, ds: Dataset, norm: Normalisat
          seed: tuple[int, ...], note: str = "") -> Compared:
     if not fit.ok:
         return Compared(name, fit.kernel.infix, fit.q, math.inf, None, None, None, note or fit.reason)
-    model = FittedModel.from_fit(fit, norm)
+    model = FittedModel.from_fit(fit, norm, ds.n_train)
     return Compared(name, fit.kernel.infix, fit.q, fit.bic, _tail(fit.kernel, fit.start(), data, optim, seed),
                     model.test_rmse(ds), model, note)
 

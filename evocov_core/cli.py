@@ -29,11 +29,15 @@ class CliError(Exception):
 
 
 def _dataset(args: argparse.Namespace, test_fraction: float | None = None):
-    from .data import load_csv
+    from .data import load_csv, validate_split
 
     tf = args.test_fraction if test_fraction is None else test_fraction
-    return load_csv(args.data, x=args.x, y=args.y, test_fraction=tf, max_points=None,
-                    duplicates="keep" if getattr(args, "keep_duplicates", False) else "average")
+    if tf is not None:
+        validate_split(tf)  # before reading: a fraction of 0.95 is refused as such
+    ds = load_csv(args.data, x=args.x, y=args.y, test_fraction=tf, max_points=None,
+                  duplicates="keep" if getattr(args, "keep_duplicates", False) else "average")
+    validate_split(ds.test_fraction, ds.n_train)
+    return ds
 
 
 def _write_text(path: str, text: str) -> None:
@@ -125,18 +129,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _config_from_args(args: argparse.Namespace):
     from .search import preset
-    from .search.config import settings
+    from .search.config import settings, with_derived
 
     overrides = {}
     for name, _, _ in settings():
         v = getattr(args, name, None)
         if v is not None and name != "algorithm":
             overrides[name] = tuple(v) if isinstance(v, list) else v
-    if "p_mutation" in overrides and "p_crossover" not in overrides:
-        overrides["p_crossover"] = 1.0 - overrides["p_mutation"]
-    if "p_crossover" in overrides and "p_mutation" not in overrides:
-        overrides["p_mutation"] = 1.0 - overrides["p_crossover"]
-    return preset(args.preset, args.algorithm, **overrides)
+    return preset(args.preset, args.algorithm, **with_derived(overrides))
 
 
 def _add_setting_args(p: argparse.ArgumentParser) -> None:

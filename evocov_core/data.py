@@ -40,6 +40,7 @@ __all__ = [
     "load_csv",
     "load_tsdl",
     "read_table",
+    "validate_split",
 ]
 
 Array = NDArray[np.float64]
@@ -123,6 +124,40 @@ class Normalisation:
     def from_dict(cls, d: dict) -> Normalisation:
         return cls(tuple(map(float, d["x_offset"])), tuple(map(float, d["x_scale"])),
                    float(d["y_mean"]), float(d["y_std"]))
+
+
+#: The least training points a search may learn from, and the test fraction a split must stay below.
+MIN_TRAIN_POINTS = 10
+MAX_TEST_FRACTION = 0.5
+
+
+def validate_split(test_fraction: float, n_train: int | None = None) -> None:
+    """Refuse a split no search should learn from, with a :class:`DataError` of one line.
+
+    The one check of the command line and the dashboard's Data page: a test fraction must
+    lie in ``[0, MAX_TEST_FRACTION)`` (the training part is the larger), and the training
+    part must hold at least :data:`MIN_TRAIN_POINTS` points. Call it with the fraction alone
+    before splitting, and with ``n_train`` once the split is made.
+
+    Parameters
+    ----------
+    test_fraction : float
+        Fraction of the x-range held out as test (see :func:`split_mask`).
+    n_train : int, optional
+        Training points the split leaves.
+
+    Raises
+    ------
+    DataError
+        Saying what is wrong and what to change.
+    """
+    f = float(test_fraction)
+    if not (0.0 <= f < MAX_TEST_FRACTION):
+        raise DataError(f"test fraction {f:g} refused: it must be at least 0 and below {MAX_TEST_FRACTION:g}, "
+                        "so that the training part is the larger")
+    if n_train is not None and n_train < MIN_TRAIN_POINTS:
+        raise DataError(f"test fraction {f:g} leaves {n_train} training point{'s' if n_train != 1 else ''}; "
+                        f"at least {MIN_TRAIN_POINTS} are needed: lower the test fraction")
 
 
 def split_mask(x: Array, test_fraction: float) -> NDArray[np.bool_]:

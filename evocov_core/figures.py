@@ -16,9 +16,8 @@ import plotly.graph_objects as go
 
 from .data import Dataset, Normalisation, decimal_years_to_dates
 from .grammar import is_slot, symbol
-from .kernel import Kernel, _nest
+from .kernel import Kernel, _nest, slot_roles
 from .model import FittedModel, ModelAverage
-from .optimize import slot_roles
 from .search.common import GenerationStats
 
 __all__ = [

@@ -54,7 +54,12 @@ and the slots ``hp<k>``). The generator (:func:`typed_grow`), the tree checker a
 (:func:`check_tree`, :mod:`evocov_core.kernel_file`), the variation operators
 (:mod:`evocov_core.variation`, through :func:`symbol`, :func:`subtree_end` and the kind
 lists of :class:`Grammar`) and the evaluator (:mod:`evocov_core.evaluate`, through
-:func:`arity`, :func:`is_slot` and :data:`CONSTANTS`) read types and arities from it. DEAP's
+:func:`arity`, :func:`is_slot` and :data:`CONSTANTS`) read types and arities from it, and the
+readable forms read how to write each operator from it: infix and LaTeX
+(:mod:`evocov_core.kernel`), SymPy (:mod:`evocov_core.simplify`), the display's constant
+folding, and the role each hyperparameter argument plays (:func:`evocov_core.kernel.slot_roles`).
+Adding an operator is one entry (as gplearn's ``_Function`` records); only the evaluator's
+forward and gradient rules (:mod:`evocov_core.evaluate`) live in their own table. DEAP's
 :class:`~deap.gp.PrimitiveSetTyped` is *built from* the table (:func:`get_grammar`), not
 the other way round, because a primitive set cannot say what these readers need:
 
@@ -79,9 +84,12 @@ trees as we do, so the table stays a valid strongly-typed GP grammar.
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from deap import gp
@@ -91,10 +99,12 @@ __all__ = [
     "CHANGEWINDOW_OPERATORS",
     "CONSTANTS",
     "DEFAULT_N_HYPER",
+    "OPERATORS",
     "Cov",
     "Grammar",
     "Hyper",
     "InputPair",
+    "Node",
     "Symbol",
     "TPair",
     "TreeError",
@@ -142,6 +152,16 @@ CONSTANTS: dict[str, float] = {
 
 _SLOT_RE = re.compile(r"hp(0|[1-9][0-9]{0,3})")
 
+#: A tree in nested form, for the printers: ``(token, children)``.
+Node = tuple[str, tuple["Node", ...]]
+#: A printer rule: ``(children, print) -> (text, precedence)``, where ``print`` writes a child
+#: node the same way. Precedence: 1 sum, 2 product or quotient, 3 power, 4 atom.
+Printer = Callable[[tuple[Node, ...], Callable[[Node], tuple[str, int]]], tuple[str, int]]
+#: A SymPy rule: ``(children, to_sympy, ctx) -> expression``; ``ctx`` carries ``sp`` (the sympy
+#: module), the input symbols ``x``, ``xp``, ``slot(token)`` and the logistic ``sigma`` (see
+#: :mod:`evocov_core.simplify`), so that this module does not import SymPy.
+SympyRule = Callable[[tuple[Node, ...], Callable[[Node], Any], Any], Any]
+
 
 class TreeError(ValueError):
     """A token sequence is not a well-typed kernel tree; the message names the problem."""
@@ -164,6 +184,25 @@ class Symbol:
         ``"not_nestable"`` or ``"nestable"``.
     value : float or None
         Numeric value of a constant.
+    commutative : bool
+        Operands may be swapped (``add``, ``multiply``): the canonical form sorts them.
+    stationary : bool
+        False when the operator's value depends on ``x`` itself, not only on ``x − x'``.
+    fold : callable or None
+        Value of the operator on numbers, for the display's constant folding (``(2 + 1)*k``
+        reads ``3*k``); None when it is not a function of numbers.
+    infix, latex : callable or None
+        How the operator is written (a :data:`Printer`); None for the input maps ``euc``
+        and ``spectral``, which their parent writes.
+    sympy : callable or None
+        Its SymPy expression (a :data:`SympyRule`).
+    roles : callable or None
+        ``children -> role per argument`` (None where an argument is not a slot): what each
+        hyperparameter argument does (``lengthscale``, ``frequency``...), for starting values,
+        bounds and the hyperparameter table.
+
+    The callables take no part in equality or ``repr``: a symbol is identified by its name,
+    types and kind.
     """
 
     name: str
@@ -171,43 +210,192 @@ class Symbol:
     ret: type
     kind: str
     value: float | None = None
+    commutative: bool = False
+    stationary: bool = True
+    fold: Callable[..., float] | None = field(default=None, compare=False, repr=False)
+    infix: Printer | None = field(default=None, compare=False, repr=False)
+    latex: Printer | None = field(default=None, compare=False, repr=False)
+    sympy: SympyRule | None = field(default=None, compare=False, repr=False)
+    roles: Callable[[tuple[Node, ...]], tuple[str | None, ...]] | None = field(
+        default=None, compare=False, repr=False)
 
     @property
     def arity(self) -> int:
         return len(self.args)
 
-    @property
-    def commutative(self) -> bool:
-        return self.name in ("add", "multiply")
+
+# --- how each operator is written ----------------------------------------------------------
+# The rules the records below point to. Children are nested nodes; a Hyper argument is always
+# a slot leaf, so ``ch[k][0]`` is its token.
+
+_Rec = Callable[[Node], tuple[str, int]]
 
 
+def _wrap(s: tuple[str, int], level: int) -> str:
+    """Infix text of a child, in parentheses when it binds more loosely than ``level``."""
+    return s[0] if s[1] >= level else f"({s[0]})"
+
+
+def _twrap(s: tuple[str, int], level: int) -> str:
+    """LaTeX text of a child, in ``\\left( … \\right)`` when it binds more loosely than ``level``."""
+    return s[0] if s[1] >= level else rf"\left({s[0]}\right)"
+
+
+def tex_slot(tok: str) -> str:
+    """LaTeX of the slot ``hp<k>``: ``\\theta_{k}``."""
+    return rf"\theta_{{{slot_index(tok)}}}"
+
+
+def _roles(*names: str | None) -> Callable[[tuple[Node, ...]], tuple[str | None, ...]]:
+    """A role rule that does not depend on the children."""
+    return lambda _ch: names
+
+
+def _sq_dist_infix(ch: tuple[Node, ...], r: _Rec) -> tuple[str, int]:
+    (ttok, tch), ls = ch[0], ch[1][0]
+    if ttok == "euc":
+        return f"|x-x'|^2/{ls}^2", 2
+    p = tch[1][0]
+    return f"4*sin^2({p}*(x-x')/2)/{ls}^2", 2
+
+
+def _sq_dist_latex(ch: tuple[Node, ...], r: _Rec) -> tuple[str, int]:
+    (ttok, tch), ls = ch[0], tex_slot(ch[1][0])
+    if ttok == "euc":
+        return rf"\frac{{\lVert x - x' \rVert^{{2}}}}{{{ls}^{{2}}}}", 4
+    p = tex_slot(tch[1][0])
+    return rf"\frac{{4\sin^{{2}}\left({p}\,(x - x')/2\right)}}{{{ls}^{{2}}}}", 4
+
+
+def _sq_dist_sympy(ch: tuple[Node, ...], rec: Callable[[Node], Any], c: Any) -> Any:
+    (ttok, tch), scale = ch[0], c.slot(ch[1][0])
+    if ttok == "euc":
+        return (c.x - c.xp) ** 2 / scale**2
+    return (2 - 2 * c.sp.cos(c.slot(tch[1][0]) * (c.x - c.xp))) / scale**2
+
+
+def _dot_prod_infix(ch: tuple[Node, ...], r: _Rec) -> tuple[str, int]:
+    (ttok, tch), s, ls = ch[0], ch[1][0], ch[2][0]
+    if ttok == "euc":
+        return f"(x-{s})*(x'-{s})/{ls}", 2
+    p = tch[1][0]
+    return f"(sc({p}*x)-{s}).(sc({p}*x')-{s})/{ls}", 2
+
+
+def _dot_prod_latex(ch: tuple[Node, ...], r: _Rec) -> tuple[str, int]:
+    (ttok, tch), s, ls = ch[0], tex_slot(ch[1][0]), tex_slot(ch[2][0])
+    if ttok == "euc":
+        return rf"\frac{{(x - {s})\cdot(x' - {s})}}{{{ls}}}", 4
+    phi = rf"\phi_{{{tex_slot(tch[1][0])}}}"
+    return rf"\frac{{({phi}(x) - {s})\cdot({phi}(x') - {s})}}{{{ls}}}", 4
+
+
+def _dot_prod_sympy(ch: tuple[Node, ...], rec: Callable[[Node], Any], c: Any) -> Any:
+    (ttok, tch), s, scale = ch[0], c.slot(ch[1][0]), c.slot(ch[2][0])
+    x, xp, sp = c.x, c.xp, c.sp
+    if ttok == "euc":
+        return (x - s) * (xp - s) / scale
+    p = c.slot(tch[1][0])
+    return ((sp.sin(p * x) - s) * (sp.sin(p * xp) - s) + (sp.cos(p * x) - s) * (sp.cos(p * xp) - s)) / scale
+
+
+def _changepoint_latex(ch: tuple[Node, ...], r: _Rec) -> tuple[str, int]:
+    c, w = tex_slot(ch[3][0]), tex_slot(ch[4][0])
+    return rf"\mathrm{{CP}}_{{{c},\,{w}}}\left({r(ch[1])[0]},\; {r(ch[2])[0]}\right)", 4
+
+
+def _changepoint_sympy(ch: tuple[Node, ...], rec: Callable[[Node], Any], c: Any) -> Any:
+    loc, w = c.slot(ch[3][0]), c.slot(ch[4][0])
+    s1, s2 = c.sigma((c.x - loc) / w), c.sigma((c.xp - loc) / w)
+    return (1 - s1) * (1 - s2) * rec(ch[1]) + s1 * s2 * rec(ch[2])
+
+
+def _changewindow_latex(ch: tuple[Node, ...], r: _Rec) -> tuple[str, int]:
+    c, w, st = (tex_slot(ch[k][0]) for k in (3, 4, 5))
+    return rf"\mathrm{{CW}}_{{{c},\,{w},\,{st}}}\left({r(ch[1])[0]},\; {r(ch[2])[0]}\right)", 4
+
+
+def _changewindow_sympy(ch: tuple[Node, ...], rec: Callable[[Node], Any], c: Any) -> Any:
+    centre, w, st = (c.slot(ch[k][0]) for k in (3, 4, 5))
+    a, b = centre - w / 2, centre + w / 2
+    o1 = c.sigma((c.x - a) / st) * (1 - c.sigma((c.x - b) / st))
+    o2 = c.sigma((c.xp - a) / st) * (1 - c.sigma((c.xp - b) / st))
+    return (1 - o1) * (1 - o2) * rec(ch[1]) + o1 * o2 * rec(ch[2])
+
+
+# The operators, one record each: types, kind, and every form the operator is written in. The
+# order of each tuple is the order random trees draw in: never reorder (seeded runs would change).
 _OPERATORS: tuple[Symbol, ...] = (
     Symbol("euc", (InputPair,), TPair, "not_nestable"),
-    Symbol("spectral", (InputPair, Hyper), TPair, "not_nestable"),
-    Symbol("sq_dist", (TPair, Hyper), Cov, "not_nestable"),
-    Symbol("dot_prod", (TPair, Hyper, Hyper), Cov, "not_nestable"),
-    Symbol("hp", (Hyper,), Cov, "not_nestable"),
-    Symbol("power", (Cov, Hyper), Cov, "nestable"),
-    Symbol("add", (Cov, Cov), Cov, "nestable"),
-    Symbol("multiply", (Cov, Cov), Cov, "nestable"),
-    Symbol("div", (Cov,), Cov, "nestable"),
-    Symbol("exp", (Cov,), Cov, "nestable"),
-    Symbol("sqrt", (Cov,), Cov, "nestable"),
-    Symbol("square", (Cov,), Cov, "nestable"),
+    Symbol("spectral", (InputPair, Hyper), TPair, "not_nestable", roles=_roles(None, "frequency")),
+    Symbol("sq_dist", (TPair, Hyper), Cov, "not_nestable",
+           infix=_sq_dist_infix, latex=_sq_dist_latex, sympy=_sq_dist_sympy,
+           roles=lambda ch: (None, "periodic_lengthscale" if ch[0][0] == "spectral" else "lengthscale")),
+    Symbol("dot_prod", (TPair, Hyper, Hyper), Cov, "not_nestable", stationary=False,
+           infix=_dot_prod_infix, latex=_dot_prod_latex, sympy=_dot_prod_sympy,
+           roles=_roles(None, "shift", "scale")),
+    Symbol("hp", (Hyper,), Cov, "not_nestable",
+           infix=lambda ch, r: (ch[0][0], 4),
+           latex=lambda ch, r: (tex_slot(ch[0][0]), 4),
+           sympy=lambda ch, rec, c: c.slot(ch[0][0]),
+           roles=_roles("value")),
+    Symbol("power", (Cov, Hyper), Cov, "nestable",
+           infix=lambda ch, r: (f"{_wrap(r(ch[0]), 4)}^{ch[1][0]}", 3),
+           latex=lambda ch, r: (f"{_twrap(r(ch[0]), 4)}^{{{tex_slot(ch[1][0])}}}", 3),
+           sympy=lambda ch, rec, c: rec(ch[0]) ** c.slot(ch[1][0]),
+           roles=_roles(None, "exponent")),
+    Symbol("add", (Cov, Cov), Cov, "nestable", commutative=True,
+           fold=lambda a, b: a + b,
+           infix=lambda ch, r: (f"{_wrap(r(ch[0]), 1)} + {_wrap(r(ch[1]), 1)}", 1),
+           latex=lambda ch, r: (f"{_twrap(r(ch[0]), 1)} + {_twrap(r(ch[1]), 1)}", 1),
+           sympy=lambda ch, rec, c: rec(ch[0]) + rec(ch[1])),
+    Symbol("multiply", (Cov, Cov), Cov, "nestable", commutative=True,
+           fold=lambda a, b: a * b,
+           infix=lambda ch, r: (f"{_wrap(r(ch[0]), 2)}*{_wrap(r(ch[1]), 2)}", 2),
+           latex=lambda ch, r: (rf"{_twrap(r(ch[0]), 2)} \cdot {_twrap(r(ch[1]), 2)}", 2),
+           sympy=lambda ch, rec, c: rec(ch[0]) * rec(ch[1])),
+    Symbol("div", (Cov,), Cov, "nestable",
+           fold=lambda a: 1.0 / a if a != 0 else math.nan,
+           infix=lambda ch, r: (f"1/{_wrap(r(ch[0]), 3)}", 2),
+           latex=lambda ch, r: (rf"\frac{{1}}{{{r(ch[0])[0]}}}", 4),
+           sympy=lambda ch, rec, c: 1 / rec(ch[0])),
+    Symbol("exp", (Cov,), Cov, "nestable",
+           fold=lambda a: math.exp(a) if a < 700 else math.inf,
+           infix=lambda ch, r: (f"exp({r(ch[0])[0]})", 4),
+           latex=lambda ch, r: (rf"\exp\left({r(ch[0])[0]}\right)", 4),
+           sympy=lambda ch, rec, c: c.sp.exp(rec(ch[0]))),
+    Symbol("sqrt", (Cov,), Cov, "nestable",
+           fold=lambda a: math.sqrt(a) if a >= 0 else math.nan,
+           infix=lambda ch, r: (f"sqrt({r(ch[0])[0]})", 4),
+           latex=lambda ch, r: (rf"\sqrt{{{r(ch[0])[0]}}}", 4),
+           sympy=lambda ch, rec, c: c.sp.sqrt(rec(ch[0]))),
+    Symbol("square", (Cov,), Cov, "nestable",
+           fold=lambda a: a * a,
+           infix=lambda ch, r: (f"{_wrap(r(ch[0]), 4)}^2", 3),
+           latex=lambda ch, r: (f"{_twrap(r(ch[0]), 4)}^{{2}}", 3),
+           sympy=lambda ch, rec, c: rec(ch[0]) ** 2),
 )
 #: Symbols beyond the paper's Table 2, drawn only by grammars built with ``changepoints``.
 CHANGEPOINT_OPERATORS: tuple[Symbol, ...] = (
-    Symbol("changepoint", (InputPair, Cov, Cov, Hyper, Hyper), Cov, "nestable"),
+    Symbol("changepoint", (InputPair, Cov, Cov, Hyper, Hyper), Cov, "nestable", stationary=False,
+           infix=lambda ch, r: (f"CP[{ch[3][0]}, {ch[4][0]}]({r(ch[1])[0]}, {r(ch[2])[0]})", 4),
+           latex=_changepoint_latex, sympy=_changepoint_sympy,
+           roles=_roles(None, None, None, "location", "steepness")),
 )
 #: Symbols beyond the paper's Table 2, drawn only by grammars built with ``changewindows``.
 CHANGEWINDOW_OPERATORS: tuple[Symbol, ...] = (
-    Symbol("changewindow", (InputPair, Cov, Cov, Hyper, Hyper, Hyper), Cov, "nestable"),
+    Symbol("changewindow", (InputPair, Cov, Cov, Hyper, Hyper, Hyper), Cov, "nestable", stationary=False,
+           infix=lambda ch, r: (f"CW[{ch[3][0]}, {ch[4][0]}, {ch[5][0]}]({r(ch[1])[0]}, {r(ch[2])[0]})", 4),
+           latex=_changewindow_latex, sympy=_changewindow_sympy,
+           roles=_roles(None, None, None, "window_centre", "window_width", "steepness")),
 )
+#: Every operator record, optional ones included.
+OPERATORS: tuple[Symbol, ...] = (*_OPERATORS, *CHANGEPOINT_OPERATORS, *CHANGEWINDOW_OPERATORS)
 _CP = frozenset(s.name for s in CHANGEPOINT_OPERATORS)
 _CW = frozenset(s.name for s in CHANGEWINDOW_OPERATORS)
 # The draws of a grammar index the symbol lists built from this table: a grammar without an
 # optional symbol lists the others in the same order, so its draws stay what they were.
-_FIXED: dict[str, Symbol] = {s.name: s for s in (*_OPERATORS, *CHANGEPOINT_OPERATORS, *CHANGEWINDOW_OPERATORS)}
+_FIXED: dict[str, Symbol] = {s.name: s for s in OPERATORS}
 _FIXED["x"] = Symbol("x", (), InputPair, "argument")
 for _name, _value in CONSTANTS.items():
     _FIXED[_name] = Symbol(_name, (), Cov, "constant", _value)

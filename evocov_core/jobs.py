@@ -306,7 +306,7 @@ class JobManager:
                     base = spec.base
                     if base.test_rmse is None and spec.dataset.n_test:
                         # Score the base on these data with its own values.
-                        rm = FittedModel.from_fit(base, spec.dataset.norm).test_rmse(spec.dataset)
+                        rm = FittedModel.from_fit(base, spec.dataset.norm, spec.dataset.n_train).test_rmse(spec.dataset)
                         base = replace(base, test_rmse=rm)
                     ex_res = explore_mutations(base, data, spec.config, ex, n_mutations=spec.n_mutations,
                                                seed=spec.seed, progress=lambda p: self._on_progress(job, p),

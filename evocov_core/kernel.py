@@ -18,6 +18,10 @@ Forms
 ``infix``      ``exp(-0.5*|x-x'|^2/hp0^2)``: for people; a change point reads
                ``CP[hp3, hp4](before, after)`` (location hp3, width hp4).
 ``latex``      for the dashboard (``st.latex``).
+
+How each operator is written, and the role of each of its hyperparameter arguments
+(:func:`slot_roles`), is read from its record in :mod:`evocov_core.grammar`: the printers
+here only walk the tree.
 """
 
 from __future__ import annotations
@@ -28,22 +32,25 @@ from functools import cached_property
 
 from .grammar import (
     DEFAULT_N_HYPER,
+    OPERATORS,
+    Node,
     TreeError,
     arity,
     check_tree,
     is_slot,
     slot_index,
     subtree_end,
+    symbol,
+    tex_slot,
     tree_depth,
 )
 
-__all__ = ["NON_STATIONARY", "Kernel", "Node", "flatten"]
+__all__ = ["NON_STATIONARY", "Kernel", "Node", "flatten", "slot_roles"]
 
-#: Operators whose value depends on x itself, not only on x − x'.
-NON_STATIONARY = frozenset({"dot_prod", "changepoint", "changewindow"})
-
-# Node of the nested form used for rendering and canonicalisation: (token, children).
-Node = tuple[str, tuple["Node", ...]]
+#: Operators whose value depends on x itself, not only on x − x' (``stationary=False`` records).
+NON_STATIONARY = frozenset(s.name for s in OPERATORS if not s.stationary)
+#: Operators whose operands may be swapped (``commutative=True`` records).
+_COMMUTATIVE = frozenset(s.name for s in OPERATORS if s.commutative)
 
 
 def _nest(tokens: tuple[str, ...]) -> Node:
@@ -98,7 +105,7 @@ def _nary(node: Node) -> Node:
     if not children:
         return node
     kids = [_nary(c) for c in children]
-    if tok in ("add", "multiply"):
+    if tok in _COMMUTATIVE:
         merged: list[Node] = []
         for c in kids:
             merged.extend(c[1] if c[0] == tok else (c,))
@@ -119,7 +126,7 @@ def _slot_classes(node: Node) -> dict[str, int]:
         if is_slot(tok):
             paths.setdefault(tok, []).append(path)
             continue
-        commutative = tok in ("add", "multiply")
+        commutative = tok in _COMMUTATIVE
         for k, c in enumerate(children):
             stack.append((c, f"{path}/{tok}{'' if commutative else k}"))
     sig = {s: "|".join(sorted(p)) for s, p in paths.items()}
@@ -132,7 +139,7 @@ def _canon_sorted(node: Node, classes: dict[str, int]) -> Node:
     if not children:
         return node
     kids = [_canon_sorted(c, classes) for c in children]
-    if tok in ("add", "multiply"):
+    if tok in _COMMUTATIVE:
         kids.sort(key=lambda c: _sort_key(c, classes))
         acc = kids[0]
         for o in kids[1:]:
@@ -157,17 +164,8 @@ def _sort_key(node: Node, classes: dict[str, int]) -> tuple[str, str, str]:
 
 
 # --- readable forms --------------------------------------------------------------
-# Both forms first fold constant arithmetic (``(2 + 1)*1*k`` reads ``3*k``): display only;
-# the expression, its canonical form and kernel files keep the tree as it is.
-
-_FOLD = {
-    "add": lambda a, b: a + b,
-    "multiply": lambda a, b: a * b,
-    "div": lambda a: 1.0 / a if a != 0 else math.nan,
-    "exp": lambda a: math.exp(a) if a < 700 else math.inf,
-    "sqrt": lambda a: math.sqrt(a) if a >= 0 else math.nan,
-    "square": lambda a: a * a,
-}
+# Both forms first fold constant arithmetic (``(2 + 1)*1*k`` reads ``3*k``, with each record's
+# ``fold``): display only; the expression, its canonical form and kernel files keep the tree.
 
 
 def _number(node: Node) -> float | None:
@@ -187,10 +185,11 @@ def _fold(node: Node) -> Node:
     if not ch:
         return node
     kids = tuple(_fold(c) for c in ch)
-    if tok in _FOLD:
+    value = symbol(tok).fold
+    if value is not None:
         vals = [_number(k) for k in kids]
         if all(v is not None for v in vals):
-            v = _FOLD[tok](*vals)
+            v = value(*vals)
             if math.isfinite(v):
                 return (f"{v:.6g}", ())
     if tok in ("add", "multiply"):
@@ -217,106 +216,54 @@ def _chain(tok: str, kids: tuple[Node, ...]) -> list[Node]:
         out.extend(_chain(tok, k[1]) if k[0] == tok else [k])
     return out
 
-# Precedence: 1 sum, 2 product/quotient, 3 power, 4 atom.
-
-
-def _wrap(s: tuple[str, int], level: int) -> str:
-    return s[0] if s[1] >= level else f"({s[0]})"
+# Precedence: 1 sum, 2 product/quotient, 3 power, 4 atom (see grammar.Printer).
 
 
 def _infix(node: Node) -> tuple[str, int]:
     tok, ch = node
     if not ch:
         return tok, (4 if not tok.startswith("-") else 2)
-    if tok == "hp":
-        return ch[0][0], 4
-    if tok == "add":
-        a, b = _infix(ch[0]), _infix(ch[1])
-        return f"{_wrap(a, 1)} + {_wrap(b, 1)}", 1
-    if tok == "multiply":
-        a, b = _infix(ch[0]), _infix(ch[1])
-        return f"{_wrap(a, 2)}*{_wrap(b, 2)}", 2
-    if tok == "div":
-        return f"1/{_wrap(_infix(ch[0]), 3)}", 2
-    if tok in ("exp", "sqrt"):
-        return f"{tok}({_infix(ch[0])[0]})", 4
-    if tok == "square":
-        return f"{_wrap(_infix(ch[0]), 4)}^2", 3
-    if tok == "power":
-        return f"{_wrap(_infix(ch[0]), 4)}^{ch[1][0]}", 3
-    if tok == "sq_dist":
-        (ttok, tch), ls = ch[0], ch[1][0]
-        if ttok == "euc":
-            return f"|x-x'|^2/{ls}^2", 2
-        p = tch[1][0]
-        return f"4*sin^2({p}*(x-x')/2)/{ls}^2", 2
-    if tok == "dot_prod":
-        (ttok, tch), s, ls = ch[0], ch[1][0], ch[2][0]
-        if ttok == "euc":
-            return f"(x-{s})*(x'-{s})/{ls}", 2
-        p = tch[1][0]
-        return f"(sc({p}*x)-{s}).(sc({p}*x')-{s})/{ls}", 2
-    if tok == "changepoint":
-        before, after = _infix(ch[1])[0], _infix(ch[2])[0]
-        return f"CP[{ch[3][0]}, {ch[4][0]}]({before}, {after})", 4
-    if tok == "changewindow":
-        outside, inside = _infix(ch[1])[0], _infix(ch[2])[0]
-        return f"CW[{ch[3][0]}, {ch[4][0]}, {ch[5][0]}]({outside}, {inside})", 4
-    raise TreeError(f"cannot render {tok!r} here")  # pragma: no cover - typed trees only
-
-
-def _tex_slot(tok: str) -> str:
-    return rf"\theta_{{{slot_index(tok)}}}"
+    rule = symbol(tok).infix
+    if rule is None:
+        raise TreeError(f"cannot render {tok!r} here")  # pragma: no cover - typed trees only
+    return rule(ch, _infix)
 
 
 def _latex(node: Node) -> tuple[str, int]:
     tok, ch = node
     if not ch:
         if is_slot(tok):
-            return _tex_slot(tok), 4
+            return tex_slot(tok), 4
         return tok, (4 if not tok.startswith("-") else 2)
-    if tok == "hp":
-        return _tex_slot(ch[0][0]), 4
-    if tok == "add":
-        a, b = _latex(ch[0]), _latex(ch[1])
-        return f"{_twrap(a, 1)} + {_twrap(b, 1)}", 1
-    if tok == "multiply":
-        a, b = _latex(ch[0]), _latex(ch[1])
-        return rf"{_twrap(a, 2)} \cdot {_twrap(b, 2)}", 2
-    if tok == "div":
-        return rf"\frac{{1}}{{{_latex(ch[0])[0]}}}", 4
-    if tok == "exp":
-        return rf"\exp\left({_latex(ch[0])[0]}\right)", 4
-    if tok == "sqrt":
-        return rf"\sqrt{{{_latex(ch[0])[0]}}}", 4
-    if tok == "square":
-        return f"{_twrap(_latex(ch[0]), 4)}^{{2}}", 3
-    if tok == "power":
-        return f"{_twrap(_latex(ch[0]), 4)}^{{{_tex_slot(ch[1][0])}}}", 3
-    if tok == "sq_dist":
-        (ttok, tch), ls = ch[0], _tex_slot(ch[1][0])
-        if ttok == "euc":
-            return rf"\frac{{\lVert x - x' \rVert^{{2}}}}{{{ls}^{{2}}}}", 4
-        p = _tex_slot(tch[1][0])
-        return rf"\frac{{4\sin^{{2}}\left({p}\,(x - x')/2\right)}}{{{ls}^{{2}}}}", 4
-    if tok == "dot_prod":
-        (ttok, tch), s, ls = ch[0], _tex_slot(ch[1][0]), _tex_slot(ch[2][0])
-        if ttok == "euc":
-            return rf"\frac{{(x - {s})\cdot(x' - {s})}}{{{ls}}}", 4
-        p = _tex_slot(tch[1][0])
-        phi = rf"\phi_{{{p}}}"
-        return rf"\frac{{({phi}(x) - {s})\cdot({phi}(x') - {s})}}{{{ls}}}", 4
-    if tok == "changepoint":
-        c, w = _tex_slot(ch[3][0]), _tex_slot(ch[4][0])
-        return (rf"\mathrm{{CP}}_{{{c},\,{w}}}\left({_latex(ch[1])[0]},\; {_latex(ch[2])[0]}\right)"), 4
-    if tok == "changewindow":
-        c, w, st = (_tex_slot(ch[k][0]) for k in (3, 4, 5))
-        return (rf"\mathrm{{CW}}_{{{c},\,{w},\,{st}}}\left({_latex(ch[1])[0]},\; {_latex(ch[2])[0]}\right)"), 4
-    raise TreeError(f"cannot render {tok!r} here")  # pragma: no cover
+    rule = symbol(tok).latex
+    if rule is None:
+        raise TreeError(f"cannot render {tok!r} here")  # pragma: no cover - typed trees only
+    return rule(ch, _latex)
 
 
-def _twrap(s: tuple[str, int], level: int) -> str:
-    return s[0] if s[1] >= level else rf"\left({s[0]}\right)"
+def slot_roles(kernel: Kernel) -> dict[str, set[str]]:
+    """What each slot does in the tree, from each operator's ``roles`` record.
+
+    Roles: ``frequency`` (spectral θp), ``lengthscale`` (sq_dist of raw inputs),
+    ``periodic_lengthscale`` (sq_dist of spectral features), ``shift`` / ``scale``
+    (dot_prod θs / θl), ``value`` (hp), ``exponent`` (power), ``location`` /
+    ``steepness`` (changepoint θc / θs), ``window_centre`` / ``window_width`` /
+    ``steepness`` (changewindow θc / θw / θs). A slot used in several places has
+    every role it plays.
+    """
+    roles: dict[str, set[str]] = {s: set() for s in kernel.slots}
+    stack = [kernel._nested]
+    while stack:
+        tok, ch = stack.pop()
+        if not ch:
+            continue
+        rule = symbol(tok).roles
+        if rule is not None:
+            for child, role in zip(ch, rule(ch), strict=True):
+                if role is not None:
+                    roles[child[0]].add(role)
+        stack.extend(ch)
+    return roles
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,12 @@ A kernel file holds everything needed to predict again with a fitted kernel::
       "normalisation": {"x_offset": [...], "x_scale": [...], "y_mean": ..., "y_std": ...},
       "scores": {"bic": ..., "lml": ..., "metric": "lml", "metric_value": ..., "test_rmse": ...,
                  "dataset": "airline", "n_train": 129, "n_test": 15, "test_fraction": 0.1},
-      "software": "evocov 0.1.0", "created": "2026-11-26T10:00:00+00:00"
+      "software": "evocov 0.1.0", "created": "2026-11-26T10:00:00+00:00",
+      "git": {"commit": "<40 hex digits>", "dirty": false}
     }
+
+``git`` names the code that wrote the file (:func:`evocov_core.provenance.git_state`; both
+None outside a git checkout). Files written before it existed load as before.
 
 Hyperparameter ``value``s are natural (not log) slot values in **model units** (inputs
 rescaled with ``normalisation``, outputs standardised); ``noise_variance`` too.
@@ -39,9 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from .data import Normalisation
+from .gp import FitStatus
 from .grammar import DEFAULT_N_HYPER, TreeError, check_tree, symbol
-from .kernel import Kernel
-from .optimize import FitResult, slot_roles
+from .kernel import Kernel, slot_roles
+from .optimize import FitResult, finite_or
+from .provenance import git_state
 from .subset import DataSubset, plan_subset
 
 __all__ = [
@@ -75,6 +81,7 @@ AVERAGE_FORMAT = "evocov-model-average"
 MAX_AVERAGE_KERNELS = 100
 
 _TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<num>-?[0-9]+(?:\.[0-9]+)?)|(?P<punct>[(),]))")
+_HEX = re.compile(r"[0-9a-f]{7,64}")
 
 
 class KernelFileError(ValueError):
@@ -183,6 +190,10 @@ class KernelFile:
     jitter : float
     normalisation : Normalisation or None
     scores : dict
+    git_commit : str or None
+        Commit of the code that wrote the file (None when unknown or absent: older files).
+    git_dirty : bool or None
+        Whether that code had uncommitted changes.
     approximation : DataSubset or None
         Which training points the kernel was fitted on and predicts from
         (:mod:`evocov_core.subset`); None in files written before it was recorded (exact).
@@ -194,11 +205,47 @@ class KernelFile:
     jitter: float = 0.0
     normalisation: Normalisation | None = None
     scores: dict = field(default_factory=dict)
+    git_commit: str | None = None
+    git_dirty: bool | None = None
     approximation: DataSubset | None = None
 
     @property
     def q(self) -> int:
         return self.kernel.q
+
+    def to_fit(self, n: int = 0) -> FitResult:
+        """A fit carrying this file's values and stored scores (no optimisation).
+
+        Parameters
+        ----------
+        n : int
+            Training points, when the file's scores do not say (``n_train``).
+
+        Returns
+        -------
+        FitResult
+            Status ``OK``; metric, metric value, LML, BIC and test RMSE as stored (NaN,
+            +inf and None when absent); no evaluations.
+        """
+        sc = self.scores
+        rm = sc.get("test_rmse")
+        return FitResult(
+            kernel=self.kernel,
+            theta=tuple(self.theta),
+            log_noise=self.log_noise,
+            jitter=self.jitter,
+            status=FitStatus.OK,
+            reason="",
+            metric=str(sc.get("metric") or "lml"),
+            metric_value=finite_or(sc.get("metric_value")),
+            lml=finite_or(sc.get("lml")),
+            bic=finite_or(sc.get("bic"), math.inf),
+            q=self.q,
+            n=int(sc.get("n_train") or n),
+            n_evals=0,
+            seconds=0.0,
+            test_rmse=float(rm) if isinstance(rm, (int, float)) and math.isfinite(rm) else None,
+        )
 
 
 def _number(v: object, what: str, *, positive: bool = False, nonneg: bool = False) -> float:
@@ -337,7 +384,17 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
             approx = DataSubset.from_dict(doc["approximation"])
         except ValueError as exc:
             raise KernelFileError(str(exc)) from None
-    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores, approx)
+    commit, dirty = _git_fields(doc.get("git"))
+    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores, commit, dirty, approx)
+
+
+def _git_fields(g: object) -> tuple[str | None, bool | None]:
+    """The ``git`` entry's commit (hex digits) and dirty flag; None for whatever is absent or malformed."""
+    if not isinstance(g, dict):
+        return None, None
+    c, d = g.get("commit"), g.get("dirty")
+    commit = c if isinstance(c, str) and _HEX.fullmatch(c) else None
+    return commit, d if isinstance(d, bool) else None
 
 
 def load_kernel_file(path: str | Path) -> KernelFile:
@@ -407,6 +464,7 @@ def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dat
         "software": f"evocov {__version__}",
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "grammar_slots": DEFAULT_N_HYPER,
+        "git": git_state(),
         "approximation": approximation.to_dict() if approximation is not None else None,
     }
 

@@ -43,7 +43,6 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -51,13 +50,9 @@ from scipy.optimize import minimize
 
 from .gp import FitStatus, NumericalFailure, posterior
 from .gp import lml as gp_lml
-from .grammar import subtree_end
-from .kernel import Kernel
+from .kernel import Kernel, slot_roles
 from .metrics import GRADIENT_METRICS, METRICS, FitData, loss, loss_and_grad, median_step, rmse
 from .scoring import PENALTY, bic
-
-if TYPE_CHECKING:
-    from .kernel_file import KernelFile
 
 __all__ = [
     "NUMERIC_ERRORS",
@@ -248,42 +243,6 @@ class FitResult:
             object.__setattr__(self, "status", FitStatus(self.status))
 
     @classmethod
-    def from_kernel_file(cls, kf: KernelFile, n: int = 0) -> FitResult:
-        """A fit carrying a kernel file's values and stored scores (no optimisation).
-
-        Parameters
-        ----------
-        kf : KernelFile
-        n : int
-            Training points, when the file's scores do not say (``n_train``).
-
-        Returns
-        -------
-        FitResult
-            Status ``OK``; metric, metric value, LML, BIC and test RMSE as stored (NaN,
-            +inf and None when absent); no evaluations.
-        """
-        sc = kf.scores
-        rm = sc.get("test_rmse")
-        return cls(
-            kernel=kf.kernel,
-            theta=tuple(kf.theta),
-            log_noise=kf.log_noise,
-            jitter=kf.jitter,
-            status=FitStatus.OK,
-            reason="",
-            metric=str(sc.get("metric") or "lml"),
-            metric_value=finite_or(sc.get("metric_value")),
-            lml=finite_or(sc.get("lml")),
-            bic=finite_or(sc.get("bic"), math.inf),
-            q=kf.q,
-            n=int(sc.get("n_train") or n),
-            n_evals=0,
-            seconds=0.0,
-            test_rmse=float(rm) if isinstance(rm, (int, float)) and math.isfinite(rm) else None,
-        )
-
-    @classmethod
     def failed(cls, kernel: Kernel, *, status: FitStatus, reason: str, metric: str, n: int, n_evals: int,
                seconds: float) -> FitResult:
         """A fit that found no usable point: NaN values, BIC = +inf (:data:`~evocov_core.scoring.PENALTY`)."""
@@ -325,44 +284,6 @@ def powell_budget(ref_fun_call: int, n: int) -> int:
 
 
 # --- starting points --------------------------------------------------------------
-
-
-def slot_roles(kernel: Kernel) -> dict[str, set[str]]:
-    """What each slot does in the tree.
-
-    Roles: ``frequency`` (spectral θp), ``lengthscale`` (sq_dist of raw inputs),
-    ``periodic_lengthscale`` (sq_dist of spectral features), ``shift`` / ``scale``
-    (dot_prod θs / θl), ``value`` (hp), ``exponent`` (power), ``location`` /
-    ``steepness`` (changepoint θc / θs), ``window_centre`` / ``window_width`` /
-    ``steepness`` (changewindow θc / θw / θs).
-    """
-    toks = kernel.tokens
-    roles: dict[str, set[str]] = {s: set() for s in kernel.slots}
-    for i, t in enumerate(toks):
-        if t == "spectral":
-            roles[toks[i + 2]].add("frequency")
-        elif t == "sq_dist":
-            j = subtree_end(toks, i + 1)
-            roles[toks[j]].add("periodic_lengthscale" if toks[i + 1] == "spectral" else "lengthscale")
-        elif t == "dot_prod":
-            j = subtree_end(toks, i + 1)
-            roles[toks[j]].add("shift")
-            roles[toks[j + 1]].add("scale")
-        elif t == "hp":
-            roles[toks[i + 1]].add("value")
-        elif t == "power":
-            j = subtree_end(toks, i + 1)
-            roles[toks[j]].add("exponent")
-        elif t == "changepoint":
-            j = subtree_end(toks, subtree_end(toks, i + 2))  # past x and both operands
-            roles[toks[j]].add("location")
-            roles[toks[j + 1]].add("steepness")
-        elif t == "changewindow":
-            j = subtree_end(toks, subtree_end(toks, i + 2))
-            roles[toks[j]].add("window_centre")
-            roles[toks[j + 1]].add("window_width")
-            roles[toks[j + 2]].add("steepness")
-    return roles
 
 
 def init_ranges(data: FitData) -> dict[str, tuple[float, float]]:

@@ -37,6 +37,7 @@ import contextlib
 import importlib
 import multiprocessing as mp
 import os
+import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -62,6 +63,7 @@ __all__ = [
     "SerialRunner",
     "Stages",
     "Task",
+    "command_output",
     "limit_blas_threads",
     "make_executor",
     "make_runner",
@@ -565,3 +567,20 @@ def make_executor(data: FitData, config: OptimConfig, *, workers: int | None = N
     if workers == 1:
         return SerialExecutor(data, config, stages)
     return ProcessExecutor(data, config, workers, stages)
+
+
+# --- short external commands ---------------------------------------------------------------------------------
+
+
+def command_output(args: Sequence[str], *, cwd: str | os.PathLike[str], timeout: float) -> str | None:
+    """Standard output of a short external command (``git rev-parse HEAD``), or None.
+
+    None when the program is missing, fails (non-zero exit), or takes longer than ``timeout``
+    seconds; never raises. No standard input: it cannot wait for a prompt.
+    """
+    try:
+        res = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    return res.stdout if res.returncode == 0 else None

@@ -21,11 +21,12 @@ Symbols
 from __future__ import annotations
 
 from functools import lru_cache
+from types import SimpleNamespace
 
 import sympy as sp
 
-from .grammar import CONSTANTS, is_slot, slot_index
-from .kernel import Kernel, Node
+from .grammar import CONSTANTS, Node, is_slot, slot_index, symbol
+from .kernel import Kernel
 
 __all__ = ["XP", "X", "display_latex", "simplified", "slot_symbol", "to_sympy"]
 
@@ -42,13 +43,8 @@ def slot_symbol(tok: str) -> sp.Symbol:
     return sp.Symbol(f"θ{slot_index(tok)}", positive=True)
 
 
-def _pair(node: Node) -> tuple[sp.Expr, sp.Expr] | None:
-    """Feature maps (x̂, x̂') of a TPair node: ``None`` for ``euc`` (the raw inputs)."""
-    tok, ch = node
-    if tok == "euc":
-        return None
-    p = slot_symbol(ch[1][0])
-    return p, p  # spectral: frequency θp on both sides
+#: What each operator's SymPy rule (its ``sympy`` record in :mod:`evocov_core.grammar`) is given.
+_CTX = SimpleNamespace(sp=sp, x=X, xp=XP, slot=slot_symbol, sigma=SIGMA)
 
 
 def to_sympy(kernel: Kernel) -> sp.Expr:
@@ -59,44 +55,10 @@ def to_sympy(kernel: Kernel) -> sp.Expr:
             if is_slot(tok):
                 return slot_symbol(tok)
             return sp.nsimplify(CONSTANTS[tok])
-        if tok == "hp":
-            return slot_symbol(ch[0][0])
-        if tok == "add":
-            return rec(ch[0]) + rec(ch[1])
-        if tok == "multiply":
-            return rec(ch[0]) * rec(ch[1])
-        if tok == "div":
-            return 1 / rec(ch[0])
-        if tok == "exp":
-            return sp.exp(rec(ch[0]))
-        if tok == "sqrt":
-            return sp.sqrt(rec(ch[0]))
-        if tok == "square":
-            return rec(ch[0]) ** 2
-        if tok == "power":
-            return rec(ch[0]) ** slot_symbol(ch[1][0])
-        if tok == "sq_dist":
-            feat, scale = _pair(ch[0]), slot_symbol(ch[1][0])
-            if feat is None:
-                return (X - XP) ** 2 / scale**2
-            return (2 - 2 * sp.cos(feat[0] * (X - XP))) / scale**2
-        if tok == "dot_prod":
-            feat, s, scale = _pair(ch[0]), slot_symbol(ch[1][0]), slot_symbol(ch[2][0])
-            if feat is None:
-                return (X - s) * (XP - s) / scale
-            p = feat[0]
-            return ((sp.sin(p * X) - s) * (sp.sin(p * XP) - s) + (sp.cos(p * X) - s) * (sp.cos(p * XP) - s)) / scale
-        if tok == "changepoint":
-            c, w = slot_symbol(ch[3][0]), slot_symbol(ch[4][0])
-            s1, s2 = SIGMA((X - c) / w), SIGMA((XP - c) / w)
-            return (1 - s1) * (1 - s2) * rec(ch[1]) + s1 * s2 * rec(ch[2])
-        if tok == "changewindow":
-            c, w, st = (slot_symbol(ch[k][0]) for k in (3, 4, 5))
-            a, b = c - w / 2, c + w / 2
-            o1 = SIGMA((X - a) / st) * (1 - SIGMA((X - b) / st))
-            o2 = SIGMA((XP - a) / st) * (1 - SIGMA((XP - b) / st))
-            return (1 - o1) * (1 - o2) * rec(ch[1]) + o1 * o2 * rec(ch[2])
-        raise ValueError(f"no algebraic form for {tok!r}")  # pragma: no cover - typed trees only
+        rule = symbol(tok).sympy
+        if rule is None:
+            raise ValueError(f"no algebraic form for {tok!r}")  # pragma: no cover - typed trees only
+        return rule(ch, rec, _CTX)
 
     return rec(kernel._nested)
 

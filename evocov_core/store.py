@@ -17,6 +17,10 @@ A run's status is a :class:`~evocov_core.search.common.RunStatus` (``queued``, `
 left ``queued``/``running`` by a process that no longer exists (the server died) is marked
 ``interrupted`` by :meth:`RunStore.recover`.
 
+What :meth:`RunStore.get_run` hands back is a frozen, typed
+:class:`~evocov_core.run_record.RunRecord`, read from these columns; :meth:`RunStore.list_runs`
+is a table (one row per run).
+
 Connections are opened per call (SQLite in WAL mode), so job threads and page threads
 can use one store safely.
 
@@ -39,9 +43,10 @@ import numpy as np
 import pandas as pd
 
 from .data import Dataset
+from .run_record import RunRecord
 from .search.common import EVAL_COLUMNS, EvalRecord, GenerationStats, RunStatus, sql_number
 
-__all__ = ["SCHEMA_VERSION", "RunStatus", "RunStore", "StoreVersionError", "default_data_dir"]
+__all__ = ["SCHEMA_VERSION", "RunRecord", "RunStatus", "RunStore", "StoreVersionError", "default_data_dir"]
 
 #: Layout of the tables below; bump it (and migrate in ``RunStore.__init__``) when they change.
 SCHEMA_VERSION = 1
@@ -259,19 +264,16 @@ class RunStore:
         df["best_kernel"] = [b.get("infix") if b else None for b in best]
         return df
 
-    def get_run(self, run_id: str) -> dict | None:
-        """The run's row with parsed JSON fields (``dataset`` as a Dataset), or None."""
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """The run as a frozen, typed :class:`~evocov_core.run_record.RunRecord`, or None."""
         with self._conn() as c:
             c.row_factory = sqlite3.Row
             row = c.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
         if row is None:
             return None
         d = dict(row)
-        d["settings"] = json.loads(d.pop("settings_json") or "{}")
-        d["best"] = json.loads(d.pop("best_json")) if d.get("best_json") else None
-        d["extra"] = json.loads(d.pop("extra_json") or "{}")
-        d["dataset"] = dataset_from_json(d.pop("dataset_json")) if d.get("dataset_json") else None
-        return d
+        ds = dataset_from_json(d["dataset_json"]) if d.get("dataset_json") else None
+        return RunRecord.from_row(d, ds)
 
     def history(self, run_id: str) -> pd.DataFrame:
         with self._conn() as c:

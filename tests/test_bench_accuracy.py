@@ -402,8 +402,8 @@ def test_variants_are_renamed_when_a_preset_changes(tmp_path: Path, monkeypatch:
         acc.accuracy(data_dir, out, seeds=1, variants=["full"], argv=["y"], **quiet)
     lines = relabel(out, {"full": "with-select", "no-select": "full"})
     assert lines[:2] == ["full -> with-select: 1 rows", "no-select -> full: 1 rows"]
-    rows = pd.read_csv(out / "trials.csv")
-    old = pd.read_csv(io.StringIO(before))
+    rows = acc.read_trials(out)
+    old = pd.read_csv(io.StringIO(before), float_precision="round_trip")
     assert rows["variant"].tolist() == ["with-select", "full"]
     assert rows["test_rmse"].tolist() == old["test_rmse"].tolist()
     assert rows["kernel_file"].tolist() == ["kernels/01-toy__with-select__seed0.json",
@@ -416,6 +416,7 @@ def test_variants_are_renamed_when_a_preset_changes(tmp_path: Path, monkeypatch:
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))["runs"][0]
     assert run["variants"] == ["with-select", "full"] and set(run["settings"]) == {"with-select", "full"}
     assert run["command"].endswith("x") and "full -> with-select" in run["relabelled"][0]
+    assert set(run["git"]) == {"commit", "dirty"}  # which code ran it (None outside a checkout)
     # Resuming under the new names finds everything done; the report says what was renamed.
     res = acc.accuracy(data_dir, out, seeds=1, variants=["full", "with-select"], argv=["z"], **quiet)
     assert json.loads((out / "run.json").read_text(encoding="utf-8"))["runs"][-1]["trials_run"] == 0

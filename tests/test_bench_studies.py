@@ -11,7 +11,7 @@ from scipy.stats import multivariate_normal
 from bench._common import geomean
 from bench.bench_gap import bootstrap, folder_ratios, needed_geomean, statistic
 from bench.bench_log_transform import lml_of_y, log_dataset
-from bench.bench_run_average import bic_pick_gains
+from bench.bench_run_average import bic_pick_gains, full_trials
 from evocov_core.data import Dataset
 from evocov_core.evaluate import Inputs, covariance
 from evocov_core.gp import lml
@@ -80,3 +80,28 @@ def test_gap_folder_ratios_keep_complete_variants_and_count_a_missing_kernel_as_
     out = folder_ratios(tmp_path, pd.Series({"s1": 1.0, "s2": 2.0}))
     assert list(out) == ["full"]  # "partial" lacks s2
     assert out["full"]["s1"] == [2.0, math.inf] and out["full"]["s2"] == [1.5]  # the error row is not counted
+
+
+def _trials_with_a_rerun(folder) -> None:
+    """A ``trials.csv`` where s1's seed 1 failed and was rerun: the rerun's row comes last."""
+    pd.DataFrame({
+        "series": ["s1", "s1", "s2", "s2", "s1"],
+        "variant": ["full"] * 5,
+        "seed": [0, 1, 0, 1, 1],
+        "status": ["ok", "error", "ok", "ok", "ok"],
+        "test_rmse": [2.0, None, 3.0, 4.0, 0.1 + 0.2],
+        "bic": [1.0, None, 2.0, 3.0, 0.5],
+    }).to_csv(folder / "trials.csv", index=False)
+
+
+def test_gap_counts_a_rerun_trial_once(tmp_path) -> None:
+    _trials_with_a_rerun(tmp_path)
+    out = folder_ratios(tmp_path, pd.Series({"s1": 1.0, "s2": 2.0}))
+    assert out["full"]["s1"] == [2.0, 0.1 + 0.2] and out["full"]["s2"] == [1.5, 2.0]
+
+
+def test_run_average_counts_a_rerun_trial_once(tmp_path) -> None:
+    _trials_with_a_rerun(tmp_path)
+    trials = full_trials(tmp_path, pd.Series({"s1": 1.0, "s2": 2.0}))
+    assert sorted(zip(trials.series, trials.seed, strict=True)) == [("s1", 0), ("s1", 1), ("s2", 0), ("s2", 1)]
+    assert trials.set_index(["series", "seed"]).ratio[("s1", 1)] == 0.1 + 0.2  # read back to the last bit

@@ -119,12 +119,21 @@ def test_closed_stdout_is_quiet(searched: tuple[Path, subprocess.CompletedProces
         (["predict", "--kernel", "nope.json", "--data", "{csv}", "--out", "p.csv"], "no such file"),
         (["search", "--data", "{csv}", "--metric", "sopl", "--method", "lbfgs", "--out", "x.json"],
          "needs a gradient"),
+        (["search", "--data", str(ROOT / "data" / "airline.csv"), "--test-fraction", "0.95", "--out", "x.json"],
+         "test fraction 0.95 refused"),
+        (["search", "--data", "{csv}", "--test-fraction", "0.5", "--out", "x.json"], "below 0.5"),
+        (["search", "--data", "{csv}", "--test-fraction", "-0.1", "--out", "x.json"], "at least 0"),
+        (["search", "--data", "{short}", "--test-fraction", "0.3", "--out", "x.json"],
+         "leaves 9 training points; at least 10 are needed"),
     ],
 )
 def test_user_errors_are_one_line(args: list[str], message: str, series_csv: Path, tmp_path: Path) -> None:
     binary = tmp_path / "binary.csv"
     binary.write_bytes(bytes(range(256)) * 10)
-    args = [a.replace("{csv}", str(series_csv)).replace("{bin}", str(binary)) for a in args]
+    short = tmp_path / "short.csv"  # 13 points: a test fraction of 0.3 leaves 9 to train on
+    pd.DataFrame({"t": np.arange(13.0), "value": np.sin(np.arange(13.0))}).to_csv(short, index=False)
+    args = [a.replace("{csv}", str(series_csv)).replace("{bin}", str(binary)).replace("{short}", str(short))
+            for a in args]
     res = cli(*args, cwd=tmp_path)
     assert res.returncode == 2
     assert "Traceback" not in res.stderr

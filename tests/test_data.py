@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from evocov_core.data import (
+    MIN_TRAIN_POINTS,
     DataError,
     Dataset,
     Normalisation,
@@ -21,6 +22,7 @@ from evocov_core.data import (
     load_tsdl,
     read_table,
     split_mask,
+    validate_split,
 )
 
 
@@ -409,3 +411,20 @@ def test_values_whose_squares_overflow_are_refused(column):
     frame = pd.DataFrame({"t": x, "v": y})
     with pytest.raises(DataError, match=r"values up to 1(\.1)?e\+300.*overflow.*divide it by 1e297"):
         dataset_from_frame(frame, "t", "v")
+
+
+@pytest.mark.parametrize("f", [0.5, 0.95, 1.0, -0.01])
+def test_validate_split_refuses_a_test_fraction_outside_0_to_half(f):
+    with pytest.raises(DataError, match=r"refused: it must be at least 0 and below 0\.5"):
+        validate_split(f)
+
+
+def test_validate_split_refuses_fewer_than_ten_training_points():
+    validate_split(0.0)
+    validate_split(0.49, MIN_TRAIN_POINTS)
+    with pytest.raises(DataError, match="leaves 9 training points; at least 10 are needed") as err:
+        validate_split(0.3, 9)
+    assert "\n" not in str(err.value)
+    ds = Dataset.from_arrays(np.arange(13.0), np.sin(np.arange(13.0)), test_fraction=0.3)
+    with pytest.raises(DataError, match="leaves 9 training"):
+        validate_split(ds.test_fraction, ds.n_train)

@@ -151,7 +151,7 @@ def test_a_new_manager_recovers_stale_runs(ds, tmp_path):
     store.create_run("old", kind="search", algorithm="evocov", dataset=ds, settings={}, seed=0)
     store.set_status("old", "running")
     JobManager(store, max_concurrent=1)
-    assert store.get_run("old")["status"] == "interrupted"
+    assert store.get_run("old").status == "interrupted"
 
 
 # --- real searches ----------------------------------------------------------------------------------
@@ -174,16 +174,16 @@ def test_search_job_runs_to_the_end_and_is_stored(ds, tmp_path):
     assert snap.elapsed > 0 and snap.evals_per_second == pytest.approx(snap.n_evaluations / snap.elapsed)
     wait_until(lambda: jm.running_count == 0 and jm.active() == [], "the slot to be freed")
     run = store.get_run(jid)
-    assert run["status"] == "finished"
-    assert run["settings"] == cfg.to_dict() and run["seed"] == 3 and run["label"] == "job 3"
-    assert run["n_evaluations"] == snap.n_evaluations and run["generations_done"] == cfg.generations
+    assert run.status == "finished"
+    assert run.settings == cfg.to_dict() and run.seed == 3 and run.label == "job 3"
+    assert run.n_evaluations == snap.n_evaluations and run.generations_done == cfg.generations
     assert list(store.history(jid).generation) == list(range(1, cfg.generations + 1))
     assert len(store.evaluations(jid)) == snap.n_records
-    assert run["best"]["expression"] == snap.best.kernel.prefix
-    assert run["best"]["scores"]["bic"] == pytest.approx(snap.best.bic)
+    assert run.best.expression == snap.best.kernel.prefix
+    assert run.best.bic == pytest.approx(snap.best.bic)
     # Every stored evaluation belongs to the run and the best BIC is the smallest stored one.
     ev = store.evaluations(jid)
-    assert run["best"]["scores"]["bic"] == pytest.approx(ev.bic.min())
+    assert run.best.bic == pytest.approx(ev.bic.min())
 
 
 def test_concurrent_jobs_give_the_result_of_a_direct_run(ds):
@@ -209,7 +209,7 @@ def test_cancel_a_running_search(ds, tmp_path):
     jid = jm.submit(_spec(ds, 1, config=tiny(generations=10_000)))
     job = jm.get(jid)
     wait_until(lambda: job.snapshot().generation >= 1, "the first generation")
-    assert store.get_run(jid)["status"] == "running"
+    assert store.get_run(jid).status == "running"
     assert jm.cancel(jid) is True
     assert job.wait(TIMEOUT), "the cancelled job did not stop"
     snap = job.snapshot()
@@ -217,8 +217,8 @@ def test_cancel_a_running_search(ds, tmp_path):
     assert 1 <= snap.generation < 10_000
     assert snap.best is not None and snap.best.ok  # the best so far is kept
     run = store.get_run(jid)
-    assert run["status"] == "cancelled"
-    assert run["best"] is not None
+    assert run.status == "cancelled"
+    assert run.best is not None
     assert len(store.history(jid)) == snap.generation
 
 
@@ -239,11 +239,11 @@ def test_explore_job(ds, tmp_path):
     assert snap.extra["base_test_rmse"] == base.test_rmse
     assert {"better_fitted", "simpler", "both", "base_bic"} <= set(snap.extra)
     run = store.get_run(jid)
-    assert (run["kind"], run["algorithm"], run["status"]) == ("explore", "explore", "finished")
-    assert run["settings"]["n_mutations"] == 3
-    assert run["extra"]["base"]["expression"] == base.kernel.prefix  # kept from submit ...
-    assert run["extra"]["base_q"] == 3  # ... merged with the result
-    assert run["best"] is None  # an exploration has no best kernel of its own
+    assert (run.kind, run.algorithm, run.status) == ("explore", "explore", "finished")
+    assert run.settings["n_mutations"] == 3
+    assert run.base.expression == base.kernel.prefix  # kept from submit ...
+    assert run.neighbours.base_q == 3  # ... merged with the result
+    assert run.best is None  # an exploration has no best kernel of its own
     assert len(store.evaluations(jid)) == 3
 
 
@@ -261,13 +261,13 @@ def test_queue_is_fifo_with_positions_and_a_queued_job_cancels_at_once(ds, tmp_p
     assert (snaps[b].status, snaps[b].queue_position) == ("queued", 1)
     assert (snaps[c].status, snaps[c].queue_position) == ("queued", 2)
     assert jm.running_count == 1
-    assert [store.get_run(j)["status"] for j in (a, b, c)] == ["running", "queued", "queued"]
+    assert [store.get_run(j).status for j in (a, b, c)] == ["running", "queued", "queued"]
 
     assert jm.cancel(c) is True  # queued: dropped at once, never started
     job_c = jm.get(c)
     assert job_c.wait(0) and job_c.snapshot().status == "cancelled"
     assert job_c.started is None
-    assert store.get_run(c)["status"] == "cancelled"
+    assert store.get_run(c).status == "cancelled"
     assert [s.id for s in jm.active()] == [a, b]
 
     blocking.release(1)
@@ -278,7 +278,7 @@ def test_queue_is_fifo_with_positions_and_a_queued_job_cancels_at_once(ds, tmp_p
     assert jm.get(b).wait(TIMEOUT)
     assert blocking.calls == [1, 2]  # FIFO, and the cancelled job never ran
     assert blocking.max_in_progress == 1
-    assert [store.get_run(j)["status"] for j in (a, b, c)] == ["finished", "finished", "cancelled"]
+    assert [store.get_run(j).status for j in (a, b, c)] == ["finished", "finished", "cancelled"]
 
 
 def test_concurrency_cap(ds, blocking):
@@ -312,11 +312,11 @@ def test_cancel_a_running_job_stops_it(ds, tmp_path, blocking):
     assert jm.cancel(a) is True
     assert jm.get(a).wait(TIMEOUT)
     assert jm.get(a).snapshot().status == "cancelled"
-    assert store.get_run(a)["status"] == "cancelled"
+    assert store.get_run(a).status == "cancelled"
     blocking.wait_entered(2)  # the queue moves on
     blocking.release(2)
     assert jm.get(b).wait(TIMEOUT)
-    assert store.get_run(b)["status"] == "finished"
+    assert store.get_run(b).status == "finished"
 
 
 def test_a_failing_job_is_recorded_and_the_queue_goes_on(ds, tmp_path, monkeypatch):
@@ -331,7 +331,7 @@ def test_a_failing_job_is_recorded_and_the_queue_goes_on(ds, tmp_path, monkeypat
         assert snap.status == "failed"
         assert snap.error.startswith("RuntimeError: boom 1")
         run = store.get_run(a)
-        assert run["status"] == "failed" and "RuntimeError: boom 1" in run["error"]
+        assert run.status == "failed" and "RuntimeError: boom 1" in run.error
         fake.wait_entered(2)
         fake.release(2)
         assert jm.get(b).wait(TIMEOUT)
@@ -349,7 +349,7 @@ def test_shutdown_marks_running_jobs_interrupted(ds, tmp_path, blocking):
     jm._on_exit()  # what atexit calls
     assert jm.get(a).wait(TIMEOUT)
     assert jm.get(a).snapshot().status == "interrupted"
-    assert store.get_run(a)["status"] == "interrupted"
+    assert store.get_run(a).status == "interrupted"
     # The queued job was asked to stop too: it ends without running the search.
     assert jm.get(b).wait(TIMEOUT)
     assert jm.get(b).snapshot().done
@@ -365,7 +365,7 @@ def test_shutdown_marks_queued_jobs_interrupted(ds, tmp_path, blocking):
     jm._on_exit()
     assert jm.get(b).wait(TIMEOUT)
     assert jm.get(b).snapshot().status == "interrupted"
-    assert store.get_run(b)["status"] == "interrupted"
+    assert store.get_run(b).status == "interrupted"
 
 
 def test_snapshot_of_a_queued_job(ds, blocking):
@@ -396,4 +396,4 @@ def test_the_best_kernel_is_stored_before_the_job_reads_ended(ds, tmp_path):
     job = jm.get(jm.submit(_spec(ds, 4, config=tiny())))
     assert job.wait(TIMEOUT), "the job did not finish"
     assert seen == [("running", False)]  # still running while its result is written
-    assert job.snapshot().done and store.get_run(job.id)["best"] is not None
+    assert job.snapshot().done and store.get_run(job.id).best is not None

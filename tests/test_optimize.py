@@ -259,16 +259,16 @@ def test_fit_result_status_given_as_a_string_becomes_the_member(small_data):
         dataclasses.replace(r, status="fine")
 
 
-def test_fit_result_from_kernel_file():
+def test_kernel_file_to_fit():
     """A kernel file's values and stored scores; absent scores are NaN / +inf / None, n from the caller."""
     kf = KernelFile(SE, (0.1, -2.0), -4.0, 1e-8, None,
                     {"metric": "loocv", "metric_value": 3.5, "lml": 2.0, "bic": -1.5, "test_rmse": 0.25, "n_train": 30})
-    f = FitResult.from_kernel_file(kf, n=99)
+    f = kf.to_fit(n=99)
     assert (f.kernel, f.theta, f.log_noise, f.jitter, f.status, f.reason) == (SE, (0.1, -2.0), -4.0, 1e-8,
                                                                                FitStatus.OK, "")
     assert (f.metric, f.metric_value, f.lml, f.bic, f.q, f.n, f.n_evals, f.test_rmse) == (
         "loocv", 3.5, 2.0, -1.5, SE.q, 30, 0, 0.25)
-    bare = FitResult.from_kernel_file(KernelFile(SE, (0.1, -2.0), -4.0), n=99)
+    bare = KernelFile(SE, (0.1, -2.0), -4.0).to_fit(n=99)
     assert bare.metric == "lml" and math.isnan(bare.lml) and bare.bic == math.inf
     assert bare.n == 99 and bare.test_rmse is None and bare.ok
 

@@ -222,3 +222,17 @@ def test_explorer_ratios(data: FitData) -> None:
     assert res.simpler == pytest.approx(simpler)
     assert 0.0 <= res.both <= min(res.better_fitted, res.simpler)
     assert all(r.origin.startswith("mutation:") or r.origin == "parent" for r in recs)
+
+
+def test_with_derived_fills_crossover_from_mutation_and_back():
+    """p_crossover = 1 − p_mutation, derived in one place for the command line and the dashboard."""
+    from evocov_core.search import preset
+    from evocov_core.search.config import with_derived
+
+    assert with_derived({"p_mutation": 0.25}) == {"p_mutation": 0.25, "p_crossover": 0.75}
+    assert with_derived({"p_crossover": 0.7, "seed_fraction": 0.5}) == {
+        "p_crossover": 0.7, "p_mutation": 1.0 - 0.7, "seed_fraction": 0.5}
+    both = {"p_mutation": 0.3, "p_crossover": 0.7}
+    assert with_derived(both) == both and with_derived({}) == {}
+    cfg = preset("quick", "evocov", **with_derived({"p_mutation": 0.35}))
+    assert (cfg.p_mutation, cfg.p_crossover) == (0.35, 1.0 - 0.35)

@@ -50,7 +50,8 @@ def _record(gen: int, idx: int, *, bic: float = 10.0, test_rmse: float | None = 
 
 
 def _best_doc(bic: float, rmse: float, q: int = 3, infix: str = "SE") -> dict:
-    return {"scores": {"bic": bic, "test_rmse": rmse}, "q": q, "infix": infix}
+    return {"expression": "exp(sq_dist(euc(x), hp0))", "scores": {"bic": bic, "test_rmse": rmse}, "q": q,
+            "infix": infix}
 
 
 def _new_run(store: RunStore, ds: Dataset, run_id: str, **kw) -> None:
@@ -104,7 +105,7 @@ def test_reopening_keeps_the_runs(tmp_path, ds):
     first = RunStore(tmp_path)
     _new_run(first, ds, "r1", label="kept")
     second = RunStore(tmp_path)
-    assert second.get_run("r1")["label"] == "kept"
+    assert second.get_run("r1").label == "kept"
     assert list(second.list_runs().id) == ["r1"]
 
 
@@ -142,15 +143,15 @@ def test_create_and_get_run(store, ds):
     _new_run(store, ds, "r1", settings={"population": 4, "base_kernels": ["SE"]}, seed=7, label="first",
              extra={"base": None, "n": 3})
     run = store.get_run("r1")
-    assert run["status"] == "queued"
-    assert (run["kind"], run["algorithm"], run["seed"], run["label"]) == ("search", "evocov", 7, "first")
-    assert run["settings"] == {"population": 4, "base_kernels": ["SE"]}
-    assert run["extra"] == {"base": None, "n": 3}
-    assert run["best"] is None
-    assert run["owner_pid"] == os.getpid()
-    assert run["n_evaluations"] == 0 and run["generations_done"] == 0
-    np.testing.assert_array_equal(run["dataset"].y, ds.y)
-    assert run["dataset_name"] == "toy"
+    assert run.status == "queued"
+    assert (run.kind, run.algorithm, run.seed, run.label) == ("search", "evocov", 7, "first")
+    assert run.settings == {"population": 4, "base_kernels": ["SE"]}
+    assert run.extra == {"base": None, "n": 3}
+    assert run.best is None
+    assert run.owner_pid == os.getpid()
+    assert run.n_evaluations == 0 and run.generations_done == 0
+    np.testing.assert_array_equal(run.dataset.y, ds.y)
+    assert run.dataset_name == "toy"
     assert store.get_run("nope") is None
 
 
@@ -164,15 +165,15 @@ def test_set_status_checks_and_keeps_the_error(store, ds):
     _new_run(store, ds, "r1")
     with pytest.raises(ValueError, match="unknown status 'done'"):
         store.set_status("r1", "done")
-    assert store.get_run("r1")["status"] == "queued"
+    assert store.get_run("r1").status == "queued"
     store.set_status("r1", "failed", error="boom")
     store.set_status("r1", "running")  # no error given: the stored one stays
     run = store.get_run("r1")
-    assert run["status"] == "running" and run["error"] == "boom"
-    assert run["updated"] >= run["created"]
+    assert run.status == "running" and run.error == "boom"
+    assert run.updated >= run.created
     for s in STATUSES:
         store.set_status("r1", s)
-        assert store.get_run("r1")["status"] == s
+        assert store.get_run("r1").status == s
 
 
 def test_generations_and_evaluations(store, ds):
@@ -193,9 +194,9 @@ def test_generations_and_evaluations(store, ds):
     assert ev.test_rmse.isna().tolist() == [False, True, True]
     assert json.loads(ev.theta_json[0]) == [0.5, -1.0]
     run = store.get_run("r1")
-    assert run["n_evaluations"] == 3 and run["generations_done"] == 2 and run["elapsed"] == 1.0
+    assert run.n_evaluations == 3 and run.generations_done == 2 and run.elapsed == 1.0
     # best_doc None keeps the best stored by generation 1.
-    assert run["best"] == _best_doc(20.0, 1.0)
+    assert run.best.doc == _best_doc(20.0, 1.0)
 
 
 def test_a_generation_written_twice_is_one_row(store, ds):
@@ -211,14 +212,14 @@ def test_finish_run_merges_extra_and_keeps_counters(store, ds):
     store.add_generation("r1", _stats(1), [_record(1, 0)], 5, _best_doc(10.0, 0.5))
     store.finish_run("r1", "finished", best_doc=None, elapsed=None, n_evaluations=None, extra={"x": 2, "y": 3})
     run = store.get_run("r1")
-    assert run["status"] == "finished" and run["error"] is None
-    assert run["extra"] == {"base": "kept", "x": 2, "y": 3}
-    assert run["n_evaluations"] == 5 and run["elapsed"] == 0.5
-    assert run["best"] == _best_doc(10.0, 0.5)
+    assert run.status == "finished" and run.error is None
+    assert run.extra == {"base": "kept", "x": 2, "y": 3}
+    assert run.n_evaluations == 5 and run.elapsed == 0.5
+    assert run.best.doc == _best_doc(10.0, 0.5)
     store.finish_run("r1", "failed", best_doc=_best_doc(8.0, 0.25), elapsed=9.0, n_evaluations=6, error="x")
     run = store.get_run("r1")
-    assert (run["status"], run["error"], run["elapsed"], run["n_evaluations"]) == ("failed", "x", 9.0, 6)
-    assert run["best"]["scores"]["bic"] == 8.0
+    assert (run.status, run.error, run.elapsed, run.n_evaluations) == ("failed", "x", 9.0, 6)
+    assert run.best.bic == 8.0
 
 
 def test_list_runs_newest_first_with_best_columns(store, ds):
@@ -284,7 +285,7 @@ def test_threads_can_write_to_one_store(store, ds):
     for rid in ids:
         assert len(store.history(rid)) == 10
         assert len(store.evaluations(rid)) == 20
-        assert store.get_run(rid)["n_evaluations"] == 20
+        assert store.get_run(rid).n_evaluations == 20
 
 
 # --- recovery of runs whose process died --------------------------------------------------------------
@@ -300,7 +301,7 @@ def test_recover_marks_runs_of_dead_processes_interrupted(store, ds):
         _set_owner(store, rid, pid)
     _set_owner(store, "no_owner", None)
     assert store.recover() == 3
-    status = {rid: store.get_run(rid)["status"] for rid in ("dead_running", "dead_queued", "dead_finished",
+    status = {rid: store.get_run(rid).status for rid in ("dead_running", "dead_queued", "dead_finished",
                                                            "no_owner")}
     assert status == {"dead_running": "interrupted", "dead_queued": "interrupted", "dead_finished": "finished",
                       "no_owner": "interrupted"}
@@ -315,12 +316,12 @@ def test_recover_leaves_runs_of_live_processes(store, ds):
         store.set_status("other", "running")
         _set_owner(store, "other", proc.pid)
         assert store.recover() == 0
-        assert store.get_run("other")["status"] == "running"
+        assert store.get_run("other").status == "running"
     finally:
         proc.kill()
         proc.wait(timeout=60)
     assert store.recover() == 1
-    assert store.get_run("other")["status"] == "interrupted"
+    assert store.get_run("other").status == "interrupted"
 
 
 def test_recover_own_runs_unless_active(store, ds):
@@ -330,10 +331,10 @@ def test_recover_own_runs_unless_active(store, ds):
     store.set_status("live", "running")
     store.set_status("stale", "running")
     assert store.recover(active={"live"}) == 1
-    assert store.get_run("live")["status"] == "running"
-    assert store.get_run("stale")["status"] == "interrupted"
+    assert store.get_run("live").status == "running"
+    assert store.get_run("stale").status == "interrupted"
     assert store.recover() == 1
-    assert store.get_run("live")["status"] == "interrupted"
+    assert store.get_run("live").status == "interrupted"
 
 
 def test_schema_version_is_stamped_and_a_newer_file_is_refused(tmp_path, ds):
@@ -377,7 +378,7 @@ def test_statuses_are_stored_as_their_strings(store, ds):
         assert c.execute("SELECT status, typeof(status) FROM runs").fetchone() == ("running", "text")
         assert c.execute("SELECT status, typeof(status) FROM evaluations").fetchone() == ("screened_out", "text")
     store.finish_run("r1", RunStatus.FINISHED, best_doc=None, elapsed=1.0, n_evaluations=1)
-    assert store.get_run("r1")["status"] == RunStatus.FINISHED == "finished"
+    assert store.get_run("r1").status == RunStatus.FINISHED == "finished"
     with pytest.raises(ValueError, match="unknown status"):
         store.finish_run("r1", "done", best_doc=None, elapsed=None, n_evaluations=None)
 

@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import Dataset
+from ..provenance import git_state
 from .common import (
     BenchError,
     ResultFile,
@@ -81,6 +82,7 @@ __all__ = [
     "kernel_path",
     "parse_variants",
     "pending_trials",
+    "read_trials",
     "reference_rmse",
     "run_trial",
     "series_table",
@@ -244,6 +246,15 @@ def variant_config(variant: str, budget: str, time_budget: float | None = None) 
 
 
 # --- result files and resuming ------------------------------------------------------------------
+
+
+def read_trials(out: Path) -> pd.DataFrame:
+    """The trials of an accuracy folder: one row per (series, variant, seed), the last one written.
+
+    Every reader of ``trials.csv`` goes through here (the scripts in ``bench/`` too): a trial
+    rerun after an error appends a row, and only that row counts.
+    """
+    return trials_file(out).read()
 
 
 def trials_file(out: Path) -> ResultFile:
@@ -515,7 +526,7 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
     run = {"command": command_line(argv), "argv": argv, "started": now_iso(), "budget": budget,
            "budget_s": seconds, "time_budget_override": time_budget, "seeds": seeds, "series": names,
            "variants": names_v, "workers": workers, "data_dir": str(data_dir), "settings": settings,
-           "machine": machine_info()}
+           "machine": machine_info(), "git": git_state()}
     run_index = append_run(out / "run.json", run)
     timed = sum(VARIANTS[v].timed for _, v, _ in todo)
     say(f"bench accuracy: {len(todo)} trials to run, {total - len(todo)} already done; budget {budget} "

@@ -118,10 +118,14 @@ class ResultFile:
         self.key = list(key)
 
     def read(self) -> pd.DataFrame:
-        """Every row; the last row of a job wins (a rerun after an error replaces it)."""
+        """Every row; the last row of a job wins (a rerun after an error replaces it).
+
+        Floats read back exactly as written (``float_precision="round_trip"``: pandas' default
+        parser can differ in the last bit).
+        """
         if not self.path.is_file() or self.path.stat().st_size == 0:
             return pd.DataFrame(columns=self.columns)
-        df = pd.read_csv(self.path, keep_default_na=True)
+        df = pd.read_csv(self.path, keep_default_na=True, float_precision="round_trip")
         if df.empty:
             return df
         return df.drop_duplicates(subset=self.key, keep="last").reset_index(drop=True)

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..metrics import FitData
 from ..parallel import make_executor
+from ..provenance import git_state
 from ..search import run_search
 from .budget import ALGORITHMS, budget_config, estimated_fits
 from .common import (
@@ -72,7 +73,7 @@ def estimate(data_dir: Path, out: Path, *, series: str | None, generations: int 
     doc: dict = {"command": command_line(argv), "argv": list(argv if argv is not None else sys.argv[1:]),
                  "started": now_iso(), "generations": generations, "population": population or 141,
                  "trials": trials, "workers": workers,
-                 "scheduler": scheduler, "machine": machine_info(), "measured": []}
+                 "scheduler": scheduler, "machine": machine_info(), "git": git_state(), "measured": []}
     n_of = {s: load_series(data_dir, s).n_train for s in all_names}
     per_trial: dict[str, dict[str, float]] = {}
     for s in names:

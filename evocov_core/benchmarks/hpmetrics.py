@@ -30,6 +30,7 @@ import pandas as pd
 from ..data import Dataset
 from ..metrics import METRIC_LABELS, METRICS, FitData
 from ..optimize import OptimConfig, fit_kernel
+from ..provenance import git_state
 from .common import (
     BenchError,
     ResultFile,
@@ -125,7 +126,8 @@ def hp_metrics(data_dir: Path, out: Path, *, trials: int, series: str | None = N
                     jobs.append(MetricJob(s, m, k, method, init, ds))
     jobs.sort(key=lambda j: -j.dataset.n_train)
     run_doc = {"command": command_line(argv), "argv": list(argv if argv is not None else sys.argv[1:]),
-               "started": now_iso(), "machine": machine_info(), "trials": trials, "method": method, "init": init,
+               "started": now_iso(), "machine": machine_info(),
+               "git": git_state(), "trials": trials, "method": method, "init": init,
                "series": names, "jobs": len(jobs)}
     say(f"bench metrics: {len(jobs)} fits to run ({len(names)} series × {len(METRICS)} metrics × {trials} trials, "
         f"method {method})")

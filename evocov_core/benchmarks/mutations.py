@@ -45,6 +45,7 @@ from ..data import Dataset
 from ..metrics import FitData
 from ..optimize import FitResult, FitStatus, Start, fit_kernel
 from ..parallel import make_executor
+from ..provenance import git_state
 from ..search import SearchConfig, explore_mutations, preset, run_gpss
 from .common import (
     BenchError,
@@ -134,7 +135,8 @@ def mutations(data_dir: Path, out: Path, *, n_mutations: int = 200, series: str 
     (out / "mutants").mkdir(exist_ok=True)
     cfg = _config(method)
     run_doc = {"command": command_line(argv), "argv": list(argv if argv is not None else sys.argv[1:]),
-               "started": now_iso(), "machine": machine_info(), "n_mutations": n_mutations, "seed": seed,
+               "started": now_iso(), "machine": machine_info(),
+               "git": git_state(), "n_mutations": n_mutations, "seed": seed,
                "method": method, "base": base, "y_mean": y_mean, "config": cfg.to_dict(), "data_dir": str(data_dir)}
     t_run = time.perf_counter()
     run_index = append_run(out / "runs.json", run_doc)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..data import Dataset
 from ..metrics import FitData
+from ..provenance import git_state
 from ..search import SearchConfig, run_search
 from .budget import ALGORITHMS, budget_config, predicted_core_seconds, settings_summary
 from .common import (
@@ -170,7 +171,7 @@ def reproduce(data_dir: Path, out: Path, *, algorithms: str, trials: int, budget
         settings.setdefault(s, {})[k] = {**settings_summary(cfg, datasets[s].n_train, k), "config": cfg.to_dict()}
     invocation = {"argv": list(argv if argv is not None else sys.argv[1:]), "command": command_line(argv),
                   "started": now_iso(), "algorithms": keys, "series": names, "trials": trials,
-                  "workers": workers, "scheduler": scheduler, "machine": machine_info()}
+                  "workers": workers, "scheduler": scheduler, "machine": machine_info(), "git": git_state()}
     run.update(budget=budget, quick_scale=quick_scale, data_dir=str(data_dir), settings=settings)
     run.setdefault("invocations", []).append(invocation)
     write_json(out / "run.json", run)

@@ -42,6 +42,7 @@ from ..library import compose
 from ..metrics import FitData
 from ..optimize import FitStatus
 from ..parallel import DaskExecutor, ProcessExecutor, SerialExecutor, Task, run_task
+from ..provenance import git_state
 from ..psd import PSDConfig
 from ..search import SearchConfig
 from ..variation import VariationConfig, random_kernel
@@ -155,7 +156,8 @@ def scaling(data_dir: Path, out: Path, *, kernels: int = 20, series: str | None 
     names = resolve_series(data_dir, series)
     t_run = time.perf_counter()
     run_doc = {"command": command_line(argv), "argv": list(argv if argv is not None else sys.argv[1:]),
-               "started": now_iso(), "machine": machine_info(), "kernels": kernels, "population": population,
+               "started": now_iso(), "machine": machine_info(),
+               "git": git_state(), "kernels": kernels, "population": population,
                "reps": reps, "seed": seed, "workers_series": workers_series}
     run_index = append_run(out / "runs.json", run_doc)
     ks = fixed_kernels(kernels, seed)

@@ -308,9 +308,9 @@ class SearchConfig:
                             "best share is fitted on all the data. 0 = off, else at least 20.", "budgeted", lo=0,
                             hi=100_000)
     fit_points: int = _s(DEFAULT_MAX_POINTS, "Points an exact fit uses", "Long series: above this many training "
-                         "points, every fit and forecast is an exact GP on a subset of them, the most recent 3/4 contiguous and "
-                         "1/4 spread over the earlier history (evocov_core/subset.py; the result says so). "
-                         "0 = every point (an exact GP costs O(n³) time and O(n²) memory).", "budgeted", lo=0,
+                         "points, every fit and forecast is an exact GP on a subset of them, the most recent 3/4 "
+                         "contiguous and 1/4 spread over the earlier history (evocov_core/subset.py; the result "
+                         "says so). 0 = every point (an exact GP costs O(n³) time and O(n²) memory).", "budgeted", lo=0,
                          hi=1_000_000)
     promote_fraction: float = _s(0.3, "Share promoted", "Share of a screened batch fitted on all the data.",
                                  "budgeted", lo=0.0, hi=1.0, step=0.05, fmt="%.2f")
@@ -430,6 +430,23 @@ def settings() -> tuple[tuple[str, type, Setting], ...]:
     The type is ``int``, ``float``, ``bool``, ``str`` or ``tuple`` (of str).
     """
     return _SETTINGS
+
+
+def with_derived(overrides: Mapping[str, object]) -> dict[str, object]:
+    """``overrides`` with the settings derived from another filled in.
+
+    A setting whose metadata names ``derived_from`` is one minus that setting
+    (``p_crossover = 1 − p_mutation``): given one of the two, the other follows. The one place
+    this rule lives; the command line and the dashboard both pass their overrides through it.
+    """
+    out = dict(overrides)
+    for name, _, meta in _SETTINGS:
+        src = meta.derived_from
+        if src is not None and src in out and name not in out:
+            out[name] = 1.0 - float(out[src])  # type: ignore[arg-type]
+        elif src is not None and name in out and src not in out:
+            out[src] = 1.0 - float(out[name])  # type: ignore[arg-type]
+    return out
 
 
 def _field_type(annotation: str) -> type:

@@ -1,0 +1,275 @@
+"""The Results page: a run's chosen kernel, how it was chosen, its forecast (or the model average's) against
+baselines; the other tabs are in :mod:`dashboard.results_tabs`."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+import streamlit as st
+
+from dashboard import fits
+from dashboard.average import (
+    average_test_rmse,
+    members_table,
+    model_average_text,
+    run_model_average,
+    show_model_average,
+)
+from dashboard.datasets import dataset_fingerprint
+from dashboard.format import algorithm_label, fmt, poll_every, status_badge
+from dashboard.results_tabs import kernel_file_tab, pareto_tab, report_tab
+from dashboard.runs import (
+    get_run,
+    gpss_baseline_job,
+    latest_session_run,
+    run_label,
+    runs_on_dataset,
+    runs_with_a_kernel,
+    start_gpss_baseline,
+)
+from dashboard.state import PAGE_SEARCH, RESULTS_RUN_KEY
+from dashboard.views import show_kernel
+from evocov_core.baselines import se_baseline
+from evocov_core.data import Dataset
+from evocov_core.figures import selection_data
+from evocov_core.jobs import Job
+from evocov_core.kernel_file import KernelFileError
+from evocov_core.metrics import FitData
+from evocov_core.model import ModelAverage
+from evocov_core.optimize import FitResult
+from evocov_core.run_record import RunRecord
+from evocov_core.search import RunStatus
+
+FORECAST_HELP = (
+    "Chosen kernel: the one the search returned. Model average: the mixture of the lowest-BIC kernels' "
+    "forecasts, weighted by how well each predicted the end of the training range. Lowest BIC: the kernel with "
+    "the best training-data score. The test RMSE and the extrapolation below follow this choice.")
+
+
+@dataclass(frozen=True)
+class Forecasts:
+    """What a search returned, as forecasts to choose from: the chosen kernel, the model average, the lowest BIC."""
+
+    best: FitResult
+    average: ModelAverage | None
+    average_problem: str | None
+    average_rmse: float | None
+    lowest: FitResult | None
+    chosen_is_lowest: bool
+    labels: dict[str, str]
+
+
+def forecasts(run: RunRecord, ds: Dataset, best: FitResult) -> Forecasts:
+    """The forecasts of ``run`` on its data, and their labels (a key for each one that exists)."""
+    average, problem = run_model_average(run, ds)
+    lowest = None
+    if run.lowest_bic is not None:
+        try:
+            lowest = run.lowest_bic.to_fit(ds.n_train)
+        except (KernelFileError, ValueError):
+            lowest = None
+    chosen_is_lowest = any(r.get("chosen") and r.get("rank") == 1 for r in run.selection)
+    labels = {"chosen": "Chosen kernel"}
+    if average is not None:
+        labels["average"] = f"Model average ({average.k} kernel{'s' if average.k > 1 else ''})"
+    differs = run.lowest_bic is not None and not run.lowest_bic.same_model(run.best)
+    if lowest is not None and (run.selection or differs):
+        labels["lowest"] = "Lowest BIC" + (" (= chosen)" if chosen_is_lowest else "")
+    avg_rmse = average_test_rmse(average, ds) if average is not None else None
+    return Forecasts(best, average, problem, avg_rmse, lowest, chosen_is_lowest, labels)
+
+
+def pick_run() -> str | None:
+    """The run picker (every search with a kernel, this session's latest first choice); None when there is none."""
+    runs = runs_with_a_kernel("search")
+    qp_run = st.query_params.get("run")
+    if qp_run:
+        st.session_state[RESULTS_RUN_KEY] = qp_run
+    wanted = st.session_state.get(RESULTS_RUN_KEY) or latest_session_run("search")
+    if len(runs) == 0:
+        st.info("No finished search with a kernel yet. Start one on the Search page; its results appear here.",
+                icon=":material/emoji_events:")
+        st.page_link(PAGE_SEARCH, label="Go to Search", icon=":material/genetics:")
+        return None
+    ids = list(runs["id"])
+    labels = {r.id: run_label(r) for r in runs.itertuples(index=False)}
+    run_id = st.selectbox("Run", ids, index=ids.index(wanted) if wanted in ids else 0, format_func=labels.get,
+                          key=f"results_pick_{wanted}",
+                          help="Every search with a best kernel, newest first. Default: this session's latest.")
+    st.session_state[RESULTS_RUN_KEY] = run_id
+    if st.query_params.get("run") != run_id:
+        st.query_params["run"] = run_id
+    return run_id
+
+
+def _se_panel(se_future: Future) -> None:
+    se = None
+    if se_future.done():
+        try:
+            se = se_future.result()
+        except Exception as exc:  # shown here, the page goes on
+            se = exc
+    if isinstance(se, FitResult):
+        st.metric("SE baseline", fmt(se.test_rmse),
+                  help="The squared-exponential kernel fitted by LML on the same training data.")
+    elif se is not None:
+        st.metric("SE baseline", "–")
+        st.caption(f"The SE fit failed: {se}")
+    else:
+        st.metric("SE baseline", "…", help="Fitting in the background.")
+        st.caption("Fitting the SE kernel in the background…")
+
+
+def _gpss_panel(g: RunRecord | None, gpss_job: Job | None) -> None:
+    if g is not None:
+        st.metric("GPSS baseline", fmt(g.best.test_rmse if g.best else None),
+                  help=f"Best kernel of GPSS run {g.id} on the same data: {g.best.infix if g.best else ''}")
+        st.caption(f"GPSS run `{g.id}`")
+    elif gpss_job is not None:
+        snap = gpss_job.snapshot()
+        if snap.done:
+            if snap.status == RunStatus.FINISHED:
+                st.rerun()
+            st.metric("GPSS baseline", "–")
+            st.caption(f"The GPSS run {snap.id} ended: {snap.status}.")
+        else:
+            st.metric("GPSS baseline", "…")
+            what = (f"queued (position {snap.queue_position})" if snap.status == RunStatus.QUEUED
+                    else f"level {snap.generation}/{snap.total_generations or '?'}")
+            st.caption(f"GPSS search `{snap.id}` running in the background: {what}.")
+    else:
+        st.metric("GPSS baseline", "–", help="No GPSS run on these data yet.")
+
+
+def baselines(ds: Dataset, shown_rmse: float | None, shown_what: str) -> None:
+    """This run's test RMSE against an SE kernel and a GPSS search on the same data (both in the background)."""
+    st.markdown("##### Test RMSE against baselines")
+    fp = dataset_fingerprint(ds)
+    se_future = fits.existing_fit(("se", fp)) or fits.background_fit(("se", fp), se_baseline,
+                                                                      FitData.from_dataset(ds))
+    gpss_runs = runs_on_dataset(ds, algorithm="gpss")
+    gpss_job = gpss_baseline_job(ds)
+    waiting = not se_future.done() or (gpss_job is not None and not gpss_job.snapshot().done)
+
+    @st.fragment(run_every=poll_every(waiting, 1.5))
+    def panel() -> None:
+        g = gpss_runs[0] if gpss_runs else None
+        g_rmse = g.best.test_rmse if g is not None and g.best is not None else None
+        se = se_future.result() if se_future.done() and se_future.exception() is None else None
+        se_rmse = se.test_rmse if isinstance(se, FitResult) else None
+        vs = [f"{shown_rmse - r:+.4g} vs {n}" for r, n in ((se_rmse, "SE"), (g_rmse, "GPSS"))
+              if r is not None and shown_rmse is not None]
+        c_best, c_se, c_gpss = st.columns(3)
+        c_best.metric("This run", fmt(shown_rmse), delta=", ".join(vs) or None, delta_color="inverse",
+                      help=f"Test RMSE of this run's {shown_what}. The difference to each baseline "
+                      "is green when this run extrapolates better.")
+        with c_se:
+            _se_panel(se_future)
+        with c_gpss:
+            _gpss_panel(g, gpss_job)
+
+    panel()
+    if not gpss_runs and gpss_job is None and st.button(
+            "Run a quick GPSS search in the background", key="results_run_gpss", icon=":material/play_arrow:",
+            help="The greedy compositional search of Duvenaud et al. (quick preset: 3 levels). "
+            "It runs as a background job; you can keep using the dashboard."):
+        start_gpss_baseline(ds)
+        st.rerun()
+
+
+def selection_table(run: RunRecord) -> None:
+    """How the kernel was chosen among the lowest-BIC ones."""
+    split = run.settings.get("metric_split") or 0.1
+    st.divider()
+    st.markdown("##### How the kernel was chosen")
+    st.markdown(
+        f"The search ranks kernels by BIC; the returned kernel is, among the {len(run.selection)} lowest-BIC "
+        f"ones, the one that best predicts the last {split:.0%} of the training range after being refitted "
+        "on the rest."
+    )
+    table = selection_data(run.selection)
+    if not table["tail score"].notna().any():
+        st.caption("No refit could be scored here: the lowest-BIC kernel was kept, and the model average "
+                   "is weighted by BIC.")
+    num = st.column_config.NumberColumn
+    st.dataframe(table, hide_index=True, width="stretch", column_config={
+        "BIC rank": num("BIC rank", help="1 = lowest BIC."),
+        "kernel": st.column_config.TextColumn("kernel", width="large"),
+        "BIC": num("BIC", format="%.2f"),
+        "tail score": num("tail score", format="%.2f", help=f"Posterior log-likelihood of the last {split:.0%} of "
+                          "the training range given the rest, after refitting on the rest. Higher is better."),
+        "tail RMSE": num("tail RMSE", format="%.4g", help="RMSE of that prediction of the held-out tail."),
+        "weight": num("weight", format="%.3f", help="Weight in the model average (Bayesian model averaging)."),
+        "test RMSE": num("test RMSE", format="%.4g", help="On the test part, never used for the choice."),
+        "valid": st.column_config.CheckboxColumn(
+            "valid", help="Its covariance is positive semi-definite on the training inputs and the forecast "
+            "horizon. An invalid kernel (a negative direction the noise hid) is neither chosen nor averaged."),
+        "chosen": st.column_config.CheckboxColumn("chosen"),
+    })
+
+
+def best_tab(run: RunRecord, ds: Dataset, fc: Forecasts) -> None:
+    """The forecast choice, the baselines, the model choice and the chosen forecast drawn."""
+    forecast = "chosen"
+    if len(fc.labels) > 1:
+        forecast = st.radio("Forecast", list(fc.labels), format_func=fc.labels.get, horizontal=True,
+                            key=f"results_forecast_{run.id}", help=FORECAST_HELP)
+    if fc.average_problem:
+        st.caption(f"The model average of this run cannot be used: {fc.average_problem}")
+    shown_rmse = {"chosen": fc.best.test_rmse, "average": fc.average_rmse,
+                  "lowest": fc.lowest.test_rmse if fc.lowest is not None else None}[forecast]
+    shown_what = {"chosen": "chosen kernel" if run.selection else "best kernel (lowest BIC)",
+                  "average": "model average (mixture mean)", "lowest": "lowest-BIC kernel"}[forecast]
+    baselines(ds, shown_rmse, shown_what)
+    if run.selection:
+        selection_table(run)
+    st.divider()
+    kernel_name = f"evocov-kernel-{ds.name}-{run.id}.json"
+    average_download = None
+    if fc.average is not None:
+        average_download = (model_average_text(run, ds, test_rmse=fc.average_rmse),
+                            f"evocov-model-average-{ds.name}-{run.id}.json")
+    assert run.best is not None
+    if forecast == "average" and fc.average is not None:
+        show_model_average(fc.average, ds, key="results_average", members=members_table(run),
+                           test_rmse=fc.average_rmse, title=fc.labels["average"], average_download=average_download,
+                           kernel_download=(run.best.text, kernel_name))
+    elif forecast == "lowest" and fc.lowest is not None and run.lowest_bic is not None:
+        show_kernel(fc.lowest, ds, key="results_lowest",
+                    title="Lowest-BIC kernel" + (" (also the chosen one)" if fc.chosen_is_lowest else ""),
+                    download_name=f"evocov-kernel-{ds.name}-{run.id}-lowest-bic.json", doc=run.lowest_bic.doc,
+                    expand_hyperparameters=True, average_download=average_download)
+    else:
+        show_kernel(fc.best, ds, key="results_best", title="Chosen kernel" if run.selection else
+                    "Best kernel (lowest BIC)", download_name=kernel_name, doc=run.best.doc,
+                    expand_hyperparameters=True, average_download=average_download)
+
+
+def render() -> None:
+    """The whole page."""
+    st.title("Results")
+    run_id = pick_run()
+    if run_id is None:
+        return
+    run = get_run(run_id)
+    assert run is not None and run.best is not None and run.dataset is not None
+    ds = run.dataset
+    best = run.best.to_fit(ds.n_train)
+    st.markdown(
+        f"{algorithm_label(run.algorithm)} on **{ds.name}** ({ds.n_train} training, {ds.n_test} test "
+        f"points) · seed {run.seed} · {status_badge(run.status)} · {run.n_evaluations} kernels "
+        f"fitted in {fmt(run.elapsed, '.1f')} s"
+    )
+    if run.status.active:
+        st.info("This run is still going: the kernel shown is the best so far.", icon=":material/sync:")
+    tab_best, tab_report, tab_pareto, tab_file = st.tabs(
+        ["Best kernel", "Report", "All kernels (Pareto)", "Apply a kernel file"])
+    with tab_best:
+        best_tab(run, ds, forecasts(run, ds, best))
+    with tab_report:
+        report_tab(run, ds)
+    with tab_pareto:
+        pareto_tab(run, ds, best)
+    with tab_file:
+        kernel_file_tab()

@@ -1,0 +1,135 @@
+"""The Results page's other tabs: the HTML report, the Pareto plot of every kernel, applying a kernel file."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import streamlit as st
+
+from dashboard.datasets import current_dataset
+from dashboard.format import fmt, polish
+from dashboard.runs import store
+from dashboard.views import show_kernel
+from evocov_core.data import Dataset
+from evocov_core.figures import pareto_data, pareto_figure
+from evocov_core.kernel_file import KernelFileError, parse_kernel_file
+from evocov_core.model import FittedModel
+from evocov_core.optimize import FitResult
+from evocov_core.run_record import RunRecord
+from evocov_core.search import EvalRecord
+
+
+def report_tab(run: RunRecord, ds: Dataset) -> None:
+    """A self-contained HTML report of the returned kernel."""
+    st.caption(
+        "One HTML file that opens offline: the forecast next to an SE kernel and a short GPSS search fitted "
+        "on the same training data, the kernel's components with a sentence each, residual checks and the "
+        "kernel itself (also `python -m evocov_core report`)."
+    )
+    report_key = f"results_report_{run.id}"
+    budget = st.number_input(
+        "GPSS baseline budget (s)",
+        min_value=0,
+        max_value=600,
+        value=20,
+        step=5,
+        key="results_report_budget",
+        help="Seconds for the GPSS search the kernel is compared with (0: the SE baseline only). "
+        "The report is written when it ends.",
+    )
+    if run.best is not None and st.button("Make the report", key="results_make_report", icon=":material/article:"):
+        from evocov_core.report_html import report_html
+
+        with st.spinner("Fitting the baselines and writing the report…"):
+            st.session_state[report_key] = report_html(parse_kernel_file(run.best.text), ds,
+                                                       baseline_budget=float(budget))
+    if report_key in st.session_state:
+        st.download_button(
+            "Download the report (HTML)",
+            st.session_state[report_key],
+            file_name=f"evocov-report-{ds.name}-{run.id}.html",
+            mime="text/html",
+            key="results_report_download",
+            icon=":material/download:",
+        )
+
+
+def _clicked_row(event: object) -> int | None:
+    """The row (``customdata``) of the first point clicked in a Plotly selection event."""
+    points = event.selection.points if event and event.selection else []  # type: ignore[attr-defined]
+    for p in points:
+        cd = p.get("customdata")
+        if cd is not None:
+            return int(cd[0] if isinstance(cd, (list, tuple)) else cd)
+    return None
+
+
+def pareto_tab(run: RunRecord, ds: Dataset, best: FitResult) -> None:
+    """Every kernel the run fitted, q against test RMSE; a click opens one."""
+    records = store().evaluations(run.id)
+    pdata = pareto_data(records)
+    if len(pdata) == 0:
+        st.info("No evaluated kernel of this run has a test RMSE (no test part?).")
+        return
+    ref = (best.q, best.test_rmse) if best.test_rmse is not None else None
+    fig = polish(pareto_figure(pdata, reference=ref))
+    fig.update_layout(uirevision=f"pareto-{run.id}")
+    st.caption(
+        f"{len(records)} kernels fitted, {int(pdata.on_front.sum())} on the Pareto front (red). "
+        "The triangle is the run's best kernel. Click a point to open that kernel."
+    )
+    event = st.plotly_chart(fig, key=f"results_pareto_{run.id}", on_select="rerun", selection_mode="points",
+                            config={"displaylogo": False})
+    row_idx = _clicked_row(event)
+    if row_idx is None:
+        st.caption("No kernel selected.")
+        return
+    row = records.iloc[row_idx]
+    try:
+        fit = EvalRecord.from_row(row).to_fit(ds.n_train)
+    except (ValueError, KernelFileError) as exc:
+        st.warning(f"Cannot open this kernel: {exc}")
+        return
+    st.divider()
+    show_kernel(fit, ds, key=f"results_sel_{run.id}",
+                title=f"Selected kernel (generation {row['generation']}, #{row['idx']})",
+                download_name=f"evocov-kernel-{ds.name}-{run.id}-g{row['generation']}-{row['idx']}.json")
+
+
+def kernel_file_tab() -> None:
+    """Load a kernel file and apply it to the current dataset."""
+    cur = current_dataset()
+    st.markdown(
+        f"Load a kernel file (JSON) and apply it to the **current dataset**, **{cur.name}** "
+        f"({cur.n_train} training, {cur.n_test} test points)."
+    )
+    up = st.file_uploader("Kernel file", type=["json"], key="results_kernel_file",
+                          help="A file downloaded from this dashboard or written by `python -m evocov_core`.")
+    if up is None:
+        return
+    try:
+        kf = parse_kernel_file(up.getvalue())
+    except KernelFileError as exc:
+        st.error(f"**Cannot load {up.name}:** {exc}", icon=":material/block:")
+        return
+    same = kf.scores.get("dataset") == cur.name
+    norm_choice = st.radio(
+        "Units of the file's values",
+        ["The file's normalisation", "Rescale to the current data"],
+        index=0 if same and kf.normalisation is not None else 1,
+        horizontal=True,
+        key="results_kf_norm",
+        help="Values in a kernel file are in model units. Keep the file's normalisation when it was "
+        "made on these data; rescale when applying the kernel to other data.",
+    )
+    norm = kf.normalisation if norm_choice.startswith("The file") and kf.normalisation else cur.norm
+    model = FittedModel(kf.kernel, tuple(kf.theta), kf.log_noise, kf.jitter, norm)
+    try:
+        rm = model.test_rmse(cur)
+    except Exception as exc:
+        rm = None
+        st.warning(f"Could not predict with this kernel: {exc}")
+    fit = replace(kf.to_fit(cur.n_train), test_rmse=rm if rm is not None and math.isfinite(rm) else None)
+    st.success(f"Loaded {up.name}: q = {kf.q}; test RMSE on {cur.name}: {fmt(rm)}.", icon=":material/check_circle:")
+    show_kernel(fit, cur, key="results_file", title=f"{up.name} on {cur.name}", model=model)

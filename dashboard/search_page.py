@@ -1,0 +1,232 @@
+"""The Search page: the settings form, Start/Stop, and the live view of the run this session watches."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.datasets import current_dataset, dataset_summary
+from dashboard.format import algorithm_label, fmt, polish, poll_every, status_badge
+from dashboard.runs import get_run, manager, remember_run, store, watched_job
+from dashboard.search_form import CPUS, settings_form
+from dashboard.state import MY_RUNS_KEY, PAGE_RESULTS, RESULTS_RUN_KEY, SEARCH_JOB_KEY
+from dashboard.views import scrollable_formulas
+from evocov_core.benchmarks.budget import estimate_wall_time
+from evocov_core.data import Dataset
+from evocov_core.figures import fitness_figure
+from evocov_core.jobs import JobSpec
+from evocov_core.optimize import FitResult
+from evocov_core.search import ALGORITHM_LABELS, RunStatus, SearchConfig
+
+
+@dataclass(frozen=True)
+class RunState:
+    """What the run panel shows, from a live job's snapshot or, for an old run, from the store."""
+
+    status: RunStatus
+    generation: int
+    total: int
+    elapsed: float
+    n_evaluations: int
+    evals_per_second: float
+    restarts: int
+    best: FitResult | None
+    error: str
+    algorithm: str
+    label: str
+    budget: float
+    history: pd.DataFrame
+    queue_position: int = 0
+
+
+def run_state(run_id: str) -> RunState | None:
+    """The state of ``run_id``: live when this server runs it, else as stored (None when deleted)."""
+    job = manager().get(run_id)
+    if job is not None:
+        s = job.snapshot()
+        return RunState(s.status, s.generation, s.total_generations, s.elapsed, s.n_evaluations,
+                        s.evals_per_second, s.restarts, s.best, s.error, s.algorithm, s.label,
+                        float(job.spec.config.time_budget), s.history, s.queue_position)
+    run = get_run(run_id)
+    if run is None:
+        return None
+    history = store().history(run_id)
+    elapsed, n_eval, restarts = run.elapsed, run.n_evaluations, 0
+    if len(history):
+        # A failed or interrupted run is closed with zero counters: count from its generations.
+        n_eval = n_eval or int(history["n_evaluated"].sum())
+        elapsed = elapsed or float(history["elapsed"].max())
+        restarts = int(history["restarted"].sum())
+    # Not in this server while it says it runs: its process is gone.
+    status = RunStatus.INTERRUPTED if run.status.active else run.status
+    return RunState(status, run.generations_done, run.total_generations or run.generations_done, elapsed, n_eval,
+                    n_eval / elapsed if elapsed > 0 else 0.0, restarts, run.best.to_fit() if run.best else None,
+                    run.error or "", run.algorithm, run.label, run.time_budget, history)
+
+
+def status_panel(run_id: str, s: RunState) -> None:
+    """Status, progress bar and counters of a run."""
+    with st.container(key="search_status"):
+        st.markdown(f"**Run `{run_id}`** · {status_badge(s.status)} · {s.label or algorithm_label(s.algorithm)}")
+        if s.status == RunStatus.QUEUED:
+            pos, mc = s.queue_position, manager().max_concurrent
+            st.info(
+                f"Waiting: {pos} run{'s' if pos != 1 else ''} ahead of you; the server runs {mc} "
+                f"search{'es' if mc != 1 else ''} at once. Yours starts by itself when a slot frees up.",
+                icon=":material/hourglass_top:",
+            )
+        if s.budget > 0:
+            done = not s.status.active
+            frac = 1.0 if done else min(s.elapsed / s.budget, 1.0)
+            left = max(0.0, s.budget - s.elapsed)
+            text = f"Generation {s.generation} · {'finished' if done else f'{left:.0f} s left of {s.budget:.0f} s'}"
+        else:
+            frac = min(s.generation / s.total, 1.0) if s.total else 0.0
+            text = (f"Generation {s.generation} / {s.total}" if s.total else
+                    ("Starting worker processes…" if s.status == RunStatus.RUNNING else f"Generation {s.generation}"))
+        st.progress(frac, text=text)
+        m1, m2, m3, m4 = st.columns(4)
+        m1.metric("Elapsed", time.strftime("%H:%M:%S", time.gmtime(s.elapsed)))
+        m2.metric("Kernels fitted", s.n_evaluations)
+        m3.metric("Fits per second", f"{s.evals_per_second:.1f}")
+        m4.metric("Restarts", s.restarts)
+        if s.status == RunStatus.FAILED and s.error:
+            st.error(f"The run failed: {s.error.splitlines()[0]}")
+            with st.expander("Details"):
+                st.code(s.error, language=None)
+        elif s.status == RunStatus.INTERRUPTED:
+            st.warning("This run was interrupted (the server stopped while it ran). What it had found is kept.")
+
+
+def fitness_chart(history: pd.DataFrame) -> None:
+    """Best and mean BIC per generation."""
+    fig = polish(fitness_figure(history))
+    fig.update_layout(uirevision="fitness")  # keep the user's zoom across live updates
+    n_gen = len(history)
+    if n_gen <= 30:
+        fig.update_xaxes(dtick=1 if n_gen <= 15 else 2)
+    st.plotly_chart(fig, key="search_fitness", config={"displaylogo": False})
+
+
+def best_panel(best: FitResult | None, ds: Dataset, live: bool) -> None:
+    """The best kernel so far: the tree as evolved (simplifying on every new best would stall the updates)."""
+    st.markdown("**Best kernel so far**" if live else "**Best kernel**")
+    if best is None:
+        st.caption("No kernel fitted yet.")
+        return
+    scrollable_formulas()
+    st.latex(f"k(x, x') = {best.kernel.latex}")
+    st.code(best.kernel.infix, language=None, wrap_lines=True)
+    c1, c2, c3 = st.columns(3)
+    c1.metric("q", best.q, help="Hyperparameters, noise included.")
+    c2.metric("BIC", fmt(best.bic, ".2f"))
+    c3.metric("Test RMSE", fmt(best.test_rmse), help=f"On the test part, in {ds.y_label} units.")
+
+
+def start_button(config: SearchConfig | None, seed: int, workers: int, ds: Dataset, job_active: bool) -> None:
+    """The time estimate of a fixed count of fits, and Start (which submits the job and watches it)."""
+    if config is not None and config.time_budget <= 0:
+        # A fixed count of fits can take hours on long series: say so before the user starts.
+        est = estimate_wall_time(config, ds.n_train, workers, CPUS)
+        with st.container(key="search_estimate"):
+            st.caption(f":material/schedule: **Estimated time: {est.text}** ({est.fits} kernel fits; "
+                       "longer if other searches run on this server).")
+    why = None
+    if config is None:
+        why = "Fix the settings first."
+    elif job_active:
+        why = "This page is watching a running search: stop it first (or open a new browser tab)."
+    if st.button("Start search", type="primary", key="search_start", disabled=why is not None, help=why,
+                 width="stretch"):
+        assert config is not None
+        spec = JobSpec(kind="search", dataset=ds, config=config, seed=seed, workers=workers,
+                       label=f"{ALGORITHM_LABELS[config.algorithm]} · {ds.name} · seed {seed}")
+        new_id = manager().submit(spec)
+        st.session_state[SEARCH_JOB_KEY] = new_id
+        remember_run(new_id)
+        st.query_params["job"] = new_id
+        st.rerun()
+
+
+def next_steps(job_id: str) -> None:
+    """Open in Results, or set up a new search (the way on comes before the slow charts)."""
+    run = get_run(job_id)
+    c1, c2, _ = st.columns([1, 1, 2])
+    if run is not None and run.best is not None and c1.button(
+            "Open in Results", type="primary", key="search_open_results", icon=":material/emoji_events:"):
+        st.session_state[RESULTS_RUN_KEY] = job_id
+        st.switch_page(PAGE_RESULTS, query_params={"run": job_id})
+    if c2.button("New search", key="search_new", help="Stop watching this run and set up another."):
+        st.session_state.pop(SEARCH_JOB_KEY, None)
+        st.query_params.pop("job", None)
+        st.rerun()
+
+
+def run_panel(job_id: str, job_active: bool, ds: Dataset) -> None:
+    """The live status (polled), the way on, and the fitness curve with the best kernel (polled unless paused)."""
+    paused = st.toggle("Pause live updates", key="search_pause",
+                       help="Stop redrawing the charts so you can zoom and hover; progress keeps updating.")
+
+    @st.fragment(run_every=poll_every(job_active))
+    def live_status() -> None:
+        s = run_state(job_id)
+        if s is None:
+            st.warning(f"No run with id `{job_id}` in the store (deleted?).")
+            return
+        status_panel(job_id, s)
+        j = manager().get(job_id)
+        if j is not None and not j.snapshot().done:
+            st.button("Stop", key="search_stop", icon=":material/stop_circle:", on_click=manager().cancel,
+                      args=(job_id,), help="Stops after the kernel fits in progress; the best kernel so far is kept.")
+        elif job_active:
+            st.rerun()  # it just finished: redraw the page without polling
+        if paused and job_active:
+            best_panel(s.best, ds, job_active)
+
+    live_status()
+    if not job_active:
+        next_steps(job_id)
+
+    @st.fragment(run_every=poll_every(job_active and not paused))
+    def live_charts() -> None:
+        s = run_state(job_id)
+        history = s.history if s is not None else store().history(job_id)
+        if len(history):
+            fitness_chart(history)
+        else:
+            st.caption("The fitness curve appears after the first generation.")
+        if not (paused and job_active):
+            best_panel(s.best if s is not None else None, ds, job_active)
+
+    if paused:
+        st.caption(":material/pause: Live chart updates are paused.")
+    live_charts()
+
+
+def render() -> None:
+    """The whole page."""
+    st.title("Search")
+    ds = current_dataset()
+    st.caption(
+        f"Evolve a kernel for **{ds.name}** ({dataset_summary(ds)}). Candidates are scored by BIC on the "
+        "training part; the test part is only used to report extrapolation error."
+    )
+    job_id, _, job_active = watched_job("job", SEARCH_JOB_KEY)
+    settings_col, run_col = st.columns([2, 3], gap="large")
+    with settings_col:
+        st.subheader("Settings")
+        config, seed, workers = settings_form()
+        start_button(config, seed, workers, ds, job_active)
+    with run_col:
+        st.subheader("Run")
+        if job_id:
+            run_panel(job_id, job_active, ds)
+            return
+        st.info("No search yet in this session. Choose the settings and press **Start search**. "
+                "The run continues on the server if you leave this page or reload the tab.", icon=":material/genetics:")
+        mine = st.session_state.get(MY_RUNS_KEY, [])
+        if mine:
+            st.caption(f"Runs started in this session: {', '.join(mine)}")

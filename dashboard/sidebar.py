@@ -1,0 +1,91 @@
+"""The shared sidebar (page list, current dataset, this session's jobs) and :func:`page_setup`."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.datasets import current_dataset, dataset_summary, set_dataset
+from dashboard.format import STATUS_ICONS, algorithm_label, poll_every
+from dashboard.runs import get_run, manager
+from dashboard.state import (
+    EXPLORE_JOB_KEY,
+    PAGE_EXPLORER,
+    PAGE_SEARCH,
+    PAGES,
+    RESULTS_RUN_KEY,
+    SEARCH_JOB_KEY,
+    SOURCE_KEY,
+)
+from evocov_core.search import RunStatus
+
+
+def page_setup(title: str) -> None:
+    """Call first on every page: browser title, wide layout, and the shared sidebar."""
+    st.set_page_config(page_title=f"{title} · EvoCov", page_icon=":material/genetics:", layout="wide")
+    sidebar()
+
+
+def _adopt_run_dataset(run_id: str) -> None:
+    """A fresh session (a reloaded tab) opened on a run's URL takes that run's data as its dataset."""
+    if SOURCE_KEY in st.session_state:
+        return
+    try:
+        run = get_run(run_id)
+    except Exception:  # a malformed id must not break the page
+        run = None
+    if run is not None and run.dataset is not None:
+        set_dataset(run.dataset, {"kind": "run", "name": run.dataset.name, "run": run_id})
+
+
+def sync_query_params() -> None:
+    """Runs named in the URL (``?job=``, ``?explore=``, ``?run=``) become this session's."""
+    for param, key in (("job", SEARCH_JOB_KEY), ("explore", EXPLORE_JOB_KEY), ("run", RESULTS_RUN_KEY)):
+        value = st.query_params.get(param)
+        if value:
+            st.session_state[key] = value
+            _adopt_run_dataset(value)
+
+
+def _job_lines(job_id: str, page: str, param: str, what: str) -> bool:
+    """Sidebar lines for one job; returns whether it is still going."""
+    job = manager().get(job_id)
+    if job is None:
+        return False
+    snap = job.snapshot()
+    st.markdown(f"**{'Active' if not snap.done else 'Last'} {what}**")
+    if snap.status == RunStatus.QUEUED:
+        st.caption(f"{algorithm_label(snap.algorithm)} · queued, position {snap.queue_position}")
+    elif snap.status == RunStatus.RUNNING:
+        unit = "batch" if snap.kind == "explore" else "generation"
+        st.caption(f"{algorithm_label(snap.algorithm)} · {unit} {snap.generation}/{snap.total_generations or '?'}")
+    else:
+        st.caption(f"{algorithm_label(snap.algorithm)} · {snap.status}")
+    st.page_link(page, label=f"Run {job_id}", icon=STATUS_ICONS.get(snap.status), query_params={param: job_id})
+    return not snap.done
+
+
+def sidebar() -> None:
+    """The page list, the current dataset and this session's jobs (every page draws it)."""
+    sync_query_params()
+    for page, label, icon in PAGES:
+        st.sidebar.page_link(page, label=label, icon=icon)
+    st.sidebar.divider()
+    ds = current_dataset()
+    st.sidebar.markdown("**Current dataset**")
+    st.sidebar.markdown(f"`{ds.name}` — {dataset_summary(ds)}")
+    jobs = [
+        (st.session_state.get(SEARCH_JOB_KEY), PAGE_SEARCH, "job", "search"),
+        (st.session_state.get(EXPLORE_JOB_KEY), PAGE_EXPLORER, "explore", "exploration"),
+    ]
+    jobs = [j for j in jobs if j[0] and manager().get(j[0]) is not None]
+    if not jobs:
+        return
+    active = any(not manager().get(j[0]).snapshot().done for j in jobs)
+
+    @st.fragment(run_every=poll_every(active, 2.0))
+    def job_panel() -> None:
+        for j in jobs:
+            _job_lines(*j)
+
+    with st.sidebar:
+        job_panel()

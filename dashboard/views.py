@@ -1,0 +1,175 @@
+"""Drawing one kernel: its formula, scores, hyperparameters, tree, extrapolation and components.
+
+The data behind every figure comes from :mod:`evocov_core.figures`; this module lays it out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard.datasets import dataset_fingerprint
+from dashboard.format import fmt, polish
+from evocov_core.data import Dataset
+from evocov_core.figures import (
+    component_figure,
+    components_data,
+    extrapolation_data,
+    extrapolation_figure,
+    hyperparameter_table,
+    tree_figure,
+)
+from evocov_core.kernel import Kernel
+from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict
+from evocov_core.model import FittedModel, ModelAverage
+from evocov_core.optimize import FitResult
+
+
+def scrollable_formulas() -> None:
+    """Long formulas scroll sideways inside their column instead of running off the page."""
+    st.html("<style>.katex-display { overflow-x: auto; overflow-y: hidden; padding-bottom: 4px; }</style>")
+
+
+def formula(kernel: Kernel) -> None:
+    """A kernel's formula as a person reads it: simplified by SymPy (evocov_core.simplify), the tree as
+    evolved one click away (the stored expression never changes)."""
+    from evocov_core.simplify import display_latex
+
+    scrollable_formulas()
+    st.latex(f"k(x, x') = {display_latex(kernel)}")
+    with st.expander("As evolved (the stored tree)"):
+        st.latex(f"k(x, x') = {kernel.latex}")
+        st.code(kernel.infix, language=None, wrap_lines=True)
+
+
+def with_test_rmse(fit: FitResult, ds: Dataset) -> FitResult:
+    """``fit`` with its test RMSE on ``ds`` (its values read in ``ds``'s model units)."""
+    if not fit.ok or ds.n_test == 0:
+        return fit
+    return replace(fit, test_rmse=FittedModel.from_fit(fit, ds.norm, ds.n_train).test_rmse(ds))
+
+
+def kernel_doc(fit: FitResult, ds: Dataset) -> dict:
+    """The kernel-file document of ``fit`` on ``ds``."""
+    return kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
+                            test_fraction=ds.test_fraction)
+
+
+def model_key(model: FittedModel | ModelAverage, ds: Dataset) -> str:
+    """A cache key for a model's predictions on ``ds``."""
+    h = hashlib.sha1()
+    if isinstance(model, ModelAverage):
+        for m, w in zip(model.members, model.weights, strict=True):
+            h.update(f"{model_key(m, ds)}:{w!r};".encode())
+        return h.hexdigest()
+    h.update(model.kernel.prefix.encode())
+    h.update(np.asarray(model.theta, dtype=np.float64).tobytes())
+    h.update(f"{model.log_noise!r}{model.jitter!r}{model.norm!r}".encode())
+    h.update(dataset_fingerprint(ds).encode())
+    return h.hexdigest()
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _extrapolation(cache_key: str, _model: FittedModel | ModelAverage, _ds: Dataset) -> pd.DataFrame:
+    return extrapolation_data(_model, _ds)
+
+
+def extrapolation_chart(model: FittedModel | ModelAverage, ds: Dataset, key: str, title: str | None = None) -> None:
+    """The predictive mean and ±2σ band over the data (a broken kernel gives a warning, not an error)."""
+    try:
+        pred = _extrapolation(model_key(model, ds), model, ds)
+    except Exception as exc:  # a numerically broken kernel must not break the page
+        st.warning(f"Could not compute the predictions: {exc}")
+        return
+    fig = polish(extrapolation_figure(pred, ds, title=title))
+    fig.update_layout(uirevision=key)
+    st.plotly_chart(fig, key=key, config={"displaylogo": False})
+
+
+def kernel_download_button(where: Any, text: str, file_name: str, key: str, help: str) -> None:
+    """The download button of a kernel file, in ``where`` (``st`` or a column)."""
+    where.download_button("Download kernel (JSON)", text, file_name=file_name, mime="application/json", key=key,
+                          icon=":material/download:", help=help)
+
+
+def average_download_button(text: str, file_name: str, key: str) -> None:
+    """The download button of a model-average file."""
+    st.download_button(
+        "Download model average (JSON)",
+        text,
+        file_name=file_name,
+        mime="application/json",
+        key=key,
+        icon=":material/download:",
+        help="The kernels of the model average (each a kernel file) with their weights; the forecast is "
+        "the mixture of their predictive distributions.",
+    )
+
+
+def show_kernel(
+    fit: FitResult,
+    ds: Dataset,
+    key: str,
+    *,
+    title: str = "Kernel",
+    download_name: str | None = None,
+    model: FittedModel | None = None,
+    doc: dict | None = None,
+    expand_hyperparameters: bool = False,
+    average_download: tuple[str, str] | None = None,
+) -> None:
+    """Tree, formula, scores, hyperparameters, extrapolation and a JSON download of one kernel.
+
+    ``average_download`` = (JSON text, file name) of a model average, offered beside the kernel's.
+    """
+    k = fit.kernel
+    model = model or FittedModel.from_fit(fit, ds.norm, ds.n_train)
+    left, right = st.columns([1, 1])
+    with left:
+        st.markdown(f"**{title}**")
+        formula(k)
+        c1, c2, c3 = st.columns(3)
+        c1.metric("q (hyperparameters)", k.q, help="Distinct kernel hyperparameters plus the noise variance.")
+        c2.metric("BIC", fmt(fit.bic, ".2f"), help="−2·LML + q·log n on the training data; lower is better.")
+        c3.metric("Test RMSE", fmt(fit.test_rmse), help=f"On the {ds.n_test} test points, in {ds.y_label} units.")
+        with st.expander("Hyperparameters", expanded=expand_hyperparameters):
+            try:
+                table = hyperparameter_table(k, model.theta, model.log_noise, model.norm)
+                st.dataframe(table, hide_index=True, width="stretch")
+            except Exception as exc:
+                st.caption(f"Hyperparameter table unavailable: {exc}")
+    with right:
+        fig = tree_figure(k, model.theta, title="Expression tree")
+        st.plotly_chart(fig, key=f"{key}_tree", config={"displaylogo": False})
+    extrapolation_chart(model, ds, key=f"{key}_extrap", title="Extrapolation: predictive mean and ±2σ band")
+    components_section(model, ds, key=f"{key}_components")
+    if download_name:
+        d = doc if doc is not None else kernel_doc(fit, ds)
+        cols = st.columns(2) if average_download else None
+        kernel_download_button(cols[0] if cols else st, dump_kernel_file(d), download_name, f"{key}_download",
+                               "A versioned kernel file: load it on the Results page or with "
+                               "`python -m evocov_core predict`.")
+        if cols and average_download:
+            with cols[1]:
+                average_download_button(*average_download, key=f"{key}_average_download")
+
+
+def components_section(model: FittedModel, ds: Dataset, *, key: str) -> None:
+    """What the kernel says: its additive components, each with its posterior and one sentence."""
+    if ds.x.shape[1] != 1:
+        return
+    with st.expander("What the kernel says: its components", expanded=False):
+        comps, noise_sd, xs, split = components_data(model, ds)
+        st.caption("The kernel written as a sum of terms (products distributed over sums); each term is an "
+                   "independent part of the series. Shares are of the training data's variance; sentences are "
+                   "read from each term's kernel function (correlation against lag), not from its name.")
+        for i, c in enumerate(comps):
+            st.markdown(f"**{i + 1}. {c.sentence[0].upper() + c.sentence[1:]}** — {c.explained:.0%} of the variance")
+            st.plotly_chart(component_figure(c, xs, split), key=f"{key}_{i}", config={"displaylogo": False})
+            st.caption(f"Term: `{c.kernel.infix}`")
+        st.markdown(f"**Noise** with standard deviation {noise_sd:.3g} {ds.y_label}.")
