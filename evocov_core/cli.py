@@ -163,35 +163,65 @@ def _add_setting_args(p: argparse.ArgumentParser) -> None:
                            help=text)
 
 
+def _replay_setup(args: argparse.Namespace):
+    """``search --replay FILE``: the file, its settings, seed and log, and the data split as it was."""
+    from .kernel_file import load_kernel_file
+    from .search.replay import replay_inputs
+
+    kf = load_kernel_file(args.replay)
+    try:
+        config, seed, log = replay_inputs(kf.run)
+    except ValueError as exc:
+        raise CliError(f"{args.replay}: {exc}") from None
+    tf = kf.scores.get("test_fraction")
+    if args.test_fraction is None:
+        args.test_fraction = float(tf) if isinstance(tf, (int, float)) else 0.1
+    ds = _dataset(args)
+    print(f"replaying {args.replay}: its settings ({config.algorithm}, time budget {config.time_budget:g} s) and "
+          f"seed {seed}, without a clock; options other than the data's are ignored", file=sys.stderr)
+    return kf, config, seed, log, ds
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from .kernel_file import dump_kernel_file, kernel_file_dict
     from .search import run_search, search_data
+    from .search.replay import run_record
 
     t0 = time.perf_counter()
-    config = _config_from_args(args)
-    ds = _dataset(args)
+    kf = log = None
+    if args.replay:
+        kf, config, seed, log, ds = _replay_setup(args)
+    else:
+        if args.out is None:
+            raise CliError("--out FILE is required (the kernel file to write)")
+        if args.test_fraction is None:
+            args.test_fraction = 0.1
+        config, seed = _config_from_args(args), args.seed
+        ds = _dataset(args)
     data = search_data(ds, config)
     print(f"{config.algorithm} on {ds.name}: {ds.n_train} training and {ds.n_test} test points, "
-          f"preset {args.preset}, seed {args.seed}"
+          f"{'replayed' if log is not None else 'preset ' + args.preset}, seed {seed}"
           + ("" if data.approximation is None or data.approximation.exact else
              f"; {data.approximation.describe()}"), file=sys.stderr)
     run_config = config
-    if config.time_budget > 0:
+    if config.time_budget > 0 and log is None:
         # The budget is the command's: reading the data (seconds at 100,000 rows) and writing
         # the result come out of it too.
         spent = time.perf_counter() - t0 + _WRITE_RESERVE
         run_config = config.with_(time_budget=max(1.0, config.time_budget - spent))
-    result = run_search(data, run_config, seed=args.seed, workers=args.workers, scheduler=args.scheduler,
-                        progress=_progress_printer(args.quiet))
+    result = run_search(data, run_config, seed=seed, workers=args.workers, scheduler=args.scheduler,
+                        progress=_progress_printer(args.quiet), replay=log)
     best = result.best
     if best is None:
         raise CliError("no kernel could be fitted on these data")
     doc = kernel_file_dict(best, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
-                            test_fraction=ds.test_fraction,
-                           extra_scores={"algorithm": config.algorithm, "seed": args.seed,
+                           test_fraction=ds.test_fraction,
+                           extra_scores={"algorithm": config.algorithm, "seed": seed,
                                          "seconds": round(time.perf_counter() - t0, 3),
-                                         "evaluations": result.n_evaluations})
-    _write_text(args.out, dump_kernel_file(doc))
+                                         "evaluations": result.n_evaluations},
+                           run=run_record(result, run_config, seed))
+    if args.out is not None:
+        _write_text(args.out, dump_kernel_file(doc))
     if args.records:
         pd.DataFrame([r.to_dict() for r in result.records]).to_csv(args.records, index=False)
     print(f"best kernel: {best.kernel.infix}")
@@ -210,7 +240,16 @@ def cmd_search(args: argparse.Namespace) -> int:
         if bma is not None:
             print(f"model average of {len(result.ensemble)} kernels: test RMSE {bma:.6g}")
     screened = f", {result.n_screen_fits} screening fits" if result.n_screen_fits else ""
-    print(f"{result.n_evaluations} kernels fitted{screened} in {time.perf_counter() - t0:.1f} s; wrote {args.out}")
+    wrote = f"; wrote {args.out}" if args.out is not None else ""
+    print(f"{result.n_evaluations} kernels fitted{screened} in {time.perf_counter() - t0:.1f} s{wrote}")
+    if kf is not None:
+        stored = kf.scores.get("bic")
+        same = (best.kernel.canonical == kf.kernel.canonical and isinstance(stored, (int, float))
+                and math.isclose(best.bic, stored, rel_tol=1e-9, abs_tol=1e-9))
+        if not same:
+            print(f"replay differs from {args.replay}: it returned {kf.kernel.infix} with BIC {stored}")
+            return 1
+        print(f"replay reproduces {args.replay}: same kernel, BIC {best.bic:.10g}")
     return 0
 
 
@@ -298,15 +337,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("search", help="search for a kernel")
-    _add_data_args(p)
+    _add_data_args(p, test_default=None)
     p.add_argument("--algorithm", choices=ALGORITHMS, default="evocov")
     p.add_argument("--preset", choices=list(PRESETS), default="quick",
                    help="quick: 60 s budget (default); standard: 5 min; paper: the paper's settings, no limit; "
                         "quick-fixed: the former quick, a fixed number of fits")
     _add_setting_args(p)
     _add_exec_args(p)
-    p.add_argument("--out", required=True, help="kernel file (JSON) to write")
+    p.add_argument("--out", help="kernel file (JSON) to write (required unless --replay)")
     p.add_argument("--records", help="also write every fitted kernel to this CSV")
+    p.add_argument("--replay", metavar="KERNEL_FILE",
+                   help="rerun the search that wrote this kernel file, with its settings and seed, stopping where "
+                        "its clock stopped it (no time budget): the same kernel and BIC on any machine")
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("explore", help="fit random mutations of a kernel")

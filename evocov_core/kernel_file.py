@@ -197,6 +197,10 @@ class KernelFile:
     approximation : DataSubset or None
         Which training points the kernel was fitted on and predicts from
         (:mod:`evocov_core.subset`); None in files written before it was recorded (exact).
+    run : dict or None
+        What the search that found the kernel did (settings, seed, generations, fits and where
+        its clock stopped it: :func:`evocov_core.search.replay.run_record`), as stored; read by
+        ``search --replay``, which validates it. None for files without it.
     """
 
     kernel: Kernel
@@ -208,6 +212,7 @@ class KernelFile:
     git_commit: str | None = None
     git_dirty: bool | None = None
     approximation: DataSubset | None = None
+    run: dict | None = None
 
     @property
     def q(self) -> int:
@@ -385,7 +390,10 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
         except ValueError as exc:
             raise KernelFileError(str(exc)) from None
     commit, dirty = _git_fields(doc.get("git"))
-    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores, commit, dirty, approx)
+    run = doc.get("run")
+    if run is not None and not isinstance(run, dict):
+        raise KernelFileError("'run' must be an object")
+    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores, commit, dirty, approx, run)
 
 
 def _git_fields(g: object) -> tuple[str | None, bool | None]:
@@ -414,12 +422,13 @@ def _finite_or_none(v: float | None) -> float | None:
 
 def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dataset: str | None = None,
                      n_test: int | None = None, test_fraction: float | None = None,
-                     extra_scores: dict | None = None, n_train: int | None = None) -> dict:
+                     extra_scores: dict | None = None, n_train: int | None = None, run: dict | None = None) -> dict:
     """The JSON document for a fitted kernel.
 
     ``n_train``: the data set's training points. The file then records which of them the fit
     used (``approximation``: all, or on a long series the ``fit.n`` of
     :func:`~evocov_core.subset.plan_subset`), so that a prediction conditions on the same points.
+    ``run``: what the search did (:func:`evocov_core.search.replay.run_record`).
     """
     from . import __version__
 
@@ -466,6 +475,7 @@ def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dat
         "grammar_slots": DEFAULT_N_HYPER,
         "git": git_state(),
         "approximation": approximation.to_dict() if approximation is not None else None,
+        **({"run": run} if run is not None else {}),
     }
 
 

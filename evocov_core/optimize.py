@@ -406,8 +406,9 @@ def _starts(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.G
 class _Tracker:
     """Counts evaluations and keeps the best point seen."""
 
-    def __init__(self, deadline: float | None = None) -> None:
+    def __init__(self, deadline: float | None = None, eval_cap: int | None = None) -> None:
         self.deadline = deadline
+        self.eval_cap = eval_cap
         self.n_evals = 0
         self.best_loss = math.inf
         self.best_z: Array | None = None
@@ -417,8 +418,12 @@ class _Tracker:
     def past_deadline(self) -> bool:
         # Only once something was evaluated (a fit returns a point when it can), or after a few
         # failed tries (a kernel that cannot be evaluated does not hold the run past its deadline).
-        return (self.deadline is not None and (self.best_z is not None or self.n_evals >= 3)
-                and time.time() >= self.deadline)
+        # A cap on the evaluations is a deadline that falls after exactly that many: a replay
+        # (search --replay) stops each fit where the deadline stopped it in the timed run.
+        return ((self.deadline is not None or self.eval_cap is not None)
+                and (self.best_z is not None or self.n_evals >= 3)
+                and ((self.eval_cap is not None and self.n_evals >= self.eval_cap)
+                     or (self.deadline is not None and time.time() >= self.deadline)))
 
     def fail(self, exc: BaseException | None, reason: str = "") -> None:
         self.n_evals += 1
@@ -529,7 +534,8 @@ class _BudgetSpent(Exception):
 
 
 def fit_kernel(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator,
-               start: Start | None = None, *, deadline: float | None = None) -> FitResult:
+               start: Start | None = None, *, deadline: float | None = None,
+               eval_cap: int | None = None) -> FitResult:
     """Optimise ``kernel``'s hyperparameters under ``config.metric``.
 
     Parameters
@@ -545,6 +551,9 @@ def fit_kernel(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.rando
     deadline : float, optional
         Wall-clock time (``time.time()``) after which the fit stops and returns the best
         point it has evaluated (a time-budgeted search sets it).
+    eval_cap : int, optional
+        Stop, as at a deadline, once this many metric evaluations are made: with the number
+        a timed fit made, the same fit on any machine (``search --replay``).
 
     Returns
     -------
@@ -554,7 +563,7 @@ def fit_kernel(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.rando
     if start is not None and len(start.theta) != kernel.n_params:
         raise ValueError(f"start has {len(start.theta)} slot values but the kernel has {kernel.n_params} slots")
     t0 = time.perf_counter()
-    tr = _Tracker(deadline)
+    tr = _Tracker(deadline, eval_cap)
     method = config.resolved_method
     try:
         if method == "lbfgs":

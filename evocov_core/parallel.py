@@ -455,6 +455,9 @@ class Task:
         Which of the executor's data/settings pairs to fit on (``""``: the main one).
     deadline : float or None
         Wall-clock time (``time.time()``) at which the fit returns its best point so far.
+    eval_cap : int or None
+        Metric evaluations after which it does (a replayed timed fit, see
+        :mod:`evocov_core.search.replay`).
     """
 
     tokens: tuple[str, ...]
@@ -462,6 +465,7 @@ class Task:
     start: Start | None = None
     stage: str = ""
     deadline: float | None = None
+    eval_cap: int | None = None
 
 
 Stages = Mapping[str, tuple[FitData, OptimConfig]]
@@ -470,7 +474,8 @@ Stages = Mapping[str, tuple[FitData, OptimConfig]]
 def run_task(data: FitData, config: OptimConfig, task: Task) -> FitResult:
     """Fit one task's kernel on ``data`` with ``config`` (pure but for the deadline)."""
     rng = np.random.default_rng(np.random.SeedSequence(list(task.seed)))
-    return fit_kernel(Kernel(task.tokens), data, config, rng, task.start, deadline=task.deadline)
+    return fit_kernel(Kernel(task.tokens), data, config, rng, task.start, deadline=task.deadline,
+                      eval_cap=task.eval_cap)
 
 
 def _contexts(data: FitData, config: OptimConfig, stages: Stages | None) -> dict[str, tuple[FitData, OptimConfig]]:

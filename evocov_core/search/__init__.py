@@ -30,6 +30,7 @@ from .explore import ExploreResult, explore_mutations, neighbour_ratios
 from .gpss import run_gpss
 from .gwtf import run_gwtf
 from .random_search import run_random_search
+from .replay import RecordingExecutor, ReplayExecutor, RunLog
 from .select import choose_model
 from .stages import search_executor, search_stages
 
@@ -42,6 +43,7 @@ __all__ = [
     "ExploreResult",
     "GenerationStats",
     "Progress",
+    "RunLog",
     "RunStatus",
     "SearchConfig",
     "SearchResult",
@@ -69,7 +71,8 @@ def search_data(ds: Dataset, config: SearchConfig) -> FitData:
 
 def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: Executor | None = None,
                workers: int | None = None, scheduler: str | None = None,
-               progress: ProgressCallback | None = None, should_stop: StopCheck | None = None) -> SearchResult:
+               progress: ProgressCallback | None = None, should_stop: StopCheck | None = None,
+               replay: RunLog | None = None) -> SearchResult:
     """Run ``config.algorithm`` on ``data`` and choose the kernel to return.
 
     Without ``executor``, one is made for the run with the stages ``config`` needs
@@ -79,16 +82,29 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
     :func:`~evocov_core.search.select.choose_model` among the lowest-BIC kernels (the
     lowest stays in ``best_bic``); with ``config.time_budget`` the whole call, the model
     choice included, ends within the budget plus the time of one metric evaluation.
+
+    A timed run's ``run_log`` (:class:`~evocov_core.search.replay.RunLog`) records where its
+    clock stopped it; ``replay`` (such a log, with the run's settings and seed) reruns it
+    without a clock and returns the same kernel and BIC on any machine.
     """
     t0 = time.perf_counter()
     if executor is not None:
-        return _run(data, config, executor, seed, progress, should_stop, t0)
+        return _run(data, config, executor, seed, progress, should_stop, t0, replay)
     with search_executor(data, config, workers=workers, scheduler=scheduler) as ex:
-        return _run(data, config, ex, seed, progress, should_stop, t0)
+        return _run(data, config, ex, seed, progress, should_stop, t0, replay)
 
 
 def _run(data: FitData, config: SearchConfig, executor: Executor, seed: int, progress: ProgressCallback | None,
-         should_stop: StopCheck | None, t0: float) -> SearchResult:
+         should_stop: StopCheck | None, t0: float, replay: RunLog | None = None) -> SearchResult:
+    recorder = RecordingExecutor(ReplayExecutor(executor, replay) if replay is not None else executor)
+    result = _search_and_choose(data, config, recorder, seed, progress, should_stop, t0, replay is not None)
+    stop = result.run_log.stop if replay is None else replay.stop
+    return dataclasses.replace(result, run_log=RunLog(dict(recorder.fits), stop))
+
+
+def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, seed: int,
+                       progress: ProgressCallback | None, should_stop: StopCheck | None, t0: float,
+                       replaying: bool) -> SearchResult:
     if config.select_top > 1 and data.split is not None and "head" not in getattr(executor, "stages", ()):
         raise ValueError("select_top > 1 needs an executor with the 'head' stage: make it with "
                          "search_executor(data, config) or pass search_stages(data, config)")
@@ -97,7 +113,7 @@ def _run(data: FitData, config: SearchConfig, executor: Executor, seed: int, pro
     if config.select_top <= 1 or result.status == RunStatus.CANCELLED or len(result.candidates) <= 1:
         return result
     deadline = None
-    if config.time_budget > 0:
+    if config.time_budget > 0 and not replaying:
         # The refits stop early enough for the checks that follow them (long series: seconds).
         checks = len(result.candidates) * CHOICE_EXTRA_EVALS * result.eval_seconds
         checks = checks if math.isfinite(checks) else 0.0

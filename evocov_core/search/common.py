@@ -37,6 +37,7 @@ from ..metrics import FitData
 from ..optimize import NUMERIC_ERRORS, FitResult, FitStatus, Start, finite_or
 from ..parallel import Executor, Task
 from ..scoring import PENALTY
+from .replay import RunLog
 
 __all__ = [
     "EVAL_COLUMNS",
@@ -301,6 +302,9 @@ class SearchResult:
         The candidates of the model choice, best BIC first (empty without one).
     ensemble : tuple of (FitResult, float)
         Kernels and weights of the model average (empty without one).
+    run_log : RunLog
+        Where the clock stopped the run and the evaluations of every fit it used
+        (:mod:`evocov_core.search.replay`): what ``search --replay`` follows.
     eval_seconds : float
         Median seconds per metric evaluation of the run's full-data fits (NaN without a
         time budget or a fit): what the model choice's checks are timed by.
@@ -323,6 +327,7 @@ class SearchResult:
     selection: tuple[dict, ...] = ()
     ensemble: tuple[tuple[FitResult, float], ...] = ()
     eval_seconds: float = math.nan
+    run_log: RunLog = field(default_factory=RunLog)
 
 
 def _better(a: FitResult | None, b: FitResult | None) -> FitResult | None:
@@ -401,11 +406,15 @@ class Tracker:
         On data of more than :data:`CALIBRATE_ABOVE` points, a budgeted search with a model
         choice times one likelihood evaluation on them first, so that the choice's share of
         the budget is right from the first generation (:meth:`choice_reserve`).
+    executor : Executor, optional
+        Its ``workers`` size the choice's reserve; a
+        :class:`~evocov_core.search.replay.ReplayExecutor` makes this a replay: the search
+        stops where the log says the timed run stopped, not by the clock.
     """
 
     def __init__(self, algorithm: str, total_generations: int, progress: ProgressCallback | None,
                  should_stop: StopCheck | None, seed: int, *, config: object | None = None, n_train: int = 0,
-                 data: FitData | None = None) -> None:
+                 data: FitData | None = None, executor: object | None = None) -> None:
         self.algorithm = algorithm
         self.total = total_generations
         self.progress = progress
@@ -427,14 +436,20 @@ class Tracker:
         self._stop_at = self.t0 + self.time_budget * self._share if self.time_budget > 0 else math.inf
         self._head_evals = int(getattr(config, "max_evals", 0) or 0)
         self._eval_costs: list[float] = []  # seconds per evaluation of full-data fits
-        self._workers = 1
+        self._workers = int(getattr(executor, "workers", 1) or 1)
+        # Where the clock stopped the run (search.replay): logical checks and batches so far.
+        self._replay = getattr(executor, "replay", None)
+        self._checks = 0
+        self._batches = 0
+        self.stop_mark: tuple[str, int] | None = None
         self._cache: dict[str, FitResult] | None = {} if getattr(config, "cache_fits", False) else None
         m = int(getattr(config, "screen_points", 0) or 0)
         self._screen = 0 < m < n_train
         self._promote = float(getattr(config, "promote_fraction", 1.0))
         self._top_k = int(getattr(config, "select_top", 1) or 1)
         self._best_by_canonical: dict[str, FitResult] = {}
-        if data is not None and data.n > CALIBRATE_ABOVE and self.time_budget > 0 and self._top_k > 1:
+        if (data is not None and data.n > CALIBRATE_ABOVE and self.time_budget > 0 and self._top_k > 1
+                and self._replay is None):
             self._eval_costs.append(_calibrate(data))
             self._stop_at = self.t0 + self.time_budget - self.choice_reserve()
 
@@ -469,20 +484,44 @@ class Tracker:
             return None
         return time.time() + (self._stop_at - time.perf_counter())
 
-    def stop_requested(self) -> bool:
-        if self.cancelled:
-            return True
-        if self._should_stop is not None and self._should_stop():
+    def _cancel_requested(self) -> bool:
+        if not self.cancelled and self._should_stop is not None and self._should_stop():
             self.cancelled = True
+        return self.cancelled
+
+    def stop_requested(self) -> bool:
+        """The search's own check of the clock (and of a cancel): True once it should stop."""
+        if self._cancel_requested():
             return True
-        if not self.budget_spent and time.perf_counter() >= self._stop_at:
+        self._checks += 1
+        if self._replay is not None:
+            if self._replay.stop == ("check", self._checks):
+                self.budget_spent = True
+        elif not self.budget_spent and time.perf_counter() >= self._stop_at:
             self.budget_spent = True
+            self.stop_mark = ("check", self._checks)
         return self.budget_spent
 
     def _map(self, executor: Executor, tasks: list[Task]) -> list[FitResult | None]:
+        """One batch of fits; the executor polls the clock between them (replay: the log says)."""
+        self._batches += 1
         if not tasks:
             return []
-        return executor.map(tasks, self.stop_requested)
+        if self._replay is not None:
+            out = executor.map(tasks, self._cancel_requested)
+            if self._replay.stop == ("batch", self._batches):
+                self.budget_spent = True
+            return out
+
+        def poll() -> bool:
+            if self._cancel_requested():
+                return True
+            if not self.budget_spent and time.perf_counter() >= self._stop_at:
+                self.budget_spent = True
+                self.stop_mark = ("batch", self._batches)
+            return self.budget_spent
+
+        return executor.map(tasks, poll)
 
     def evaluate(self, executor: Executor, kernels: Sequence[Kernel], starts: Sequence[Start | None],
                  origins: Sequence[str]) -> list[FitResult | None]:
@@ -572,16 +611,17 @@ class Tracker:
         if not self.stopped:
             tasks = [Task(kernels[i].tokens, (self.seed, g, i, 2), screened[i].start(),  # type: ignore[union-attr]
                           stage="promote", deadline=deadline) for i in up]
-            for i, f in zip(up, executor.map(tasks, self.stop_requested) if tasks else [], strict=True):
+            for i, f in zip(up, self._map(executor, tasks), strict=True):
                 if f is not None:
                     out[i] = f
         promoted_ok = any(out[i].ok for i in up if out.get(i) is not None)  # type: ignore[union-attr]
         if self.stopped and self.best is None and not promoted_ok and not self.cancelled:
             # Out of time (before the promotions or during them) with no full fit in the whole
             # run: still give it one, one evaluation at the screened values of each candidate in
-            # turn until one can be evaluated.
+            # turn until one can be evaluated. (Its own seed key: a replay must not take it for
+            # the promotion the clock stopped.)
             for i in ranked:
-                f = executor.map([Task(kernels[i].tokens, (self.seed, g, i, 2), screened[i].start(),  # type: ignore[union-attr]
+                f = executor.map([Task(kernels[i].tokens, (self.seed, g, i, 3), screened[i].start(),  # type: ignore[union-attr]
                                        stage="promote", deadline=time.time())])[0]
                 out[i] = f
                 if i not in up:
@@ -619,7 +659,8 @@ class Tracker:
                             elapsed=time.perf_counter() - self.t0, settings=settings or {}, best_bic=self.best,
                             budget_spent=self.budget_spent, n_screen_fits=self.n_screen_fits,
                             n_cache_hits=self.n_cache_hits, candidates=self.top(self._top_k),
-                            eval_seconds=float(np.median(self._eval_costs)) if self._eval_costs else math.nan)
+                            eval_seconds=float(np.median(self._eval_costs)) if self._eval_costs else math.nan,
+                            run_log=RunLog({}, self.stop_mark))
 
     def top(self, k: int) -> tuple[FitResult, ...]:
         """The ``k`` lowest-BIC distinct (canonical) kernels fitted so far, lowest first."""

@@ -78,7 +78,8 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
     grammar = config.grammar
     vcfg = config.variation
     rng = sub_rng(seed, 0)
-    tr = Tracker("evocov", config.generations, progress, should_stop, seed, config=config, n_train=data.n, data=data)
+    tr = Tracker("evocov", config.generations, progress, should_stop, seed, config=config, n_train=data.n, data=data,
+                 executor=executor)
     N, mu = config.population, config.mu
 
     def random_population(epoch: int = 0) -> list[_Ind]:

@@ -157,7 +157,8 @@ def run_gpss(data: FitData, config: SearchConfig, executor: Executor, *, seed: i
              progress: ProgressCallback | None = None, should_stop: StopCheck | None = None) -> SearchResult:
     """Greedy GPSS search for ``config.generations`` levels over ``config.base_kernels``."""
     bases = tuple(config.base_kernels)
-    tr = Tracker("gpss", config.generations, progress, should_stop, seed, config=config, n_train=data.n, data=data)
+    tr = Tracker("gpss", config.generations, progress, should_stop, seed, config=config, n_train=data.n, data=data,
+                 executor=executor)
     best_struct: Struct | None = None
     best_fit: FitResult | None = None
     candidates: list[Struct] = [("leaf", b, None) for b in bases]

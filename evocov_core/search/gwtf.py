@@ -34,7 +34,8 @@ def run_gwtf(data: FitData, config: SearchConfig, executor: Executor, *, seed: i
     rng = sub_rng(seed, 0)
     G, N = config.generations, config.population
     total = 1 + N * max(G - 1, 1)
-    tr = Tracker("gwtf", total, progress, should_stop, seed, config=config, n_train=data.n, data=data)
+    tr = Tracker("gwtf", total, progress, should_stop, seed, config=config, n_train=data.n, data=data,
+                 executor=executor)
     kernels = [random_kernel(grammar, rng, config.d_min, config.d_max, vcfg)[0] for _ in range(G)]
     fits = tr.evaluate(executor, kernels, [None] * G, ["random"] * G)
     tr.end_generation()

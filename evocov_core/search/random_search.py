@@ -23,7 +23,8 @@ def run_random_search(data: FitData, config: SearchConfig, executor: Executor, *
     vcfg = config.variation
     rng = sub_rng(seed, 0)
     n_batches = -(-config.population // batch)
-    tr = Tracker("random", n_batches, progress, should_stop, seed, config=config, n_train=data.n, data=data)
+    tr = Tracker("random", n_batches, progress, should_stop, seed, config=config, n_train=data.n, data=data,
+                 executor=executor)
     done = 0
     while done < config.population and not tr.stop_requested():
         size = min(batch, config.population - done)
