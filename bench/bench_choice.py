@@ -1,0 +1,193 @@
+"""Which rule should choose the kernel a search returns? Post hoc, on the records of budgeted searches.
+
+Conclusion first: see ``bench/results/bench_choice__<folder>.md`` (its summary lines) and
+``docs/studies.md``.
+
+A budgeted search returns, of its 5 lowest-BIC distinct kernels, the one whose refit on the first
+90 % of the training range best predicts the last 10 % (``evocov_core/search/select.py``). A
+single tail decides, and it can decide wrongly (issue 27). This script replays other rules on the
+full fits each trial recorded (``bench accuracy --records``); the search itself is unchanged, so
+a rule's result is exactly what the search would have returned with it (less the time the rule
+itself costs, which the search would have lost):
+
+``preset``
+    what the search returned (``trials.csv``);
+``bic``
+    the lowest BIC;
+``bma``
+    the search's model average (``trials.csv``);
+``origins-K``
+    of the K lowest-BIC kernels, the one whose forecasts from four earlier origins (60, 70, 80
+    and 90 % of the training range, each over the next 10 %; full-data values, no refit) have the
+    lowest mean CRPS (``evocov_core/search/validate.py``);
+``origins-K-avg``
+    the mixture of the K kernels weighted by the likelihood of those forecasts;
+``origins-K-top3``
+    the equal-weight mixture of the 3 best by that CRPS.
+
+The test part is never used to choose. The test RMSE of a single kernel is the recorded one;
+of a mixture, that of its mean. Ratios are to the reference RMSE of the series: the best
+published (TSDL, ``evocov_paper_rmse.csv``) or AutoETS fitted on the same training part
+(the development corpus; ``evocov_core.classical``).
+
+Usage (from the repository root)::
+
+    python -m bench.bench_choice --folder bench/results/corpus/quick-before --data-dir bench/corpus/series
+
+Writes ``bench/results/bench_choice__<folder name>.md`` and ``…csv`` (one row per trial and rule).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bench._common import RESULTS_DIR, geomean, limit_threads, md_table, parse_tuple, write_report
+from evocov_core.benchmarks.accuracy import read_trials, variant_config
+from evocov_core.benchmarks.common import load_series
+from evocov_core.gp import posterior
+from evocov_core.kernel_file import parse_expression
+from evocov_core.metrics import FitData, rmse
+from evocov_core.optimize import FitResult, FitStatus
+from evocov_core.search.validate import origin_scores
+
+KS = (5, 10, 20)
+
+
+def distinct_fits(records: pd.DataFrame) -> pd.DataFrame:
+    """The lowest-BIC full fit of each canonical kernel, lowest BIC first."""
+    ok = records[(records.status == FitStatus.OK) & np.isfinite(records.bic)]
+    return ok.sort_values("bic", kind="stable").drop_duplicates("canonical").reset_index(drop=True)
+
+
+def as_fit(row: pd.Series, n: int) -> FitResult:
+    """A recorded full fit as a :class:`FitResult` (its expression parsed, never evaluated)."""
+    return FitResult(kernel=parse_expression(row.expression), theta=parse_tuple(row.theta),
+                     log_noise=float(row.log_noise), jitter=float(row.jitter), status=FitStatus.OK, reason="",
+                     metric="lml", metric_value=float(row.metric_value), lml=float(row.lml), bic=float(row.bic),
+                     q=int(row.q), n=n, n_evals=0, seconds=0.0, test_rmse=float(row.test_rmse))
+
+
+def mixture_rmse(data: FitData, fits: list[FitResult], weights: np.ndarray) -> float:
+    """Test RMSE (original units) of the weighted mixture's mean."""
+    w = np.asarray(weights, dtype=np.float64)
+    w = w / w.sum()
+    means = []
+    for f in fits:
+        with np.errstate(all="ignore"):
+            means.append(posterior(f.kernel, data.inputs, data.y, np.asarray(f.theta), f.log_noise, data.X_test,
+                                   jitter=f.jitter, mean_only=True).mean)
+    mean = w @ np.asarray(means)
+    return rmse(data.y_test, mean * data.y_std + data.y_mean)
+
+
+def replay(records: pd.DataFrame, data: FitData) -> dict[str, float]:
+    """Each rule's test RMSE on one trial (module docstring)."""
+    fits = distinct_fits(records)
+    cands = [as_fit(fits.loc[i], data.n) for i in range(min(max(KS), len(fits)))]
+    scores = [origin_scores(data, f) for f in cands]
+    crps = np.array([s.mean_crps for s in scores])
+    logd = np.array([s.total_log_density for s in scores])
+    out = {"bic": cands[0].test_rmse if cands else math.nan}
+    for k in KS:
+        c, ld = crps[:k], logd[:k]
+        if not len(c):
+            continue
+        pick = int(np.argmin(np.where(np.isfinite(c), c, np.inf))) if np.isfinite(c).any() else 0
+        out[f"origins-{k}"] = cands[pick].test_rmse
+        finite = np.isfinite(ld)
+        if finite.any():
+            w = np.where(finite, np.exp(ld - ld[finite].max()), 0.0)
+            keep = np.flatnonzero(w > 1e-4 * w.max())
+            out[f"origins-{k}-avg"] = mixture_rmse(data, [cands[i] for i in keep], w[keep])
+        top = [int(i) for i in np.argsort(np.where(np.isfinite(c), c, np.inf))[:3]]
+        out[f"origins-{k}-top3"] = mixture_rmse(data, [cands[i] for i in top], np.ones(len(top)))
+        out[f"oracle-{k}"] = float(np.nanmin([f.test_rmse for f in cands[:k]]))
+    return out
+
+
+def reference(data_dir: Path, names: list[str]) -> pd.Series:
+    """Reference RMSE per series: the best published (TSDL) or AutoETS on the same split (cached)."""
+    paper = data_dir / "evocov_paper_rmse.csv"
+    if paper.is_file():
+        return pd.read_csv(paper).set_index("dataset")["best_published"].astype(float)
+    cache = RESULTS_DIR / f"classical__{data_dir.parent.name}.csv"
+    have = pd.read_csv(cache).set_index("series") if cache.is_file() else pd.DataFrame()
+    rows = []
+    for s in names:
+        if s in have.index:
+            continue
+        from evocov_core.classical import classical_forecasts
+        from evocov_core.metrics import rmse as _rmse
+
+        ds = load_series(data_dir, s)
+        fc = classical_forecasts(ds)
+        row = {"series": s}
+        for f in fc.forecasts:
+            row[f.name] = _rmse(ds.y_test, f.mean) if f.ok else math.nan
+        rows.append(row)
+    if rows:
+        have = pd.concat([have, pd.DataFrame(rows).set_index("series")])
+        have.to_csv(cache)
+    return have["AutoETS"].astype(float)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--folder", type=Path, required=True, help="a bench accuracy folder made with --records")
+    ap.add_argument("--data-dir", type=Path, default=None, help="default: the one its run.json records")
+    args = ap.parse_args()
+    threads = limit_threads()
+    t0 = time.perf_counter()
+    runs = json.loads((args.folder / "run.json").read_text(encoding="utf-8"))["runs"]
+    data_dir = Path(args.data_dir or runs[-1]["data_dir"]).resolve()
+    config = variant_config("full", runs[-1]["budget"])
+    trials = read_trials(args.folder).set_index(["series", "variant", "seed"])
+    rows = []
+    for path in sorted((args.folder / "records").glob("*__full__seed*.csv.gz")):
+        series, _, seed = path.name[:-len(".csv.gz")].split("__")
+        seed = int(seed.removeprefix("seed"))
+        t = trials.loc[(series, "full", seed)]
+        if t.status != "ok":
+            continue
+        data = FitData.from_dataset(load_series(data_dir, series), split_fraction=config.metric_split,
+                                    max_points=config.fit_points)
+        res = {"preset": float(t.test_rmse), "bma": float(t.bma_test_rmse), **replay(pd.read_csv(path), data)}
+        rows.extend({"series": series, "seed": seed, "rule": r, "rmse": v} for r, v in res.items())
+    df = pd.DataFrame(rows)
+    refs = reference(data_dir, sorted(df.series.unique()))
+    df["ratio"] = df.rmse / refs.reindex(df.series).to_numpy()
+    out_csv = RESULTS_DIR / f"bench_choice__{args.folder.name}.csv"
+    df.to_csv(out_csv, index=False)
+    base = df[df.rule == "preset"].set_index(["series", "seed"]).rmse
+    table, lines = [], []
+    for rule in dict.fromkeys(df.rule):
+        if rule.startswith("oracle"):
+            continue
+        d = df[df.rule == rule].set_index(["series", "seed"])
+        r = d.ratio.replace([np.inf, -np.inf], np.nan).dropna()
+        lr = np.log((d.rmse / base.reindex(d.index)).replace([np.inf, -np.inf], np.nan).dropna())
+        med = r.groupby(level="series").median()
+        table.append([rule, f"{geomean(r):.3f}", f"{np.percentile(r, 90):.2f}", f"{r.max():.2f}",
+                      f"{geomean(med):.3f}", f"{math.exp(lr.mean()):.3f}", f"{lr.std(ddof=1) / math.sqrt(len(lr)):.3f}",
+                      f"{int((lr < -1e-9).sum())}/{int((lr > 1e-9).sum())}"])
+        lines.append(f"rule={rule} single_run_geomean={geomean(r):.4f} single_run_p90={np.percentile(r, 90):.3f} "
+                     f"worst_single={r.max():.3f} median_geomean={geomean(med):.4f} paired={math.exp(lr.mean()):.4f}")
+    header = ["rule", "single-run geomean", "p90", "worst", "geomean of per-series medians", "paired vs preset",
+              "SE (log)", "lower/higher"]
+    sections = [f"Folder `{args.folder}`, data `{data_dir}`, {base.size} trials, "
+                f"{time.perf_counter() - t0:.0f} s.", md_table(header, table), "```", *lines, "```"]
+    path = write_report(f"bench_choice__{args.folder.name}", "Model-choice rules, replayed on recorded fits",
+                        sections, threads)
+    print("\n".join(lines))
+    print(f"wrote {path} and {out_csv}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""Rolling-origin validation of a fitted kernel: how well it forecasts from earlier points in time.
+
+A search ranks kernels by BIC, a score of fit to the training range; the user asks for a
+forecast beyond it. The model choice therefore asks the user's question of the data the search
+has, several times over: for each *origin* ``o`` (a share of the training x-range), the kernel
+conditioned on the points up to the origin forecasts the next ``horizon`` of the range, and the
+forecast is scored by the continuous ranked probability score of its predictive normal
+(mean, latent variance + noise) against the points there. Scores are in model units (outputs
+standardised), so origins and kernels are comparable.
+
+The hyperparameters are the kernel's full-data values: a refit at each origin would cost one
+fit per origin and candidate, which a 60 s budget cannot pay on 1,000 points. The forecast from
+an early origin still shows what a kernel does beyond the data it is conditioned on: a trend
+that bends away, a variance that collapses or explodes, a cycle that fades.
+
+One origin at ``1 − horizon`` with a refit is the tail score of :mod:`evocov_core.search.select`;
+the study of these rules is ``bench/bench_choice.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import ndtr
+
+from ..evaluate import Inputs
+from ..gp import NumericalFailure, posterior
+from ..metrics import FitData
+from ..optimize import FitResult
+
+__all__ = ["DEFAULT_ORIGINS", "OriginScores", "origin_scores"]
+
+#: Origins as shares of the training x-range (each forecasts the next ``horizon`` of it).
+DEFAULT_ORIGINS = (0.6, 0.7, 0.8, 0.9)
+_NUMERIC = (NumericalFailure, FloatingPointError, ArithmeticError, np.linalg.LinAlgError, ValueError)
+_SQRT_PI = math.sqrt(math.pi)
+
+
+@dataclass(frozen=True)
+class OriginScores:
+    """A kernel's forecasts from several origins, scored.
+
+    Attributes
+    ----------
+    origins : tuple of float
+        The origins that had points on both sides.
+    crps : tuple of float
+        Mean CRPS of each origin's forecast (model units; +inf where it could not be computed).
+    log_density : tuple of float
+        Sum of the marginal log predictive densities of each origin's targets (−inf where not).
+    n_targets : tuple of int
+    """
+
+    origins: tuple[float, ...]
+    crps: tuple[float, ...]
+    log_density: tuple[float, ...]
+    n_targets: tuple[int, ...]
+
+    @property
+    def mean_crps(self) -> float:
+        """The mean over origins (+inf when none could be scored)."""
+        return float(np.mean(self.crps)) if self.crps else math.inf
+
+    @property
+    def total_log_density(self) -> float:
+        return float(np.sum(self.log_density)) if self.log_density else -math.inf
+
+
+def _crps_normal(y: NDArray[np.float64], mu: NDArray[np.float64], sd: NDArray[np.float64]) -> NDArray[np.float64]:
+    z = (y - mu) / sd
+    pdf = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    return sd * (z * (2.0 * ndtr(z) - 1.0) + 2.0 * pdf - 1.0 / _SQRT_PI)
+
+
+def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = DEFAULT_ORIGINS,
+                  horizon: float | None = None) -> OriginScores:
+    """Score ``fit``'s forecasts from each origin (module docstring).
+
+    Parameters
+    ----------
+    data : FitData
+        The training data the fit was made on (model units; ``X`` of shape (n, d), time first).
+    fit : FitResult
+        A fitted kernel (values, noise and jitter).
+    origins : sequence of float
+        Shares of the training x-range in (0, 1).
+    horizon : float, optional
+        Share of the range each forecast covers (default ``data.split_fraction``).
+
+    Returns
+    -------
+    OriginScores
+        Never raises for numerical reasons: an origin that fails scores +inf / −inf.
+    """
+    h = data.split_fraction if horizon is None else horizon
+    x = data.X[:, 0]
+    lo, span = float(x.min()), float(np.ptp(x))
+    theta = np.asarray(fit.theta, dtype=np.float64)
+    noise = fit.noise_variance + fit.jitter
+    kept, crps, logd, counts = [], [], [], []
+    for o in origins:
+        cut, end = lo + o * span, lo + min(1.0, o + h) * span
+        head = x <= cut
+        target = (x > cut) & (x <= end)
+        if head.sum() < 2 or not target.any():
+            continue
+        kept.append(float(o))
+        counts.append(int(target.sum()))
+        try:
+            with np.errstate(all="ignore"):
+                post = posterior(fit.kernel, Inputs(data.X[head]), data.y[head], theta, fit.log_noise,
+                                 data.X[target], jitter=fit.jitter)
+                sd = np.sqrt(post.var + noise)
+                yt = data.y[target]
+                c = float(np.mean(_crps_normal(yt, post.mean, sd)))
+                ld = float(np.sum(-0.5 * ((yt - post.mean) / sd) ** 2 - np.log(sd) - 0.5 * math.log(2 * math.pi)))
+        except _NUMERIC:
+            c, ld = math.inf, -math.inf
+        crps.append(c if math.isfinite(c) else math.inf)
+        logd.append(ld if math.isfinite(ld) else -math.inf)
+    return OriginScores(tuple(kept), tuple(crps), tuple(logd), tuple(counts))

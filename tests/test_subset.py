@@ -1,0 +1,122 @@
+"""Long series: the subset of data a GP conditions on above ``max_points`` (evocov_core.subset)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from evocov_core.data import Dataset
+from evocov_core.gp import lml_and_grad
+from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict, parse_kernel_file
+from evocov_core.library import compose
+from evocov_core.metrics import FitData
+from evocov_core.model import FittedModel
+from evocov_core.optimize import OptimConfig, fit_kernel
+from evocov_core.subset import RECENT_SHARE, TAIL_SHARE, DataSubset, plan_subset
+
+
+def _series(n: int, seed: int = 0) -> Dataset:
+    rng = np.random.default_rng(seed)
+    t = np.arange(n, dtype=np.float64)
+    y = 0.01 * t + np.sin(2 * math.pi * t / 48) + 0.3 * rng.standard_normal(n)
+    return Dataset.from_arrays(t, y, name=f"synthetic{n}", test_fraction=0.1)
+
+
+def test_plan_is_exact_up_to_the_limit_and_a_subset_above():
+    assert plan_subset(500, 1000).exact and plan_subset(500, 1000).n_used == 500
+    assert plan_subset(5000, 0).exact  # 0: no limit
+    p = plan_subset(5000, 1000)
+    assert not p.exact and p.n_used == 1000 and p.recent == round(RECENT_SHARE * 1000)
+
+
+@pytest.mark.parametrize(("n", "m"), [(3000, 1000), (1001, 1000), (20_000, 400)])
+def test_mask_keeps_the_recent_part_whole_and_spreads_the_rest(n, m):
+    p = plan_subset(n, m)
+    rng = np.random.default_rng(0)
+    x = rng.permutation(np.arange(n, dtype=np.float64))  # any order: the mask follows x
+    keep = p.mask(x)
+    assert keep.sum() == m
+    kept = np.sort(x[keep])
+    assert np.array_equal(kept[-p.recent:], np.arange(n - p.recent, n))  # contiguous, the most recent
+    history = kept[:-p.recent]
+    assert history.size == p.history and history[0] == 0  # the first point is part of the coarse view
+    gaps = np.diff(history)
+    assert gaps.max() - gaps.min() <= 1  # evenly spread
+
+
+def test_head_holds_out_the_end_of_the_recent_part():
+    p = plan_subset(4000, 1000)
+    x = np.arange(4000, dtype=np.float64)[p.mask(np.arange(4000, dtype=np.float64))]
+    head = p.head_mask(x, 0.1)
+    assert (~head).sum() == math.ceil(TAIL_SHARE * p.recent)
+    assert x[~head].min() > x[head].max()  # the tail is the end
+
+
+def test_fit_data_of_a_long_series_is_the_exact_problem_on_its_subset():
+    """Above max_points, the LML and its gradient are those of an exact GP on the subset's points
+    (the method is exact on what it keeps); at max_points ≥ n nothing changes."""
+    ds = _series(3000)
+    kernel = compose(["+", "SE", ["*", "PER", "SE"]])
+    z = np.random.default_rng(2).normal(0.0, 0.5, kernel.n_params + 1)
+    sub = FitData.from_dataset(ds, max_points=1000)
+    assert sub.n == 1000 and sub.approximation == plan_subset(ds.n_train, 1000)
+    keep = plan_subset(ds.n_train, 1000).mask(ds.X_train[:, 0])
+    manual = Dataset.from_arrays(ds.X_train[keep], ds.y_train[keep], test_fraction=0.0)
+    # Same normalisation as the long series (fitted on all its training points).
+    Xm, ym = ds.norm.x_to_model(manual.x), ds.norm.y_to_model(manual.y)
+    v1, g1, _ = lml_and_grad(kernel, sub.inputs, sub.y, z[:-1], z[-1])
+    ref = FitData.from_arrays(Xm, ym, split_fraction=0.0)
+    v2, g2, _ = lml_and_grad(kernel, ref.inputs, ref.y, z[:-1], z[-1])
+    assert v1 == pytest.approx(v2, rel=1e-10) and np.allclose(g1, g2, rtol=1e-8, atol=1e-10)
+    full = FitData.from_dataset(ds, max_points=0)
+    same = FitData.from_dataset(ds, max_points=ds.n_train)
+    assert full.n == same.n == ds.n_train and same.approximation.exact
+    va, ga, _ = lml_and_grad(kernel, full.inputs, full.y, z[:-1], z[-1])
+    vb, gb, _ = lml_and_grad(kernel, same.inputs, same.y, z[:-1], z[-1])
+    assert va == vb and np.array_equal(ga, gb)
+
+
+def test_the_periodogram_of_a_subset_is_the_whole_series():
+    """A subset keeps the frequency peaks of all the training points (a weekly cycle may not fit in it)."""
+    ds = _series(6000)
+    sub = FitData.from_dataset(ds, max_points=500)
+    period_steps = 2 * math.pi / np.array(sub.frequency_peaks[0]) / sub.step
+    assert abs(period_steps[0] - 48) < 0.5
+
+
+def test_kernel_file_records_the_subset_and_predictions_condition_on_it():
+    ds = _series(2500)
+    data = FitData.from_dataset(ds, max_points=600)
+    fit = fit_kernel(compose(["*", "PER", "SE"]), data, OptimConfig(n_restarts=1, max_evals=15),
+                     np.random.default_rng(0))
+    assert fit.ok and fit.n == 600
+    doc = kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
+                           test_fraction=ds.test_fraction)
+    assert doc["approximation"]["method"] == "subset" and "600 of 2,250" in doc["approximation"]["description"]
+    kf = parse_kernel_file(dump_kernel_file(doc))
+    assert kf.approximation == plan_subset(ds.n_train, 600)
+    model = FittedModel.from_file(kf)
+    pred = model.predict_dataset(ds)
+    keep = kf.approximation.mask(ds.X_train[:, 0])
+    exact_on_subset = FittedModel(kf.kernel, kf.theta, kf.log_noise, kf.jitter, ds.norm,
+                                  DataSubset(int(keep.sum()), 0, int(keep.sum()), 0))
+    ref = exact_on_subset.predict(ds.X_train[keep], ds.y_train[keep], ds.X_test)
+    assert np.allclose(pred.mean, ref.mean) and np.allclose(pred.std, ref.std)
+    # The test RMSE the fit recorded is the prediction's.
+    assert model.test_rmse(ds) == pytest.approx(fit.test_rmse, rel=1e-8)
+
+
+def test_approximation_record_is_validated():
+    with pytest.raises(ValueError, match="malformed"):
+        DataSubset.from_dict({"n_total": 10, "max_points": 5, "recent": 8, "history": 5})
+    with pytest.raises(ValueError, match="malformed"):
+        DataSubset.from_dict({"n_total": "x"})
+    from evocov_core.kernel_file import KernelFileError
+
+    doc = kernel_file_dict(fit_kernel(compose("SE"), FitData.from_dataset(_series(60)), OptimConfig(n_restarts=1),
+                                      np.random.default_rng(0)), None)
+    doc["approximation"] = [1, 2]
+    with pytest.raises(KernelFileError, match="approximation"):
+        parse_kernel_file(dump_kernel_file(doc))
