@@ -116,6 +116,9 @@ class Compared:
         To draw its forecast.
     note : str
         How it was obtained (the GPSS levels and budget) or why it failed.
+    seconds : float or None
+        Wall seconds to obtain it: the SE fit, the GPSS search; for this kernel, its search's
+        (the kernel file's ``seconds`` score), None when the file does not say.
     """
 
     name: str
@@ -126,6 +129,7 @@ class Compared:
     test_rmse: float | None
     model: FittedModel | None
     note: str = ""
+    seconds: float | None = None
 
 
 def _tail(kernel: Kernel, start: Start, data: FitData, optim: OptimConfig, seed: tuple[int, ...]) -> float | None:
@@ -141,12 +145,12 @@ def _tail(kernel: Kernel, start: Start, data: FitData, optim: OptimConfig, seed:
 
 
 def _row(name: str, fit: FitResult, data: FitData, ds: Dataset, norm: Normalisation, optim: OptimConfig,
-         seed: tuple[int, ...], note: str = "") -> Compared:
+         seed: tuple[int, ...], note: str = "", seconds: float | None = None) -> Compared:
     if not fit.ok:
-        return Compared(name, fit.kernel.infix, fit.q, math.inf, None, None, None, note or fit.reason)
+        return Compared(name, fit.kernel.infix, fit.q, math.inf, None, None, None, note or fit.reason, seconds)
     model = FittedModel.from_fit(fit, norm, ds.n_train)
     return Compared(name, fit.kernel.infix, fit.q, fit.bic, _tail(fit.kernel, fit.start(), data, optim, seed),
-                    model.test_rmse(ds), model, note)
+                    model.test_rmse(ds), model, note, seconds)
 
 
 def compare_with_baselines(kf: KernelFile, ds: Dataset, *, baseline_budget: float = 20.0, seed: int = 0,
@@ -189,21 +193,28 @@ def compare_with_baselines(kf: KernelFile, ds: Dataset, *, baseline_budget: floa
         own_bic = bic(value, k.q, data.n)
     except (NumericalFailure, np.linalg.LinAlgError, ArithmeticError):
         own_bic = math.inf
+    searched = kf.scores.get("seconds")
     rows = [Compared("this kernel", k.infix, k.q, own_bic,
                      _tail(k, Start(tuple(theta), kf.log_noise), data, optim, (seed, 7919, 0)),
-                     model.test_rmse(ds), model, "the kernel file's values")]
-    rows.append(_row("SE", se_baseline(data, seed=seed), data, ds, norm, optim, (seed, 7919, 1),
-                     "squared exponential + noise, fitted by LML (5 restarts)"))
+                     model.test_rmse(ds), model, "the kernel file's values",
+                     float(searched) if isinstance(searched, (int, float)) else None)]
+    t0 = time.perf_counter()
+    se = se_baseline(data, seed=seed)
+    rows.append(_row("SE", se, data, ds, norm, optim, (seed, 7919, 1),
+                     "squared exponential + noise, fitted by LML (5 restarts)", time.perf_counter() - t0))
     if baseline_budget > 0:
+        t0 = time.perf_counter()
         result = gpss_baseline(data, baseline_budget, seed=seed, workers=workers)
+        spent = time.perf_counter() - t0
         levels = len(result.history)
         how = (f"{levels} level{'s' * (levels != 1)} in its {baseline_budget:g} s budget"
                if result.status == "cancelled" else f"ended after {levels} level{'s' * (levels != 1)}")
         if result.best is None:
-            rows.append(Compared("GPSS", "", None, math.inf, None, None, None, f"no kernel could be fitted ({how})"))
+            rows.append(Compared("GPSS", "", None, math.inf, None, None, None, f"no kernel could be fitted ({how})",
+                                 spent))
         else:
             cfg = gpss_config()
             note = (f"greedy search over sums and products of {', '.join(cfg.base_kernels)}"
                     + (" and change points" if cfg.changepoints else "") + f", {how}")
-            rows.append(_row("GPSS", result.best, data, ds, norm, optim, (seed, 7919, 2), note))
+            rows.append(_row("GPSS", result.best, data, ds, norm, optim, (seed, 7919, 2), note, spent))
     return rows

@@ -1,4 +1,4 @@
-"""Command line: ``python -m evocov_core {search,predict,report,explore,check-kernel,bench} ...``.
+"""Command line: ``python -m evocov_core {search,predict,compare,report,explore,check-kernel,bench} ...``.
 
 Every user error (bad path, malformed CSV, invalid setting, refused kernel file) prints
 one line ``error: …`` on stderr and exits with status 2; no traceback.
@@ -115,15 +115,65 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_comparison_args(args: argparse.Namespace) -> None:
+    if not (0.0 <= args.baseline_budget <= 86400):
+        raise CliError(f"--baseline-budget must be between 0 and 86400 seconds, got {args.baseline_budget}")
+    if not (0.0 < args.time_limit <= 86400):
+        raise CliError(f"--time-limit must be above 0 and at most 86400 seconds, got {args.time_limit}")
+    bad = [m for m in args.season_length or () if m < 1]
+    if bad:
+        raise CliError(f"--season-length takes whole numbers of steps of at least 1, got {bad[0]}")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from .report_html import report_html
 
-    if not (0.0 <= args.baseline_budget <= 86400):
-        raise CliError(f"--baseline-budget must be between 0 and 86400 seconds, got {args.baseline_budget}")
+    _check_comparison_args(args)
     kf, ds = _kernel_and_data(args)
-    _write_text(args.out, report_html(kf, ds, baseline_budget=args.baseline_budget, seed=args.seed))
+    _write_text(args.out, report_html(kf, ds, baseline_budget=args.baseline_budget, seed=args.seed,
+                                      classical=args.classical, season_lengths=args.season_length,
+                                      time_limit=args.time_limit))
     print(f"wrote {args.out}: forecast against the SE" + (" and GPSS" if args.baseline_budget > 0 else "")
-          + f" baselines, components, residual checks and the kernel of {kf.kernel.infix}")
+          + " baselines" + (" and the classical forecasters" if args.classical else "")
+          + f", components, residual checks and the kernel of {kf.kernel.infix}")
+    return 0
+
+
+def _table_text(table: pd.DataFrame) -> str:
+    """The comparison table as aligned text: numbers to 4 significant digits, ``*`` on the best."""
+    def fmt(v: object) -> str:
+        return "-" if not isinstance(v, (int, float)) or not math.isfinite(v) else f"{v:.4g}"
+
+    shown = pd.DataFrame({
+        "method": table["method"], "kind": table["kind"], "test RMSE": table["test_rmse"].map(fmt),
+        "coverage 95%": table["coverage_95"].map(fmt), "CRPS": table["crps"].map(fmt),
+        "interval score": table["interval_score"].map(fmt), "seconds": table["seconds"].map(fmt),
+        "status": table["status"], "best": table["best"].map(lambda b: "*" if b else ""),
+    })
+    return shown.to_string(index=False)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import compare
+
+    _check_comparison_args(args)
+    kf, ds = _kernel_and_data(args)
+    if ds.x.shape[1] != 1:
+        raise CliError("compare forecasts a time series: the data need one input column")
+    result = compare(kf, ds, baseline_budget=args.baseline_budget, seed=args.seed, season_lengths=args.season_length,
+                     time_limit=args.time_limit)
+    table = result.table
+    if args.out:
+        _write_text(args.out, table.to_csv(index=False))
+    print(_table_text(table))
+    cf = result.classical
+    if cf is not None:
+        print(f"{ds.n_test} test points forecast from {ds.n_train} training points; seasons (steps): "
+              f"{cf.seasons.describe()}" + "".join(f"; {n}" for n in cf.seasons.notes))
+    for reason in table.loc[table["reason"] != "", "reason"]:
+        print(reason)
+    if args.out:
+        print(f"wrote {args.out}")
     return 0
 
 
@@ -296,6 +346,16 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_default: float | None = 0
     p.add_argument("--keep-duplicates", action="store_true", help="keep repeated x values instead of averaging")
 
 
+def _add_classical_args(p: argparse.ArgumentParser) -> None:
+    from .classical import DEFAULT_TIME_LIMIT
+
+    p.add_argument("--season-length", type=int, nargs="+", metavar="STEPS",
+                   help="season lengths of the classical forecasters, in steps, main one first (default: read "
+                        "from the x spacing, e.g. 12 for monthly dates, 7 and 365 for daily)")
+    p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
+                   help=f"seconds each classical forecaster may take (default {DEFAULT_TIME_LIMIT:g})")
+
+
 def _add_exec_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=None, help="worker processes (default: every core; 1 = serial)")
     p.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
@@ -334,7 +394,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds for the GPSS baseline the kernel is compared with (default 20; 0 = no GPSS, "
                         "the SE baseline only)")
     p.add_argument("--seed", type=int, default=0, help="seed of the baselines (same inputs, same report)")
+    _add_classical_args(p)
+    p.add_argument("--no-classical", dest="classical", action="store_false",
+                   help="leave the classical forecasters (statsforecast) out")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("compare", help="a kernel file's forecast against GP and classical baselines, as a table")
+    p.add_argument("--kernel", required=True)
+    _add_data_args(p, test_default=None)
+    p.add_argument("--out", help="also write the table to this CSV file")
+    p.add_argument("--baseline-budget", type=float, default=20.0, metavar="SECONDS",
+                   help="seconds for the GPSS baseline (default 20; 0 = no GPSS, the SE baseline only)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the GP baselines (same inputs, same table)")
+    _add_classical_args(p)
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("search", help="search for a kernel")
     _add_data_args(p, test_default=None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -20,8 +21,12 @@ from .kernel import Kernel, _nest, slot_roles
 from .model import FittedModel, ModelAverage
 from .search.common import GenerationStats
 
+if TYPE_CHECKING:
+    from .compare import Comparison
+
 __all__ = [
     "average_members_data",
+    "comparison_forecasts_data",
     "explorer_figure",
     "extrapolation_data",
     "extrapolation_figure",
@@ -44,6 +49,7 @@ _LEGEND = dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0)
 _COLORS = {"train": "#1f77b4", "test": "#d62728", "mean": "#2ca02c", "band": "rgba(44,160,44,0.18)",
            "front": "#d62728", "other": "#9aa5b1", "base": "#111111"}
 _OTHER_COLORS = ("#7f7f7f", "#9467bd", "#ff7f0e", "#8c564b")  # dashed comparison means
+_CLASSICAL_COLORS = ("#e377c2", "#17becf", "#bcbd22", "#d62728", "#393b79")  # dashed classical forecasts
 
 
 def _display_x(ds: Dataset, x: np.ndarray) -> pd.Series | np.ndarray:
@@ -330,12 +336,38 @@ def component_figure(component, x_display: pd.Series | np.ndarray, split: float 
     return fig
 
 
+def comparison_forecasts_data(comparison: Comparison, ds: Dataset, kind: str | None = "classical") -> pd.DataFrame:
+    """The test-range forecasts of a :class:`~evocov_core.compare.Comparison`, one row per method and point.
+
+    ``kind`` keeps the ``"classical"`` or ``"GP"`` methods only (None: all). Methods without a
+    forecast (failed, timed out, skipped) have no rows.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``method, kind, x`` (display), ``x_value, mean, lower, upper`` (NaN where the
+        method gives no interval), in the comparison's order.
+    """
+    cols = ["method", "kind", "x", "x_value", "mean", "lower", "upper"]
+    parts = []
+    for fc in comparison.forecasts:
+        if fc.mean is None or (kind is not None and fc.kind != kind):
+            continue
+        nan = np.full(fc.x.shape, np.nan)
+        parts.append(pd.DataFrame({"method": fc.method, "kind": fc.kind, "x": _display_x(ds, fc.x), "x_value": fc.x,
+                                   "mean": fc.mean, "lower": nan if fc.lower is None else fc.lower,
+                                   "upper": nan if fc.upper is None else fc.upper}))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+
+
 def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = None,
-                         others: Sequence[tuple[str, pd.DataFrame]] = ()) -> go.Figure:
+                         others: Sequence[tuple[str, pd.DataFrame]] = (),
+                         forecasts: pd.DataFrame | None = None) -> go.Figure:
     """The data, the predictive mean and its ±2σ band (:func:`extrapolation_data`).
 
     ``others`` are ``(name, extrapolation_data of another model)`` pairs whose means are drawn
-    dashed over it (the baselines of the report).
+    dashed over it (the baselines of the report). ``forecasts`` (:func:`comparison_forecasts_data`)
+    are drawn dashed over the test range, one legend entry per method (a click hides it).
     """
     pts = series_data(ds)
     fig = go.Figure()
@@ -348,6 +380,10 @@ def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = No
     for (name, other), color in zip(others, _OTHER_COLORS, strict=False):
         fig.add_trace(go.Scatter(x=other.x, y=other["mean"], mode="lines", name=name,
                                  line=dict(color=color, width=1.5, dash="dash")))
+    if forecasts is not None and len(forecasts):
+        for (name, d), color in zip(forecasts.groupby("method", sort=False), _CLASSICAL_COLORS * 4, strict=False):
+            fig.add_trace(go.Scatter(x=d.x, y=d["mean"], mode="lines", name=f"{name} (classical)",
+                                     line=dict(color=color, width=1.5, dash="dash")))
     for part in ("train", "test"):
         d = pts[pts.part == part]
         if len(d):
@@ -356,8 +392,9 @@ def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = No
     if ds.n_test:
         xs = _display_x(ds, np.array([split_value(ds)]))
         fig.add_vline(x=xs.iloc[0] if isinstance(xs, pd.Series) else xs[0], line_dash="dash", line_color="#555")
+    # The band's fill would make Plotly list the legend backwards; keep the order of the traces.
     fig.update_layout(title=title, xaxis_title=ds.x_label, yaxis_title=ds.y_label, height=420,
-                      margin=dict(l=10, r=10, t=40 if title else 10, b=10), legend=_LEGEND)
+                      margin=dict(l=10, r=10, t=40 if title else 10, b=10), legend={**_LEGEND, "traceorder": "normal"})
     return fig
 
 

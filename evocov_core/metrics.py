@@ -1,4 +1,5 @@
-"""The five hyperparameter-selection metrics of the paper's section 6.3, and test RMSE.
+"""The five hyperparameter-selection metrics of the paper's section 6.3, test RMSE, and the
+scores of a probabilistic forecast (:func:`coverage`, :func:`crps_normal`, :func:`interval_score`).
 
 Every metric is computed in model units on the training data and oriented so that
 **higher is better** except RMSE; :func:`loss` flips signs so an optimiser minimises.
@@ -19,6 +20,15 @@ The train-train / train-test split takes the last ``split_fraction`` of the trai
 x-range as train-test, the same rule as the published test split, so these metrics
 reward extrapolation.
 
+Forecast scores, on the test part in original units (lower is better except coverage, whose
+target is the interval's level):
+
+====================  ================================================================
+``coverage``          share of the points inside the prediction interval
+``crps_normal``       continuous ranked probability score of a normal predictive
+``interval_score``    Gneiting & Raftery's (2007) score of a central interval
+====================  ================================================================
+
 Gradients: ``lml`` and ``loocv`` have analytic gradients (one reverse pass of an
 adjoint matrix through the kernel tree); the other three are used with Powell, as in the
 paper.
@@ -32,6 +42,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import solve_triangular
+from scipy.special import ndtr
 
 from .data import Dataset, split_mask
 from .evaluate import Inputs, covariance, covariance_diag, covariance_vjp
@@ -45,6 +56,9 @@ __all__ = [
     "METRICS",
     "SPLIT_METRICS",
     "FitData",
+    "coverage",
+    "crps_normal",
+    "interval_score",
     "loss",
     "loss_and_grad",
     "metric_value",
@@ -351,3 +365,92 @@ def rmse(y_true: Array, y_pred: Array) -> float:
     if not math.isfinite(m) or m == 0.0:
         return m  # 0, inf or NaN (a NaN error makes the RMSE NaN)
     return m * float(np.sqrt(np.mean((r / m) ** 2)))
+
+
+# --- scores of a probabilistic forecast -------------------------------------------------------
+
+
+def _same_shape(*arrays: object) -> tuple[Array, ...]:
+    out = tuple(np.asarray(a, dtype=np.float64).reshape(-1) for a in arrays)
+    if len({a.shape for a in out}) != 1:
+        raise ValueError(f"arrays of different lengths: {[a.size for a in out]}")
+    return out
+
+
+def coverage(y: Array, lower: Array, upper: Array) -> float:
+    """Share of the points inside their interval: ``mean(1{l_i ≤ y_i ≤ u_i})``.
+
+    A calibrated 95 % interval covers about 0.95 of the points.
+
+    Parameters
+    ----------
+    y, lower, upper : ndarray of shape (m,)
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN for m = 0.
+    """
+    y, lower, upper = _same_shape(y, lower, upper)
+    if not y.size:
+        return math.nan
+    return float(np.mean((lower <= y) & (y <= upper)))
+
+
+def crps_normal(y: Array, mean: Array, sd: Array) -> float:
+    """Mean continuous ranked probability score of normal predictives ``N(μ_i, σ_i²)``.
+
+    Closed form (Gneiting & Raftery 2007, eq. 21), with ``z = (y − μ)/σ``:
+    ``CRPS = σ [z (2Φ(z) − 1) + 2φ(z) − 1/√π]``, averaged over the points. In the units of y;
+    lower is better; for σ → 0 it tends to the absolute error ``|y − μ|`` (used when σ = 0).
+
+    Parameters
+    ----------
+    y, mean, sd : ndarray of shape (m,)
+        ``sd ≥ 0``.
+
+    Returns
+    -------
+    float
+        NaN for m = 0.
+    """
+    y, mean, sd = _same_shape(y, mean, sd)
+    if not y.size:
+        return math.nan
+    if np.any(sd < 0):
+        raise ValueError("standard deviations must be >= 0")
+    err = y - mean
+    pos = sd > 0
+    z = np.where(pos, err / np.where(pos, sd, 1.0), 0.0)
+    pdf = np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+    score = sd * (z * (2 * ndtr(z) - 1) + 2 * pdf - 1 / math.sqrt(math.pi))
+    return float(np.mean(np.where(pos, score, np.abs(err))))
+
+
+def interval_score(y: Array, lower: Array, upper: Array, alpha: float = 0.05) -> float:
+    """Mean interval score of central ``(1 − α)`` intervals (Gneiting & Raftery 2007, eq. 43).
+
+    ``S = (u − l) + (2/α)(l − y)·1{y < l} + (2/α)(y − u)·1{y > u}``, averaged over the points:
+    the width, plus a penalty for each point outside that grows with its distance. In the units
+    of y; lower is better; a proper score, so the best interval is the true ``α/2`` and
+    ``1 − α/2`` quantiles.
+
+    Parameters
+    ----------
+    y, lower, upper : ndarray of shape (m,)
+    alpha : float
+        0.05 for 95 % intervals.
+
+    Returns
+    -------
+    float
+        NaN for m = 0.
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    y, lower, upper = _same_shape(y, lower, upper)
+    if not y.size:
+        return math.nan
+    below = np.maximum(lower - y, 0.0)
+    above = np.maximum(y - upper, 0.0)
+    return float(np.mean((upper - lower) + (2 / alpha) * (below + above)))

@@ -5,9 +5,13 @@ that opens offline (Plotly's JavaScript is embedded once, no other resource is f
 
 0. in short: one line per additive component (the sentences of 2.) and the noise;
 1. the data and the forecast (predictive mean and ±2σ), with the forecasts of an SE kernel and
-   of a short GPSS search fitted on the same training data drawn dashed over it, and a table
-   comparing the three (:func:`evocov_core.baselines.compare_with_baselines`: expression,
-   hyperparameters, BIC, the tail score of the model choice, test RMSE);
+   of a short GPSS search fitted on the same training data, and those of the classical
+   forecasters (seasonal naive, AutoETS, AutoARIMA, AutoTheta, MSTL: :mod:`evocov_core.classical`)
+   over the test range, drawn dashed over it; a table comparing the three GPs
+   (:func:`evocov_core.baselines.compare_with_baselines`: expression, hyperparameters, BIC, the
+   tail score of the model choice, test RMSE), and one comparing every forecast of the test
+   part (:func:`evocov_core.compare.compare`: test RMSE, 95 % coverage, CRPS, interval score,
+   seconds, status);
 2. one figure and one sentence per additive component (:mod:`evocov_core.decompose`), largest
    share of the variance first, and the noise;
 3. residual checks on the training data: standardised residuals ``(y − μ)/σ`` of the
@@ -22,6 +26,7 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,13 +34,22 @@ import plotly.graph_objects as go
 from scipy.stats import norm as normal
 
 from .baselines import Compared, compare_with_baselines
+from .classical import DEFAULT_TIME_LIMIT
+from .compare import Comparison, compare
 from .data import Dataset
-from .figures import component_figure, components_data, extrapolation_data, extrapolation_figure, hyperparameter_table
+from .figures import (
+    comparison_forecasts_data,
+    component_figure,
+    components_data,
+    extrapolation_data,
+    extrapolation_figure,
+    hyperparameter_table,
+)
 from .kernel_file import KernelFile
 from .model import FittedModel
 from .simplify import simplified
 
-__all__ = ["comparison_table", "report_html", "residual_checks"]
+__all__ = ["comparison_table", "forecast_table_html", "report_html", "residual_checks"]
 
 
 def residual_checks(model: FittedModel, ds: Dataset, max_lag: int = 24) -> dict[str, np.ndarray]:
@@ -116,21 +130,80 @@ def _comparison_html(rows: list[Compared], ds: Dataset) -> str:
             + (f'<ul class="notes">{notes}</ul>' if notes else ""))
 
 
+_FORECAST_HEADERS = {"method": "method", "kind": "kind", "test_rmse": "test RMSE", "coverage_95": "95 % coverage",
+                     "crps": "CRPS", "interval_score": "interval score", "seconds": "seconds", "status": "status"}
+
+
+def forecast_table_html(comparison: Comparison, ds: Dataset) -> str:
+    """The forecast comparison (:func:`evocov_core.compare.compare`) as a report section.
+
+    A table (the best test RMSE in bold), the same numbers as JSON
+    (``<script id="evocov-forecast-comparison">``) for programs, the seasons the classical
+    models used and every reason and setting in a list.
+    """
+    esc = html.escape
+    t = comparison.table
+    shown = t[list(_FORECAST_HEADERS)].rename(columns=_FORECAST_HEADERS)
+    body = shown.to_html(index=False, border=0, classes="hp forecasts", na_rep="–",
+                         float_format=lambda v: f"{v:.4g}")
+    for method in t.loc[t["best"], "method"]:  # bold the best row's name
+        cell = f"<td>{esc(method)}</td>"
+        body = body.replace(cell, f"<td><b>{esc(method)}</b> (best)</td>", 1)
+    records = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+               for row in t.to_dict(orient="records")]
+    data = json.dumps(records, default=lambda v: v.item() if hasattr(v, "item") else str(v)).replace("</", "<\\/")
+    body += f'<script type="application/json" id="evocov-forecast-comparison">{data}</script>'
+    notes = []
+    cf = comparison.classical
+    if cf is not None:
+        notes.append(f"<li>Seasons, in steps: {esc(cf.seasons.describe())}"
+                     + "".join(f"; {esc(n)}" for n in cf.seasons.notes) + "</li>")
+    for _, row in t.iterrows():
+        text = row["reason"] or (row["details"] if row["kind"] == "classical" else "")
+        if text:
+            notes.append(f"<li><b>{esc(row['method'])}</b>: {esc(text)}</li>")
+    ok = t[t["test_rmse"].notna()]
+    lead = ""
+    if len(ok) and ds.n_test:
+        best = ok.loc[ok["test_rmse"].idxmin()]
+        mine = t.loc[t["method"] == "this kernel", "test_rmse"]
+        lead = (f"<p>Lowest test RMSE: <b>{esc(best['method'])}</b> ({best['test_rmse']:.4g})"
+                + (f"; this kernel {float(mine.iloc[0]):.4g}" if len(mine) and math.isfinite(mine.iloc[0]) else "")
+                + ".</p>")
+    return ("<h2>Against classical forecasters</h2><p>Every method forecasts the test part from the training part "
+            "alone: the GPs above and statsforecast's seasonal naive, AutoETS, AutoARIMA, AutoTheta and MSTL "
+            "(drawn dashed in the forecast; a click on a legend entry hides it). Coverage is the share of test "
+            "points inside the 95 % interval (0.95 is calibrated); CRPS and the interval score (α = 0.05) score "
+            "the whole predictive, in the data's units, lower is better. A GP predicts a normal; a classical "
+            "model's CRPS is that of the normal its 95 % interval implies. Classical models see the points as "
+            "consecutive steps.</p>" + lead + body + (f'<ul class="notes">{"".join(notes)}</ul>' if notes else ""))
+
+
 def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseline_budget: float = 20.0,
-                seed: int = 0, workers: int | None = 1) -> str:
+                seed: int = 0, workers: int | None = 1, classical: bool = True,
+                season_lengths: Sequence[int] | None = None, time_limit: float = DEFAULT_TIME_LIMIT) -> str:
     """The report as one HTML document (Plotly embedded once; opens with no network).
 
     ``baseline_budget`` seconds go to the GPSS baseline (0 leaves it out; the SE baseline takes
-    seconds); ``seed`` seeds both, so the same inputs give the same report.
+    seconds); ``seed`` seeds both, so the same inputs give the same report. ``classical``
+    adds the classical forecasters (one input only), each within ``time_limit`` seconds, with
+    ``season_lengths`` (steps) or the seasons read from the x spacing.
     """
     model = FittedModel.from_file(kf, fallback_norm=ds.norm)
     k = kf.kernel
     figs: list[tuple[str, go.Figure]] = []
     pred = extrapolation_data(model, ds, extend=0.1)
-    compared = compare_with_baselines(kf, ds, baseline_budget=baseline_budget, seed=seed, workers=workers)
+    comparison: Comparison | None = None
+    if ds.x.shape[1] == 1:
+        comparison = compare(kf, ds, baseline_budget=baseline_budget, seed=seed, season_lengths=season_lengths,
+                             time_limit=time_limit, workers=workers, classical=classical)
+        compared = list(comparison.baselines)
+    else:
+        compared = compare_with_baselines(kf, ds, baseline_budget=baseline_budget, seed=seed, workers=workers)
     others = [(f"{r.name} mean", extrapolation_data(r.model, ds, extend=0.1)) for r in compared[1:]
               if r.model is not None and ds.x.shape[1] == 1]
-    figs.append(("", extrapolation_figure(pred, ds, others=others)))
+    lines = comparison_forecasts_data(comparison, ds) if comparison is not None and classical else None
+    figs.append(("", extrapolation_figure(pred, ds, others=others, forecasts=lines)))
     comps, noise_sd, xs, split = components_data(model, ds) if ds.x.shape[1] == 1 else ([], float("nan"), [], None)
     parts: list[str] = []
     first = True
@@ -156,9 +229,11 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseli
         parts.append(f"<p>In short, the kernel says the series is the sum of:</p><ul>{short}"
                      f"<li>noise with standard deviation {noise_sd:.3g} {esc(str(ds.y_label))}.</li></ul>")
     parts.append("<h2>Forecast</h2><p>The data (training, test), the predictive mean and its ±2σ band"
-                 + (", and dashed, the means of the baselines below" if others else "") + ".</p>"
+                 + (", and dashed, the means of the baselines below" if others or lines is not None else "") + ".</p>"
                  + plot(figs[0][1]))
     parts.append(_comparison_html(compared, ds))
+    if comparison is not None and comparison.classical is not None:
+        parts.append(forecast_table_html(comparison, ds))
     parts.append("<h2>What the kernel says</h2><p>The kernel written as a sum of terms (products distributed "
                  "over sums); each term is an independent part of the series. Shares are of the training "
                  "data's variance; each sentence is read from the term's kernel function.</p>")
@@ -186,6 +261,6 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseli
     style = ("body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}"
              "code{background:#f4f4f4;padding:2px 4px;word-break:break-all}table.hp{border-collapse:collapse}"
              "table.hp td,table.hp th{padding:2px 8px;border-bottom:1px solid #ddd}"
-             "table.comparison{font-size:0.9em}ul.notes{font-size:0.85em;color:#555}")
+             "table.comparison,table.forecasts{font-size:0.9em}ul.notes{font-size:0.85em;color:#555}")
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(name)}</title>"
             f"<style>{style}</style></head><body>" + "\n".join(parts) + "</body></html>")

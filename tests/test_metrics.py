@@ -1,4 +1,4 @@
-"""Hyperparameter-selection metrics (section 6.3): LML, LOOCV, posterior LML, SoPL, RMSE."""
+"""Hyperparameter-selection metrics (section 6.3): LML, LOOCV, posterior LML, SoPL, RMSE; forecast scores."""
 
 from __future__ import annotations
 
@@ -247,3 +247,69 @@ def test_fitdata_from_dataset():
     s = data.split
     assert s.X_t.max() <= 1.9 + 1e-12 < s.X_v.min()
     assert len(s.y_t) + len(s.y_v) == data.n
+
+
+# --- scores of a probabilistic forecast ---------------------------------------------------------------
+
+
+def test_coverage_counts_the_points_inside_their_interval() -> None:
+    from evocov_core.metrics import coverage
+
+    y = [1.0, 2.0, 3.0, 4.0, 5.0]
+    lower = [0.0, 2.5, 3.0, 5.0, 4.0]
+    upper = [2.0, 3.0, 4.0, 6.0, 5.0]
+    # inside: 1 ∈ [0, 2]; 3 ∈ [3, 4] and 5 ∈ [4, 5] (ends count); outside: 2 < 2.5, 4 < 5
+    assert coverage(y, lower, upper) == pytest.approx(3 / 5)
+    assert math.isnan(coverage([], [], []))
+    with pytest.raises(ValueError, match="different lengths"):
+        coverage([1.0, 2.0], [0.0], [3.0])
+
+
+def test_crps_normal_against_hand_computed_values() -> None:
+    """σ[z(2Φ(z) − 1) + 2φ(z) − 1/√π] with tabulated Φ(1) = 0.8413447461, φ(1) = 0.2419707245,
+    φ(0) = 0.3989422804, 1/√π = 0.5641895835."""
+    from evocov_core.metrics import crps_normal
+
+    at_mean = 2 * 0.3989422804 - 0.5641895835  # z = 0: 0.2336949773
+    one_sd = 1 * (2 * 0.8413447461 - 1) + 2 * 0.2419707245 - 0.5641895835  # z = ±1: 0.6024413576
+    assert crps_normal([0.0], [0.0], [1.0]) == pytest.approx(at_mean, abs=1e-9)
+    assert crps_normal([5.0], [5.0], [2.0]) == pytest.approx(2 * at_mean, abs=1e-9)  # scales with σ
+    assert crps_normal([3.0], [1.0], [2.0]) == pytest.approx(2 * one_sd, abs=1e-9)  # z = 1, σ = 2
+    assert crps_normal([-1.0], [0.0], [1.0]) == pytest.approx(one_sd, abs=1e-9)  # symmetric in z
+    # a mean over the points; σ = 0 gives the absolute error
+    assert crps_normal([0.0, 3.0, 4.0], [0.0, 1.0, 1.0], [1.0, 2.0, 0.0]) == pytest.approx(
+        (at_mean + 2 * one_sd + 3.0) / 3, abs=1e-9)
+    assert math.isnan(crps_normal([], [], []))
+    with pytest.raises(ValueError, match=">= 0"):
+        crps_normal([0.0], [0.0], [-1.0])
+
+
+def test_crps_normal_is_the_integral_of_its_definition() -> None:
+    """CRPS(F, y) = ∫ (F(t) − 1{t ≥ y})² dt, by quadrature."""
+    from scipy.integrate import quad
+
+    from evocov_core.metrics import crps_normal
+
+    for y, mu, sd in [(0.3, -0.2, 0.7), (12.0, 10.0, 1.5), (-4.0, 0.0, 1.0)]:
+        def below(t, mu=mu, sd=sd):
+            return norm.cdf(t, mu, sd) ** 2
+
+        def above(t, mu=mu, sd=sd):
+            return (1 - norm.cdf(t, mu, sd)) ** 2
+
+        integral = quad(below, -np.inf, y)[0] + quad(above, y, np.inf)[0]
+        assert crps_normal([y], [mu], [sd]) == pytest.approx(integral, rel=1e-7)
+
+
+def test_interval_score_against_hand_computed_values() -> None:
+    """(u − l) + (2/α)(l − y)1{y < l} + (2/α)(y − u)1{y > u}, α = 0.05 (2/α = 40)."""
+    from evocov_core.metrics import interval_score
+
+    y, lower, upper = [1.0, 5.0, -1.0], [0.0, 0.0, 0.0], [2.0, 2.0, 2.0]
+    # inside: 2; 3 above: 2 + 40·3 = 122; 1 below: 2 + 40·1 = 42
+    assert interval_score(y, lower, upper) == pytest.approx((2 + 122 + 42) / 3)
+    assert interval_score([5.0], [0.0], [2.0], alpha=0.5) == pytest.approx(2 + 4 * 3)
+    assert interval_score([1.0], [1.0], [1.0]) == 0.0  # a point interval on the truth
+    assert math.isnan(interval_score([], [], []))
+    with pytest.raises(ValueError, match="alpha"):
+        interval_score([1.0], [0.0], [2.0], alpha=0.0)

@@ -2,18 +2,22 @@
 
 Executors: per-task seeds make serial, process-pool and Dask runs give identical fits in task
 order; stages; stopping; errors raised in workers; make_executor. Runners: any module-level
-function, shared values; every worker has one BLAS thread; one call in a daemon process; and
-no other module of the package or the dashboard starts processes.
+function, shared values; every worker has one BLAS thread; one call in a daemon process; calls
+with time limits in a child that is killed at the limit; and no other module of the package or
+the dashboard starts processes.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import multiprocessing as mp
+import operator
 import os
 import re
 import threading
+import time
 import tokenize
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
@@ -36,6 +40,7 @@ from evocov_core.parallel import (
     make_runner,
     run_in_daemon_process,
     run_task,
+    run_with_time_limits,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -305,6 +310,38 @@ def test_run_in_daemon_process_returns_a_future():
         assert not waiting.running()
         assert waiting.cancel()
     assert run_in_daemon_process(math.factorial, (4,), gate=gate).result(timeout=120) == 24
+
+
+def test_run_with_time_limits_records_every_outcome():
+    """ok, a timeout (the child is killed, a new one serves the rest), an exception, a death; in order."""
+    call = getattr(operator, "call", None)  # operator.call(f) == f(): Python 3.11+
+    if call is None:
+        pytest.skip("operator.call needs Python 3.11")
+    seen: list[int] = []
+    items = [functools.partial(math.factorial, 5), functools.partial(time.sleep, 120),
+             functools.partial(math.sqrt, -1.0), functools.partial(os._exit, 3), functools.partial(math.factorial, 4)]
+    run = run_with_time_limits(call, items, [120, 0.5, 120, 120, 120], on_result=lambda i, _: seen.append(i))
+    assert [r.status for r in run.results] == ["ok", "timeout", "failed", "failed", "ok"]
+    assert run.results[0].value == 120 and run.results[4].value == 24
+    assert run.results[1].reason == "no result within 0.5 s"
+    assert run.results[2].reason == "ValueError: math domain error"
+    assert run.results[3].reason == "the process died (exit code 3)"
+    assert seen == [0, 1, 2, 3, 4] and len(run.startup) == len(run.setup) == 3  # restarted twice
+
+
+def test_run_with_time_limits_stops_and_runs_inside_a_daemon_process():
+    """should_stop cancels what is left; a daemonic process (a dashboard fit) can use it too."""
+    call = getattr(operator, "call", None)
+    if call is None:
+        pytest.skip("operator.call needs Python 3.11")
+    seen: list[int] = []
+    items = [functools.partial(math.factorial, 3), functools.partial(time.sleep, 120),
+             functools.partial(math.factorial, 4)]
+    run = run_with_time_limits(call, items, 120, should_stop=lambda: bool(seen),
+                               on_result=lambda i, _: seen.append(i))
+    assert [r.status for r in run.results] == ["ok", "cancelled", "cancelled"]
+    nested = run_in_daemon_process(run_with_time_limits, (math.factorial, [6], 120)).result(timeout=300)
+    assert nested.results[0].status == "ok" and nested.results[0].value == 720
 
 
 # --- the one place ---------------------------------------------------------------------------------------

@@ -1,0 +1,235 @@
+"""One table of forecasts of the test part: a GP kernel, the GP baselines and classical forecasters.
+
+Every method forecasts the same test points from the same training part, and is scored the
+same way in the data's units (:mod:`evocov_core.metrics`): test RMSE of the mean, coverage of
+the 95 % interval, CRPS and the interval score (α = 0.05).
+
+* A **GP** (a kernel file, the SE and GPSS baselines of :mod:`evocov_core.baselines`) predicts
+  a normal at each test point: the posterior mean and the latent variance plus the noise
+  variance (:meth:`~evocov_core.model.FittedModel.predict`). Its interval is mean ± 1.96 σ
+  and its CRPS the normal's closed form.
+* A **classical** forecaster (:mod:`evocov_core.classical`) gives a mean and a 95 % interval.
+  Its CRPS is that of the normal the interval implies: centred on the mean, with
+  σ = (upper − lower) / (2 · 1.96). That is exact for the models' normal intervals and an
+  approximation otherwise.
+
+:func:`forecast_comparison` is a pure function of the forecasts it is given; :func:`compare`
+fits everything (seeded) and calls it: ``compare(kernel_file, dataset)`` is the whole thing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy.special import ndtri
+
+from .baselines import Compared, compare_with_baselines
+from .classical import DEFAULT_TIME_LIMIT, ClassicalForecast, ClassicalForecasts, classical_forecasts
+from .data import Dataset
+from .gp import NumericalFailure
+from .kernel_file import KernelFile
+from .metrics import coverage, crps_normal, interval_score, rmse
+from .model import FittedModel
+
+__all__ = ["COLUMNS", "Z95", "Comparison", "MethodForecast", "compare", "forecast_comparison"]
+
+Array = NDArray[np.float64]
+
+#: The normal quantile of a central 95 % interval.
+Z95 = float(ndtri(0.975))
+
+#: The table's columns, in order.
+COLUMNS = ("method", "kind", "test_rmse", "coverage_95", "crps", "interval_score", "seconds", "status", "reason",
+           "best", "details")
+
+
+@dataclass(frozen=True)
+class MethodForecast:
+    """One method's forecast of the test part, for drawing it.
+
+    Attributes
+    ----------
+    method : str
+        ``"this kernel"``, ``"SE"``, ``"GPSS"``, ``"AutoARIMA"``...
+    kind : str
+        ``"GP"`` or ``"classical"``.
+    x : ndarray of shape (h,)
+        Test inputs, original units.
+    mean : ndarray of shape (h,) or None
+        None when the method has no forecast (failed, timed out, skipped).
+    lower, upper : ndarray of shape (h,) or None
+        The 95 % interval.
+    sd : ndarray of shape (h,) or None
+        Predictive standard deviation: a GP's, or the one a classical interval implies.
+    """
+
+    method: str
+    kind: str
+    x: Array
+    mean: Array | None
+    lower: Array | None
+    upper: Array | None
+    sd: Array | None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The comparison table and what it was made from.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per method, columns :data:`COLUMNS`: ``method``, ``kind`` (GP / classical),
+        ``test_rmse``, ``coverage_95`` (share of test points inside the 95 % interval),
+        ``crps``, ``interval_score``, ``seconds``, ``status`` (ok, failed, timeout, skipped),
+        ``reason`` (one line when not ok), ``best`` (True on the lowest test RMSE),
+        ``details`` (the kernel, or the seasons and points a classical model saw). Numbers
+        are NaN where they do not exist.
+    forecasts : tuple of MethodForecast
+        In the table's order.
+    baselines : tuple of Compared
+        The GP rows (this kernel first) with their BIC and tail scores, when :func:`compare`
+        fitted them.
+    classical : ClassicalForecasts or None
+    """
+
+    table: pd.DataFrame
+    forecasts: tuple[MethodForecast, ...]
+    baselines: tuple[Compared, ...] = ()
+    classical: ClassicalForecasts | None = None
+
+
+def _gp(method: str, model: FittedModel | None, ds: Dataset, why: str) -> tuple[MethodForecast, str, str]:
+    """The GP's forecast of the test part, its status and reason."""
+    x = ds.X_test[:, 0].copy()
+    if model is None:
+        return MethodForecast(method, "GP", x, None, None, None, None), "failed", f"{method}: {why or 'no model'}"
+    try:
+        with np.errstate(all="ignore"):
+            pred = model.predict(ds.X_train, ds.y_train, ds.X_test)
+    except (NumericalFailure, np.linalg.LinAlgError, ArithmeticError) as exc:
+        reason = f"{method}: prediction failed ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+        return MethodForecast(method, "GP", x, None, None, None, None), "failed", reason
+    if not (np.all(np.isfinite(pred.mean)) and np.all(np.isfinite(pred.std))):
+        return (MethodForecast(method, "GP", x, None, None, None, None), "failed",
+                f"{method}: the forecast is not finite")
+    half = Z95 * pred.std
+    return MethodForecast(method, "GP", x, pred.mean, pred.mean - half, pred.mean + half, pred.std), "ok", ""
+
+
+def _classical(f: ClassicalForecast, x: Array) -> MethodForecast:
+    sd = None
+    if f.lower is not None and f.upper is not None:
+        sd = np.maximum(f.upper - f.lower, 0.0) / (2 * Z95)  # the normal the interval implies
+    return MethodForecast(f.name, "classical", x, f.mean, f.lower, f.upper, sd)
+
+
+def _scores(y: Array, fc: MethodForecast) -> tuple[float, float, float, float]:
+    """test RMSE, coverage, CRPS, interval score (NaN where the forecast lacks what they need)."""
+    if fc.mean is None or not y.size:
+        return math.nan, math.nan, math.nan, math.nan
+    err = rmse(y, fc.mean)
+    crps = crps_normal(y, fc.mean, fc.sd) if fc.sd is not None else math.nan
+    if fc.lower is None or fc.upper is None:
+        return err, math.nan, crps, math.nan
+    return err, coverage(y, fc.lower, fc.upper), crps, interval_score(y, fc.lower, fc.upper, 0.05)
+
+
+def _num(v: float | None) -> float:
+    return float(v) if v is not None and math.isfinite(v) else math.nan
+
+
+def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel, *, baselines: Sequence[Compared] = (),
+                        classical: ClassicalForecasts | None = None, kernel_seconds: float | None = None
+                        ) -> Comparison:
+    """The comparison table of a kernel, GP baselines and classical forecasts on ``ds``'s test part.
+
+    Pure: the same inputs give the same table. Nothing is fitted here but the posteriors of
+    the given GP models.
+
+    Parameters
+    ----------
+    ds : Dataset
+        One input column; its test part is what every method forecast.
+    kernel : KernelFile or FittedModel
+        The kernel compared (row ``"this kernel"``); a kernel file's values are read in its own
+        normalisation (else ``ds``'s).
+    baselines : sequence of Compared
+        Further GP rows, e.g. ``compare_with_baselines(...)[1:]`` (SE, GPSS); a row without a
+        model is a failed row with its note as the reason.
+    classical : ClassicalForecasts, optional
+        From :func:`~evocov_core.classical.classical_forecasts` on the same ``ds``.
+    kernel_seconds : float, optional
+        The kernel's cost (e.g. its search's seconds), for the ``seconds`` column.
+
+    Returns
+    -------
+    Comparison
+    """
+    if ds.x.shape[1] != 1:
+        raise ValueError("the forecast comparison is for one input (time)")
+    model = kernel if isinstance(kernel, FittedModel) else FittedModel.from_file(kernel, fallback_norm=ds.norm)
+    y = ds.y_test
+    rows: list[dict] = []
+    forecasts: list[MethodForecast] = []
+
+    def add(fc: MethodForecast, status: str, reason: str, seconds: float | None, details: str) -> None:
+        err, cov, crps, score = _scores(y, fc) if status == "ok" else (math.nan,) * 4
+        rows.append({"method": fc.method, "kind": fc.kind, "test_rmse": err, "coverage_95": cov, "crps": crps,
+                     "interval_score": score, "seconds": _num(seconds), "status": status, "reason": reason,
+                     "best": False, "details": details})
+        forecasts.append(fc)
+
+    add(*_gp("this kernel", model, ds, ""), kernel_seconds, model.kernel.infix)
+    for row in baselines:
+        add(*_gp(row.name, row.model, ds, row.note), row.seconds, row.expression)
+    if classical is not None:
+        if classical.x.shape != (ds.n_test,) or not np.array_equal(classical.x, ds.X_test[:, 0]):
+            raise ValueError("the classical forecasts are for another test part than this data set's")
+        for f in classical.forecasts:
+            add(_classical(f, classical.x), f.status, f.reason, f.seconds, f.settings)
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    finite = table["test_rmse"].notna()
+    if finite.any():
+        table.loc[finite & (table["test_rmse"] == table.loc[finite, "test_rmse"].min()), "best"] = True
+    return Comparison(table, tuple(forecasts), tuple(baselines), classical)
+
+
+def compare(kf: KernelFile, ds: Dataset, *, baseline_budget: float = 20.0, seed: int = 0,
+            season_lengths: Sequence[int] | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
+            workers: int | None = 1, classical: bool = True) -> Comparison:
+    """Fit the SE and GPSS baselines and the classical forecasters on ``ds``, and compare with ``kf``.
+
+    Parameters
+    ----------
+    kf : KernelFile
+    ds : Dataset
+        One input column, split into training and test parts.
+    baseline_budget : float
+        Seconds for the GPSS search (0 leaves it out; the SE fit is always made).
+    seed : int
+        Seeds the GP baselines (the classical models are deterministic): same inputs, same table.
+    season_lengths : sequence of int, optional
+        Seasons for the classical models, in steps (default: read from the x spacing).
+    time_limit : float
+        Seconds per classical model.
+    workers : int or None
+        Processes for the GPSS search (1 = in this process).
+    classical : bool
+        False leaves the classical forecasters out.
+
+    Returns
+    -------
+    Comparison
+        With ``baselines`` (this kernel, SE, GPSS: BIC, tail score) and ``classical``.
+    """
+    rows = compare_with_baselines(kf, ds, baseline_budget=baseline_budget, seed=seed, workers=workers)
+    fc = classical_forecasts(ds, season_lengths=season_lengths, time_limit=time_limit) if classical else None
+    out = forecast_comparison(ds, rows[0].model or kf, baselines=rows[1:], classical=fc,
+                              kernel_seconds=rows[0].seconds)
+    return Comparison(out.table, out.forecasts, tuple(rows), fc)
