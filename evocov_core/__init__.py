@@ -14,7 +14,8 @@ The package knows nothing of the dashboard. Modules, one idea each:
 ``psd``          the fast empirical PSD check (section 4.1.2)
 ``data``         datasets, CSV validation, the train/test split, normalisation
 ``gp``           Cholesky with an explicit jitter policy, LML and gradient, posterior
-``metrics``      LML, LOOCV, posterior LML, SoPL, RMSE (section 6.3)
+``metrics``      LML, LOOCV, posterior LML, SoPL, RMSE (section 6.3); coverage, CRPS and
+                 the interval score of a forecast
 ``optimize``     hyperparameter fitting with restarts and inheritance -> FitResult
 ``scoring``      BIC (eq. 7)
 ``variation``    crossover, the four mutations, bloat control (section 4.2)
@@ -33,6 +34,9 @@ The package knows nothing of the dashboard. Modules, one idea each:
 ``figures``      chart data and Plotly figures;  ``cli``: the command line
 ``baselines``    reference kernels fitted on the user's data (SE, GPSS, fixed structures) and
                  the report's comparison with them
+``seasons``      season lengths in steps, read from the x spacing (or the periodogram)
+``classical``    classical forecasters (statsforecast) with time limits, in a child process
+``compare``      one table of test-part forecasts: the kernel, GP baselines, classical models
 ``benchmarks``   the paper's tables, the accuracy benchmark, GPSS's published kernels and
                  their reports (package)
 """

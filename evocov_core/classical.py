@@ -28,11 +28,13 @@ models left. statsforecast is imported only there, never by ``import evocov_core
 **Long series.** What each model sees by default (:data:`SETTINGS`), from timings on a
 shared 2-core machine (``bench/results/bench_classical.md``):
 
-* ``AutoARIMA``: the last 1000 training points, statsforecast's own ``approximation=None``
+* ``AutoARIMA``: its fit time grows with the season and the length together (statsforecast
+  issue 444), so: the last 1000 training points; statsforecast's own ``approximation=None``
   (R's rule: conditional sums of squares while choosing orders when n > 150 or the season is
-  longer than 12; 222 s → 8 s on 540 points with season 48), and a season only up to 96 steps
-  (at 168 it took 55 s on 1000 points). Its fit time grows with the season and the length
-  together (statsforecast issue 444).
+  longer than 12; on 540 points with season 48, 222 s → 8 s); for seasons over 12 steps,
+  seasonal AR and MA orders of at most 1 (R's default 2 puts 2 × season states in the Kalman
+  filter: on 1000 points with season 24 or 48, 9-43 s → 1-6 s, similar test RMSE); and a
+  season only up to 96 steps (8 s at 96, 46-56 s at 168).
 * ``AutoTheta``: the last 5000 points (63 s on 17,520, under 4 s on 4000).
 * ``AutoETS`` and ``MSTL``: the last 10,000 points (on 100,000: 17 s and 70 s).
 * ``SeasonalNaive``: everything (it reads the last season).
@@ -63,7 +65,7 @@ __all__ = ["DEFAULT_TIME_LIMIT", "LEVEL", "MODELS", "SETTINGS", "ClassicalForeca
 Array = NDArray[np.float64]
 
 #: Seconds each model may take. The slowest default measured (AutoARIMA, season 96, 1000
-#: points) took about 9 s on a busy 2-core machine: 30 s leaves three times that, and five
+#: points) took up to 9 s on a busy 2-core machine: 30 s leaves three times that, and five
 #: models cannot hold a user more than 2.5 minutes.
 DEFAULT_TIME_LIMIT = 30.0
 #: The prediction interval, in percent.
@@ -71,6 +73,8 @@ LEVEL = 95
 MODELS = ("SeasonalNaive", "AutoETS", "AutoARIMA", "AutoTheta", "MSTL")
 #: Seasons above this many steps: statsforecast's ETS ignores them; MSTL takes over.
 LONG_SEASON = 24
+#: AutoARIMA's seasonal AR and MA orders stay at most 1 for seasons above this many steps.
+ARIMA_SHORT_SEASON = 12
 
 
 @dataclass(frozen=True)
@@ -179,7 +183,7 @@ def _import_statsforecast() -> None:
     try:
         import statsforecast.models  # noqa: F401
     except ImportError as exc:
-        raise ImportError(f"statsforecast cannot be imported ({exc}); pip install 'statsforecast>=2.0'") from None
+        raise ImportError(f"statsforecast cannot be imported ({exc}); pip install 'statsforecast>=2.1'") from None
 
 
 def _model(name: str, seasons: tuple[int, ...]) -> object:
@@ -191,7 +195,9 @@ def _model(name: str, seasons: tuple[int, ...]) -> object:
     if name == "AutoETS":
         return sf.AutoETS(season_length=m)
     if name == "AutoARIMA":
-        return sf.AutoARIMA(season_length=m, approximation=None)
+        # Seasonal AR/MA orders up to 2 put 2m states in the Kalman filter: above 12 steps, 1.
+        long = {"max_P": 1, "max_Q": 1} if m > ARIMA_SHORT_SEASON else {}
+        return sf.AutoARIMA(season_length=m, approximation=None, **long)
     if name == "AutoTheta":
         return sf.AutoTheta(season_length=m)
     if name == "MSTL":
@@ -230,7 +236,8 @@ def _plan(name: str, seasons: Seasons, n: int) -> tuple[tuple[int, ...], int, st
         return (1,), used, f"no season ({cfg.why}); {points}"
     if used < 2 * m:
         return (1,), used, f"no season (fewer than two seasons of {m}); {points}"
-    return (m,), used, f"season {m}; {points}"
+    orders = " (seasonal AR and MA orders at most 1)" if name == "AutoARIMA" and m > ARIMA_SHORT_SEASON else ""
+    return (m,), used, f"season {m}{orders}; {points}"
 
 
 def _record(name: str, settings: str, h: int, result: TimedResult) -> ClassicalForecast:

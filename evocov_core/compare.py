@@ -35,6 +35,7 @@ from .gp import NumericalFailure
 from .kernel_file import KernelFile
 from .metrics import coverage, crps_normal, interval_score, rmse
 from .model import FittedModel
+from .parallel import one_line
 
 __all__ = ["COLUMNS", "Z95", "Comparison", "MethodForecast", "compare", "forecast_comparison"]
 
@@ -113,8 +114,7 @@ def _gp(method: str, model: FittedModel | None, ds: Dataset, why: str) -> tuple[
         with np.errstate(all="ignore"):
             pred = model.predict(ds.X_train, ds.y_train, ds.X_test)
     except (NumericalFailure, np.linalg.LinAlgError, ArithmeticError) as exc:
-        reason = f"{method}: prediction failed ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
-        return MethodForecast(method, "GP", x, None, None, None, None), "failed", reason
+        return MethodForecast(method, "GP", x, None, None, None, None), "failed", f"{method}: {one_line(exc)}"
     if not (np.all(np.isfinite(pred.mean)) and np.all(np.isfinite(pred.std))):
         return (MethodForecast(method, "GP", x, None, None, None, None), "failed",
                 f"{method}: the forecast is not finite")

@@ -548,9 +548,10 @@ def _timed_child() -> None:
             return
         if msg is None:
             return
-        index, fn, item = msg
+        index, payload = msg
         t0 = time.perf_counter()
         try:
+            fn, item = pickle.loads(payload)  # here, so that a function the child cannot import fails its call
             value, ok = fn(item), True
         except Exception as exc:  # reported as this call's failure; the child serves the next call
             value, ok = one_line(exc), False
@@ -581,8 +582,10 @@ class _Child:
             self.messages.put(_EOF)
 
     def send(self, obj: object) -> None:
-        self.proc.stdin.write(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
-        self.proc.stdin.flush()
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        with contextlib.suppress(BrokenPipeError):  # the child is gone: the reader reports it
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
 
     def wait(self, seconds: float, should_stop: StopCheck | None) -> object:
         """The next message, ``None`` after ``seconds``, ``"stop"`` when ``should_stop()`` says so."""
@@ -667,7 +670,7 @@ def run_with_time_limits(fn: Callable[[Any], Any], items: Sequence[Any], time_li
 
     def fail_rest(i: int, status: str, reason: str) -> None:
         for j in range(i, n):
-            record(j, TimedResult(status, None, reason, 0.0))
+            record(j, TimedResult(status, None, reason, math.nan))  # never ran
 
     i = 0
     while i < n:
@@ -686,7 +689,7 @@ def run_with_time_limits(fn: Callable[[Any], Any], items: Sequence[Any], time_li
             startup.append(time.perf_counter() - child.started)
             setup_seconds.append(float(msg[1]))
             while i < n:
-                child.send((i, fn, items[i]))
+                child.send((i, pickle.dumps((fn, items[i]), protocol=pickle.HIGHEST_PROTOCOL)))
                 msg = child.wait(limits[i], should_stop)
                 if msg == "stop":
                     fail_rest(i, "cancelled", "cancelled")

@@ -178,17 +178,18 @@ def test_a_model_that_fails_has_a_one_line_reason_and_the_table_still_builds() -
 
 
 def test_a_model_over_its_time_limit_is_killed_and_the_next_one_runs() -> None:
-    """AutoARIMA with season 48 on 600 points takes seconds (222 s without statsforecast's
-    approximation); a limit of half a second stops it, and a new child runs the seasonal naive."""
+    """AutoARIMA with season 96 on 990 points takes seconds (6-9 s here); a limit of 0.3 s
+    stops it, and a new child runs the seasonal naive."""
     rng = np.random.default_rng(0)
-    t = np.arange(600)
-    ds = Dataset.from_arrays(t, 10 * np.sin(2 * np.pi * t / 48) + np.cumsum(rng.standard_normal(600)))
-    r = classical_forecasts(ds, season_lengths=[48], models=["AutoARIMA", "SeasonalNaive"],
-                            time_limit={"AutoARIMA": 0.5, "SeasonalNaive": 60})
+    t = np.arange(1100)
+    ds = Dataset.from_arrays(t, 10 * np.sin(2 * np.pi * t / 96) + np.cumsum(rng.standard_normal(1100)))
+    r = classical_forecasts(ds, season_lengths=[96], models=["AutoARIMA", "SeasonalNaive"],
+                            time_limit={"AutoARIMA": 0.3, "SeasonalNaive": 60})
     arima, naive = r.forecasts
     assert arima.status == "timeout" and arima.mean is None
-    assert arima.reason == "AutoARIMA: no result within 0.5 s"
-    assert naive.status == "ok" and naive.settings.startswith("season 48")
+    assert arima.reason == "AutoARIMA: no result within 0.3 s"
+    assert arima.settings == "season 96 (seasonal AR and MA orders at most 1); 990 points"
+    assert naive.status == "ok" and naive.settings.startswith("season 96")
     assert len(r.startup) == 2  # the child was killed and a new one started
 
 
