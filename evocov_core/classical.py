@@ -5,13 +5,13 @@ here), each forecasting the test part of a :class:`~evocov_core.data.Dataset` fr
 part, with a 95 % prediction interval:
 
 =================  ===========================================================================
-``SeasonalNaive``  the value one season earlier (a random walk without a season)
+``SeasonalNaive``  the value one season earlier (the last value, without a season)
 ``AutoETS``        exponential smoothing, error / trend / season chosen by AICc
 ``AutoARIMA``      (seasonal) ARIMA, orders chosen stepwise by AICc
 ``AutoTheta``      the Theta family, chosen by in-sample MSE
 ``MSTL``           several seasons removed by LOESS (STL), the rest forecast by ``AutoETS(ZZN)``;
-                   run where the data have two seasons or one longer than 24 steps (statsforecast
-                   advises it there; its ETS cannot fit such a season)
+                   run where the data have two seasons (statsforecast's model for several) or one
+                   longer than 24 steps (statsforecast's ETS ignores such a season)
 =================  ===========================================================================
 
 **Steps, not x.** Classical methods see the series as consecutive steps: irregular x is
