@@ -124,7 +124,6 @@ def reference(data_dir: Path, names: list[str]) -> pd.Series:
         if s in have.index:
             continue
         from evocov_core.classical import classical_forecasts
-
         from evocov_core.metrics import rmse as _rmse
 
         ds = load_series(data_dir, s)
