@@ -178,6 +178,30 @@ def test_search_on_a_bare_cluster_equals_serial(cluster):
 
 
 @pytest.mark.slow
+def test_long_series_search_on_a_cluster_equals_serial(cluster):
+    """A 20,000-point series (a subset of data of 400 points, screening and promotions) spreads its
+    fits over the cluster and returns what a serial run returns, fixed-count."""
+    import numpy as np
+
+    from evocov_core.data import Dataset
+    from evocov_core.search import preset, run_search, search_data
+
+    address, _ = cluster
+    rng = np.random.default_rng(0)
+    t = np.arange(20_000, dtype=np.float64)
+    y = np.sin(2 * np.pi * t / 48) + 0.5 * np.sin(2 * np.pi * t / 336) + 0.3 * rng.standard_normal(t.size)
+    ds = Dataset.from_arrays(t, y, test_fraction=0.1)
+    cfg = preset("quick", "evocov", time_budget=0.0, generations=2, population=6, mu=2, fit_points=400,
+                 screen_points=120)
+    data = search_data(ds, cfg)
+    assert data.n == 400 and not data.approximation.exact
+    serial = run_search(data, cfg, seed=4, workers=1)
+    dask = run_search(data, cfg, seed=4, scheduler=address)
+    assert dask.n_evaluations == serial.n_evaluations and dask.n_screen_fits == serial.n_screen_fits > 0
+    assert dask.best.kernel.canonical == serial.best.kernel.canonical and dask.best.bic == serial.best.bic
+
+
+@pytest.mark.slow
 def test_a_worker_with_another_version_loaded_takes_the_shipped_one(cluster):
     """A long-lived worker that imported another version forgets it before the next run."""
     from evocov_core.dask_setup import ship_package
