@@ -345,7 +345,7 @@ def classical_forecasts(ds: Dataset, *, season_lengths: Sequence[int] | None = N
 
 
 def running_forecasts(ds: Dataset, *, season_lengths: Sequence[int] | None = None,
-                      models: Sequence[str] = MODELS) -> ClassicalForecasts:
+                      models: Sequence[str] = MODELS, failed: str | None = None) -> ClassicalForecasts:
     """What :func:`classical_forecasts` will return, before it has: one ``running`` row per model.
 
     Cheap (no model is fitted, statsforecast is not imported): a page shows these rows, and
@@ -357,11 +357,14 @@ def running_forecasts(ds: Dataset, *, season_lengths: Sequence[int] | None = Non
     season_lengths : sequence of int, optional
         As :func:`classical_forecasts`'s.
     models : sequence of str
+    failed : str, optional
+        The background computation itself failed (its process died, statsforecast is missing):
+        every row is ``failed`` with this one line as its reason, after the model's name.
 
     Returns
     -------
     ClassicalForecasts
-        Every forecast ``running``, without numbers; ``startup`` empty.
+        Every forecast ``running`` (or ``failed``), without numbers; ``startup`` empty.
 
     Raises
     ------
@@ -376,5 +379,7 @@ def running_forecasts(ds: Dataset, *, season_lengths: Sequence[int] | None = Non
                                   tuple(_skipped(m, f"{m}: classical forecasters take one input (time)")
                                         for m in models))
     seasons = infer_seasons(ds, season_lengths)
-    rows = tuple(ClassicalForecast(m, None, None, None, "running", "", math.nan) for m in models)
+    status, why = ("running", "") if failed is None else ("failed", " ".join(failed.split()))
+    rows = tuple(ClassicalForecast(m, None, None, None, status, f"{m}: {why}" if why else "", math.nan)
+                 for m in models)
     return ClassicalForecasts(ds.X_test[:, 0].copy(), seasons, rows)

@@ -205,6 +205,10 @@ def test_rows_still_running_or_skipped_and_rows_of_fits_made_elsewhere(seasonal:
     assert [f.status for f in waiting.forecasts] == ["running"] * len(MODELS)
     assert waiting.seasons.primary == 12 and np.array_equal(waiting.x, seasonal.X_test[:, 0])
     assert running_forecasts(seasonal, season_lengths=[6]).seasons.describe() == "6 (given)"
+    died = running_forecasts(seasonal, failed="RuntimeError: the process died\n(exit code -9)")
+    assert {f.reason for f in died.forecasts} == {f"{m}: RuntimeError: the process died (exit code -9)"
+                                                   for m in MODELS}
+    assert {f.status for f in died.forecasts} == {"failed"}
     rows = [se, Compared.waiting("GPSS", "running"), Compared.waiting("other", "skipped", "no run yet")]
     table = forecast_comparison(seasonal, model, baselines=rows, classical=waiting).table.set_index("method")
     assert list(table.index) == ["this kernel", "SE", "GPSS", "other", *MODELS]
