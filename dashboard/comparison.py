@@ -99,7 +99,7 @@ def _gp_rows(ds: Dataset, average: ModelAverage | None, se: Future, gpss: RunRec
     rows = []
     if average is not None:
         rows.append(Compared.from_model(
-            "model average", average, ds, expression=f"mixture of {average.k} kernels",
+            "model average", average, ds, expression=f"mixture of {average.k} kernel{'s' * (average.k > 1)}",
             note="interval and CRPS of the normal with the mixture's mean and standard deviation"))
     state = _state(se)
     if state == "ok":
@@ -128,12 +128,21 @@ def _comparison(cache_key: str, _ds: Dataset, _kernel: FittedModel, _average: Mo
     return comp.table, comparison_forecasts_data(comp, _ds)
 
 
+_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_~[]$<>#"})
+
+
 def table_view(table: pd.DataFrame) -> pd.DataFrame:
-    """The comparison table as the page shows it: numbers written out, the best starred, one note per row."""
+    """The comparison table as the page shows it: numbers written out, the best starred, one note per row.
+
+    ``st.table`` reads Markdown in its cells: a GP's kernel is a code span, other notes are escaped.
+    """
 
     def note(r: pd.Series) -> str:
         text = str(r["reason"] if r["status"] != "ok" else r["details"] or "")
-        return text if len(text) <= 90 else text[:89] + "…"
+        text = text if len(text) <= 90 else text[:89] + "…"
+        if r["status"] == "ok" and r["kind"] == "GP" and r["method"] != "model average" and "`" not in text:
+            return f"`{text}`" if text else ""
+        return text.translate(_MARKDOWN)
 
     def pct(v: float) -> str:
         return f"{v:.0%}" if math.isfinite(v) else "–"
