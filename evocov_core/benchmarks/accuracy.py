@@ -1120,7 +1120,7 @@ def readme_table(out: Path, data_dir: Path, variant: str = "full") -> str:
     head = ["series", "EvoCov here (× best published)", "EvoCov paper (mean)", *README_METHODS, *README_CLASSICAL]
     return md_table(head, rows) + (f"\n\nGeometric mean of the ratios to the best published: "
                                    f"{s.accuracy_geomean:.2f}; worst {s.worst_ratio:.2f}; "
-                                   f"series over 3×: {s.series_over_3x}. Against the classical forecasters "
+                                   f"series over 3×: {s.series_over_3x}.\n\nAgainst the classical forecasters "
                                    "(geometric mean over the series of our RMSE / theirs): "
                                    + ", ".join(f"{k}={_num(v, 3)}" for k, v in vs.items()) + ".")
 
