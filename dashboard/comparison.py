@@ -26,6 +26,7 @@ from evocov_core.compare import forecast_comparison
 from evocov_core.data import Dataset
 from evocov_core.figures import comparison_forecasts_data
 from evocov_core.jobs import Job
+from evocov_core.kernel_file import KernelFileError
 from evocov_core.metrics import FitData
 from evocov_core.model import FittedModel, ModelAverage
 from evocov_core.optimize import FitResult
@@ -101,16 +102,20 @@ def _gp_rows(ds: Dataset, average: ModelAverage | None, se: Future, gpss: RunRec
         rows.append(Compared.from_model(
             "model average", average, ds, expression=f"mixture of {average.k} kernel{'s' * (average.k > 1)}",
             note="interval and CRPS of the normal with the mixture's mean and standard deviation"))
-    state = _state(se)
-    if state == "ok":
-        rows.append(Compared.from_fit("SE", se.result(), ds, note="squared exponential + noise, fitted by LML"))
+    if not se.done():
+        rows.append(Compared.waiting("SE", "running"))
+    elif se.exception() is not None:
+        rows.append(Compared.waiting("SE", "failed", f"the fit failed: {one_line(se.exception())}"))  # type: ignore
     else:
-        rows.append(Compared.waiting("SE", "running" if state == "running" else "failed",
-                                     "" if state == "running" else f"the fit failed: {state[8:]}"))
+        rows.append(Compared.from_fit("SE", se.result(), ds, note="squared exponential + noise, fitted by LML"))
     if gpss is not None and gpss.best is not None and gpss.dataset is not None:
-        fit: FitResult = gpss.best.to_fit(ds.n_train)
-        rows.append(Compared.from_fit("GPSS", fit, ds, norm=gpss.dataset.norm, seconds=gpss.elapsed,
-                                      note=f"GPSS run {gpss.id}"))
+        try:
+            fit: FitResult = gpss.best.to_fit(ds.n_train)
+        except (KernelFileError, ValueError) as exc:
+            rows.append(Compared.waiting("GPSS", "failed", f"GPSS run {gpss.id}: {one_line(exc)}"))
+        else:
+            rows.append(Compared.from_fit("GPSS", fit, ds, norm=gpss.dataset.norm, seconds=gpss.elapsed,
+                                          note=f"GPSS run {gpss.id}"))
     elif gpss_job is not None and not gpss_job.snapshot().done:
         rows.append(Compared.waiting("GPSS", "running"))
     else:

@@ -141,8 +141,13 @@ class Compared:
     def from_model(cls, name: str, model: FittedModel | ModelAverage, ds: Dataset, *, expression: str = "",
                    q: int | None = None, bic: float = math.nan, note: str = "",
                    seconds: float | None = None) -> Compared:
-        """A row of a model already fitted (no refit, no tail score): its test RMSE on ``ds``."""
-        rmse = model.test_rmse(ds)
+        """A row of a model already fitted (no refit, no tail score): its test RMSE on ``ds`` (None when it
+        cannot predict; the comparison table then says why)."""
+        try:
+            with np.errstate(all="ignore"):
+                rmse = model.test_rmse(ds)
+        except (NumericalFailure, np.linalg.LinAlgError, ArithmeticError):
+            rmse = None
         return cls(name, expression, q, bic, None, rmse if rmse is not None and math.isfinite(rmse) else None,
                    model, note, seconds)
 
