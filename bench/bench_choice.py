@@ -52,10 +52,10 @@ from bench._common import RESULTS_DIR, geomean, limit_threads, md_table, parse_t
 from evocov_core.benchmarks.accuracy import read_trials, variant_config
 from evocov_core.benchmarks.common import load_series
 from evocov_core.gp import posterior
-from evocov_core.kernel_file import parse_expression
-from evocov_core.metrics import FitData, rmse
+from evocov_core.kernel_file import load_kernel_file, parse_expression
+from evocov_core.metrics import FitData, coverage, crps_normal, rmse
 from evocov_core.optimize import FitResult, FitStatus
-from evocov_core.search.validate import origin_scores
+from evocov_core.search.validate import origin_scores, spread_scale
 
 KS = (5, 10, 20)
 
@@ -87,20 +87,46 @@ def mixture_rmse(data: FitData, fits: list[FitResult], weights: np.ndarray) -> f
     return rmse(data.y_test, mean * data.y_std + data.y_mean)
 
 
-def replay(records: pd.DataFrame, data: FitData) -> dict[str, float]:
-    """Each rule's test RMSE on one trial (module docstring)."""
+def interval_quality(data: FitData, fit: FitResult, scale: float = 1.0) -> tuple[float, float]:
+    """Coverage of the 95 % interval and mean CRPS (original units) on the test part, the
+    predictive standard deviation multiplied by ``scale``."""
+    with np.errstate(all="ignore"):
+        post = posterior(fit.kernel, data.inputs, data.y, np.asarray(fit.theta), fit.log_noise, data.X_test,
+                         jitter=fit.jitter)
+    mu = post.mean * data.y_std + data.y_mean
+    sd = np.sqrt(post.var + fit.noise_variance + fit.jitter) * data.y_std * scale
+    y = np.asarray(data.y_test, dtype=np.float64)
+    return coverage(y, mu - 1.96 * sd, mu + 1.96 * sd), crps_normal(y, mu, sd)
+
+
+def replay(records: pd.DataFrame, data: FitData, preset: FitResult | None = None) -> dict[str, float]:
+    """Each rule's test RMSE on one trial (module docstring); for single kernels also the 95 %
+    coverage and CRPS, as the GP gives them and with the spread scaled by the rolling-origin
+    errors (``cov:``/``crps:`` and ``cov-cal:``/``crps-cal:`` keys)."""
     fits = distinct_fits(records)
     cands = [as_fit(fits.loc[i], data.n) for i in range(min(max(KS), len(fits)))]
     scores = [origin_scores(data, f) for f in cands]
     crps = np.array([s.mean_crps for s in scores])
     logd = np.array([s.total_log_density for s in scores])
     out = {"bic": cands[0].test_rmse if cands else math.nan}
+
+    def intervals(rule: str, fit: FitResult, z: np.ndarray) -> None:
+        cov, cr = interval_quality(data, fit)
+        out[f"cov:{rule}"], out[f"crps:{rule}"] = cov, cr
+        cov, cr = interval_quality(data, fit, spread_scale(z))
+        out[f"cov-cal:{rule}"], out[f"crps-cal:{rule}"] = cov, cr
+
+    if cands:
+        intervals("bic", cands[0], scores[0].z)
+    if preset is not None:
+        intervals("preset", preset, origin_scores(data, preset).z)
     for k in KS:
         c, ld = crps[:k], logd[:k]
         if not len(c):
             continue
         pick = int(np.argmin(np.where(np.isfinite(c), c, np.inf))) if np.isfinite(c).any() else 0
         out[f"origins-{k}"] = cands[pick].test_rmse
+        intervals(f"origins-{k}", cands[pick], scores[pick].z)
         finite = np.isfinite(ld)
         if finite.any():
             w = np.where(finite, np.exp(ld - ld[finite].max()), 0.0)
@@ -112,30 +138,17 @@ def replay(records: pd.DataFrame, data: FitData) -> dict[str, float]:
     return out
 
 
-def reference(data_dir: Path, names: list[str]) -> pd.Series:
-    """Reference RMSE per series: the best published (TSDL) or AutoETS on the same split (cached)."""
+def reference(folder: Path, data_dir: Path, names: list[str]) -> pd.Series:
+    """Reference RMSE per series: the best published (TSDL) or AutoETS on the same split (the
+    folder's ``classical.csv``, made once, as ``bench accuracy-report`` does)."""
     paper = data_dir / "evocov_paper_rmse.csv"
     if paper.is_file():
         return pd.read_csv(paper).set_index("dataset")["best_published"].astype(float)
-    cache = RESULTS_DIR / f"classical__{data_dir.parent.name}.csv"
-    have = pd.read_csv(cache).set_index("series") if cache.is_file() else pd.DataFrame()
-    rows = []
-    for s in names:
-        if s in have.index:
-            continue
-        from evocov_core.classical import classical_forecasts
-        from evocov_core.metrics import rmse as _rmse
+    from evocov_core.benchmarks.classical_cache import classical_scores
 
-        ds = load_series(data_dir, s)
-        fc = classical_forecasts(ds)
-        row = {"series": s}
-        for f in fc.forecasts:
-            row[f.name] = _rmse(ds.y_test, f.mean) if f.ok else math.nan
-        rows.append(row)
-    if rows:
-        have = pd.concat([have, pd.DataFrame(rows).set_index("series")])
-        have.to_csv(cache)
-    return have["AutoETS"].astype(float)
+    table = classical_scores(folder, data_dir, names)
+    ets = table[table.model == "AutoETS"].set_index("series")["test_rmse"]
+    return pd.to_numeric(ets, errors="coerce")
 
 
 def main() -> None:
@@ -158,10 +171,14 @@ def main() -> None:
             continue
         data = FitData.from_dataset(load_series(data_dir, series), split_fraction=config.metric_split,
                                     max_points=config.fit_points)
-        res = {"preset": float(t.test_rmse), "bma": float(t.bma_test_rmse), **replay(pd.read_csv(path), data)}
+        kf = load_kernel_file(args.folder / str(t.kernel_file))
+        res = {"preset": float(t.test_rmse), "bma": float(t.bma_test_rmse),
+               **replay(pd.read_csv(path), data, kf.to_fit(data.n))}
         rows.extend({"series": series, "seed": seed, "rule": r, "rmse": v} for r, v in res.items())
     df = pd.DataFrame(rows)
-    refs = reference(data_dir, sorted(df.series.unique()))
+    quality = df[df.rule.str.contains(":")].copy()
+    df = df[~df.rule.str.contains(":")].copy()
+    refs = reference(args.folder, data_dir, sorted(df.series.unique()))
     df["ratio"] = df.rmse / refs.reindex(df.series).to_numpy()
     out_csv = RESULTS_DIR / f"bench_choice__{args.folder.name}.csv"
     df.to_csv(out_csv, index=False)
@@ -179,10 +196,25 @@ def main() -> None:
                       f"{int((lr < -1e-9).sum())}/{int((lr > 1e-9).sum())}"])
         lines.append(f"rule={rule} single_run_geomean={geomean(r):.4f} single_run_p90={np.percentile(r, 90):.3f} "
                      f"worst_single={r.max():.3f} median_geomean={geomean(med):.4f} paired={math.exp(lr.mean()):.4f}")
+    cal = []
+    base_crps = quality[quality.rule == "crps:preset"].set_index(["series", "seed"]).rmse
+    for key in dict.fromkeys(quality.rule):
+        v = quality[quality.rule == key].set_index(["series", "seed"]).rmse
+        if key.startswith("cov"):
+            stat = f"{v.mean():.3f}"
+        else:  # CRPS is in each series' units: a geometric mean of ratios to the preset's
+            stat = f"{geomean((v / base_crps.reindex(v.index)).replace([np.inf, -np.inf], np.nan).dropna()):.3f}"
+        cal.append([key, stat, str(v.size)])
+        lines.append(f"interval {key}={stat}")
     header = ["rule", "single-run geomean", "p90", "worst", "geomean of per-series medians", "paired vs preset",
               "SE (log)", "lower/higher"]
     sections = [f"Folder `{args.folder}`, data `{data_dir}`, {base.size} trials, "
-                f"{time.perf_counter() - t0:.0f} s.", md_table(header, table), "```", *lines, "```"]
+                f"{time.perf_counter() - t0:.0f} s.", md_table(header, table),
+                "Interval quality of single kernels on the test part (mean over trials; `cov` = share of test "
+                "points inside the 95 % interval, mean over trials; `crps`: geometric mean of the ratio to the "
+                "preset's CRPS; `-cal`: the spread scaled by the rolling-origin errors, "
+                "`evocov_core.search.validate.spread_scale`):",
+                md_table(["rule", "value", "trials"], cal), "```", *lines, "```"]
     path = write_report(f"bench_choice__{args.folder.name}", "Model-choice rules, replayed on recorded fits",
                         sections, threads)
     print("\n".join(lines))

@@ -326,6 +326,11 @@ class SearchConfig:
                          "lowest-BIC kernels that best predicts the last part of the training range after a "
                          "refit on the rest; they also make the model average. 1 = lowest BIC.", "budgeted",
                          lo=1, hi=100)
+    choice: str = _s("tail", "How the returned kernel is chosen", "tail: each of the K lowest-BIC kernels is refitted "
+                     "on the first part of the training range and scored on the rest. origins: each forecasts from "
+                     "four earlier points in time (60-90 % of the training range, the next 10 % each) with its "
+                     "fitted values, and the lowest mean CRPS wins (no refits).", "budgeted",
+                     choices=("tail", "origins"))
     data_bounds: bool = _s(False, "Data-tied bounds", "No lengthscale below half the sampling step; periods "
                            "between two steps and the training span.", "budgeted")
     changepoints: bool = _s(False, "Change points", "Let random trees, mutations and expansions use ABCD's "

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,7 +32,7 @@ from ..gp import NumericalFailure, posterior
 from ..metrics import FitData
 from ..optimize import FitResult
 
-__all__ = ["DEFAULT_ORIGINS", "OriginScores", "origin_scores"]
+__all__ = ["DEFAULT_ORIGINS", "OriginScores", "origin_scores", "spread_scale"]
 
 #: Origins as shares of the training x-range (each forecasts the next ``horizon`` of it).
 DEFAULT_ORIGINS = (0.6, 0.7, 0.8, 0.9)
@@ -53,12 +53,16 @@ class OriginScores:
     log_density : tuple of float
         Sum of the marginal log predictive densities of each origin's targets (−inf where not).
     n_targets : tuple of int
+    z : ndarray of shape (sum of n_targets,)
+        Standardised forecast errors ``(y − μ)/σ`` of every target, origin by origin (NaN where
+        an origin failed): how well the predictive spread is calibrated (:func:`spread_scale`).
     """
 
     origins: tuple[float, ...]
     crps: tuple[float, ...]
     log_density: tuple[float, ...]
     n_targets: tuple[int, ...]
+    z: NDArray[np.float64] = field(default_factory=lambda: np.empty(0), compare=False)
 
     @property
     def mean_crps(self) -> float:
@@ -101,7 +105,7 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
     lo, span = float(x.min()), float(np.ptp(x))
     theta = np.asarray(fit.theta, dtype=np.float64)
     noise = fit.noise_variance + fit.jitter
-    kept, crps, logd, counts = [], [], [], []
+    kept, crps, logd, counts, zs = [], [], [], [], []
     for o in origins:
         cut, end = lo + o * span, lo + min(1.0, o + h) * span
         head = x <= cut
@@ -117,9 +121,32 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
                 sd = np.sqrt(post.var + noise)
                 yt = data.y[target]
                 c = float(np.mean(_crps_normal(yt, post.mean, sd)))
-                ld = float(np.sum(-0.5 * ((yt - post.mean) / sd) ** 2 - np.log(sd) - 0.5 * math.log(2 * math.pi)))
+                z = (yt - post.mean) / sd
+                ld = float(np.sum(-0.5 * z * z - np.log(sd) - 0.5 * math.log(2 * math.pi)))
         except _NUMERIC:
-            c, ld = math.inf, -math.inf
+            c, ld, z = math.inf, -math.inf, np.full(int(target.sum()), np.nan)
+        zs.append(np.where(np.isfinite(z), z, np.nan))
         crps.append(c if math.isfinite(c) else math.inf)
         logd.append(ld if math.isfinite(ld) else -math.inf)
-    return OriginScores(tuple(kept), tuple(crps), tuple(logd), tuple(counts))
+    return OriginScores(tuple(kept), tuple(crps), tuple(logd), tuple(counts),
+                        np.concatenate(zs) if zs else np.empty(0))
+
+
+def spread_scale(z: NDArray[np.float64], level: float = 0.95, *, min_points: int = 10) -> float:
+    """The factor on a predictive standard deviation that makes ``level`` of the validation errors
+    fall inside the central interval: ``quantile_level(|z|) / Φ⁻¹((1 + level)/2)``, never below 1
+    (a forecast is not made more confident than the GP says) and 1 with fewer than ``min_points``
+    finite errors.
+
+    Parameters
+    ----------
+    z : ndarray of shape (m,)
+        Standardised forecast errors (:attr:`OriginScores.z`).
+    """
+    from scipy.special import ndtri
+
+    a = np.abs(np.asarray(z, dtype=np.float64))
+    a = a[np.isfinite(a)]
+    if a.size < min_points:
+        return 1.0
+    return max(1.0, float(np.quantile(a, level)) / float(ndtri(0.5 + level / 2.0)))
