@@ -30,7 +30,7 @@ from scipy.special import ndtr
 from ..evaluate import Inputs
 from ..gp import NumericalFailure, posterior
 from ..metrics import FitData
-from ..optimize import FitResult
+from ..optimize import FitResult, OptimConfig, fit_kernel
 
 __all__ = ["DEFAULT_ORIGINS", "OriginScores", "origin_scores", "spread_scale"]
 
@@ -81,7 +81,8 @@ def _crps_normal(y: NDArray[np.float64], mu: NDArray[np.float64], sd: NDArray[np
 
 
 def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = DEFAULT_ORIGINS,
-                  horizon: float | None = None) -> OriginScores:
+                  horizon: float | None = None, refit: OptimConfig | None = None,
+                  seed: Sequence[int] = (0,)) -> OriginScores:
     """Score ``fit``'s forecasts from each origin (module docstring).
 
     Parameters
@@ -94,6 +95,11 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
         Shares of the training x-range in (0, 1).
     horizon : float, optional
         Share of the range each forecast covers (default ``data.split_fraction``).
+    refit : OptimConfig, optional
+        Refit the kernel on each origin's head first (from the full-data values, seeded by
+        ``(*seed, origin index)``), so that the forecast errors are out of sample: what a
+        predictive spread is calibrated on (:func:`spread_scale`). Without it, the full-data values.
+    seed : sequence of int
 
     Returns
     -------
@@ -103,21 +109,27 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
     h = data.split_fraction if horizon is None else horizon
     x = data.X[:, 0]
     lo, span = float(x.min()), float(np.ptp(x))
-    theta = np.asarray(fit.theta, dtype=np.float64)
-    noise = fit.noise_variance + fit.jitter
     kept, crps, logd, counts, zs = [], [], [], [], []
-    for o in origins:
+    for j, o in enumerate(origins):
         cut, end = lo + o * span, lo + min(1.0, o + h) * span
         head = x <= cut
         target = (x > cut) & (x <= end)
         if head.sum() < 2 or not target.any():
             continue
+        if refit is not None:
+            rng = np.random.default_rng(np.random.SeedSequence([*seed, j]))
+            f = fit_kernel(fit.kernel, data.subset(head), refit, rng, fit.start())
+            theta = np.asarray(f.theta, dtype=np.float64) if f.ok else np.asarray(fit.theta, dtype=np.float64)
+            log_noise, jitter = (f.log_noise, f.jitter) if f.ok else (fit.log_noise, fit.jitter)
+        else:
+            theta, log_noise, jitter = np.asarray(fit.theta, dtype=np.float64), fit.log_noise, fit.jitter
+        noise = math.exp(log_noise) + jitter
         kept.append(float(o))
         counts.append(int(target.sum()))
         try:
             with np.errstate(all="ignore"):
-                post = posterior(fit.kernel, Inputs(data.X[head]), data.y[head], theta, fit.log_noise,
-                                 data.X[target], jitter=fit.jitter)
+                post = posterior(fit.kernel, Inputs(data.X[head]), data.y[head], theta, log_noise,
+                                 data.X[target], jitter=jitter)
                 sd = np.sqrt(post.var + noise)
                 yt = data.y[target]
                 c = float(np.mean(_crps_normal(yt, post.mean, sd)))
