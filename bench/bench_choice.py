@@ -55,6 +55,7 @@ from evocov_core.gp import posterior
 from evocov_core.kernel_file import load_kernel_file, parse_expression
 from evocov_core.metrics import FitData, coverage, crps_normal, rmse
 from evocov_core.optimize import FitResult, FitStatus
+from evocov_core.search.stages import head_stage
 from evocov_core.search.validate import origin_scores, spread_scale
 
 KS = (5, 10, 20)
@@ -99,7 +100,18 @@ def interval_quality(data: FitData, fit: FitResult, scale: float = 1.0) -> tuple
     return coverage(y, mu - 1.96 * sd, mu + 1.96 * sd), crps_normal(y, mu, sd)
 
 
-def replay(records: pd.DataFrame, data: FitData, preset: FitResult | None = None) -> dict[str, float]:
+def front(fits: pd.DataFrame) -> list[int]:
+    """Rows of ``fits`` (lowest BIC first) with a lower BIC than every row with fewer hyperparameters."""
+    out, best = [], math.inf
+    for i in fits.sort_values(["q", "bic"], kind="stable").index:
+        if fits.bic[i] < best:
+            out.append(int(i))
+            best = fits.bic[i]
+    return out
+
+
+def replay(records: pd.DataFrame, data: FitData, preset: FitResult | None = None, refit=None,
+           seed: int = 0) -> dict[str, float]:
     """Each rule's test RMSE on one trial (module docstring); for single kernels also the 95 %
     coverage and CRPS, as the GP gives them and with the spread scaled by the rolling-origin
     errors (``cov:``/``crps:`` and ``cov-cal:``/``crps-cal:`` keys)."""
@@ -120,6 +132,25 @@ def replay(records: pd.DataFrame, data: FitData, preset: FitResult | None = None
         intervals("bic", cands[0], scores[0].z)
     if preset is not None:
         intervals("preset", preset, origin_scores(data, preset).z)
+        if refit is not None:
+            z = origin_scores(data, preset, refit=refit, seed=(seed, 1)).z
+            cov, cr = interval_quality(data, preset, spread_scale(z))
+            out["cov-cal-refit:preset"], out["crps-cal-refit:preset"] = cov, cr
+    # The BIC-vs-q front (small kernels) beside the five lowest BIC, scored by the origins.
+    pool = sorted(set(range(min(5, len(fits)))) | set(front(fits)))
+    pool_fits = {i: (cands[i] if i < len(cands) else as_fit(fits.loc[i], data.n)) for i in pool}
+    pool_fits.update({i: cands[i] for i in range(min(5, len(cands)))})
+    pool_scores = {i: (scores[i] if i < len(scores) else origin_scores(data, pool_fits[i])) for i in pool}
+    pc = np.array([pool_scores[i].mean_crps for i in pool])
+    if pc.size and np.isfinite(pc).any():
+        best = pool[int(np.argmin(np.where(np.isfinite(pc), pc, np.inf)))]
+        out["origins-5+front"] = pool_fits[best].test_rmse
+    if refit is not None:
+        for name, rows in (("origins-refit-5", list(range(min(5, len(cands))))), ("origins-refit-5+front", pool)):
+            rc = np.array([origin_scores(data, pool_fits[i], refit=refit, seed=(seed, 2, i)).mean_crps
+                           for i in rows])
+            if rc.size and np.isfinite(rc).any():
+                out[name] = pool_fits[rows[int(np.argmin(np.where(np.isfinite(rc), rc, np.inf)))]].test_rmse
     for k in KS:
         c, ld = crps[:k], logd[:k]
         if not len(c):
@@ -155,6 +186,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--folder", type=Path, required=True, help="a bench accuracy folder made with --records")
     ap.add_argument("--data-dir", type=Path, default=None, help="default: the one its run.json records")
+    ap.add_argument("--refit", action="store_true", help="also the rules that refit each candidate at each origin "
+                    "(slower: four fits per candidate)")
     args = ap.parse_args()
     threads = limit_threads()
     t0 = time.perf_counter()
@@ -172,8 +205,9 @@ def main() -> None:
         data = FitData.from_dataset(load_series(data_dir, series), split_fraction=config.metric_split,
                                     max_points=config.fit_points)
         kf = load_kernel_file(args.folder / str(t.kernel_file))
+        refit = head_stage(data, config.optim)[1] if args.refit else None
         res = {"preset": float(t.test_rmse), "bma": float(t.bma_test_rmse),
-               **replay(pd.read_csv(path), data, kf.to_fit(data.n))}
+               **replay(pd.read_csv(path), data, kf.to_fit(data.n), refit, seed)}
         rows.extend({"series": series, "seed": seed, "rule": r, "rmse": v} for r, v in res.items())
     df = pd.DataFrame(rows)
     quality = df[df.rule.str.contains(":")].copy()

@@ -170,6 +170,10 @@ VARIANTS: dict[str, Variant] = {
     "promote-15": Variant({"promote_fraction": 0.15}, "half the full fits on long series: the best 15 % of a "
                           "screened batch (not 30 %) are fitted on all the data, so more candidates and "
                           "generations fit in the budget (series longer than screen_points only)"),
+    "seed-m12": Variant({"seed_bases": ("SE", "PER", "LIN", "RQ", "M12")}, "one part added, not removed: the "
+                        "Matérn-1/2 (Ornstein-Uhlenbeck) kernel among the bases of the seeded structures and of the "
+                        "GPSS expansions, a level that wanders (its forecast stays near the last values, with a "
+                        "spread that grows)"),
     "with-changewindows": Variant({"changewindows": True}, "one part added, not removed: ABCD's change-window "
                                   "operator in the grammar (off in the presets until it is shown to help)"),
     "before": Variant({}, "the previous default, preset('quick-fixed') (paper operators, no cache, no screening, "

@@ -42,6 +42,7 @@ from ..grammar import Grammar, get_grammar
 from ..metrics import METRICS
 from ..optimize import HyperSpace, OptimConfig
 from ..psd import PSDConfig
+from .structures import SEED_BASES
 from ..subset import DEFAULT_MAX_POINTS
 from ..variation import VariationConfig
 
@@ -314,6 +315,12 @@ class SearchConfig:
                          hi=1_000_000)
     promote_fraction: float = _s(0.3, "Share promoted", "Share of a screened batch fitted on all the data.",
                                  "budgeted", lo=0.0, hi=1.0, step=0.05, fmt="%.2f")
+    seed_bases: tuple[str, ...] = _s(SEED_BASES, "Base kernels of the seeds and expansions", "The base kernels "
+                                     "the seeded structures (each base, their pairwise sums and products) and the "
+                                     "GPSS expansions of a budgeted search are made of. M12 is the Matérn-1/2 "
+                                     "(Ornstein-Uhlenbeck) kernel: a level that wanders, whose forecast stays near "
+                                     "the last values with a spread that grows.", "budgeted", _EVOCOV,
+                                     choices=("SE", "PER", "LIN", "RQ", "C", "M12"))
     seed_fraction: float = _s(0.0, "Seeded share of the first population", "GPSS structures (SE, PER, LIN, RQ, "
                               "their pairwise sums and products) in the first population.", "budgeted", _EVOCOV,
                               lo=0.0, hi=1.0, step=0.05, fmt="%.2f")
@@ -380,6 +387,7 @@ class SearchConfig:
         need(self.d_min <= self.d_max, f"need 0 <= d_min <= d_max, got d_min = {self.d_min}, d_max = {self.d_max}")
         need(0.0 < self.metric_split < 0.9, f"metric_split must be in (0, 0.9), got {self.metric_split}")
         need(bool(self.base_kernels), "base_kernels must not be empty")
+        need(bool(self.seed_bases), "seed_bases must not be empty")
         need(self.screen_points == 0 or self.screen_points >= 20,
              f"screen_points must be 0 (off) or at least 20, got {self.screen_points}")
         need(self.fit_points == 0 or self.fit_points >= 100,
@@ -410,7 +418,9 @@ class SearchConfig:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["base_kernels"] = list(self.base_kernels)
+        for name, typ, _ in settings():
+            if typ is tuple:
+                d[name] = list(getattr(self, name))
         return d
 
     @classmethod
@@ -421,8 +431,11 @@ class SearchConfig:
         if unknown:
             raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
         d = dict(d)
-        if "base_kernels" in d:
-            d["base_kernels"] = tuple(d["base_kernels"])
+        for name, typ, _ in settings():
+            if typ is tuple and name in d:
+                if not isinstance(d[name], (list, tuple)):
+                    raise ConfigError(f"{name} must be a list, got {d[name]!r}")
+                d[name] = tuple(d[name])
         return cls(**d)
 
     def with_(self, **changes: object) -> SearchConfig:
