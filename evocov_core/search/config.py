@@ -42,9 +42,9 @@ from ..grammar import Grammar, get_grammar
 from ..metrics import METRICS
 from ..optimize import HyperSpace, OptimConfig
 from ..psd import PSDConfig
-from .structures import SEED_BASES
 from ..subset import DEFAULT_MAX_POINTS
 from ..variation import VariationConfig
+from .structures import SEED_BASES
 
 __all__ = ["ALGORITHMS", "GROUPS", "PRESETS", "SearchConfig", "Setting", "preset", "settings"]
 
