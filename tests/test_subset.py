@@ -120,3 +120,26 @@ def test_approximation_record_is_validated():
     doc["approximation"] = [1, 2]
     with pytest.raises(KernelFileError, match="approximation"):
         parse_kernel_file(dump_kernel_file(doc))
+
+
+def _two_cycles(n: int) -> Dataset:
+    """Half-hourly: a daily cycle of 48 steps and a weaker weekly one of 336, plus noise."""
+    t = np.arange(n, dtype=np.float64)
+    rng = np.random.default_rng(5)
+    y = 3 * np.sin(2 * np.pi * t / 48) + 1.5 * np.cos(2 * np.pi * t / 336) + 0.3 * rng.standard_normal(n)
+    return Dataset.from_arrays(t, y, name=f"cycles{n}", test_fraction=0.1)
+
+
+def test_screening_of_a_long_series_sees_two_weekly_cycles():
+    """On a subset of a long series the screening block holds two of its longest clear period
+    (336 steps here), contiguous at the end; exact data keep half the screening points."""
+    from evocov_core.search.stages import SCREEN_RECENT_MAX, screen_mask, screen_recent
+
+    long = FitData.from_dataset(_two_cycles(6000), max_points=1500)
+    recent = screen_recent(long, 240)
+    assert 2 * 336 <= recent <= SCREEN_RECENT_MAX
+    mask = screen_mask(long.n, 240, recent)
+    assert mask[long.n - recent:].all()
+    assert mask.sum() == recent + 120  # and 120 spread over the rest of the range
+    short = FitData.from_dataset(_two_cycles(1200), max_points=2000)
+    assert short.approximation.exact and screen_recent(short, 240) == 120

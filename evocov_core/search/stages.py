@@ -4,8 +4,8 @@
 stage          data / settings
 =============  ====================================================================
 ``""``         all the training data / the search's settings (every unscreened fit)
-``screen``     a subset of ``screen_points`` training points (:func:`screen_mask`) /
-               the search's settings
+``screen``     a subset of about ``screen_points`` training points (:func:`screen_mask`;
+               more recent ones for a long period, :func:`screen_recent`) / the search's settings
 ``promote``    all the training data / one L-BFGS-B run of half the evaluations from
                the screened values (they are close: a refinement, not a search)
 ``head``       the first ``1 − metric_split`` of the training range / one L-BFGS-B
@@ -34,25 +34,62 @@ from ..optimize import OptimConfig
 from ..parallel import Stages, make_executor
 from .config import SearchConfig
 
-__all__ = ["head_stage", "screen_mask", "search_executor", "search_stages"]
+__all__ = ["head_stage", "screen_mask", "screen_recent", "search_executor", "search_stages"]
 
 
-def screen_mask(n: int, m: int) -> NDArray[np.bool_]:
-    """Which of ``n`` training points (sorted by x) screening uses: ``m`` of them.
+#: The screening subset's recent block covers this many of the data's longest clear period.
+SCREEN_CYCLES = 2.0
+#: ... but never more than this many points (the cost of a screening fit grows as its cube).
+SCREEN_RECENT_MAX = 720
+#: ... and repeats at least this many times in the training series.
+SCREEN_REPEATS = 6
+#: A periodogram peak counts as a clear period above this share of the peaks' power.
+SCREEN_PEAK_WEIGHT = 0.1
 
-    Half spread evenly over the whole range (long trends and periods stay visible),
-    half the most recent points, contiguous (short periods and the local behaviour the
-    forecast starts from).
+
+def screen_mask(n: int, m: int, recent: int | None = None) -> NDArray[np.bool_]:
+    """Which of ``n`` training points (sorted by x) screening uses.
+
+    ``recent`` of them (default ``m // 2``) are the most recent points, contiguous (short
+    periods and the local behaviour the forecast starts from); ``m − m // 2`` more are spread
+    evenly over the rest of the range (long trends and periods stay visible).
     """
     mask = np.zeros(n, dtype=bool)
-    if m >= n:
+    recent = m // 2 if recent is None else int(recent)
+    spread_n = m - m // 2
+    if m >= n or recent + spread_n >= n:
         mask[:] = True
         return mask
-    recent = m // 2
     mask[n - recent:] = True
-    spread = np.unique(np.round(np.linspace(0, n - recent - 1, m - recent)).astype(int))
+    spread = np.unique(np.round(np.linspace(0, n - recent - 1, spread_n)).astype(int))
     mask[spread] = True
     return mask
+
+
+def screen_recent(data: FitData, m: int) -> int:
+    """The screening subset's recent block: ``m // 2`` points, or, on a long series fitted on a
+    subset (``data.approximation`` not exact), enough to hold :data:`SCREEN_CYCLES` cycles of its
+    longest clear period, at most :data:`SCREEN_RECENT_MAX` points.
+
+    On half-hourly data a block of 120 points is two and a half days: a weekly cycle is
+    invisible in it, and the points spread over months of history alias the daily one, so
+    screening ranked kernels by how well they fit noise (issue 28). Periods come from the
+    whole training series' periodogram (``data.frequency_peaks``, strongest first); one counts
+    when its peak holds at least :data:`SCREEN_PEAK_WEIGHT` of the peaks' power and repeats at
+    least :data:`SCREEN_REPEATS` times in the training series (a seasonal cycle, not the bend
+    of a trend). Series short enough for an exact GP keep the block they always had.
+    """
+    base = m // 2
+    sub, step = data.approximation, data.step
+    if sub is None or sub.exact or not (np.isfinite(step) and step > 0):
+        return base
+    longest = 0.0
+    for omega, weight in zip(*data.frequency_peaks, strict=True):
+        period = 2.0 * np.pi / omega / step  # in sampling steps
+        if weight >= SCREEN_PEAK_WEIGHT and SCREEN_REPEATS * period <= sub.n_total:
+            longest = max(longest, period)
+    want = int(np.ceil(SCREEN_CYCLES * longest))
+    return int(min(max(base, want), SCREEN_RECENT_MAX))
 
 
 def _refit(optim: OptimConfig, share: float = 1.0) -> OptimConfig:
@@ -72,7 +109,8 @@ def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitDat
     if 0 < config.screen_points < data.n:
         order = np.argsort(data.X[:, 0], kind="stable")
         mask = np.zeros(data.n, dtype=bool)
-        mask[order[screen_mask(data.n, config.screen_points)]] = True
+        m = config.screen_points
+        mask[order[screen_mask(data.n, m, screen_recent(data, m))]] = True
         stages["screen"] = (data.subset(mask), _on_subset(optim))
     if config.screen_points > 0:
         stages["promote"] = (data, _refit(optim, 0.5))
