@@ -154,9 +154,29 @@ def _fmt(v: object, digits: int = 4) -> str:
     return "-" if not math.isfinite(f) else f"{f:.{digits}g}"
 
 
+def pivots(table: pd.DataFrame, costs: pd.DataFrame | None) -> str:
+    """Compact tables: test RMSE by kernel and method, and ms per LML + gradient by method, per series."""
+    out = []
+    order = [*(f"subset {k}" for k in SUBSETS), *(f"VFE {k}" for k in INDUCING)]
+    for s in table.series.unique():
+        t = table[table.series == s]
+        methods = [m for m in t.method.unique() if m.startswith("exact")] + [m for m in order if m in set(t.method)]
+        piv = t.pivot_table(index="kernel", columns="method", values="test_rmse", aggfunc="first")
+        rows = [[k, *(_fmt(piv.loc[k].get(m)) for m in methods)] for k in KERNELS if k in piv.index]
+        floor = t.true_mean_rmse.dropna()
+        out.append(f"**{s}**, test RMSE" + (f" (true mean: {floor.iloc[0]:.3g})" if len(floor) else "") + "\n\n"
+                   + md_table(["kernel", *methods], rows))
+        if costs is not None and len(costs[costs.series == s]):
+            c = costs[costs.series == s].groupby("method").wall_s.median()
+            out.append(f"**{s}**, ms per LML + gradient (median over the kernels)\n\n"
+                       + md_table(methods, [[_fmt(c.get(m, math.nan) * 1e3, 3) for m in methods]], "r" * len(methods)))
+    return "\n\n".join(out)
+
+
 def report(table: pd.DataFrame | None, costs: pd.DataFrame | None, threads: dict[str, str]) -> Path:
     sections = [__doc__.split("\n\n", 1)[1].split("Run from")[0].strip()]
     if table is not None:
+        sections.append("## In short\n\n" + pivots(table, costs))
         for s in table.series.unique():
             t = table[table.series == s]
             floor = t.true_mean_rmse.dropna()
