@@ -124,11 +124,28 @@ def main() -> None:
         t = page(name, title, **q)
         rows.append([label, f"{statistics.median(t):.2f}", f"{t[0]:.2f}"])
 
+    # A click on the Pareto tab opens that kernel: its forecast and components (what show_kernel computes).
+    from evocov_core.figures import components_data, extrapolation_data, extrapolation_figure
+    from evocov_core.model import FittedModel
+    from evocov_core.search import EvalRecord
+
+    records = RunStore(tmp / "store").evaluations(jid)
+    ok = records[records["status"] == "ok"]
+    if len(ok):
+        row = ok.iloc[len(ok) // 2]
+
+        def open_record() -> None:
+            fit = EvalRecord.from_row(row).to_fit(ds.n_train)
+            model = FittedModel.from_fit(fit, ds.norm, ds.n_train)
+            extrapolation_figure(extrapolation_data(model, ds), ds)
+            components_data(model, ds)
+
+        rows.append(["Pareto tab: opening a kernel (its forecast and components)", f"{_timed(open_record):.2f}",
+                     "-"])
+
     from evocov_core.kernel_file import parse_kernel_file
     from evocov_core.report_html import report_html
-    from evocov_core.store import RunStore as Store
-
-    run = Store(tmp / "store").get_run(jid)
+    run = RunStore(tmp / "store").get_run(jid)
     assert run is not None and run.best is not None
     kf = parse_kernel_file(run.best.text)
     reports = [(f"HTML report, GPSS baseline {args.gpss:g} s and classical forecasters (the Results page's "
