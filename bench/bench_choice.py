@@ -52,10 +52,11 @@ from bench._common import RESULTS_DIR, geomean, limit_threads, md_table, parse_t
 from evocov_core.benchmarks.accuracy import read_trials, variant_config
 from evocov_core.benchmarks.common import load_series
 from evocov_core.gp import posterior
-from evocov_core.kernel_file import parse_expression
-from evocov_core.metrics import FitData, rmse
+from evocov_core.kernel_file import load_kernel_file, parse_expression
+from evocov_core.metrics import FitData, coverage, crps_normal, rmse
 from evocov_core.optimize import FitResult, FitStatus
-from evocov_core.search.validate import origin_scores
+from evocov_core.search.stages import head_stage
+from evocov_core.search.validate import origin_scores, spread_scale
 
 KS = (5, 10, 20)
 
@@ -87,20 +88,76 @@ def mixture_rmse(data: FitData, fits: list[FitResult], weights: np.ndarray) -> f
     return rmse(data.y_test, mean * data.y_std + data.y_mean)
 
 
-def replay(records: pd.DataFrame, data: FitData) -> dict[str, float]:
-    """Each rule's test RMSE on one trial (module docstring)."""
+def interval_quality(data: FitData, fit: FitResult, scale: float = 1.0) -> tuple[float, float]:
+    """Coverage of the 95 % interval and mean CRPS (original units) on the test part, the
+    predictive standard deviation multiplied by ``scale``."""
+    with np.errstate(all="ignore"):
+        post = posterior(fit.kernel, data.inputs, data.y, np.asarray(fit.theta), fit.log_noise, data.X_test,
+                         jitter=fit.jitter)
+    mu = post.mean * data.y_std + data.y_mean
+    sd = np.sqrt(post.var + fit.noise_variance + fit.jitter) * data.y_std * scale
+    y = np.asarray(data.y_test, dtype=np.float64)
+    return coverage(y, mu - 1.96 * sd, mu + 1.96 * sd), crps_normal(y, mu, sd)
+
+
+def front(fits: pd.DataFrame) -> list[int]:
+    """Rows of ``fits`` (lowest BIC first) with a lower BIC than every row with fewer hyperparameters."""
+    out, best = [], math.inf
+    for i in fits.sort_values(["q", "bic"], kind="stable").index:
+        if fits.bic[i] < best:
+            out.append(int(i))
+            best = fits.bic[i]
+    return out
+
+
+def replay(records: pd.DataFrame, data: FitData, preset: FitResult | None = None, refit=None,
+           seed: int = 0) -> dict[str, float]:
+    """Each rule's test RMSE on one trial (module docstring); for single kernels also the 95 %
+    coverage and CRPS, as the GP gives them and with the spread scaled by the rolling-origin
+    errors (``cov:``/``crps:`` and ``cov-cal:``/``crps-cal:`` keys)."""
     fits = distinct_fits(records)
     cands = [as_fit(fits.loc[i], data.n) for i in range(min(max(KS), len(fits)))]
     scores = [origin_scores(data, f) for f in cands]
     crps = np.array([s.mean_crps for s in scores])
     logd = np.array([s.total_log_density for s in scores])
     out = {"bic": cands[0].test_rmse if cands else math.nan}
+
+    def intervals(rule: str, fit: FitResult, z: np.ndarray) -> None:
+        cov, cr = interval_quality(data, fit)
+        out[f"cov:{rule}"], out[f"crps:{rule}"] = cov, cr
+        cov, cr = interval_quality(data, fit, spread_scale(z))
+        out[f"cov-cal:{rule}"], out[f"crps-cal:{rule}"] = cov, cr
+
+    if cands:
+        intervals("bic", cands[0], scores[0].z)
+    if preset is not None:
+        intervals("preset", preset, origin_scores(data, preset).z)
+        if refit is not None:
+            z = origin_scores(data, preset, refit=refit, seed=(seed, 1)).z
+            cov, cr = interval_quality(data, preset, spread_scale(z))
+            out["cov-cal-refit:preset"], out["crps-cal-refit:preset"] = cov, cr
+    # The BIC-vs-q front (small kernels) beside the five lowest BIC, scored by the origins.
+    pool = sorted(set(range(min(5, len(fits)))) | set(front(fits)))
+    pool_fits = {i: (cands[i] if i < len(cands) else as_fit(fits.loc[i], data.n)) for i in pool}
+    pool_fits.update({i: cands[i] for i in range(min(5, len(cands)))})
+    pool_scores = {i: (scores[i] if i < len(scores) else origin_scores(data, pool_fits[i])) for i in pool}
+    pc = np.array([pool_scores[i].mean_crps for i in pool])
+    if pc.size and np.isfinite(pc).any():
+        best = pool[int(np.argmin(np.where(np.isfinite(pc), pc, np.inf)))]
+        out["origins-5+front"] = pool_fits[best].test_rmse
+    if refit is not None:
+        for name, rows in (("origins-refit-5", list(range(min(5, len(cands))))), ("origins-refit-5+front", pool)):
+            rc = np.array([origin_scores(data, pool_fits[i], refit=refit, seed=(seed, 2, i)).mean_crps
+                           for i in rows])
+            if rc.size and np.isfinite(rc).any():
+                out[name] = pool_fits[rows[int(np.argmin(np.where(np.isfinite(rc), rc, np.inf)))]].test_rmse
     for k in KS:
         c, ld = crps[:k], logd[:k]
         if not len(c):
             continue
         pick = int(np.argmin(np.where(np.isfinite(c), c, np.inf))) if np.isfinite(c).any() else 0
         out[f"origins-{k}"] = cands[pick].test_rmse
+        intervals(f"origins-{k}", cands[pick], scores[pick].z)
         finite = np.isfinite(ld)
         if finite.any():
             w = np.where(finite, np.exp(ld - ld[finite].max()), 0.0)
@@ -112,36 +169,25 @@ def replay(records: pd.DataFrame, data: FitData) -> dict[str, float]:
     return out
 
 
-def reference(data_dir: Path, names: list[str]) -> pd.Series:
-    """Reference RMSE per series: the best published (TSDL) or AutoETS on the same split (cached)."""
+def reference(folder: Path, data_dir: Path, names: list[str]) -> pd.Series:
+    """Reference RMSE per series: the best published (TSDL) or AutoETS on the same split (the
+    folder's ``classical.csv``, made once, as ``bench accuracy-report`` does)."""
     paper = data_dir / "evocov_paper_rmse.csv"
     if paper.is_file():
         return pd.read_csv(paper).set_index("dataset")["best_published"].astype(float)
-    cache = RESULTS_DIR / f"classical__{data_dir.parent.name}.csv"
-    have = pd.read_csv(cache).set_index("series") if cache.is_file() else pd.DataFrame()
-    rows = []
-    for s in names:
-        if s in have.index:
-            continue
-        from evocov_core.classical import classical_forecasts
-        from evocov_core.metrics import rmse as _rmse
+    from evocov_core.benchmarks.classical_cache import classical_scores
 
-        ds = load_series(data_dir, s)
-        fc = classical_forecasts(ds)
-        row = {"series": s}
-        for f in fc.forecasts:
-            row[f.name] = _rmse(ds.y_test, f.mean) if f.ok else math.nan
-        rows.append(row)
-    if rows:
-        have = pd.concat([have, pd.DataFrame(rows).set_index("series")])
-        have.to_csv(cache)
-    return have["AutoETS"].astype(float)
+    table = classical_scores(folder, data_dir, names)
+    ets = table[table.model == "AutoETS"].set_index("series")["test_rmse"]
+    return pd.to_numeric(ets, errors="coerce")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--folder", type=Path, required=True, help="a bench accuracy folder made with --records")
     ap.add_argument("--data-dir", type=Path, default=None, help="default: the one its run.json records")
+    ap.add_argument("--refit", action="store_true", help="also the rules that refit each candidate at each origin "
+                    "(slower: four fits per candidate)")
     args = ap.parse_args()
     threads = limit_threads()
     t0 = time.perf_counter()
@@ -158,10 +204,15 @@ def main() -> None:
             continue
         data = FitData.from_dataset(load_series(data_dir, series), split_fraction=config.metric_split,
                                     max_points=config.fit_points)
-        res = {"preset": float(t.test_rmse), "bma": float(t.bma_test_rmse), **replay(pd.read_csv(path), data)}
+        kf = load_kernel_file(args.folder / str(t.kernel_file))
+        refit = head_stage(data, config.optim)[1] if args.refit else None
+        res = {"preset": float(t.test_rmse), "bma": float(t.bma_test_rmse),
+               **replay(pd.read_csv(path), data, kf.to_fit(data.n), refit, seed)}
         rows.extend({"series": series, "seed": seed, "rule": r, "rmse": v} for r, v in res.items())
     df = pd.DataFrame(rows)
-    refs = reference(data_dir, sorted(df.series.unique()))
+    quality = df[df.rule.str.contains(":")].copy()
+    df = df[~df.rule.str.contains(":")].copy()
+    refs = reference(args.folder, data_dir, sorted(df.series.unique()))
     df["ratio"] = df.rmse / refs.reindex(df.series).to_numpy()
     out_csv = RESULTS_DIR / f"bench_choice__{args.folder.name}.csv"
     df.to_csv(out_csv, index=False)
@@ -179,10 +230,25 @@ def main() -> None:
                       f"{int((lr < -1e-9).sum())}/{int((lr > 1e-9).sum())}"])
         lines.append(f"rule={rule} single_run_geomean={geomean(r):.4f} single_run_p90={np.percentile(r, 90):.3f} "
                      f"worst_single={r.max():.3f} median_geomean={geomean(med):.4f} paired={math.exp(lr.mean()):.4f}")
+    cal = []
+    base_crps = quality[quality.rule == "crps:preset"].set_index(["series", "seed"]).rmse
+    for key in dict.fromkeys(quality.rule):
+        v = quality[quality.rule == key].set_index(["series", "seed"]).rmse
+        if key.startswith("cov"):
+            stat = f"{v.mean():.3f}"
+        else:  # CRPS is in each series' units: a geometric mean of ratios to the preset's
+            stat = f"{geomean((v / base_crps.reindex(v.index)).replace([np.inf, -np.inf], np.nan).dropna()):.3f}"
+        cal.append([key, stat, str(v.size)])
+        lines.append(f"interval {key}={stat}")
     header = ["rule", "single-run geomean", "p90", "worst", "geomean of per-series medians", "paired vs preset",
               "SE (log)", "lower/higher"]
     sections = [f"Folder `{args.folder}`, data `{data_dir}`, {base.size} trials, "
-                f"{time.perf_counter() - t0:.0f} s.", md_table(header, table), "```", *lines, "```"]
+                f"{time.perf_counter() - t0:.0f} s.", md_table(header, table),
+                "Interval quality of single kernels on the test part (mean over trials; `cov` = share of test "
+                "points inside the 95 % interval, mean over trials; `crps`: geometric mean of the ratio to the "
+                "preset's CRPS; `-cal`: the spread scaled by the rolling-origin errors, "
+                "`evocov_core.search.validate.spread_scale`):",
+                md_table(["rule", "value", "trials"], cal), "```", *lines, "```"]
     path = write_report(f"bench_choice__{args.folder.name}", "Model-choice rules, replayed on recorded fits",
                         sections, threads)
     print("\n".join(lines))

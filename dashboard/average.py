@@ -70,10 +70,12 @@ def show_model_average(
     title: str = "Model average",
     average_download: tuple[str, str] | None = None,
     kernel_download: tuple[str, str] | None = None,
+    forecasts: pd.DataFrame | None = None,
 ) -> None:
     """Members, test RMSE, mixture extrapolation and downloads of a model average.
 
-    ``average_download`` / ``kernel_download`` = (JSON text, file name).
+    ``average_download`` / ``kernel_download`` = (JSON text, file name); ``forecasts`` are other
+    methods' forecasts, drawn dashed on the extrapolation.
     """
     st.markdown(f"**{title}**")
     st.caption(
@@ -95,7 +97,8 @@ def show_model_average(
             "test RMSE": st.column_config.NumberColumn("test RMSE", format="%.4g"),
         },
     )
-    extrapolation_chart(avg, ds, key=f"{key}_extrap", title="Extrapolation: mixture mean and ±2σ band")
+    extrapolation_chart(avg, ds, key=f"{key}_extrap", title="Extrapolation: mixture mean and ±2σ band",
+                        forecasts=forecasts)
     c_kernel, c_average = st.columns(2)
     if kernel_download:
         kernel_download_button(c_kernel, *kernel_download, key=f"{key}_kernel_download",

@@ -1,7 +1,10 @@
-"""Reference fits (SE baseline, fixed structures) in the background, shared by every session.
+"""Reference fits (SE baseline, fixed structures) and classical forecasts in the background, shared by
+every session.
 
-Callers look these functions up on the module (``fits.background_fit(...)``), so a test can
-replace them.
+Two lanes, each one child process at a time: the GP fits, and the classical forecasters
+(:func:`evocov_core.classical.classical_forecasts`, seconds each), so that a long SE fit never
+holds the classical rows of the Results page back. Callers look these functions up on the
+module (``fits.background_fit(...)``), so a test can replace them.
 """
 
 from __future__ import annotations
@@ -22,6 +25,13 @@ def _fit_runner() -> FitRunner:
     return FitRunner(slots=1)
 
 
+@st.cache_resource(show_spinner=False)
+def _forecast_runner() -> FitRunner:
+    # The classical forecasters: one child process at a time (it starts its own, killable, child
+    # for the models' time limits), results kept by key for every session of this server.
+    return FitRunner(slots=1)
+
+
 def background_fit(key: tuple, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
     """Run ``fn(*args, **kwargs)`` in a child process once per ``key``; returns its Future."""
     return _fit_runner().submit(key, fn, *args, **kwargs)
@@ -30,3 +40,13 @@ def background_fit(key: tuple, fn: Callable[..., Any], *args: Any, **kwargs: Any
 def existing_fit(key: tuple) -> Future | None:
     """The Future of the fit started for ``key``, or None."""
     return _fit_runner().get(key)
+
+
+def background_forecast(key: tuple, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
+    """Run ``fn(*args, **kwargs)`` in a child process of the forecasts' lane once per ``key``; its Future."""
+    return _forecast_runner().submit(key, fn, *args, **kwargs)
+
+
+def existing_forecast(key: tuple) -> Future | None:
+    """The Future of the forecasts started for ``key``, or None."""
+    return _forecast_runner().get(key)

@@ -1,5 +1,6 @@
 """The Results page: a run's chosen kernel, how it was chosen, its forecast (or the model average's) against
-baselines; the other tabs are in :mod:`dashboard.results_tabs`."""
+the GP baselines and the classical forecasters (:mod:`dashboard.comparison`); the other tabs are in
+:mod:`dashboard.results_tabs`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from dashboard import fits
 from dashboard.average import (
     average_test_rmse,
     members_table,
@@ -16,7 +16,7 @@ from dashboard.average import (
     run_model_average,
     show_model_average,
 )
-from dashboard.datasets import dataset_fingerprint
+from dashboard.comparison import comparison_section, se_future
 from dashboard.format import algorithm_label, fmt, poll_every, status_badge
 from dashboard.results_tabs import kernel_file_tab, pareto_tab, report_tab
 from dashboard.runs import (
@@ -30,12 +30,10 @@ from dashboard.runs import (
 )
 from dashboard.state import PAGE_SEARCH, RESULTS_RUN_KEY
 from dashboard.views import show_kernel
-from evocov_core.baselines import se_baseline
 from evocov_core.data import Dataset
 from evocov_core.figures import selection_data
 from evocov_core.jobs import Job
 from evocov_core.kernel_file import KernelFileError
-from evocov_core.metrics import FitData
 from evocov_core.model import ModelAverage
 from evocov_core.optimize import FitResult
 from evocov_core.run_record import RunRecord
@@ -142,14 +140,10 @@ def _gpss_panel(g: RunRecord | None, gpss_job: Job | None) -> None:
         st.metric("GPSS baseline", "–", help="No GPSS run on these data yet.")
 
 
-def baselines(ds: Dataset, shown_rmse: float | None, shown_what: str) -> None:
+def baselines(ds: Dataset, shown_rmse: float | None, shown_what: str, se_future: Future,
+              gpss_runs: list[RunRecord], gpss_job: Job | None) -> None:
     """This run's test RMSE against an SE kernel and a GPSS search on the same data (both in the background)."""
     st.markdown("##### Test RMSE against baselines")
-    fp = dataset_fingerprint(ds)
-    se_future = fits.existing_fit(("se", fp)) or fits.background_fit(("se", fp), se_baseline,
-                                                                      FitData.from_dataset(ds))
-    gpss_runs = runs_on_dataset(ds, algorithm="gpss")
-    gpss_job = gpss_baseline_job(ds)
     waiting = not se_future.done() or (gpss_job is not None and not gpss_job.snapshot().done)
 
     @st.fragment(run_every=poll_every(waiting, 1.5))
@@ -221,7 +215,9 @@ def best_tab(run: RunRecord, ds: Dataset, fc: Forecasts) -> None:
                   "lowest": fc.lowest.test_rmse if fc.lowest is not None else None}[forecast]
     shown_what = {"chosen": "chosen kernel" if run.selection else "best kernel (lowest BIC)",
                   "average": "model average (mixture mean)", "lowest": "lowest-BIC kernel"}[forecast]
-    baselines(ds, shown_rmse, shown_what)
+    se, gpss_runs, gpss_job = se_future(ds), runs_on_dataset(ds, algorithm="gpss"), gpss_baseline_job(ds)
+    baselines(ds, shown_rmse, shown_what, se, gpss_runs, gpss_job)
+    dashed = comparison_section(run, ds, fc.best, fc.average, se, gpss_runs[0] if gpss_runs else None, gpss_job)
     if run.selection:
         selection_table(run)
     st.divider()
@@ -234,16 +230,16 @@ def best_tab(run: RunRecord, ds: Dataset, fc: Forecasts) -> None:
     if forecast == "average" and fc.average is not None:
         show_model_average(fc.average, ds, key="results_average", members=members_table(run),
                            test_rmse=fc.average_rmse, title=fc.labels["average"], average_download=average_download,
-                           kernel_download=(run.best.text, kernel_name))
+                           kernel_download=(run.best.text, kernel_name), forecasts=dashed)
     elif forecast == "lowest" and fc.lowest is not None and run.lowest_bic is not None:
         show_kernel(fc.lowest, ds, key="results_lowest",
                     title="Lowest-BIC kernel" + (" (also the chosen one)" if fc.chosen_is_lowest else ""),
                     download_name=f"evocov-kernel-{ds.name}-{run.id}-lowest-bic.json", doc=run.lowest_bic.doc,
-                    expand_hyperparameters=True, average_download=average_download)
+                    expand_hyperparameters=True, average_download=average_download, forecasts=dashed)
     else:
         show_kernel(fc.best, ds, key="results_best", title="Chosen kernel" if run.selection else
                     "Best kernel (lowest BIC)", download_name=kernel_name, doc=run.best.doc,
-                    expand_hyperparameters=True, average_download=average_download)
+                    expand_hyperparameters=True, average_download=average_download, forecasts=dashed)
 
 
 def render() -> None:

@@ -102,14 +102,19 @@ def _extrapolation(cache_key: str, _model: FittedModel | ModelAverage, _ds: Data
     return extrapolation_data(_model, _ds)
 
 
-def extrapolation_chart(model: FittedModel | ModelAverage, ds: Dataset, key: str, title: str | None = None) -> None:
-    """The predictive mean and ±2σ band over the data (a broken kernel gives a warning, not an error)."""
+def extrapolation_chart(model: FittedModel | ModelAverage, ds: Dataset, key: str, title: str | None = None,
+                        forecasts: pd.DataFrame | None = None) -> None:
+    """The predictive mean and ±2σ band over the data (a broken kernel gives a warning, not an error).
+
+    ``forecasts`` (:func:`evocov_core.figures.comparison_forecasts_data`) are drawn dashed over the test
+    range, one legend entry each.
+    """
     try:
         pred = _extrapolation(model_key(model, ds), model, ds)
     except Exception as exc:  # a numerically broken kernel must not break the page
         st.warning(f"Could not compute the predictions: {exc}")
         return
-    fig = polish(extrapolation_figure(pred, ds, title=title))
+    fig = polish(extrapolation_figure(pred, ds, title=title, forecasts=forecasts))
     fig.update_layout(uirevision=key)
     st.plotly_chart(fig, key=key, config={"displaylogo": False})
 
@@ -145,10 +150,12 @@ def show_kernel(
     doc: dict | None = None,
     expand_hyperparameters: bool = False,
     average_download: tuple[str, str] | None = None,
+    forecasts: pd.DataFrame | None = None,
 ) -> None:
     """Tree, formula, scores, hyperparameters, extrapolation and a JSON download of one kernel.
 
-    ``average_download`` = (JSON text, file name) of a model average, offered beside the kernel's.
+    ``average_download`` = (JSON text, file name) of a model average, offered beside the kernel's;
+    ``forecasts`` are other methods' forecasts, drawn dashed on the extrapolation.
     """
     k = fit.kernel
     model = model or FittedModel.from_fit(fit, ds.norm, ds.n_train)
@@ -170,7 +177,8 @@ def show_kernel(
     with right:
         fig = tree_figure(k, model.theta, title="Expression tree")
         st.plotly_chart(fig, key=f"{key}_tree", config={"displaylogo": False})
-    extrapolation_chart(model, ds, key=f"{key}_extrap", title="Extrapolation: predictive mean and ±2σ band")
+    extrapolation_chart(model, ds, key=f"{key}_extrap", title="Extrapolation: predictive mean and ±2σ band",
+                        forecasts=forecasts)
     components_section(model, ds, key=f"{key}_components")
     if download_name:
         d = doc if doc is not None else kernel_doc(fit, ds)

@@ -19,7 +19,7 @@ from .kernel import Kernel
 from .kernel_file import KernelFile
 from .library import compose, squared_exponential
 from .metrics import FitData
-from .model import FittedModel
+from .model import FittedModel, ModelAverage
 from .optimize import FitResult, OptimConfig, Start, fit_kernel
 from .scoring import bic
 from .subset import DEFAULT_MAX_POINTS, DataSubset
@@ -115,13 +115,18 @@ class Compared:
         None without such a split.
     test_rmse : float or None
         RMSE of the predictive mean on the test part (original units); None without one.
-    model : FittedModel or None
-        To draw its forecast.
+    model : FittedModel, ModelAverage or None
+        To draw its forecast (a model average's interval and CRPS are those of the normal with
+        the mixture's mean and standard deviation).
     note : str
         How it was obtained (the GPSS levels and budget) or why it failed.
     seconds : float or None
         Wall seconds to obtain it: the SE fit, the GPSS search; for this kernel, its search's
         (the kernel file's ``seconds`` score), None when the file does not say.
+    status : str
+        ``""`` (ok with a model, failed without), or ``"running"`` (still being computed) or
+        ``"skipped"`` (not made): a comparison table shows such a row without numbers, with
+        ``note`` as its reason.
     """
 
     name: str
@@ -130,9 +135,58 @@ class Compared:
     bic: float
     tail_score: float | None
     test_rmse: float | None
-    model: FittedModel | None
+    model: FittedModel | ModelAverage | None
     note: str = ""
     seconds: float | None = None
+    status: str = ""
+
+    @classmethod
+    def from_model(cls, name: str, model: FittedModel | ModelAverage, ds: Dataset, *, expression: str = "",
+                   q: int | None = None, bic: float = math.nan, note: str = "",
+                   seconds: float | None = None) -> Compared:
+        """A row of a model already fitted (no refit, no tail score): its test RMSE on ``ds`` (None when it
+        cannot predict; the comparison table then says why)."""
+        try:
+            with np.errstate(all="ignore"):
+                rmse = model.test_rmse(ds)
+        except (NumericalFailure, np.linalg.LinAlgError, ArithmeticError):
+            rmse = None
+        return cls(name, expression, q, bic, None, rmse if rmse is not None and math.isfinite(rmse) else None,
+                   model, note, seconds)
+
+    @classmethod
+    def from_fit(cls, name: str, fit: FitResult, ds: Dataset, *, norm: Normalisation | None = None,
+                 note: str = "", seconds: float | None = None) -> Compared:
+        """A row of a fit made elsewhere (the dashboard's SE baseline, a stored GPSS run's kernel).
+
+        Parameters
+        ----------
+        name : str
+        fit : FitResult
+            Its values in the model units of ``norm`` (default ``ds.norm``), fitted on ``ds``'s
+            training part (or a subset of it, ``fit.n`` points).
+        ds : Dataset
+        norm : Normalisation, optional
+        note, seconds
+            As the attributes.
+
+        Returns
+        -------
+        Compared
+            Without a model (a failed row, the fit's reason as its note) when the fit failed.
+        """
+        if not fit.ok:
+            return cls(name, fit.kernel.infix, fit.q, math.inf, None, None, None, note or fit.reason, seconds)
+        model = FittedModel.from_fit(fit, norm or ds.norm, ds.n_train)
+        return cls.from_model(name, model, ds, expression=fit.kernel.infix, q=fit.q, bic=fit.bic, note=note,
+                              seconds=seconds)
+
+    @classmethod
+    def waiting(cls, name: str, status: str, note: str = "") -> Compared:
+        """A row without a model: ``status`` ``"running"``, ``"skipped"`` or ``"failed"``, ``note`` says why."""
+        if status not in ("running", "skipped", "failed"):
+            raise ValueError(f"a row without a model is running, skipped or failed, not {status!r}")
+        return cls(name, "", None, math.nan, None, None, None, note, None, status)
 
 
 def _tail(kernel: Kernel, start: Start, data: FitData, optim: OptimConfig, seed: tuple[int, ...]) -> float | None:

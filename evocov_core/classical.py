@@ -43,7 +43,9 @@ A model that cannot use a season on what it sees (fewer than two seasons, or a s
 its maximum) is fitted without it, and its ``settings`` say so.
 
 Every outcome is a :class:`ClassicalForecast` with a status (``ok``, ``timeout``, ``failed``,
-``skipped``) and a one-line reason; nothing here raises for numerical trouble.
+``skipped``) and a one-line reason; nothing here raises for numerical trouble. While
+:func:`classical_forecasts` runs elsewhere (a page's background process),
+:func:`running_forecasts` gives the rows to show meanwhile, each ``running``.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ from .parallel import TimedResult, run_with_time_limits
 from .seasons import Seasons, infer_seasons
 
 __all__ = ["DEFAULT_TIME_LIMIT", "LEVEL", "MODELS", "SETTINGS", "ClassicalForecast", "ClassicalForecasts",
-           "ModelSettings", "classical_forecasts"]
+           "ModelSettings", "classical_forecasts", "running_forecasts"]
 
 Array = NDArray[np.float64]
 
@@ -118,7 +120,8 @@ class ClassicalForecast:
     lower, upper : ndarray of shape (h,) or None
         The 95 % prediction interval (None when the model gives none).
     status : str
-        ``"ok"``, ``"timeout"``, ``"failed"`` or ``"skipped"``.
+        ``"ok"``, ``"timeout"``, ``"failed"`` or ``"skipped"``; ``"running"`` in
+        :func:`running_forecasts`.
     reason : str
         One line when not ``ok``: ``"AutoARIMA: no result within 30 s"``.
     seconds : float
@@ -339,3 +342,44 @@ def classical_forecasts(ds: Dataset, *, season_lengths: Sequence[int] | None = N
                                    setup=_import_statsforecast, should_stop=should_stop, on_result=done)
         startup = run.startup
     return ClassicalForecasts(x, seasons, tuple(rows[m] for m in models), startup)
+
+
+def running_forecasts(ds: Dataset, *, season_lengths: Sequence[int] | None = None,
+                      models: Sequence[str] = MODELS, failed: str | None = None) -> ClassicalForecasts:
+    """What :func:`classical_forecasts` will return, before it has: one ``running`` row per model.
+
+    Cheap (no model is fitted, statsforecast is not imported): a page shows these rows, and
+    the seasons the models will be given, while the forecasts are computed in the background.
+
+    Parameters
+    ----------
+    ds : Dataset
+    season_lengths : sequence of int, optional
+        As :func:`classical_forecasts`'s.
+    models : sequence of str
+    failed : str, optional
+        The background computation itself failed (its process died, statsforecast is missing):
+        every row is ``failed`` with this one line as its reason, after the model's name.
+
+    Returns
+    -------
+    ClassicalForecasts
+        Every forecast ``running`` (or ``failed``), without numbers; ``startup`` empty.
+
+    Raises
+    ------
+    ValueError
+        An unknown model or a season length below 1.
+    """
+    unknown = [m for m in models if m not in SETTINGS]
+    if unknown:
+        raise ValueError(f"unknown classical model {unknown[0]!r}; choose among {', '.join(MODELS)}")
+    if ds.x.shape[1] != 1:
+        return ClassicalForecasts(np.empty(0), Seasons(1, source="not a time series"),
+                                  tuple(_skipped(m, f"{m}: classical forecasters take one input (time)")
+                                        for m in models))
+    seasons = infer_seasons(ds, season_lengths)
+    status, why = ("running", "") if failed is None else ("failed", " ".join(failed.split()))
+    rows = tuple(ClassicalForecast(m, None, None, None, status, f"{m}: {why}" if why else "", math.nan)
+                 for m in models)
+    return ClassicalForecasts(ds.X_test[:, 0].copy(), seasons, rows)

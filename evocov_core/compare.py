@@ -15,6 +15,10 @@ the 95 % interval, CRPS and the interval score (α = 0.05).
 
 :func:`forecast_comparison` is a pure function of the forecasts it is given; :func:`compare`
 fits everything (seeded) and calls it: ``compare(kernel_file, dataset)`` is the whole thing.
+A page that computes the rows in the background gives the ones not ready yet as ``running``
+rows (:meth:`~evocov_core.baselines.Compared.waiting`,
+:func:`~evocov_core.classical.running_forecasts`). :func:`forecast_scores` scores one GP's
+forecast alone (the accuracy benchmark's coverage and CRPS columns).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -34,10 +39,11 @@ from .data import Dataset
 from .gp import NumericalFailure
 from .kernel_file import KernelFile
 from .metrics import coverage, crps_normal, interval_score, rmse
-from .model import FittedModel
+from .model import FittedModel, ModelAverage
 from .parallel import one_line
 
-__all__ = ["COLUMNS", "Z95", "Comparison", "MethodForecast", "compare", "forecast_comparison"]
+__all__ = ["COLUMNS", "Z95", "Comparison", "ForecastScores", "MethodForecast", "compare", "forecast_comparison",
+           "forecast_scores"]
 
 Array = NDArray[np.float64]
 
@@ -87,8 +93,8 @@ class Comparison:
     table : pandas.DataFrame
         One row per method, columns :data:`COLUMNS`: ``method``, ``kind`` (GP / classical),
         ``test_rmse``, ``coverage_95`` (share of test points inside the 95 % interval),
-        ``crps``, ``interval_score``, ``seconds``, ``status`` (ok, failed, timeout, skipped),
-        ``reason`` (one line when not ok), ``best`` (True on the lowest test RMSE),
+        ``crps``, ``interval_score``, ``seconds``, ``status`` (ok, failed, timeout, skipped,
+        running), ``reason`` (one line when not ok), ``best`` (True on the lowest test RMSE),
         ``details`` (the kernel, or the seasons and points a classical model saw). Numbers
         are NaN where they do not exist.
     forecasts : tuple of MethodForecast
@@ -105,9 +111,12 @@ class Comparison:
     classical: ClassicalForecasts | None = None
 
 
-def _gp(method: str, model: FittedModel | None, ds: Dataset, why: str) -> tuple[MethodForecast, str, str]:
+def _gp(method: str, model: FittedModel | ModelAverage | None, ds: Dataset, why: str,
+        status: str = "") -> tuple[MethodForecast, str, str]:
     """The GP's forecast of the test part, its status and reason."""
     x = ds.X_test[:, 0].copy()
+    if status in ("running", "skipped"):
+        return MethodForecast(method, "GP", x, None, None, None, None), status, why
     if model is None:
         return MethodForecast(method, "GP", x, None, None, None, None), "failed", f"{method}: {why or 'no model'}"
     try:
@@ -144,7 +153,8 @@ def _num(v: float | None) -> float:
     return float(v) if v is not None and math.isfinite(v) else math.nan
 
 
-def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel, *, baselines: Sequence[Compared] = (),
+def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel | None, *,
+                        baselines: Sequence[Compared] = (),
                         classical: ClassicalForecasts | None = None, kernel_seconds: float | None = None
                         ) -> Comparison:
     """The comparison table of a kernel, GP baselines and classical forecasts on ``ds``'s test part.
@@ -156,12 +166,13 @@ def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel, *, baseli
     ----------
     ds : Dataset
         One input column; its test part is what every method forecast.
-    kernel : KernelFile or FittedModel
+    kernel : KernelFile, FittedModel or None
         The kernel compared (row ``"this kernel"``); a kernel file's values are read in its own
-        normalisation (else ``ds``'s).
+        normalisation (else ``ds``'s). None: no such row (the classical forecasters alone).
     baselines : sequence of Compared
         Further GP rows, e.g. ``compare_with_baselines(...)[1:]`` (SE, GPSS); a row without a
-        model is a failed row with its note as the reason.
+        model is a failed row with its note as the reason, unless its ``status`` says
+        ``running`` or ``skipped``.
     classical : ClassicalForecasts, optional
         From :func:`~evocov_core.classical.classical_forecasts` on the same ``ds``.
     kernel_seconds : float, optional
@@ -173,7 +184,8 @@ def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel, *, baseli
     """
     if ds.x.shape[1] != 1:
         raise ValueError("the forecast comparison is for one input (time)")
-    model = kernel if isinstance(kernel, FittedModel) else FittedModel.from_file(kernel, fallback_norm=ds.norm)
+    model = (kernel if kernel is None or isinstance(kernel, FittedModel)
+             else FittedModel.from_file(kernel, fallback_norm=ds.norm))
     y = ds.y_test
     rows: list[dict] = []
     forecasts: list[MethodForecast] = []
@@ -185,9 +197,10 @@ def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel, *, baseli
                      "best": False, "details": details})
         forecasts.append(fc)
 
-    add(*_gp("this kernel", model, ds, ""), kernel_seconds, model.kernel.infix)
+    if model is not None:
+        add(*_gp("this kernel", model, ds, ""), kernel_seconds, model.kernel.infix)
     for row in baselines:
-        add(*_gp(row.name, row.model, ds, row.note), row.seconds, row.expression)
+        add(*_gp(row.name, row.model, ds, row.note, row.status), row.seconds, row.expression)
     if classical is not None:
         if classical.x.shape != (ds.n_test,) or not np.array_equal(classical.x, ds.X_test[:, 0]):
             raise ValueError("the classical forecasts are for another test part than this data set's")
@@ -198,6 +211,43 @@ def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel, *, baseli
     if finite.any():
         table.loc[finite & (table["test_rmse"] == table.loc[finite, "test_rmse"].min()), "best"] = True
     return Comparison(table, tuple(forecasts), tuple(baselines), classical)
+
+
+class ForecastScores(NamedTuple):
+    """How one forecast of a test part scores (NaN where it cannot be scored)."""
+
+    test_rmse: float
+    coverage_95: float
+    """Share of the test points inside the 95 % interval."""
+    crps: float
+    interval_score: float
+    status: str
+    """``ok`` or ``failed``."""
+    reason: str
+
+
+def forecast_scores(model: FittedModel | ModelAverage, ds: Dataset) -> ForecastScores:
+    """Test RMSE, 95 % coverage, CRPS and interval score of a GP's forecast of ``ds``'s test part.
+
+    The predictive normal at each test point: the posterior mean, and the latent variance
+    plus the noise variance (:meth:`~evocov_core.model.FittedModel.predict`), in the data's
+    units. Never raises for numerical trouble: a forecast that cannot be made is ``failed``
+    with NaN scores.
+
+    Parameters
+    ----------
+    model : FittedModel or ModelAverage
+    ds : Dataset
+        One input column, with a test part.
+
+    Returns
+    -------
+    ForecastScores
+    """
+    fc, status, reason = _gp("model", model, ds, "")
+    if status != "ok":
+        return ForecastScores(math.nan, math.nan, math.nan, math.nan, status, reason.removeprefix("model: "))
+    return ForecastScores(*_scores(ds.y_test, fc), status, "")
 
 
 def compare(kf: KernelFile, ds: Dataset, *, baseline_budget: float = 20.0, seed: int = 0,

@@ -161,6 +161,7 @@ BASE_KERNELS: dict[str, tuple[int, Callable[..., Kernel]]] = {
     "LIN": (3, _gpss_lin),
     "RQ": (3, rational_quadratic),
     "C": (1, lambda c: Kernel(("square", "hp", c))),
+    "M12": (2, matern12),
 }
 
 

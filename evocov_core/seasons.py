@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 from .data import Dataset
 from .spectrum import periodogram_peaks
 
-__all__ = ["CLEAR_PEAK", "Seasons", "infer_seasons", "is_years"]
+__all__ = ["CLEAR_PEAK", "Seasons", "infer_seasons", "is_years", "parse_seasons"]
 
 DAY = 1.0 / 365.2425  # one day in decimal years (evocov_core.data's day-based dates)
 
@@ -193,3 +193,35 @@ def infer_seasons(ds: Dataset, season_lengths: Sequence[int] | None = None, *, t
         else:
             kept.append(m)
     return Seasons(kept[0] if kept else 1, tuple(kept[1:]), step, source, tuple(notes))
+
+
+def parse_seasons(text: str) -> tuple[int, ...] | None:
+    """Season lengths typed by a person: ``"12"``, ``"7, 365"`` or ``"7 365"``; empty: None (infer them).
+
+    ``"1"`` or ``"none"`` means no season (the models are fitted without one).
+
+    Returns
+    -------
+    tuple of int or None
+        For :func:`infer_seasons`'s ``season_lengths`` (main season first).
+
+    Raises
+    ------
+    ValueError
+        One line, for anything but whole numbers of at least 1.
+    """
+    words = text.replace(",", " ").replace(";", " ").split()
+    if not words:
+        return None
+    if [w.lower() for w in words] == ["none"]:
+        return (1,)
+    out = []
+    for w in words:
+        try:
+            m = int(w)
+        except ValueError:
+            raise ValueError(f"seasons are whole numbers of steps, e.g. 12 or 7, 365; got {w!r}") from None
+        if m < 1:
+            raise ValueError(f"a season is at least 1 step (1: none); got {m}")
+        out.append(m)
+    return tuple(out)

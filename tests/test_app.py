@@ -38,7 +38,8 @@ def data_dir(tmp_path, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def no_background_fits(monkeypatch):
-    """Reference fits (SE baseline, fixed structures) would start a worker process; tests keep them pending."""
+    """Reference fits (SE baseline, fixed structures) and classical forecasts would start a worker process;
+    tests keep them pending (keyed ``("se", ...)``, ``("classical", ...)``...) and may resolve them."""
     import dashboard.fits as fits
 
     pending: dict = {}
@@ -46,8 +47,9 @@ def no_background_fits(monkeypatch):
     def fake(key, fn, *args, **kwargs):
         return pending.setdefault(key, Future())
 
-    monkeypatch.setattr(fits, "background_fit", fake)
-    monkeypatch.setattr(fits, "existing_fit", lambda key: pending.get(key))
+    for lane in ("fit", "forecast"):
+        monkeypatch.setattr(fits, f"background_{lane}", fake)
+        monkeypatch.setattr(fits, f"existing_{lane}", lambda key: pending.get(key))
     return pending
 
 
@@ -73,14 +75,15 @@ def csv_bytes(n: int = 60, *, header: str = "t,value", shuffle: bool = False, du
     return (header + "\n" + "\n".join(rows) + "\n").encode()
 
 
-def tiny_search(data_dir: Path, algorithm: str = "gpss") -> str:
-    """A finished run in the store, made synchronously with the core (GPSS, one level, serial)."""
+def tiny_search(data_dir: Path, algorithm: str = "gpss", ds=None) -> str:
+    """A finished run in the store, made synchronously with the core (GPSS, one level, serial), on
+    ``ds`` (default: the bundled Airline series)."""
     from evocov_core.data import load_bundled
     from evocov_core.jobs import JobManager, JobSpec
     from evocov_core.search import preset
     from evocov_core.store import RunStore
 
-    ds = load_bundled("airline")
+    ds = ds if ds is not None else load_bundled("airline")
     cfg = preset("quick", "gpss", generations=1, n_restarts=1, max_evals=20)
     jm = JobManager(RunStore(data_dir), max_concurrent=1)
     jid = jm.submit(JobSpec("search", ds, cfg, seed=0, workers=1, label="test run"))
@@ -561,6 +564,121 @@ def test_results_baselines_say_when_the_se_fit_failed_and_lowest_bic_opens(data_
     no_exception(at)
     assert any(m.startswith("**Lowest-BIC kernel") for m in texts(at, "markdown"))
     assert at.query_params.get("run") == jid
+
+
+def comparison_table(at: AppTest):
+    """The Results page's table of every forecast, indexed by method."""
+    [table] = [t.value for t in at.table if "95 % coverage" in t.value.columns]
+    return table
+
+
+def dashed_traces(at: AppTest) -> set[str]:
+    """Names of the dashed lines in the page's Plotly figures (from each figure's spec)."""
+    import json
+
+    return {t["name"] for chart in at.get("plotly_chart") for t in json.loads(chart.proto.spec)["data"]
+            if t.get("line", {}).get("dash") == "dash"}
+
+
+def resolve(pending: dict, kind: str, value=None, error: BaseException | None = None) -> tuple:
+    """Give the pending background job of this kind its result (what its process would return)."""
+    [key] = [k for k, f in pending.items() if k[0] == kind and not f.done()]
+    if error is not None:
+        pending[key].set_exception(error)
+    else:
+        pending[key].set_result(value)
+    return key
+
+
+def test_results_page_compares_every_forecast(data_dir, no_background_fits):
+    """The table of every forecast: running rows at first, then every classical row with its scores
+    (or its reason) and the classical forecasts dashed in the figure; a rerun refits nothing; another
+    season starts another background run; a typo in the seasons is one line."""
+    from evocov_core.baselines import se_baseline
+    from evocov_core.classical import MODELS, classical_forecasts
+    from evocov_core.data import load_bundled
+    from evocov_core.metrics import FitData
+
+    jid = tiny_search(data_dir)
+    at = app().run()
+    at.switch_page("pages/3_results.py").run()
+    no_exception(at)
+    view = comparison_table(at)
+    assert list(view.index) == ["this kernel", "model average", "SE", "GPSS", *MODELS]
+    assert set(view.loc[["SE", *MODELS], "status"]) == {"running…"}
+    assert view.loc["this kernel", "status"] == "ok" and view.loc["this kernel", "test RMSE"] != "–"
+    assert view.loc["GPSS", "status"] == "ok"  # the run itself is a GPSS run on these data
+    assert "Seasons given to the classical forecasters (steps): **12 (monthly dates)**." in texts(at, "caption")
+    assert not dashed_traces(at)
+    ds = load_bundled("airline")
+    resolve(no_background_fits, "se", se_baseline(FitData.from_dataset(ds)))
+    key = resolve(no_background_fits, "classical", classical_forecasts(ds, time_limit=60))
+    assert key[2:] == ((12,), 30.0)  # seasons, time limit
+    at.run()
+    no_exception(at)
+    view = comparison_table(at)
+    assert view.loc["SE", "status"] == "ok" and view.loc["SE", "test RMSE"] != "–"
+    for m in MODELS:
+        row = view.loc[m]
+        assert row["kind"] == "classical"
+        if row["status"] == "ok":
+            assert row["test RMSE"] != "–" and row["95 % coverage"].endswith("%") and row["CRPS"] != "–"
+        else:  # MSTL on monthly data: one line saying why
+            assert row["status"] == "skipped" and row["notes"].startswith(f"{m}: ") and "\n" not in row["notes"]
+    assert set(view.loc[view.status == "ok"].index) >= {"SeasonalNaive", "AutoETS", "AutoARIMA", "AutoTheta"}
+    assert list(view["best"]).count("★") == 1
+    assert dashed_traces(at) == {f"{m} (classical)" for m in ("SeasonalNaive", "AutoETS", "AutoARIMA", "AutoTheta")}
+    jobs = set(no_background_fits)
+    at.run()
+    assert set(no_background_fits) == jobs  # cached per data, split and seasons: nothing refitted
+    at.text_input(key=f"results_seasons_{jid}").set_value("6").run()
+    no_exception(at)
+    assert set(no_background_fits) - jobs == {("classical", key[1], (6,), 30.0)}
+    assert set(comparison_table(at).loc[list(MODELS), "status"]) == {"running…"}
+    assert "Seasons given to the classical forecasters (steps): **6 (given)**." in texts(at, "caption")
+    at.text_input(key=f"results_seasons_{jid}").set_value("twelve").run()
+    no_exception(at)
+    assert any(e.startswith("Seasons: seasons are whole numbers") for e in texts(at, "error"))
+    assert comparison_table(at).loc["AutoETS", "status"] == "ok"  # back to the seasons read from the data
+
+
+def test_results_page_a_baseline_failing_on_a_tiny_series_says_why(data_dir, no_background_fits):
+    """Six training points: statsforecast's ETS refuses them. Its row gives the one-line reason, the
+    other rows their scores, and the page renders; a failed SE fit and a dead background run say so too."""
+    import pandas as pd
+
+    from evocov_core.classical import MODELS, classical_forecasts
+    from evocov_core.data import Dataset, dates_to_decimal_years
+
+    x = dates_to_decimal_years(pd.Series(pd.date_range("2000-01-01", periods=12, freq="MS")))
+    y = 10 + np.random.default_rng(0).standard_normal(12)
+    ds = Dataset.from_arrays(x, y, x_kind="date", test_fraction=0.5, name="tiny")
+    assert ds.n_train == 6
+    jid = tiny_search(data_dir, ds=ds)
+    at = app().run()
+    at.switch_page("pages/3_results.py").run()
+    no_exception(at)
+    resolve(no_background_fits, "se", error=RuntimeError("no luck"))
+    resolve(no_background_fits, "classical", classical_forecasts(ds, time_limit=60))
+    at.run()
+    no_exception(at)
+    view = comparison_table(at)
+    assert view.loc["AutoETS", "status"] == "failed"
+    assert view.loc["AutoETS", "notes"] == "AutoETS: NotImplementedError: tiny datasets"
+    assert view.loc["SE", "status"] == "failed"
+    assert view.loc["SE", "notes"] == "SE: the fit failed: RuntimeError: no luck"
+    assert view.loc["SeasonalNaive", "status"] == "ok" and view.loc["this kernel", "status"] == "ok"
+    assert "AutoETS (classical)" not in dashed_traces(at) and "SeasonalNaive (classical)" in dashed_traces(at)
+    assert at.latex and at.get("download_button")  # the rest of the page is there
+    # The background run itself dying (with another time limit): every classical row says so.
+    at.number_input(key=f"results_time_limit_{jid}").set_value(5.0).run()
+    resolve(no_background_fits, "classical", error=RuntimeError("the process died (exit code -9)"))
+    at.run()
+    no_exception(at)
+    view = comparison_table(at)
+    assert set(view.loc[list(MODELS), "status"]) == {"failed"}
+    assert view.loc["AutoARIMA", "notes"] == (
+        "AutoARIMA: the background run failed: RuntimeError: the process died (exit code -9)")
 
 
 def test_results_download_is_a_valid_kernel_file(data_dir):

@@ -183,6 +183,20 @@ def test_a_rerun_runs_only_what_is_missing(tmp_path: Path, monkeypatch: pytest.M
     assert (rows["budget_s"] == 7.0).all() and (rows["generations"] == 2).all()
     assert np.allclose(rows["wall_ratio"], rows["wall_s"] / 7.0, atol=1e-3)
     assert np.allclose(rows["bma_test_rmse"], rows["test_rmse"])  # a one-kernel ensemble is that kernel
+    # The returned kernel's predictive normal (latent variance + noise) on the test part.
+    assert rows["coverage_95"].between(0, 1).all() and (rows["crps"] > 0).all()
+    from evocov_core.benchmarks.common import load_series
+    from evocov_core.compare import forecast_scores
+    from evocov_core.model import FittedModel
+
+    ds = load_series(data_dir, "01-toy")
+    scores = forecast_scores(FittedModel.from_file(load_kernel_file(out / rows["kernel_file"][1])), ds)
+    assert (scores.coverage_95, scores.crps, scores.test_rmse) == (
+        pytest.approx(rows["coverage_95"][1]), pytest.approx(rows["crps"][1]), pytest.approx(rows["test_rmse"][1]))
+    # The report ran the classical forecasters once on the series and kept them.
+    classical = pd.read_csv(out / "classical.csv")
+    assert sorted(classical["model"]) == sorted(["SeasonalNaive", "AutoETS", "AutoARIMA", "AutoTheta", "MSTL"])
+    assert (classical["series"] == "01-toy").all() and classical["checksum"].str.startswith("sha256:").all()
     kf = load_kernel_file(out / "kernels" / "01-toy__full__seed1.json")
     assert kf.kernel.q == 3
     assert res.summary[0].startswith("variant=full accuracy_geomean=")
@@ -191,6 +205,7 @@ def test_a_rerun_runs_only_what_is_missing(tmp_path: Path, monkeypatch: pytest.M
     acc.accuracy(data_dir, out, seeds=3, argv=["bench", "accuracy", "third"], **quiet)
     assert [c[0] for c in calls] == [0, 1, 2]
     assert len(pd.read_csv(out / "trials.csv")) == 3
+    assert len(pd.read_csv(out / "classical.csv")) == len(classical)  # kept, not made again
     runs = json.loads((out / "run.json").read_text(encoding="utf-8"))["runs"]
     assert [(r["trials_run"], r["trials_skipped"]) for r in runs] == [(2, 0), (1, 2), (0, 3)]
     assert "bench accuracy third" in (out / "report.md").read_text(encoding="utf-8")
@@ -235,20 +250,181 @@ def test_report_is_regenerated_from_the_folder(tmp_path: Path, capsys: pytest.Ca
         rf.append(row)
     assert main(["bench", "accuracy-report", "--out", str(out)]) == 0
     stdout = capsys.readouterr().out.splitlines()
+    # No series files here: no classical forecasts (vs_* nan); no trial recorded a coverage.
     assert stdout[:2] == [
-        "variant=full accuracy_geomean=1.71 worst_ratio=5 series_over_3x=1 max_wall_ratio=1.25",
-        "variant=no-seed accuracy_geomean=2 worst_ratio=4 series_over_3x=1 max_wall_ratio=2",
+        "variant=full accuracy_geomean=1.71 worst_ratio=5 series_over_3x=1 max_wall_ratio=1.25 "
+        "single_run_geomean=inf single_run_p90=inf worst_single=inf median5_geomean=1.71 coverage_95=nan "
+        "coverage_trials=0 vs_autoets=nan vs_autoarima=nan vs_autotheta=nan vs_snaive=nan",
+        "variant=no-seed accuracy_geomean=2 worst_ratio=4 series_over_3x=1 max_wall_ratio=2 single_run_geomean=2 "
+        "single_run_p90=3.7 worst_single=4 median5_geomean=2 coverage_95=nan coverage_trials=0 vs_autoets=nan "
+        "vs_autoarima=nan vs_autotheta=nan vs_snaive=nan",
     ]
     text = (out / "report.md").read_text(encoding="utf-8")
     for part in (*stdout[:2], "## Per series, variant `full`", "## Ablation", "## Trials", "test CPU",
                  "bench accuracy --first", "interrupted, last trial 60 s after the start", "wall 42 s",
                  "1 trial(s) ended with an error", "| 03-c | 3 | 10 | 5.000 | 10.000 |", "| no-seed | 2 | 2 | 0 |",
+                 "| paper ratio |", "| coverage | SeasonalNaive | AutoETS | AutoARIMA | AutoTheta | MSTL |",
                  "\\|x-x'\\|"):
         assert part in text, part
     # The report comes from the files alone: delete it, regenerate, same text.
     (out / "report.md").unlink()
     path, summary = acc.accuracy_report(out)
     assert path.read_text(encoding="utf-8") == text and summary == stdout[:2]
+
+
+def _classical(rows: dict[str, dict[str, float]]) -> pd.DataFrame:
+    """A classical-scores table: ``{series: {model: test RMSE}}``, every other model failed."""
+    from evocov_core.classical import MODELS
+
+    out = []
+    for series, models in rows.items():
+        for m in MODELS:
+            ok = m in models
+            out.append({"series": series, "model": m, "status": "ok" if ok else "failed",
+                        "test_rmse": models.get(m, math.nan), "reason": "" if ok else f"{m}: no"})
+    return pd.DataFrame(out)
+
+
+def test_single_trials_coverage_and_the_classical_forecasters() -> None:
+    trials = _trials()
+    trials.loc[0, ["coverage_95", "n_test"]] = [1.0, 10]  # 01-a seed 0
+    trials.loc[1, ["coverage_95", "n_test"]] = [0.5, 30]  # 01-a seed 1; the others recorded none
+    classical = _classical({"01-a": {"AutoETS": 10.0, "AutoARIMA": 40.0}, "02-b": {"AutoETS": 2.0},
+                            "03-c": {}})
+    full = acc.trial_summary(trials, _refs(), "full", classical)
+    # Ratios 1, 2, 3 | 0.5, 0.5, 4 | 4, 5, inf (03-c's failed trial): the 90th percentile lies on the failure.
+    assert math.isinf(full.single_run_geomean) and math.isinf(full.single_run_p90) and math.isinf(full.worst_single)
+    assert full.median5_geomean == pytest.approx((2.0 * 0.5 * 5.0) ** (1 / 3))  # the medians 2, 0.5, 5
+    assert full.coverage_95 == pytest.approx((1.0 * 10 + 0.5 * 30) / 40) and full.coverage_trials == 2
+    # Median RMSE 20 / 10 and 0.5 / 2 (03-c: AutoETS failed there, left out); AutoARIMA on 01-a only.
+    assert full.vs["vs_autoets"] == pytest.approx(math.sqrt(2.0 * 0.25))
+    assert full.vs["vs_autoarima"] == pytest.approx(0.5)
+    assert math.isnan(full.vs["vs_autotheta"]) and math.isnan(full.vs["vs_snaive"])
+    seed = acc.trial_summary(trials, _refs(), "no-seed")  # ratios 4 and 1; no classical table
+    assert (seed.single_run_geomean, seed.single_run_p90, seed.worst_single, seed.median5_geomean) == (
+        pytest.approx(2.0), pytest.approx(1 + 0.9 * 3), 4.0, pytest.approx(2.0))
+    assert math.isnan(seed.coverage_95) and seed.coverage_trials == 0 and math.isnan(seed.vs["vs_autoets"])
+    line = acc.summary_line("no-seed", acc.summarize(acc.series_table(trials, _refs(), "no-seed")), seed, "corpus_")
+    assert line.startswith("variant=no-seed corpus_accuracy_geomean=2 corpus_worst_ratio=4 ")
+    assert "corpus_single_run_p90=3.7 corpus_worst_single=4 corpus_median5_geomean=2 " in line
+    assert line.endswith("corpus_vs_autoarima=nan corpus_vs_autotheta=nan corpus_vs_snaive=nan")
+
+
+def _corpus_dir(path: Path, n: int = 2) -> Path:
+    """A development-corpus-like folder: ``n`` 30-point quarterly series and their split, nothing published."""
+    from evocov_core.data import load_tsdl
+
+    path.mkdir()
+    rng = np.random.default_rng(1)
+    files, splits = [], []
+    for i in range(1, n + 1):
+        x = 1990 + np.arange(30) / 4
+        y = i * np.sin(x * 2) + 0.1 * (x - 1990) + 0.05 * rng.standard_normal(30)
+        name = f"{i:02d}-toy{i}"
+        pd.DataFrame({"x": x, "y": y}).to_csv(path / f"{name}.csv", index=False)
+        ds = load_tsdl(path / f"{name}.csv")
+        files.append(f"{name}.csv")
+        splits.append((ds.n_train, ds.n_test))
+    pd.DataFrame({"file": files, "n_train": [a for a, _ in splits], "n_test": [b for _, b in splits]}).to_csv(
+        path / "splits.csv", index=False)
+    return path
+
+
+def _fake_classical(calls: list[str]):
+    """A stand-in for ``classical_forecasts``: each model forecasts the last training value ± 1 (MSTL never
+    starts, as when its process cannot start)."""
+    from evocov_core.classical import MODELS, ClassicalForecast, ClassicalForecasts
+    from evocov_core.seasons import infer_seasons
+
+    def fake(ds, **kwargs):
+        calls.append(ds.name)
+        h = ds.n_test
+        mean = np.full(h, ds.y_train[-1])
+        rows = tuple(ClassicalForecast(m, mean, mean - 1, mean + 1, "ok", "", 0.01, "season 4") if m != "MSTL"
+                     else ClassicalForecast(m, None, None, None, "failed", "MSTL: the process died", math.nan)
+                     for m in MODELS)
+        return ClassicalForecasts(ds.X_test[:, 0].copy(), infer_seasons(ds), rows)
+
+    return fake
+
+
+def test_a_corpus_folder_is_judged_against_autoets_and_its_classical_table_is_reused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No evocov_paper_rmse.csv: the reference is AutoETS on the same split, every summary key is prefixed
+    corpus_, the report has no paper columns; the classical table in the folder is reused while a series'
+    file is the same, made again when it changes, and a model that never ran is tried again."""
+    from evocov_core.benchmarks.classical_cache import classical_file, series_checksum
+    from evocov_core.classical import MODELS
+
+    data_dir = _corpus_dir(tmp_path / "series")
+    out = tmp_path / "out"
+    out.mkdir()
+    append_run(out / "run.json", {"command": "python -m evocov_core bench accuracy --data-dir series",
+                                  "budget": "quick", "budget_s": 60.0, "started": "2026-01-01T09:59:00+00:00",
+                                  "variants": ["full"], "data_dir": str(data_dir)})
+    rf = acc.trials_file(out)
+    for series, seed, rmse in (("01-toy1", 0, 1.0), ("01-toy1", 1, 3.0), ("02-toy2", 0, 0.5), ("02-toy2", 1, 0.5)):
+        rf.append({**_row(series, seed, rmse=rmse), "n_test": 3, "coverage_95": 2 / 3})
+    cf = classical_file(out)
+    for series, ets, naive in (("01-toy1", 2.0, 4.0), ("02-toy2", 1.0, 0.5)):
+        for m in MODELS:  # what an earlier report made
+            rmse = {"AutoETS": ets, "SeasonalNaive": naive}.get(m)
+            cf.append({"series": series, "checksum": series_checksum(data_dir / f"{series}.csv"), "model": m,
+                       "status": "ok" if rmse else "skipped", "test_rmse": rmse, "reason": "" if rmse else "no"})
+    calls: list[str] = []
+    monkeypatch.setattr("evocov_core.classical.classical_forecasts", _fake_classical(calls))
+    res = acc.accuracy_report(out)
+    assert calls == []  # every series read from classical.csv
+    # Ratios to AutoETS: 0.5, 1.5 (median 1) and 0.5, 0.5 (median 0.5).
+    [line] = res.summary
+    want = {"corpus_accuracy_geomean": "0.7071", "corpus_worst_ratio": "1", "corpus_series_over_3x": "0",
+            "corpus_single_run_geomean": f"{(0.5 * 1.5 * 0.5 * 0.5) ** 0.25:.4g}", "corpus_worst_single": "1.5",
+            "corpus_median5_geomean": "0.7071", "corpus_coverage_95": "0.667", "corpus_coverage_trials": "4",
+            "corpus_vs_autoets": "0.7071", "corpus_vs_snaive": "0.7071", "corpus_vs_autoarima": "nan"}
+    got = dict(kv.split("=") for kv in line.split())
+    assert got["variant"] == "full" and {k: got[k] for k in want} == want
+    assert not any(k.startswith(("accuracy", "vs_", "single")) for k in got)  # every key prefixed
+    text = res.path.read_text(encoding="utf-8")
+    assert "paper ratio" not in text and "ratio = RMSE / AutoETS's test RMSE" in text
+    assert "a development corpus: no published results" in text and "| 0.67 |" in text  # coverage 2/3
+    # A series file that changed is forecast again (its old rows are stale); the other is still reused.
+    (data_dir / "02-toy2.csv").write_text((data_dir / "02-toy2.csv").read_text() + "\n", encoding="utf-8")
+    acc.accuracy_report(out)
+    assert calls == ["02-toy2"]
+    kept = pd.read_csv(out / "classical.csv").drop_duplicates(["series", "model"], keep="last")
+    now = kept[(kept.series == "02-toy2") & (kept.checksum == series_checksum(data_dir / "02-toy2.csv"))]
+    assert sorted(now.model) == sorted(set(MODELS) - {"MSTL"})  # MSTL never ran: not kept ...
+    acc.accuracy_report(out)
+    assert calls == ["02-toy2", "02-toy2"]  # ... so tried again
+
+
+def test_a_folder_from_before_the_new_columns_reports_and_resumes(tmp_path: Path) -> None:
+    """Committed folders' trials have no coverage or CRPS: the report shows "-"; resuming adds the columns."""
+    import csv
+
+    out = tmp_path / "out"
+    out.mkdir()
+    old = [c for c in acc.TRIAL_COLUMNS if c not in ("coverage_95", "crps")]
+    assert old == acc.TRIAL_COLUMNS[:len(old)]
+    with open(out / "trials.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=old, extrasaction="ignore")
+        w.writeheader()
+        for row in _trials().to_dict("records"):
+            w.writerow(row)
+    before = (out / "trials.csv").read_text(encoding="utf-8")
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    _refs().reset_index().to_csv(data_dir / "evocov_paper_rmse.csv", index=False)
+    res = acc.accuracy_report(out, data_dir=data_dir)
+    assert "coverage_95=nan coverage_trials=0" in res.summary[0]
+    assert "| 01-a | full | 0 | ok | 10 | 10 | 10 | - | - |" in res.path.read_text(encoding="utf-8")
+    assert acc.upgrade_trials_file(out) and not acc.upgrade_trials_file(out)
+    after = (out / "trials.csv").read_text(encoding="utf-8")
+    assert after.splitlines()[0] == ",".join(acc.TRIAL_COLUMNS)
+    assert [line.removesuffix(",,") for line in after.splitlines()[1:]] == before.splitlines()[1:]
+    acc.trials_file(out).append({**_row("04-d", 0, rmse=4.0), "coverage_95": 0.9, "crps": 1.5})
+    t = acc.read_trials(out)
+    assert len(t) == len(_trials()) + 1 and t["coverage_95"].iloc[-1] == 0.9
 
 
 def test_report_needs_the_reference_rmse(tmp_path: Path) -> None:
@@ -358,10 +534,12 @@ def test_readme_table_compares_with_the_paper_and_published(tmp_path: Path) -> N
         rf.append(row)
     text = acc.readme_table(out, data_dir)
     lines = text.splitlines()
-    assert lines[0] == "| series | EvoCov here (× best published) | EvoCov paper (mean) | GPSS | ABCD-accuracy |"
-    assert "| 01-a | 20 (2.00×) | 20 | 12 | 11 |" in lines  # median of 10, 20, 30; ratio to 10
-    assert "| 02-b | 0.5 (0.50×) | 2 | 1.5 | – |" in lines
+    assert lines[0] == ("| series | EvoCov here (× best published) | EvoCov paper (mean) | GPSS | ABCD-accuracy | "
+                        "AutoETS | AutoARIMA | AutoTheta |")
+    assert "| 01-a | 20 (2.00×) | 20 | 12 | 11 | – | – | – |" in lines  # median of 10, 20, 30; ratio to 10
+    assert "| 02-b | 0.5 (0.50×) | 2 | 1.5 | – | – | – | – |" in lines  # no series files: no classical ones
     assert "Geometric mean of the ratios to the best published: 1.71" in text
+    assert "vs_autoets=nan" in text
 
 
 def test_the_help_names_every_variant(capsys: pytest.CaptureFixture[str]) -> None:

@@ -414,6 +414,65 @@ def test_a_run_that_finishes_by_itself_offers_open_in_results(server, browser):
     page.close()
 
 
+_DASHED = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(
+    gd => (gd.data || []).filter(t => t.line && t.line.dash === 'dash').map(t => t.name))"""
+
+
+def _comparison_rows(page: Page) -> dict[str, list[str]]:
+    """The Results page's table of every forecast: method -> the other cells, as the user reads them."""
+    rows = page.locator(".st-key-results_comparison table tbody tr")
+    out = {}
+    for i in range(rows.count()):
+        cells = [c.strip() for c in rows.nth(i).locator("th, td").all_inner_texts()]
+        if cells:
+            out[cells[0]] = cells[1:]
+    return out
+
+
+def test_results_compare_every_forecast_with_the_classical_ones(server, browser):
+    """After a short search on the bundled Airline series, the Results page shows within 30 s the table of
+    every forecast with every classical forecaster's row finished (scores, or a one-line reason), and
+    their forecasts dashed on the forecast figure."""
+    from evocov_core.classical import MODELS
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.set_default_timeout(60_000)
+    page.goto(f"{server['url']}/search")
+    _wait_app(page, "Search")
+    expect(page.locator('[data-testid="stSidebar"]')).to_contain_text("airline")
+    _set_float(page, "Time budget (seconds)", 4)
+    _set_number(page, "Worker processes", 1)
+    page.locator(".st-key-search_start button").click()
+    page.wait_for_url(re.compile(r"[?&]job=[0-9a-f]{12}"), timeout=30_000)
+    t0 = time.time()
+    while _status(page) != "finished":
+        assert time.time() - t0 < 90, page.locator(".st-key-search_status").inner_text()
+        time.sleep(0.3)
+    page.locator(".st-key-search_open_results button").click(timeout=30_000)
+    _wait_app(page, "Results")
+    opened = time.time()
+    rows: dict[str, list[str]] = {}
+    while time.time() - opened < 30:
+        rows = _comparison_rows(page)
+        done = [m for m in MODELS if m in rows and "running…" not in rows[m]]
+        if len(done) == len(MODELS) and len(page.evaluate(_DASHED)) >= 4:
+            break
+        time.sleep(0.5)
+    waited = time.time() - opened
+    _no_exceptions(page)
+    _shot(page, "10-results-comparison")
+    assert {"this kernel", "SE", "GPSS", *MODELS} <= set(rows), rows
+    for m in MODELS:
+        cells = " ".join(rows[m])
+        assert "running…" not in cells, f"{m} still running {waited:.0f} s after the page opened: {rows[m]}"
+        assert ("ok" in rows[m] and "%" in cells) or f"{m}: " in cells, rows[m]  # scores, or why not
+    assert sum("ok" in rows[m] for m in MODELS) >= 4
+    dashed = set(page.evaluate(_DASHED))
+    assert {f"{m} (classical)" for m in ("SeasonalNaive", "AutoETS", "AutoARIMA", "AutoTheta")} <= dashed, dashed
+    print(f"every classical row finished {waited:.1f} s after the Results page opened")
+    page.close()
+
+
 def test_report_html_renders_offline(browser, tmp_path):
     """The HTML report opens from a file with no network and every Plotly figure draws."""
     from evocov_core.data import Dataset

@@ -335,6 +335,34 @@ def test_seeded_first_population(small: FitData) -> None:
     assert seeded <= {r.canonical for r in first}
 
 
+def test_seed_bases_set_the_seeded_structures_and_the_expansions(small: FitData) -> None:
+    """With M12 among the seed bases, the first population holds it and expansions can add it;
+    the default bases are GPSS's (what the presets ran before the setting existed)."""
+    from evocov_core.search import SearchConfig
+
+    assert preset("quick").seed_bases == ("SE", "PER", "LIN", "RQ")
+    bases = ("SE", "PER", "LIN", "RQ", "M12")
+    assert len(seed_structures(bases)) == 5 + 15 + 15
+    kernels = seed_kernels(100, np.random.default_rng(0), bases)
+    assert compose("M12").canonical in {k.canonical for k in kernels}
+    for k in kernels:
+        assert check_psd(k, np.random.default_rng(1), PSDConfig(w=6)).ok, k.infix
+    cfg = _budgeted(seed_fraction=0.5, population=10, generations=2, select_top=1, seed_bases=bases)
+    assert SearchConfig.from_dict(cfg.to_dict()) == cfg and cfg.to_dict()["seed_bases"] == list(bases)
+    with SerialExecutor(small, cfg.optim, search_stages(small, cfg)) as ex:
+        res = run_search(small, cfg, seed=0, executor=ex)
+    first = [r for r in res.records if r.generation == 1 and r.origin == "seed"]
+    assert compose("M12").canonical in {r.canonical for r in first}
+    grew = set()
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        child = expand(compose("PER"), rng, VariationConfig(psd=PSDConfig(w=4)), 20, bases=("M12",))
+        grew.add(child.origin)
+        if child.origin == "expansion":
+            assert "sqrt" in child.kernel.tokens  # the Matérn-1/2's r = sqrt(r²)
+    assert "expansion" in grew
+
+
 @pytest.mark.parametrize("reseed", [False, True])
 def test_restarts_seeded_only_when_asked(small: FitData, reseed: bool) -> None:
     # beta = 1e9: no improvement is ever enough, so each epoch's second generation restarts

@@ -102,6 +102,18 @@ def test_given_seasons_win_and_are_checked() -> None:
         infer_seasons(ds, [0])
 
 
+def test_seasons_typed_by_a_person() -> None:
+    from evocov_core.seasons import parse_seasons
+
+    assert parse_seasons("") is None and parse_seasons("  ") is None
+    assert parse_seasons("12") == (12,)
+    assert parse_seasons("7, 365") == parse_seasons("7 365") == parse_seasons("7;365") == (7, 365)
+    assert parse_seasons("none") == parse_seasons("1") == (1,)
+    for bad, message in (("twelve", "whole numbers"), ("0", "at least 1"), ("12.5", "whole numbers")):
+        with pytest.raises(ValueError, match=message):
+            parse_seasons(bad)
+
+
 # --- the models ----------------------------------------------------------------------------------------
 
 
@@ -175,6 +187,49 @@ def test_a_model_that_fails_has_a_one_line_reason_and_the_table_still_builds() -
     ok = table[table.status == "ok"]
     assert len(ok) >= 3 and ok.test_rmse.notna().all() and ok.coverage_95.between(0, 1).all()
     assert table.best.sum() == 1 and table.loc[table.best, "test_rmse"].item() == ok.test_rmse.min()
+
+
+def test_rows_still_running_or_skipped_and_rows_of_fits_made_elsewhere(seasonal: Dataset) -> None:
+    """What the Results page builds while its baselines run in the background: every row is there,
+    the ones not ready say so without numbers, and the best is among the finished ones."""
+    from evocov_core.baselines import Compared
+    from evocov_core.classical import running_forecasts
+    from evocov_core.compare import forecast_scores
+
+    fit = se_baseline(FitData.from_dataset(seasonal))
+    se = Compared.from_fit("SE", fit, seasonal, seconds=1.5)
+    model = FittedModel.from_fit(fit, seasonal.norm, seasonal.n_train)
+    assert se.model == model and se.test_rmse == pytest.approx(model.test_rmse(seasonal))
+    assert se.bic == fit.bic and se.expression == fit.kernel.infix
+    waiting = running_forecasts(seasonal)
+    assert [f.status for f in waiting.forecasts] == ["running"] * len(MODELS)
+    assert waiting.seasons.primary == 12 and np.array_equal(waiting.x, seasonal.X_test[:, 0])
+    assert running_forecasts(seasonal, season_lengths=[6]).seasons.describe() == "6 (given)"
+    died = running_forecasts(seasonal, failed="RuntimeError: the process died\n(exit code -9)")
+    assert {f.reason for f in died.forecasts} == {f"{m}: RuntimeError: the process died (exit code -9)"
+                                                   for m in MODELS}
+    assert {f.status for f in died.forecasts} == {"failed"}
+    rows = [se, Compared.waiting("GPSS", "running"), Compared.waiting("other", "skipped", "no run yet")]
+    table = forecast_comparison(seasonal, model, baselines=rows, classical=waiting).table.set_index("method")
+    assert list(table.index) == ["this kernel", "SE", "GPSS", "other", *MODELS]
+    assert list(table.status) == ["ok", "ok", "running", "skipped", *["running"] * len(MODELS)]
+    assert table.loc["other", "reason"] == "no run yet" and table.loc["GPSS", "reason"] == ""
+    assert table.loc[table.status != "ok", ["test_rmse", "coverage_95", "crps"]].isna().all().all()
+    assert table.loc[table.status != "ok", "best"].eq(False).all()
+    assert table.best.sum() == 2 and table.loc[["this kernel", "SE"], "best"].all()  # the same model: a tie
+    # The SE row is the same model as "this kernel": the same scores, and forecast_scores agrees.
+    s = forecast_scores(model, seasonal)
+    assert s.status == "ok" and s.test_rmse == pytest.approx(table.loc["SE", "test_rmse"])
+    assert (s.coverage_95, s.crps) == (pytest.approx(table.loc["SE", "coverage_95"]),
+                                       pytest.approx(table.loc["SE", "crps"]))
+    assert 0 <= s.coverage_95 <= 1 and s.crps > 0 and s.interval_score > 0
+    # The classical forecasters alone (no kernel row); a failed fit is a failed row with its reason.
+    bad = Compared.waiting("SE", "failed", "RuntimeError: no luck")
+    alone = forecast_comparison(seasonal, None, baselines=[bad]).table
+    assert list(alone.method) == ["SE"] and alone.status[0] == "failed"
+    assert alone.reason[0] == "SE: RuntimeError: no luck"
+    with pytest.raises(ValueError, match="running, skipped or failed"):
+        Compared.waiting("SE", "ok")
 
 
 def test_a_model_over_its_time_limit_is_killed_and_the_next_one_runs() -> None:

@@ -13,10 +13,12 @@ honest; the wall time is measured around :func:`~evocov_core.search.run_search`
 
 The output folder holds::
 
-    run.json     every invocation (command, start, end, wall, machine, settings of each variant)
-    trials.csv   one row per finished trial (appended and synced as each ends)
-    kernels/     <series>__<variant>__seed<k>.json, the returned kernel (evocov_core.kernel_file format)
-    report.md    per-series table, ablation table, summary lines, every trial
+    run.json       every invocation (command, start, end, wall, machine, settings of each variant)
+    trials.csv     one row per finished trial (appended and synced as each ends)
+    kernels/       <series>__<variant>__seed<k>.json, the returned kernel (evocov_core.kernel_file format)
+    classical.csv  the classical forecasters on each series, made once by the report
+                   (:mod:`evocov_core.benchmarks.classical_cache`)
+    report.md      per-series table, ablation table, summary lines, every trial
 
 A trial is done when its row says ``ok`` and its kernel file exists, or the search fitted
 nothing (``no_kernel``); rows with ``error`` are run again. Rerunning the same command only
@@ -31,6 +33,21 @@ EvoCov mean (``evocov_lml_mean``). A trial that fitted nothing counts as an infi
 Per variant, over the series: the geometric mean of those median ratios
 (``accuracy_geomean``), the worst (``worst_ratio``), the number above 3
 (``series_over_3x``) and the largest wall ratio of any trial (``max_wall_ratio``).
+
+Each trial also records the returned kernel's predictive scores on the test part
+(``coverage_95``, the share of test points inside its 95 % interval, and ``crps``; the
+predictive normal of latent variance + noise; older trials have none). The summary adds, per
+variant (:func:`trial_summary`): each single trial's ratio to the reference RMSE, as a
+geometric mean over all trials (``single_run_geomean``), its 90th percentile
+(``single_run_p90``), the worst (``worst_single``) and the geometric mean over the series of
+the per-series median (``median5_geomean``); the pooled coverage (``coverage_95``, over
+``coverage_trials`` trials); and ``vs_autoets``, ``vs_autoarima``, ``vs_autotheta``,
+``vs_snaive``: the geometric mean over the series of (median over the seeds of our test
+RMSE) / that classical forecaster's test RMSE on the same split.
+
+A folder of series without published results (the development corpus,
+``bench/corpus/series``: no ``evocov_paper_rmse.csv``) is judged against AutoETS on the same
+split instead, and every summary key is prefixed ``corpus_`` (``corpus_single_run_geomean=…``).
 """
 
 from __future__ import annotations
@@ -75,6 +92,7 @@ __all__ = [
     "AccuracyReport",
     "Summary",
     "TrialSpec",
+    "TrialSummary",
     "ablation_table",
     "accuracy",
     "accuracy_report",
@@ -83,14 +101,18 @@ __all__ = [
     "parse_variants",
     "pending_trials",
     "read_trials",
+    "readme_table",
     "reference_rmse",
+    "references",
     "run_trial",
     "series_table",
     "settings_differences",
     "summarize",
     "summary_line",
     "trial_rmse",
+    "trial_summary",
     "trials_file",
+    "upgrade_trials_file",
     "variant_config",
 ]
 
@@ -148,6 +170,10 @@ VARIANTS: dict[str, Variant] = {
     "promote-15": Variant({"promote_fraction": 0.15}, "half the full fits on long series: the best 15 % of a "
                           "screened batch (not 30 %) are fitted on all the data, so more candidates and "
                           "generations fit in the budget (series longer than screen_points only)"),
+    "seed-m12": Variant({"seed_bases": ("SE", "PER", "LIN", "RQ", "M12")}, "one part added, not removed: the "
+                        "Matérn-1/2 (Ornstein-Uhlenbeck) kernel among the bases of the seeded structures and of the "
+                        "GPSS expansions, a level that wanders (its forecast stays near the last values, with a "
+                        "spread that grows)"),
     "with-changewindows": Variant({"changewindows": True}, "one part added, not removed: ABCD's change-window "
                                   "operator in the grammar (off in the presets until it is shown to help)"),
     "before": Variant({}, "the previous default, preset('quick-fixed') (paper operators, no cache, no screening, "
@@ -161,6 +187,7 @@ TRIAL_COLUMNS = [
     "series", "variant", "seed", "budget", "status", "n_train", "n_test", "budget_s", "wall_s", "wall_ratio",
     "elapsed_s", "test_rmse", "bma_test_rmse", "bic_test_rmse", "q", "bic", "ensemble_size", "n_evaluations",
     "n_screen_fits", "generations", "expression", "infix", "kernel_file", "host", "finished", "reason",
+    "coverage_95", "crps",
 ]
 TRIAL_KEY = ["series", "variant", "seed"]
 
@@ -260,6 +287,32 @@ def read_trials(out: Path) -> pd.DataFrame:
 def trials_file(out: Path) -> ResultFile:
     """The ``trials.csv`` of an accuracy folder."""
     return ResultFile(Path(out) / "trials.csv", TRIAL_COLUMNS, TRIAL_KEY)
+
+
+def upgrade_trials_file(out: Path) -> bool:
+    """Give an older ``trials.csv`` (its header a prefix of :data:`TRIAL_COLUMNS`) today's columns.
+
+    Columns added since are left empty in its rows (the report shows ``-``), so that a folder made
+    by an older version can be resumed. Returns whether the file was rewritten.
+    """
+    import csv
+    import io
+
+    path = Path(out) / "trials.csv"
+    if not path.is_file() or path.stat().st_size == 0:
+        return False
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    header = rows[0] if rows else []
+    if header == TRIAL_COLUMNS or header != TRIAL_COLUMNS[:len(header)]:
+        return False  # today's, or another layout (ResultFile refuses to append to it)
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)  # as ResultFile writes: minimal quoting, \r\n
+    w.writerow(TRIAL_COLUMNS)
+    pad = [""] * (len(TRIAL_COLUMNS) - len(header))
+    w.writerows(r + pad if r else r for r in rows[1:])
+    write_text_atomic(path, buf.getvalue())
+    return True
 
 
 def kernel_path(series: str, variant: str, seed: int) -> str:
@@ -391,7 +444,8 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
             best_bic = getattr(result, "best_bic", None) or best
             row.update(status="ok", test_rmse=best.test_rmse, bma_test_rmse=bma, bic_test_rmse=best_bic.test_rmse,
                        q=best.q, bic=best.bic, ensemble_size=len(ensemble), expression=best.kernel.prefix,
-                       infix=best.kernel.infix, kernel_file=kernel_path(spec.series, spec.variant, spec.seed))
+                       infix=best.kernel.infix, kernel_file=kernel_path(spec.series, spec.variant, spec.seed),
+                       **_predictive_scores(best, ds))
             doc = kernel_file_dict(best, ds.norm, dataset=spec.series, n_test=ds.n_test, n_train=ds.n_train,
                                    test_fraction=ds.test_fraction,
                                    extra_scores={"variant": spec.variant, "seed": spec.seed, "budget": spec.budget,
@@ -405,6 +459,17 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
         row.update(status="error", reason=f"{type(exc).__name__}: {exc}"[:500])
     row["finished"] = now_iso()
     return {"row": row, "kernel": doc, "records": records}
+
+
+def _predictive_scores(best: Any, ds: Dataset) -> dict[str, float | None]:
+    """``coverage_95`` and ``crps`` of the returned kernel's predictive normal (latent variance + noise)."""
+    from ..compare import forecast_scores
+    from ..model import FittedModel
+
+    if ds.n_test == 0 or ds.x.shape[1] != 1:
+        return {}
+    s = forecast_scores(FittedModel.from_fit(best, ds.norm, ds.n_train), ds)
+    return {"coverage_95": _finite(s.coverage_95), "crps": _finite(s.crps)}
 
 
 def _finite(v: object) -> float | None:
@@ -519,6 +584,8 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
     datasets = {s: load_series(data_dir, s) for s in names}
     out.mkdir(parents=True, exist_ok=True)
     _check_settings(read_runs(out / "run.json"), settings, out)
+    if upgrade_trials_file(out):
+        say(f"{out}/trials.csv: added the columns {', '.join(TRIAL_COLUMNS[-2:])} (empty in its older rows)")
     (out / "kernels").mkdir(exist_ok=True)
 
     todo = pending_trials(names, names_v, seeds, done_keys(out))
@@ -562,7 +629,7 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
         run.update(finished=now_iso(), wall_seconds=round(time.perf_counter() - t0, 2), trials_run=count,
                    trials_skipped=total - len(todo), interrupted=not completed)
         update_run(out / "run.json", run_index, run)
-    return accuracy_report(out, data_dir=data_dir)
+    return accuracy_report(out, data_dir=data_dir, log=say)
 
 
 # --- tables ------------------------------------------------------------------------------------------
@@ -572,7 +639,8 @@ def reference_rmse(data_dir: Path) -> pd.DataFrame:
     """``best_published`` and ``evocov_lml_mean`` of ``evocov_paper_rmse.csv``, indexed by series."""
     path = Path(data_dir) / "evocov_paper_rmse.csv"
     if not path.is_file():
-        raise BenchError(f"{path} not found: it holds the reference RMSEs; pass --data-dir")
+        raise BenchError(f"{path} not found: it holds the reference RMSEs (a folder of series without it, such as "
+                         "bench/corpus/series, is judged against AutoETS); pass --data-dir")
     df = pd.read_csv(path).set_index("dataset")
     missing = [c for c in ("best_published", "evocov_lml_mean") if c not in df.columns]
     if missing:
@@ -689,11 +757,93 @@ def _num(v: float, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
-def summary_line(variant: str, summary: Summary) -> str:
-    """``variant=NAME accuracy_geomean=… worst_ratio=… series_over_3x=… max_wall_ratio=…``."""
-    return (f"variant={variant} accuracy_geomean={_num(summary.accuracy_geomean)} "
-            f"worst_ratio={_num(summary.worst_ratio)} series_over_3x={summary.series_over_3x} "
-            f"max_wall_ratio={_num(summary.max_wall_ratio)}")
+class TrialSummary(NamedTuple):
+    """One variant's single trials, its coverage, and its RMSE against the classical forecasters."""
+
+    single_run_geomean: float
+    """Geometric mean over every finished trial of its test RMSE / the reference RMSE of its series."""
+    single_run_p90: float
+    """The 90th percentile of those ratios (linear between order statistics; inf when it reaches a failed trial)."""
+    worst_single: float
+    """The largest of those ratios."""
+    median5_geomean: float
+    """Geometric mean over the series of the per-series median of those ratios."""
+    coverage_95: float
+    """Share of the test points inside the GP's 95 % interval, pooled over the trials that have it."""
+    coverage_trials: int
+    """Trials with a coverage (older trials have none)."""
+    vs: dict[str, float]
+    """Per :data:`~evocov_core.benchmarks.classical_cache.VS_KEYS` key: geometric mean over the series the
+    baseline forecast of (median over the seeds of our test RMSE) / its test RMSE."""
+
+
+def _quantile(q: np.ndarray, p: float) -> float:
+    """The ``p`` quantile, linear between order statistics; inf when it leans on an infinite one."""
+    q = np.sort(q)
+    pos = p * (len(q) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    if math.isinf(q[hi]) and hi > lo:
+        return math.inf
+    return float(q[lo] + (q[hi] - q[lo]) * (pos - lo)) if hi > lo else float(q[lo])
+
+
+def trial_summary(trials: pd.DataFrame, refs: pd.DataFrame, variant: str,
+                  classical: pd.DataFrame | None = None) -> TrialSummary:
+    """Single-trial ratios, pooled coverage and ``vs_*`` of one variant (:class:`TrialSummary`).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Rows of ``trials.csv``; finished trials count (a failed one as an infinite RMSE).
+    refs : DataFrame
+        Reference RMSE per series in ``best_published`` (:func:`reference_rmse`, or AutoETS's on a
+        folder of series without published results); series without one are left out of the ratios.
+    variant : str
+    classical : DataFrame, optional
+        :func:`~evocov_core.benchmarks.classical_cache.classical_scores`; without it ``vs`` is NaN.
+    """
+    from .classical_cache import VS_KEYS
+
+    nan = math.nan
+    t = _finished(trials, variant, ["test_rmse", "coverage_95", "n_test"])
+    vs = dict.fromkeys(VS_KEYS.values(), nan)
+    if t.empty:
+        return TrialSummary(nan, nan, nan, nan, nan, 0, vs)
+    ref = refs["best_published"].reindex(t["series"]).to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = t["test_rmse"].to_numpy(dtype=float) / ref
+    has = np.isfinite(ref) & (ref > 0)
+    r = pd.Series(ratio[has], index=t["series"].to_numpy()[has])
+    single = (_geomean_of_ratios(r.to_numpy()), _quantile(r.to_numpy(), 0.9), float(r.max())) if len(r) else (
+        nan, nan, nan)
+    median5 = _geomean_of_ratios(r.groupby(level=0).median().to_numpy()) if len(r) else nan
+    cov = t[(t["status"] == "ok") & t["coverage_95"].notna() & t["n_test"].notna()]
+    pooled = float((cov["coverage_95"] * cov["n_test"]).sum() / cov["n_test"].sum()) if len(cov) else nan
+    if classical is not None and len(classical):
+        ours = t.groupby("series")["test_rmse"].median()
+        for model, key in VS_KEYS.items():
+            base = classical[(classical["model"] == model) & (classical["status"] == "ok")]
+            base = base.set_index("series")["test_rmse"].astype(float)
+            both = pd.concat([ours, base], axis=1, keys=["ours", "base"], join="inner").dropna()
+            both = both[both["base"] > 0]
+            if len(both):
+                vs[key] = _geomean_of_ratios((both["ours"] / both["base"]).to_numpy(dtype=float))
+    return TrialSummary(*single, median5, pooled, len(cov), vs)
+
+
+def summary_line(variant: str, summary: Summary, trials: TrialSummary | None = None, prefix: str = "") -> str:
+    """``variant=NAME accuracy_geomean=… worst_ratio=… series_over_3x=… max_wall_ratio=…``, then with
+    ``trials`` ``single_run_geomean=… single_run_p90=… worst_single=… median5_geomean=… coverage_95=…
+    coverage_trials=… vs_autoets=… vs_autoarima=… vs_autotheta=… vs_snaive=…``; every key but ``variant``
+    after ``prefix`` (``corpus_`` on a folder of series judged against AutoETS)."""
+    items = [("accuracy_geomean", _num(summary.accuracy_geomean)), ("worst_ratio", _num(summary.worst_ratio)),
+             ("series_over_3x", str(summary.series_over_3x)), ("max_wall_ratio", _num(summary.max_wall_ratio))]
+    if trials is not None:
+        items += [("single_run_geomean", _num(trials.single_run_geomean)),
+                  ("single_run_p90", _num(trials.single_run_p90)), ("worst_single", _num(trials.worst_single)),
+                  ("median5_geomean", _num(trials.median5_geomean)), ("coverage_95", _num(trials.coverage_95, 3)),
+                  ("coverage_trials", str(trials.coverage_trials)), *((k, _num(v)) for k, v in trials.vs.items())]
+    return f"variant={variant} " + " ".join(f"{prefix}{k}={v}" for k, v in items)
 
 
 def _variants_present(trials: pd.DataFrame) -> list[str]:
@@ -811,17 +961,34 @@ def _commands(runs: list[dict], trials: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _series_section(tab: pd.DataFrame, variant: str) -> list[str]:
-    rows = [[s, int(r["trials"]), fmt(r["rmse"]), _f(r["ratio"]), _f(r["paper_ratio"]), fmt(r["bma_rmse"]),
-             _f(r["bma_ratio"]), _f(r["bic_ratio"]), fmt(r["wall_s"], 3), _f(r["max_wall_ratio"], 2),
-             fmt(r["fits"], 4), fmt(r["generations"], 3), fmt(r["q"], 3)]
+def _series_section(tab: pd.DataFrame, variant: str, trials: pd.DataFrame, classical: pd.DataFrame,
+                    corpus: bool) -> list[str]:
+    from ..classical import MODELS
+
+    t = _finished(trials, variant, ["coverage_95", "n_test"])
+    t = t[(t["status"] == "ok") & t["coverage_95"].notna()] if len(t) else t
+    cov = ((t["coverage_95"] * t["n_test"]).groupby(t["series"]).sum() / t.groupby("series")["n_test"].sum()
+           if len(t) else pd.Series(dtype=float))
+    base = {m: (classical[classical["model"] == m].set_index("series")["test_rmse"] if len(classical)
+                else pd.Series(dtype=float)) for m in MODELS}
+    rows = [[s, int(r["trials"]), fmt(r["rmse"]), _f(r["ratio"]), *([] if corpus else [_f(r["paper_ratio"])]),
+             fmt(r["bma_rmse"]), _f(r["bma_ratio"]), _f(r["bic_ratio"]), _f(cov.get(s, math.nan), 2),
+             *(fmt(base[m].get(s, math.nan)) for m in MODELS),
+             fmt(r["wall_s"], 3), _f(r["max_wall_ratio"], 2), fmt(r["fits"], 4), fmt(r["generations"], 3),
+             fmt(r["q"], 3)]
             for s, r in tab.iterrows()]
+    ref = ("ratio = RMSE / AutoETS's test RMSE on the same split (these series have no published results)"
+           if corpus else "ratio = RMSE / best published RMSE of the series; paper = RMSE / the EvoCov paper's "
+           "mean (LML)")
     return [f"## Per series, variant `{variant}`", "",
-            "Medians over the seeds. ratio = RMSE / best published RMSE of the series; paper = RMSE / the "
-            "EvoCov paper's mean (LML); BMA = the search's model average; BIC = the lowest-BIC kernel; wall ratio "
-            "= wall / budget (the largest over the seeds); fits = kernels fitted.", "",
-            md_table(["series", "seeds", "test RMSE", "ratio", "paper ratio", "BMA RMSE", "BMA ratio",
-                      "BIC ratio", "wall s", "max wall ratio", "fits", "generations", "q"], rows), ""]
+            f"Medians over the seeds. {ref}; BMA = the search's model average; BIC = the lowest-BIC kernel; "
+            "coverage = share of the test points inside the returned kernel's 95 % interval, pooled over the seeds "
+            "that recorded it; then the test RMSE of each classical forecaster on the same split "
+            "(`classical.csv`; `-`: no forecast, see that file's reason); wall ratio = wall / budget (the largest "
+            "over the seeds); fits = kernels fitted.", "",
+            md_table(["series", "seeds", "test RMSE", "ratio", *([] if corpus else ["paper ratio"]), "BMA RMSE",
+                      "BMA ratio", "BIC ratio", "coverage", *MODELS, "wall s", "max wall ratio", "fits",
+                      "generations", "q"], rows), ""]
 
 
 def _ablation_section(abl: pd.DataFrame, per_variant: dict[str, pd.DataFrame]) -> list[str]:
@@ -858,29 +1025,81 @@ def _trial_rows(trials: pd.DataFrame) -> list[str]:
         infix = "" if not isinstance(infix, str) else infix
         kernel = ("`" + (infix if len(infix) <= 80 else infix[:77] + "…").replace("|", "\\|") + "`") if infix else "-"
         rows.append([r["series"], r["variant"], int(r["seed"]), r["status"], fmt(r.get("test_rmse")),
-                     fmt(r.get("bma_test_rmse")), fmt(r.get("bic_test_rmse")), fmt(r.get("q"), 3),
+                     fmt(r.get("bma_test_rmse")), fmt(r.get("bic_test_rmse")), _f(r.get("coverage_95"), 2),
+                     fmt(r.get("crps")), fmt(r.get("q"), 3),
                      fmt(r.get("wall_s"), 3), _f(r.get("wall_ratio"), 2), fmt(r.get("n_evaluations"), 6),
                      fmt(r.get("n_screen_fits"), 6), fmt(r.get("generations"), 4), kernel])
     return ["## Trials", "",
-            md_table(["series", "variant", "seed", "status", "test RMSE", "BMA RMSE", "BIC RMSE", "q", "wall s",
-                      "wall ratio", "fits", "screen fits", "generations", "returned kernel"], rows,
-                     "lllrrrrrrrrrrl"), ""]
+            md_table(["series", "variant", "seed", "status", "test RMSE", "BMA RMSE", "BIC RMSE", "coverage", "CRPS",
+                      "q", "wall s", "wall ratio", "fits", "screen fits", "generations", "returned kernel"], rows,
+                     "lllrrrrrrrrrrrrl"), ""]
 
 
 #: Published methods in the README's comparison table (``published_rmse.csv``'s ``method``).
 README_METHODS = ("GPSS", "ABCD-accuracy")
+#: Classical forecasters in the README's comparison table (``classical.csv``'s ``model``).
+README_CLASSICAL = ("AutoETS", "AutoARIMA", "AutoTheta")
+
+
+def references(out: Path, data_dir: Path, series: Sequence[str], *, classical: bool = True,
+               log: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
+    """The reference RMSE of each series, the classical forecasters' scores, and whether ``data_dir`` is a corpus.
+
+    On the 13 TSDL series (``evocov_paper_rmse.csv`` in ``data_dir``) the reference is the best
+    published RMSE. A folder of series without it (the development corpus, ``bench/corpus/series``)
+    has no published results: the reference is AutoETS's test RMSE on the same split, and the paper's
+    mean is NaN.
+
+    Parameters
+    ----------
+    out : Path
+        The accuracy folder (its ``classical.csv`` is read, and completed).
+    data_dir : Path
+    series : sequence of str
+        The series of the trials.
+    classical : bool
+        False: no classical forecasts (none made, none read; a corpus then has no reference).
+    log : callable, optional
+
+    Returns
+    -------
+    tuple
+        ``(refs, classical, corpus)``: :func:`reference_rmse`-like frame indexed by series,
+        :func:`~evocov_core.benchmarks.classical_cache.classical_scores`, True on a corpus.
+
+    Raises
+    ------
+    BenchError
+        ``data_dir`` has neither ``evocov_paper_rmse.csv`` nor series.
+    """
+    from .classical_cache import CLASSICAL_COLUMNS, classical_scores
+
+    data_dir = Path(data_dir)
+    corpus = not (data_dir / "evocov_paper_rmse.csv").is_file()
+    if corpus and not (data_dir.is_dir() and any(data_dir.glob("[0-9][0-9]-*.csv"))):
+        reference_rmse(data_dir)  # raises: no reference and no series
+    table = (classical_scores(out, data_dir, series, log=log) if classical
+             else pd.DataFrame(columns=CLASSICAL_COLUMNS))
+    if not corpus:
+        return reference_rmse(data_dir), table, False
+    ets = table[(table["model"] == "AutoETS") & (table["status"] == "ok")].set_index("series")["test_rmse"]
+    refs = pd.DataFrame({"best_published": ets.astype(float), "evocov_lml_mean": math.nan},
+                        index=pd.Index(ets.index, name="dataset"))
+    return refs, table, True
 
 
 def readme_table(out: Path, data_dir: Path, variant: str = "full") -> str:
     """The README's "how good is it" table: per series, our median test RMSE (returned model)
-    beside the EvoCov paper's mean and the published GPSS and ABCD results.
+    beside the EvoCov paper's mean, the published GPSS and ABCD results and the classical
+    forecasters AutoETS, AutoARIMA and AutoTheta on the same split (``OUT/classical.csv``, made
+    when missing).
 
     Parameters
     ----------
     out : Path
         A bench accuracy folder.
     data_dir : Path
-        Holds ``evocov_paper_rmse.csv`` and ``published_rmse.csv``.
+        Holds the series, ``evocov_paper_rmse.csv`` and ``published_rmse.csv``.
     variant : str
     """
     refs = reference_rmse(data_dir)
@@ -888,30 +1107,47 @@ def readme_table(out: Path, data_dir: Path, variant: str = "full") -> str:
     pub = pub[pub.method.isin(README_METHODS)].pivot_table(index="dataset", columns="method", values="rmse")
     trials = trials_file(Path(out)).read()
     table = series_table(trials, refs, variant)
+    _, classical, _ = references(out, data_dir, list(table.index))
+    ok = classical[classical["status"] == "ok"] if len(classical) else classical
+    base = ok.pivot_table(index="series", columns="model", values="test_rmse") if len(ok) else pd.DataFrame()
     rows = []
     for series, r in table.iterrows():
         best = refs.loc[series, "best_published"]
         cells = [series, f"{r['rmse']:.4g} ({r['rmse'] / best:.2f}×)",
                  f"{refs.loc[series, 'evocov_lml_mean']:.4g}"]
-        cells += [f"{pub.loc[series, m]:.4g}" if series in pub.index and m in pub.columns
-                  and np.isfinite(pub.loc[series, m]) else "–" for m in README_METHODS]
+        for source, methods in ((pub, README_METHODS), (base, README_CLASSICAL)):
+            cells += [f"{source.loc[series, m]:.4g}" if series in source.index and m in source.columns
+                      and np.isfinite(source.loc[series, m]) else "–" for m in methods]
         rows.append(cells)
     s = summarize(table)
-    head = ["series", "EvoCov here (× best published)", "EvoCov paper (mean)", *README_METHODS]
+    vs = trial_summary(trials, refs, variant, classical).vs
+    head = ["series", "EvoCov here (× best published)", "EvoCov paper (mean)", *README_METHODS, *README_CLASSICAL]
     return md_table(head, rows) + (f"\n\nGeometric mean of the ratios to the best published: "
                                    f"{s.accuracy_geomean:.2f}; worst {s.worst_ratio:.2f}; "
-                                   f"series over 3×: {s.series_over_3x}.")
+                                   f"series over 3×: {s.series_over_3x}.\n\nAgainst the classical forecasters "
+                                   "(geometric mean over the series of our RMSE / theirs): "
+                                   + ", ".join(f"{k}={_num(v, 3)}" for k, v in vs.items()) + ".")
 
 
-def accuracy_report(out: Path, *, data_dir: Path | None = None) -> AccuracyReport:
-    """(Re)write ``report.md`` of an accuracy folder from its ``trials.csv`` and ``run.json`` only.
+def accuracy_report(out: Path, *, data_dir: Path | None = None, classical: bool = True,
+                    log: Callable[[str], None] | None = None) -> AccuracyReport:
+    """(Re)write ``report.md`` of an accuracy folder from its ``trials.csv``, ``run.json`` and ``classical.csv``.
+
+    The classical forecasters' scores are made once per series and kept in ``classical.csv``
+    (:mod:`~evocov_core.benchmarks.classical_cache`); every other number comes from the folder's
+    files. On a folder of series without published results (:func:`references`) the ratios are
+    to AutoETS and every summary key is prefixed ``corpus_``.
 
     Parameters
     ----------
     out : Path
         The folder.
     data_dir : Path, optional
-        Where ``evocov_paper_rmse.csv`` is (default: the one recorded in ``run.json``).
+        Where the series and ``evocov_paper_rmse.csv`` are (default: the one recorded in ``run.json``).
+    classical : bool
+        False: leave the classical forecasters out (no ``vs_*``, and no ratios on a corpus).
+    log : callable, optional
+        A line per series whose classical forecasts are made now.
 
     Returns
     -------
@@ -927,25 +1163,36 @@ def accuracy_report(out: Path, *, data_dir: Path | None = None) -> AccuracyRepor
         data_dir = next((Path(r["data_dir"]) for r in reversed(runs) if r.get("data_dir")), None)
         if data_dir is None:
             raise BenchError(f"{out}/run.json records no data folder; pass --data-dir")
-    refs = reference_rmse(data_dir)
     trials = rf.read()
     if len(trials):
         trials["seed"] = pd.to_numeric(trials["seed"], errors="coerce").astype(int)
+    names = sorted(set(trials["series"])) if len(trials) else []
+    refs, base, corpus = references(out, Path(data_dir), names, classical=classical, log=log)
+    prefix = "corpus_" if corpus else ""
     variants = _variants_present(trials)
     per_variant = {v: series_table(trials, refs, v) for v in variants}
-    summary = [summary_line(v, summarize(per_variant[v])) for v in variants]
+    summary = [summary_line(v, summarize(per_variant[v]), trial_summary(trials, refs, v, base), prefix)
+               for v in variants]
     last = runs[-1] if runs else {}
+    where = (f"one of the {len(names)} series of `{data_dir}` (a development corpus: no published results) at "
+             "its split" if corpus else "one of the 13 TSDL series at the published split")
+    ref = "AutoETS's test RMSE on the same split" if corpus else "the best published RMSE"
     lines = [f"# EvoCov accuracy at the dashboard's budget `{last.get('budget', '?')}` "
              f"({fmt(last.get('budget_s'))} s per search)", "",
              "Regenerate this report from the folder's files with "
              f"`python -m evocov_core bench accuracy-report --out {out}`.", "",
-             "Each trial: one EvoCov search with the dashboard's settings on one of the 13 TSDL series at the "
-             "published split (checked against `splits.csv`), one seed, one variant; trials ran one after another, "
+             f"Each trial: one EvoCov search with the dashboard's settings on {where} (checked against "
+             "`splits.csv`), one seed, one variant; trials ran one after another, "
              "each search with its own worker processes, and the wall time is measured around the search. "
              "A trial that fitted nothing counts as an infinite RMSE; the untimed `fixed-quick` variant's wall "
              "ratio is against the same budget.", "",
              "## Summary", "", "Returned model, median over the seeds, then over the series "
-             f"(ratio to the best published RMSE; over 3× = ratio > {OVER:g}):", "",
+             f"(ratio to {ref}; over 3× = ratio > {OVER:g}). Then each single trial's ratio: geometric mean "
+             "over all trials, 90th percentile, the worst, and the geometric mean over the series of their "
+             "median (`median5`); the share of the test points inside the returned kernel's 95 % interval, "
+             "pooled over the `coverage_trials` trials that recorded it; and `vs_*`, the geometric mean over the "
+             "series of our median test RMSE / that classical forecaster's (`classical.csv`)"
+             + (": every key prefixed `corpus_`" if corpus else "") + ":", "",
              "```", *(summary or ["(no finished trial yet)"]), "```", ""]
     n_err = int((trials["status"] == "error").sum()) if len(trials) else 0
     if n_err:
@@ -954,7 +1201,7 @@ def accuracy_report(out: Path, *, data_dir: Path | None = None) -> AccuracyRepor
     lines += _commands(runs, trials)
     if variants:
         main_v = "full" if "full" in per_variant else variants[0]
-        lines += _series_section(per_variant[main_v], main_v)
+        lines += _series_section(per_variant[main_v], main_v, trials, base, corpus)
         lines += _ablation_section(ablation_table(trials, refs, variants), per_variant)
         lines += _trial_rows(trials)
     else:

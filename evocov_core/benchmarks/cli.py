@@ -155,7 +155,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--data-dir", type=Path, default=None, help="default: the one recorded in run.json")
     r.add_argument("--readme", action="store_true",
-                   help="also print the README's comparison table (ours, EvoCov paper, GPSS, ABCD)")
+                   help="also print the README's comparison table (ours, EvoCov paper, GPSS, ABCD, AutoETS, "
+                        "AutoARIMA, AutoTheta)")
+    r.add_argument("--no-classical", action="store_true",
+                   help="leave the classical forecasters out (by default they are run once per series and kept in "
+                        "OUT/classical.csv)")
 
     r = bsub.add_parser("long", help="long and high-frequency series: the search command within its budget "
                                      "against seasonal naive and MSTL, wall time and memory of the whole process",
@@ -260,7 +264,8 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     elif cmd == "accuracy-report":
         from .accuracy import accuracy_report
 
-        res = accuracy_report(a.out, data_dir=a.data_dir)
+        res = accuracy_report(a.out, data_dir=a.data_dir, classical=not a.no_classical,
+                              log=lambda line: print(line, file=sys.stderr, flush=True))
         for line in res.summary:
             print(line)
         print(f"wrote {res.path}")

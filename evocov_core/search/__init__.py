@@ -119,6 +119,6 @@ def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, 
         checks = checks if math.isfinite(checks) else 0.0
         deadline = time.time() + (t0 + 0.97 * config.time_budget - checks - time.perf_counter())
     chosen, rows, ensemble = choose_model(data, result.candidates, executor, seed=seed, deadline=deadline,
-                                          should_stop=should_stop)
+                                          should_stop=should_stop, rule=config.choice)
     return dataclasses.replace(result, best=chosen or result.best, selection=rows, ensemble=ensemble,
                                elapsed=time.perf_counter() - t0)

@@ -44,6 +44,7 @@ from ..optimize import HyperSpace, OptimConfig
 from ..psd import PSDConfig
 from ..subset import DEFAULT_MAX_POINTS
 from ..variation import VariationConfig
+from .structures import SEED_BASES
 
 __all__ = ["ALGORITHMS", "GROUPS", "PRESETS", "SearchConfig", "Setting", "preset", "settings"]
 
@@ -314,6 +315,12 @@ class SearchConfig:
                          hi=1_000_000)
     promote_fraction: float = _s(0.3, "Share promoted", "Share of a screened batch fitted on all the data.",
                                  "budgeted", lo=0.0, hi=1.0, step=0.05, fmt="%.2f")
+    seed_bases: tuple[str, ...] = _s(SEED_BASES, "Base kernels of the seeds and expansions", "The base kernels "
+                                     "the seeded structures (each base, their pairwise sums and products) and the "
+                                     "GPSS expansions of a budgeted search are made of. M12 is the Matérn-1/2 "
+                                     "(Ornstein-Uhlenbeck) kernel: a level that wanders, whose forecast stays near "
+                                     "the last values with a spread that grows.", "budgeted", _EVOCOV,
+                                     choices=("SE", "PER", "LIN", "RQ", "C", "M12"))
     seed_fraction: float = _s(0.0, "Seeded share of the first population", "GPSS structures (SE, PER, LIN, RQ, "
                               "their pairwise sums and products) in the first population.", "budgeted", _EVOCOV,
                               lo=0.0, hi=1.0, step=0.05, fmt="%.2f")
@@ -326,6 +333,11 @@ class SearchConfig:
                          "lowest-BIC kernels that best predicts the last part of the training range after a "
                          "refit on the rest; they also make the model average. 1 = lowest BIC.", "budgeted",
                          lo=1, hi=100)
+    choice: str = _s("tail", "How the returned kernel is chosen", "tail: each of the K lowest-BIC kernels is refitted "
+                     "on the first part of the training range and scored on the rest. origins: each forecasts from "
+                     "four earlier points in time (60-90 % of the training range, the next 10 % each) with its "
+                     "fitted values, and the lowest mean CRPS wins (no refits).", "budgeted",
+                     choices=("tail", "origins"))
     data_bounds: bool = _s(False, "Data-tied bounds", "No lengthscale below half the sampling step; periods "
                            "between two steps and the training span.", "budgeted")
     changepoints: bool = _s(False, "Change points", "Let random trees, mutations and expansions use ABCD's "
@@ -375,6 +387,7 @@ class SearchConfig:
         need(self.d_min <= self.d_max, f"need 0 <= d_min <= d_max, got d_min = {self.d_min}, d_max = {self.d_max}")
         need(0.0 < self.metric_split < 0.9, f"metric_split must be in (0, 0.9), got {self.metric_split}")
         need(bool(self.base_kernels), "base_kernels must not be empty")
+        need(bool(self.seed_bases), "seed_bases must not be empty")
         need(self.screen_points == 0 or self.screen_points >= 20,
              f"screen_points must be 0 (off) or at least 20, got {self.screen_points}")
         need(self.fit_points == 0 or self.fit_points >= 100,
@@ -405,7 +418,9 @@ class SearchConfig:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["base_kernels"] = list(self.base_kernels)
+        for name, typ, _ in settings():
+            if typ is tuple:
+                d[name] = list(getattr(self, name))
         return d
 
     @classmethod
@@ -416,8 +431,11 @@ class SearchConfig:
         if unknown:
             raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
         d = dict(d)
-        if "base_kernels" in d:
-            d["base_kernels"] = tuple(d["base_kernels"])
+        for name, typ, _ in settings():
+            if typ is tuple and name in d:
+                if not isinstance(d[name], (list, tuple)):
+                    raise ConfigError(f"{name} must be a list, got {d[name]!r}")
+                d[name] = tuple(d[name])
         return cls(**d)
 
     def with_(self, **changes: object) -> SearchConfig:

@@ -88,7 +88,8 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
             # The first epoch keeps the generator it always had (same seed, same run); each
             # restart draws its own order of the non-base structures.
             srng = sub_rng(seed, 1) if epoch == 0 else sub_rng(seed, 1, epoch)
-            out = [_Ind(k, None, "seed") for k in seed_kernels(round(config.seed_fraction * N), srng)]
+            out = [_Ind(k, None, "seed") for k in seed_kernels(round(config.seed_fraction * N), srng,
+                                                               tuple(config.seed_bases))]
         for _ in range(N - len(out)):
             if tr.stop_requested():
                 break
@@ -102,6 +103,7 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
                 p = sel[int(rng.integers(len(sel)))]
                 if config.p_expand > 0 and rng.random() < config.p_expand:
                     c = expand(p.kernel, rng, vcfg, config.n_hyper, theta=p.theta, log_noise=p.log_noise,
+                               bases=tuple(config.seed_bases),
                                changepoints=config.changepoints, changewindows=config.changewindows)
                 else:
                     c = mutate(p.kernel, rng, vcfg, grammar, theta=p.theta, log_noise=p.log_noise)

@@ -44,8 +44,13 @@ from ..metrics import FitData, metric_value
 from ..optimize import FitResult
 from ..parallel import Executor, Task
 from .common import StopCheck
+from .validate import OriginScores, origin_scores, spread_scale
 
-__all__ = ["EXPLODING_SPREAD", "INDEFINITE", "choose_model", "horizon_spread", "indefiniteness", "tail_score"]
+__all__ = ["CHOICE_RULES", "EXPLODING_SPREAD", "INDEFINITE", "choose_model", "horizon_spread", "indefiniteness",
+           "tail_score"]
+
+#: How :func:`choose_model` scores its candidates.
+CHOICE_RULES = ("tail", "origins")
 
 #: Kernels with less than this weight are left out of the model average.
 MIN_WEIGHT = 1e-4
@@ -140,9 +145,10 @@ def indefiniteness(data: FitData, fit: FitResult, horizon: float = 0.1) -> float
 
 
 def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Executor, *, seed: int,
-                 deadline: float | None = None, should_stop: StopCheck | None = None
+                 deadline: float | None = None, should_stop: StopCheck | None = None, rule: str = "tail"
                  ) -> tuple[FitResult | None, tuple[dict, ...], tuple[tuple[FitResult, float], ...]]:
-    """Choose among ``candidates`` (lowest BIC first) by their tail score.
+    """Choose among ``candidates`` (lowest BIC first) by their tail score, or by their forecasts
+    from several origins.
 
     Parameters
     ----------
@@ -156,11 +162,16 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     deadline : float, optional
         Wall-clock time by which the refits stop.
     should_stop : callable, optional
+    rule : {"tail", "origins"}
+        ``tail``: the refit on the head scored on the tail (module docstring). ``origins``: the
+        lowest mean CRPS of the forecasts from the origins of
+        :func:`~evocov_core.search.validate.origin_scores` (full-data values, no refit); the
+        model average is weighted by the likelihood of those forecasts.
 
     Returns
     -------
     chosen : FitResult or None
-        The best tail score (the lowest BIC when no refit could be scored).
+        The best tail (or origins) score (the lowest BIC when none could be scored).
     rows : tuple of dict
         One per candidate: rank, expression, q, bic, tail_score, tail_rmse, weight, chosen,
         horizon_sd (:func:`horizon_spread`), exploding (above :data:`EXPLODING_SPREAD`),
@@ -170,22 +181,36 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     ensemble : tuple of (FitResult, float)
         The model average: kernels with their weights (tail scores; BIC without any).
     """
+    if rule not in CHOICE_RULES:
+        raise ValueError(f"rule must be one of {', '.join(CHOICE_RULES)}, got {rule!r}")
     cands = [f for f in candidates if f is not None and f.ok]
     if not cands:
         return None, (), ()
-    if len(cands) == 1 or data.split is None or "head" not in getattr(executor, "stages", ()):
+    if len(cands) == 1 or data.split is None or (rule == "tail" and "head" not in getattr(executor, "stages", ())):
         return cands[0], (), ()
-    tasks = [Task(f.kernel.tokens, (seed, 7919, i), f.start(), stage="head", deadline=deadline)
-             for i, f in enumerate(cands)]
-    heads = executor.map(tasks, should_stop)
+    heads: list[FitResult | None] = [None] * len(cands)
+    origins: list[OriginScores | None] = [None] * len(cands)
+    if rule == "tail":
+        tasks = [Task(f.kernel.tokens, (seed, 7919, i), f.start(), stage="head", deadline=deadline)
+                 for i, f in enumerate(cands)]
+        heads = executor.map(tasks, should_stop)
     indef = [indefiniteness(data, f) for f in cands]
     valid = np.array([not v > INDEFINITE for v in indef])  # NaN: a Cholesky proved it within the bound
     eligible = valid if valid.any() else np.ones_like(valid)  # none valid: choose among all, as before
-    raw = np.array([tail_score(data, h) for h in heads])
+    if rule == "tail":
+        raw = np.array([tail_score(data, h) for h in heads])
+        weigh = raw
+    else:
+        origins = [origin_scores(data, f) for f in cands]
+        raw = np.array([-o.mean_crps for o in origins])  # higher is better, as the tail score
+        weigh = np.array([o.total_log_density for o in origins])
     scores = np.where(eligible, raw, -np.inf)
     if np.isfinite(scores).any():
         best = int(np.argmax(np.where(np.isfinite(scores), scores, -np.inf)))
-        weights = score_weights(scores)
+        try:
+            weights = score_weights(np.where(eligible, weigh, -np.inf))
+        except ValueError:  # no finite likelihood of the origins' forecasts: weigh by the scores
+            weights = score_weights(scores)
     else:
         best = int(np.argmax(eligible))  # the lowest eligible BIC
         weights = bic_weights([f.bic if ok else math.inf for f, ok in zip(cands, eligible, strict=True)])
@@ -196,8 +221,10 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         "canonical": f.kernel.canonical,
         "q": f.q,
         "bic": f.bic,
-        "tail_score": float(raw[i]),
+        "tail_score": float(raw[i]) if rule == "tail" else math.nan,
         "tail_rmse": heads[i].test_rmse if heads[i] is not None else None,
+        "origins_crps": origins[i].mean_crps if origins[i] is not None else math.nan,
+        "spread_scale": spread_scale(origins[i].z) if origins[i] is not None else math.nan,
         "test_rmse": f.test_rmse,
         "weight": float(weights[i]),
         "chosen": i == best,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,9 +30,9 @@ from scipy.special import ndtr
 from ..evaluate import Inputs
 from ..gp import NumericalFailure, posterior
 from ..metrics import FitData
-from ..optimize import FitResult
+from ..optimize import FitResult, OptimConfig, fit_kernel
 
-__all__ = ["DEFAULT_ORIGINS", "OriginScores", "origin_scores"]
+__all__ = ["DEFAULT_ORIGINS", "OriginScores", "origin_scores", "spread_scale"]
 
 #: Origins as shares of the training x-range (each forecasts the next ``horizon`` of it).
 DEFAULT_ORIGINS = (0.6, 0.7, 0.8, 0.9)
@@ -53,12 +53,16 @@ class OriginScores:
     log_density : tuple of float
         Sum of the marginal log predictive densities of each origin's targets (−inf where not).
     n_targets : tuple of int
+    z : ndarray of shape (sum of n_targets,)
+        Standardised forecast errors ``(y − μ)/σ`` of every target, origin by origin (NaN where
+        an origin failed): how well the predictive spread is calibrated (:func:`spread_scale`).
     """
 
     origins: tuple[float, ...]
     crps: tuple[float, ...]
     log_density: tuple[float, ...]
     n_targets: tuple[int, ...]
+    z: NDArray[np.float64] = field(default_factory=lambda: np.empty(0), compare=False)
 
     @property
     def mean_crps(self) -> float:
@@ -77,7 +81,8 @@ def _crps_normal(y: NDArray[np.float64], mu: NDArray[np.float64], sd: NDArray[np
 
 
 def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = DEFAULT_ORIGINS,
-                  horizon: float | None = None) -> OriginScores:
+                  horizon: float | None = None, refit: OptimConfig | None = None,
+                  seed: Sequence[int] = (0,)) -> OriginScores:
     """Score ``fit``'s forecasts from each origin (module docstring).
 
     Parameters
@@ -90,6 +95,11 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
         Shares of the training x-range in (0, 1).
     horizon : float, optional
         Share of the range each forecast covers (default ``data.split_fraction``).
+    refit : OptimConfig, optional
+        Refit the kernel on each origin's head first (from the full-data values, seeded by
+        ``(*seed, origin index)``), so that the forecast errors are out of sample: what a
+        predictive spread is calibrated on (:func:`spread_scale`). Without it, the full-data values.
+    seed : sequence of int
 
     Returns
     -------
@@ -99,27 +109,56 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
     h = data.split_fraction if horizon is None else horizon
     x = data.X[:, 0]
     lo, span = float(x.min()), float(np.ptp(x))
-    theta = np.asarray(fit.theta, dtype=np.float64)
-    noise = fit.noise_variance + fit.jitter
-    kept, crps, logd, counts = [], [], [], []
-    for o in origins:
+    kept, crps, logd, counts, zs = [], [], [], [], []
+    for j, o in enumerate(origins):
         cut, end = lo + o * span, lo + min(1.0, o + h) * span
         head = x <= cut
         target = (x > cut) & (x <= end)
         if head.sum() < 2 or not target.any():
             continue
+        if refit is not None:
+            rng = np.random.default_rng(np.random.SeedSequence([*seed, j]))
+            f = fit_kernel(fit.kernel, data.subset(head), refit, rng, fit.start())
+            theta = np.asarray(f.theta, dtype=np.float64) if f.ok else np.asarray(fit.theta, dtype=np.float64)
+            log_noise, jitter = (f.log_noise, f.jitter) if f.ok else (fit.log_noise, fit.jitter)
+        else:
+            theta, log_noise, jitter = np.asarray(fit.theta, dtype=np.float64), fit.log_noise, fit.jitter
+        noise = math.exp(log_noise) + jitter
         kept.append(float(o))
         counts.append(int(target.sum()))
         try:
             with np.errstate(all="ignore"):
-                post = posterior(fit.kernel, Inputs(data.X[head]), data.y[head], theta, fit.log_noise,
-                                 data.X[target], jitter=fit.jitter)
+                post = posterior(fit.kernel, Inputs(data.X[head]), data.y[head], theta, log_noise,
+                                 data.X[target], jitter=jitter)
                 sd = np.sqrt(post.var + noise)
                 yt = data.y[target]
                 c = float(np.mean(_crps_normal(yt, post.mean, sd)))
-                ld = float(np.sum(-0.5 * ((yt - post.mean) / sd) ** 2 - np.log(sd) - 0.5 * math.log(2 * math.pi)))
+                z = (yt - post.mean) / sd
+                ld = float(np.sum(-0.5 * z * z - np.log(sd) - 0.5 * math.log(2 * math.pi)))
         except _NUMERIC:
-            c, ld = math.inf, -math.inf
+            c, ld, z = math.inf, -math.inf, np.full(int(target.sum()), np.nan)
+        zs.append(np.where(np.isfinite(z), z, np.nan))
         crps.append(c if math.isfinite(c) else math.inf)
         logd.append(ld if math.isfinite(ld) else -math.inf)
-    return OriginScores(tuple(kept), tuple(crps), tuple(logd), tuple(counts))
+    return OriginScores(tuple(kept), tuple(crps), tuple(logd), tuple(counts),
+                        np.concatenate(zs) if zs else np.empty(0))
+
+
+def spread_scale(z: NDArray[np.float64], level: float = 0.95, *, min_points: int = 10) -> float:
+    """The factor on a predictive standard deviation that makes ``level`` of the validation errors
+    fall inside the central interval: ``quantile_level(|z|) / Φ⁻¹((1 + level)/2)``, never below 1
+    (a forecast is not made more confident than the GP says) and 1 with fewer than ``min_points``
+    finite errors.
+
+    Parameters
+    ----------
+    z : ndarray of shape (m,)
+        Standardised forecast errors (:attr:`OriginScores.z`).
+    """
+    from scipy.special import ndtri
+
+    a = np.abs(np.asarray(z, dtype=np.float64))
+    a = a[np.isfinite(a)]
+    if a.size < min_points:
+        return 1.0
+    return max(1.0, float(np.quantile(a, level)) / float(ndtri(0.5 + level / 2.0)))
