@@ -16,13 +16,15 @@ from dashboard.datasets import (
     load_bundled_dataset,
     read_upload,
     set_dataset,
+    subset_note,
     upload_to_dataset,
     with_test_fraction,
 )
 from dashboard.format import polish
+from dashboard.search_form import fit_points, fit_points_label
 from dashboard.state import DATASET_KEY, PAGE_SEARCH
-from evocov_core.data import DEFAULT_MAX_POINTS, DataError, Dataset, date_columns, guess_columns, numeric_columns
-from evocov_core.figures import series_figure
+from evocov_core.data import MAX_POINTS, DataError, Dataset, date_columns, guess_columns, numeric_columns
+from evocov_core.figures import drawn_note, minmax_indices, series_figure
 
 FLASH = "data_flash"  # (kind, message) shown once under the tabs
 
@@ -124,12 +126,15 @@ def upload_tab(ds: Dataset) -> None:
     o1, o2, o3 = st.columns(3)
     drop = o1.checkbox("Drop rows with missing values", key="data_drop_missing",
                        help="Rows whose x or y is empty, not a number or infinite are removed.")
-    max_points = o2.number_input("Maximum points", min_value=10, max_value=20000, value=DEFAULT_MAX_POINTS, step=100,
+    max_points = o2.number_input("Maximum points", min_value=10, max_value=MAX_POINTS, value=MAX_POINTS, step=1000,
                                  key="data_max_points",
-                                 help="Each kernel fit costs O(n³): more points make searches much slower.")
+                                 help="More rows are refused, or thinned with the box on the right. Fits never "
+                                 "use more training points than the search setting *Points an exact fit uses* "
+                                 f"({fit_points():,} now): above it they use a subset of the data, so long series "
+                                 "need no thinning; reading, drawing and forecasting every point still grow with n.")
     sub = o3.checkbox("Subsample to the maximum", key="data_subsample",
-                      help="Keep evenly spaced points (both parts thinned alike). Faster fits, at "
-                      "the price of the detail between kept points.")
+                      help="Keep evenly spaced points (both parts thinned alike), at the price of the detail "
+                      "between kept points.")
     try:
         new = upload_to_dataset(up.getvalue(), name=name or "upload", x=x_col, y=y_col, guess=False,
                                 test_fraction=_test_fraction(ds), max_points=int(max_points), subsample=sub,
@@ -140,6 +145,7 @@ def upload_tab(ds: Dataset) -> None:
         return
     for note in new.notes:
         st.info(f"Note: {note}.", icon=":material/info:")
+    long_series_note(new)
     in_use = new.name == ds.name and dataset_fingerprint(new) == dataset_fingerprint(ds)
     if in_use:
         st.success(f"**{new.name}** is the current dataset.", icon=":material/check_circle:")
@@ -149,6 +155,13 @@ def upload_tab(ds: Dataset) -> None:
         set_dataset(new, {"kind": "upload", "name": new.name, "file": up.name})
         st.session_state[FLASH] = ("success", f"Now using the uploaded dataset **{new.name}**.")
         st.rerun()
+
+
+def long_series_note(ds: Dataset) -> None:
+    """On a long series: fits use a subset of the data, and which setting says how many."""
+    note = subset_note(ds, fit_points())
+    if note:
+        st.info(f"{note} Set how many with **{fit_points_label()}**.", icon=":material/data_thresholding:")
 
 
 def current_section() -> None:
@@ -180,14 +193,17 @@ def current_section() -> None:
         st.info(f"Note: {note}.", icon=":material/info:")
     if ds.n_test == 0:
         st.warning("The test fraction is 0: there are no test points, so no test RMSE can be computed.")
+    long_series_note(ds)
     st.plotly_chart(
         polish(series_figure(ds, title=f"{ds.name}: training part and test part (after the dashed line)")),
         key="data_series",
         config={"displaylogo": False},
     )
+    drawn = sum(len(minmax_indices(ds.y[part])) for part in (ds.train, ~ds.train) if part.any())
     st.caption(
         f"x: {ds.x_label} ({'dates, as decimal years' if ds.x_kind == 'date' else 'numbers'}) · "
-        f"y: {ds.y_label}. Next: start a kernel search on the **Search** page."
+        f"y: {ds.y_label}." + (f" Chart {drawn_note(drawn, ds.n)}." if drawn < ds.n else "")
+        + " Next: start a kernel search on the **Search** page."
     )
     st.page_link(PAGE_SEARCH, label="Go to Search", icon=":material/genetics:")
 

@@ -14,6 +14,7 @@ import streamlit as st
 
 from dashboard.state import DATASET_KEY, DEFAULT_DATASET, DEFAULT_TEST_FRACTION, SOURCE_KEY
 from evocov_core.data import (
+    MAX_POINTS,
     DataError,
     Dataset,
     bundled_datasets,
@@ -99,6 +100,21 @@ def dataset_summary(ds: Dataset) -> str:
     return f"{ds.n} points · {ds.n_train} train · {ds.n_test} test"
 
 
+def subset_note(ds: Dataset, fit_points: int) -> str | None:
+    """What a search does with a long series, one sentence (None when every training point is used).
+
+    ``fit_points``: the search setting (:attr:`evocov_core.search.SearchConfig.fit_points`).
+    """
+    from evocov_core.subset import plan_subset
+
+    plan = plan_subset(ds.n_train, fit_points)
+    if plan.exact:
+        return None
+    return (f"Long series: fits and forecasts will use an exact GP on {plan.n_used:,} of the {ds.n_train:,} "
+            f"training points (the most recent {plan.recent:,}, and {plan.history:,} spread over the earlier "
+            "history): a subset of the data, since an exact GP on every point costs O(n³) time and O(n²) memory.")
+
+
 def read_upload(data: bytes) -> pd.DataFrame:
     """Read uploaded bytes as a table (size limit, empty file and non-CSV refused with DataError)."""
     if len(data) == 0:
@@ -114,7 +130,7 @@ def upload_to_dataset(
     y: str | None = None,
     guess: bool = True,
     test_fraction: float = DEFAULT_TEST_FRACTION,
-    max_points: int = 2000,
+    max_points: int = MAX_POINTS,
     subsample: bool = False,
     drop_missing: bool = False,
 ) -> Dataset:

@@ -298,7 +298,7 @@ def mutants(job_id: str, run: RunRecord, records: pd.DataFrame, *, selectable: b
     dsx = run.dataset
     assert dsx is not None
     try:
-        fit = EvalRecord.from_row(row).to_fit(dsx.n_train)
+        fit = EvalRecord.from_row(row).to_fit(dsx.n_train, run.settings.get("fit_points"))
     except (ValueError, KernelFileError) as exc:
         st.warning(f"Cannot open mutant {sel}: {exc}")
         return

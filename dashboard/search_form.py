@@ -132,6 +132,22 @@ def setting_groups(algo: str) -> None:
                        help=f"Kernel fits run in parallel worker processes ({CPUS} cores here). 1 runs serially.")
 
 
+def fit_points() -> int:
+    """The training points an exact fit uses in the next search (``SearchConfig.fit_points``): the Search
+    page's setting once the user has seen it, else the quick preset's."""
+    for where in (st.session_state, st.session_state.get(SAVED) or {}):
+        v = where.get(key("fit_points"))
+        if v is not None:
+            return int(v)
+    return int(preset("quick").fit_points)
+
+
+def fit_points_label() -> str:
+    """Where the setting is: ``Search → Budgeted search: … → Points an exact fit uses``."""
+    meta = SETTINGS["fit_points"][1]
+    return f"Search → {GROUPS[meta.group]} → {meta.label}"
+
+
 def save_settings() -> None:
     """Keep every setting in the session so a page switch does not reset them."""
     st.session_state[SAVED] = {

@@ -13,13 +13,14 @@ from dashboard.format import algorithm_label, fmt, polish, poll_every, status_ba
 from dashboard.runs import get_run, manager, remember_run, store, watched_job
 from dashboard.search_form import CPUS, settings_form
 from dashboard.state import MY_RUNS_KEY, PAGE_RESULTS, RESULTS_RUN_KEY, SEARCH_JOB_KEY
-from dashboard.views import scrollable_formulas
+from dashboard.views import scrollable_formulas, show_approximation
 from evocov_core.benchmarks.budget import estimate_wall_time
 from evocov_core.data import Dataset
 from evocov_core.figures import fitness_figure
 from evocov_core.jobs import JobSpec
 from evocov_core.optimize import FitResult
 from evocov_core.search import ALGORITHM_LABELS, RunStatus, SearchConfig
+from evocov_core.subset import DEFAULT_MAX_POINTS, DataSubset, plan_subset
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class RunState:
     budget: float
     history: pd.DataFrame
     queue_position: int = 0
+    approximation: DataSubset | None = None
 
 
 def run_state(run_id: str) -> RunState | None:
@@ -49,7 +51,8 @@ def run_state(run_id: str) -> RunState | None:
         s = job.snapshot()
         return RunState(s.status, s.generation, s.total_generations, s.elapsed, s.n_evaluations,
                         s.evals_per_second, s.restarts, s.best, s.error, s.algorithm, s.label,
-                        float(job.spec.config.time_budget), s.history, s.queue_position)
+                        float(job.spec.config.time_budget), s.history, s.queue_position,
+                        plan_subset(job.spec.dataset.n_train, job.spec.config.fit_points))
     run = get_run(run_id)
     if run is None:
         return None
@@ -62,9 +65,12 @@ def run_state(run_id: str) -> RunState | None:
         restarts = int(history["restarted"].sum())
     # Not in this server while it says it runs: its process is gone.
     status = RunStatus.INTERRUPTED if run.status.active else run.status
+    approximation = None
+    if run.dataset is not None:
+        approximation = plan_subset(run.dataset.n_train, int(run.settings.get("fit_points", DEFAULT_MAX_POINTS)))
     return RunState(status, run.generations_done, run.total_generations or run.generations_done, elapsed, n_eval,
                     n_eval / elapsed if elapsed > 0 else 0.0, restarts, run.best.to_fit() if run.best else None,
-                    run.error or "", run.algorithm, run.label, run.time_budget, history)
+                    run.error or "", run.algorithm, run.label, run.time_budget, history, 0, approximation)
 
 
 def status_panel(run_id: str, s: RunState) -> None:
@@ -88,6 +94,7 @@ def status_panel(run_id: str, s: RunState) -> None:
             text = (f"Generation {s.generation} / {s.total}" if s.total else
                     ("Starting worker processes…" if s.status == RunStatus.RUNNING else f"Generation {s.generation}"))
         st.progress(frac, text=text)
+        show_approximation(s.approximation)
         m1, m2, m3, m4 = st.columns(4)
         m1.metric("Elapsed", time.strftime("%H:%M:%S", time.gmtime(s.elapsed)))
         m2.metric("Kernels fitted", s.n_evaluations)

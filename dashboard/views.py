@@ -28,6 +28,7 @@ from evocov_core.kernel import Kernel
 from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict
 from evocov_core.model import FittedModel, ModelAverage
 from evocov_core.optimize import FitResult
+from evocov_core.subset import DataSubset
 
 
 def scrollable_formulas() -> None:
@@ -45,6 +46,28 @@ def formula(kernel: Kernel) -> None:
     with st.expander("As evolved (the stored tree)"):
         st.latex(f"k(x, x') = {kernel.latex}")
         st.code(kernel.infix, language=None, wrap_lines=True)
+
+
+def approximation_line(approximation: DataSubset | None) -> str | None:
+    """How a kernel was fitted, for a caption: ``"Fitted with an exact GP on 2,000 of 17,520 training points
+    (…)"`` on a long series (a subset of data), None when every training point was used or it is unknown.
+
+    ``approximation`` is a kernel file's (:attr:`KernelFile.approximation`), a model's
+    (:attr:`FittedModel.approximation`) or ``FitData.approximation``.
+    """
+    if approximation is None or approximation.exact:
+        return None
+    a = approximation
+    return (f"Fitted with an exact GP on {a.n_used:,} of {a.n_total:,} training points: the most recent "
+            f"{a.recent:,} and {a.history:,} spread over the earlier history (a subset of data; forecasts "
+            "condition on the same points). The search setting *Points an exact fit uses* sets how many.")
+
+
+def show_approximation(approximation: DataSubset | None) -> None:
+    """:func:`approximation_line` as a caption, when there is one (nothing on a short series)."""
+    line = approximation_line(approximation)
+    if line:
+        st.caption(f":material/data_thresholding: {line}")
 
 
 def with_test_rmse(fit: FitResult, ds: Dataset) -> FitResult:
@@ -144,6 +167,7 @@ def show_kernel(
         c1.metric("q (hyperparameters)", k.q, help="Distinct kernel hyperparameters plus the noise variance.")
         c2.metric("BIC", fmt(fit.bic, ".2f"), help="−2·LML + q·log n on the training data; lower is better.")
         c3.metric("Test RMSE", fmt(fit.test_rmse), help=f"On the {ds.n_test} test points, in {ds.y_label} units.")
+        show_approximation(model.approximation)
         with st.expander("Hyperparameters", expanded=expand_hyperparameters):
             try:
                 table = hyperparameter_table(k, model.theta, model.log_noise, model.norm)

@@ -22,6 +22,7 @@ from .metrics import FitData
 from .model import FittedModel, ModelAverage
 from .optimize import FitResult, OptimConfig, Start, fit_kernel
 from .scoring import bic
+from .subset import DEFAULT_MAX_POINTS, DataSubset
 
 __all__ = ["Compared", "compare_with_baselines", "fit_fixed", "fit_structure", "gpss_baseline", "gpss_config",
            "se_baseline", "training_data"]
@@ -80,16 +81,18 @@ def gpss_baseline(data: FitData, budget: float, *, seed: int = 0, workers: int |
     return run_search(data, config, seed=seed, workers=workers, progress=after_level, should_stop=lambda: spent[0])
 
 
-def training_data(ds: Dataset, norm: Normalisation, split_fraction: float = 0.1) -> FitData:
+def training_data(ds: Dataset, norm: Normalisation, split_fraction: float = 0.1,
+                  approximation: DataSubset | None = None) -> FitData:
     """The data set's training part (and test part) in the model units of ``norm``.
 
     A kernel file's values live in the normalisation it was fitted in; baselines fitted in the
-    same units have BICs that compare with its own.
+    same units have BICs that compare with its own. On a long series the data are the subset
+    the kernel was fitted on (``approximation``, a kernel file's; None: the default rule,
+    :data:`~evocov_core.subset.DEFAULT_MAX_POINTS`), so that the kernel and its baselines are
+    scored on the same points, and no exact GP is built on every point.
     """
-    X_test = norm.x_to_model(ds.X_test) if ds.n_test else None
-    return FitData.from_arrays(norm.x_to_model(ds.X_train), norm.y_to_model(ds.y_train), X_test=X_test,
-                               y_test=ds.y_test if ds.n_test else None, y_mean=norm.y_mean, y_std=norm.y_std,
-                               split_fraction=split_fraction)
+    limit = DEFAULT_MAX_POINTS if approximation is None else (0 if approximation.exact else approximation.n_used)
+    return FitData.from_dataset(ds, split_fraction=split_fraction, max_points=limit, norm=norm)
 
 
 @dataclass(frozen=True)
@@ -237,7 +240,7 @@ def compare_with_baselines(kf: KernelFile, ds: Dataset, *, baseline_budget: floa
 
     model = FittedModel.from_file(kf, fallback_norm=ds.norm)
     norm = model.norm
-    data = training_data(ds, norm)
+    data = training_data(ds, norm, approximation=model.approximation)
     optim = preset("quick").optim
     k = kf.kernel
     theta = np.asarray(kf.theta, dtype=float)

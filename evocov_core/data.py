@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "DATA_DIR",
+    "MAX_POINTS",
     "DataError",
     "Dataset",
     "Normalisation",
@@ -67,7 +68,13 @@ DATA_DIR = _bundled_dir()
 MIN_POINTS = 10
 #: Largest magnitude accepted in a column: squares of 1e150 already overflow float64.
 MAX_ABS_VALUE = 1e100
-DEFAULT_MAX_POINTS = 2000
+#: The most points a table may give unless the caller says otherwise (the Data page's default).
+#: Fits never use more than a search's ``fit_points`` of them (an exact GP on a subset of the
+#: data, :mod:`evocov_core.subset`), so this bounds only reading, drawing and forecasting:
+#: 200,000 half-hourly points are eleven years.
+MAX_POINTS = 200_000
+#: The former name of :data:`MAX_POINTS`.
+DEFAULT_MAX_POINTS = MAX_POINTS
 
 
 class DataError(ValueError):
@@ -459,14 +466,16 @@ def dataset_from_frame(
     *,
     name: str = "upload",
     test_fraction: float = 0.1,
-    max_points: int | None = DEFAULT_MAX_POINTS,
+    max_points: int | None = MAX_POINTS,
     subsample: bool = False,
     drop_missing: bool = False,
     duplicates: str = "average",
 ) -> Dataset:
     """Build a :class:`Dataset` from two columns of a table, validating everything.
 
-    ``x=None`` uses the row number. Date columns become decimal years.
+    ``x=None`` uses the row number. Date columns become decimal years. More than
+    ``max_points`` points are refused (None: no limit), or with ``subsample`` thinned to
+    that many evenly spaced points.
     """
     if y not in df.columns:
         raise DataError(f"no column named {y!r}; columns are {list(df.columns)}")
@@ -515,9 +524,9 @@ def dataset_from_frame(
     if max_points is not None and ds.n > max_points:
         if not subsample:
             raise DataError(
-                f"{ds.n} points is more than the maximum of {max_points}: each fit costs O(n³), "
-                f"so {ds.n} points is about {(ds.n / max_points) ** 3:.0f}x slower than {max_points}; "
-                "subsample or raise the maximum"
+                f"{ds.n:,} points is more than the maximum of {max_points:,}: fits use an exact GP on at most "
+                "a search's fit-points setting of them anyway (a subset of the data), but reading, drawing and "
+                "forecasting every point get slower with more; subsample or raise the maximum"
             )
         ds = ds.subsample(max_points)
     return ds

@@ -25,8 +25,10 @@ if TYPE_CHECKING:
     from .compare import Comparison
 
 __all__ = [
+    "MAX_DRAWN",
     "average_members_data",
     "comparison_forecasts_data",
+    "drawn_note",
     "explorer_figure",
     "extrapolation_data",
     "extrapolation_figure",
@@ -34,6 +36,7 @@ __all__ = [
     "fitness_data",
     "fitness_figure",
     "hyperparameter_table",
+    "minmax_indices",
     "pareto_data",
     "pareto_figure",
     "selection_data",
@@ -59,6 +62,67 @@ def _display_x(ds: Dataset, x: np.ndarray) -> pd.Series | np.ndarray:
     return x
 
 
+# --- drawing many points --------------------------------------------------------------------------
+
+#: Points of one trace above which it is drawn from :func:`minmax_indices` (and with WebGL).
+MAX_DRAWN = 4000
+#: Points of one trace above which it is drawn with WebGL (``go.Scattergl``), not SVG.
+WEBGL_FROM = 1000
+
+
+def minmax_indices(y: np.ndarray, max_points: int = MAX_DRAWN) -> np.ndarray:
+    """Which points of a series (in x order) to draw so that no peak or trough is lost.
+
+    The points are cut into ``max_points // 2`` buckets of consecutive points (a bucket is
+    about one pixel column of a chart) and each bucket keeps its lowest and its highest point,
+    in x order; the first and the last point are always kept. A line through the kept points
+    has the same envelope as the line through all of them: every local extreme of a bucket,
+    so the global ones too, is drawn. What is fitted is never thinned, only what is drawn.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+        Values in x order (NaN are treated as neither lowest nor highest).
+    max_points : int
+        At most this many indices are returned (at least 4).
+
+    Returns
+    -------
+    ndarray of int, shape (k,)
+        Sorted indices into ``y``, ``k ≤ max(max_points, 2)``; all of them when ``n ≤ max_points``.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    n = y.shape[0]
+    if n <= max_points:
+        return np.arange(n)
+    buckets = max(1, (max(max_points, 4) - 2) // 2)
+    edges = np.linspace(0, n, buckets + 1).astype(np.intp)
+    lo = np.fmin.reduceat(y, edges[:-1])  # NaN-ignoring minimum of each bucket
+    hi = np.fmax.reduceat(y, edges[:-1])
+    size = np.diff(edges)
+    bucket = np.repeat(np.arange(buckets), size)
+    first_min = np.flatnonzero(y == lo[bucket])
+    first_max = np.flatnonzero(y == hi[bucket])
+    # The first index of each bucket where its minimum (maximum) is reached.
+    keep_min = first_min[np.unique(bucket[first_min], return_index=True)[1]]
+    keep_max = first_max[np.unique(bucket[first_max], return_index=True)[1]]
+    return np.unique(np.concatenate([[0, n - 1], keep_min, keep_max]))
+
+
+def _scatter(n: int, **kwargs: object) -> go.Scatter | go.Scattergl:
+    """A scatter trace of ``n`` points: WebGL from :data:`WEBGL_FROM` points (SVG slows to a crawl)."""
+    return go.Scattergl(**kwargs) if n >= WEBGL_FROM else go.Scatter(**kwargs)
+
+
+def drawn_note(n_drawn: int, n_total: int) -> str:
+    """``"drawn: 4,000 of 100,000 points (…)"`` for a chart's caption, or "" when every point is drawn."""
+    if n_drawn >= n_total:
+        return ""
+    per = max(2, round(2 * n_total / max(n_drawn, 1)))
+    return (f"drawn: {n_drawn:,} of {n_total:,} points, the lowest and the highest of every {per:,} consecutive "
+            "ones, so no peak or trough is lost; only the chart is thinned, never the data fitted")
+
+
 # --- the series and its split ------------------------------------------------------------
 
 
@@ -74,14 +138,20 @@ def split_value(ds: Dataset) -> float:
     return float(ds.X_train[:, 0].max())
 
 
-def series_figure(ds: Dataset, title: str | None = None) -> go.Figure:
+def series_figure(ds: Dataset, title: str | None = None, max_points: int = MAX_DRAWN) -> go.Figure:
+    """The series, training part then test part; a part of more than ``max_points`` points is drawn
+    from :func:`minmax_indices` as a WebGL line (its legend entry says how many are drawn)."""
     df = series_data(ds)
     fig = go.Figure()
     for part in ("train", "test"):
         d = df[df.part == part]
         if len(d):
-            fig.add_trace(go.Scatter(x=d.x, y=d.y, mode="lines+markers", name=f"{part} ({len(d)})",
-                                     marker=dict(size=4, color=_COLORS[part]), line=dict(width=1)))
+            idx = minmax_indices(d.y.to_numpy(), max_points)
+            dd = d.iloc[idx]
+            dense = len(d) > max_points
+            name = f"{part} ({len(d):,}" + (f", {len(dd):,} drawn)" if dense else ")")
+            fig.add_trace(_scatter(len(dd), x=dd.x, y=dd.y, mode="lines" if dense else "lines+markers", name=name,
+                                   marker=dict(size=4, color=_COLORS[part]), line=dict(width=1, color=_COLORS[part])))
     if ds.n_test:
         xs = _display_x(ds, np.array([split_value(ds)]))
         x0 = xs.iloc[0] if isinstance(xs, pd.Series) else xs[0]
@@ -274,22 +344,49 @@ def tree_figure(kernel: Kernel, theta: Sequence[float] | None = None, title: str
 # --- extrapolation ---------------------------------------------------------------------------
 
 
+#: Data x the extrapolation is computed at, at most: every one on a shorter series, else those
+#: nearest the end of the training part (see :func:`extrapolation_grid`).
+DETAIL_POINTS = 3000
+
+
+def extrapolation_grid(ds: Dataset, n_grid: int = 400, extend: float = 0.0, detail: int = DETAIL_POINTS
+                       ) -> np.ndarray:
+    """Where :func:`extrapolation_data` predicts: a regular grid, and data x where detail matters.
+
+    ``n_grid`` points evenly over the data range (and ``extend`` of it beyond), plus the data x
+    themselves, so that the band passes through the observed points: all of them up to
+    ``detail`` points; on a longer series the ``detail`` data x nearest the end of the training
+    part (the end of what was learned and the start of the forecast), so that a daily cycle in
+    100,000 half-hourly points is drawn where it is read, at the cost of one prediction per
+    point (a band needs a variance, O(m²) per point for an exact GP on m points).
+
+    Returns
+    -------
+    ndarray of shape (k,)
+        Sorted, unique x (data units), ``k ≤ n_grid + detail``.
+    """
+    x = ds.x[:, 0]
+    lo, hi = float(x.min()), float(x.max())
+    grid = np.linspace(lo, hi + extend * (hi - lo), n_grid)
+    if x.shape[0] > detail:
+        split = int(np.searchsorted(x, split_value(ds), side="right"))  # x is sorted: first test index
+        start = int(np.clip(split - detail // 2, 0, x.shape[0] - detail))
+        x = x[start:start + detail]
+    return np.unique(np.concatenate([grid, x]))
+
+
 def extrapolation_data(model: FittedModel | ModelAverage, ds: Dataset, n_grid: int = 400, extend: float = 0.0
                        ) -> pd.DataFrame:
-    """Predictive mean and ±2σ band (observation std) on a grid over the data range.
+    """Predictive mean and ±2σ band (observation std) over the data range (:func:`extrapolation_grid`).
 
     ``model`` is one fitted kernel or a model average (mixture mean and std).
 
     Columns ``x`` (display), ``x_value``, ``mean``, ``lower``, ``upper``, ``std``.
     ``extend`` adds that fraction of the range beyond the last point.
     """
-    x = ds.x[:, 0]
-    lo, hi = float(x.min()), float(x.max())
-    grid = np.linspace(lo, hi + extend * (hi - lo), n_grid)
-    # Include the data x themselves so the band passes through the observed points.
-    grid = np.unique(np.concatenate([grid, x]))
     if ds.x.shape[1] > 1:
         raise ValueError("extrapolation plots are for one input dimension")
+    grid = extrapolation_grid(ds, n_grid, extend)
     pred = model.predict(ds.X_train, ds.y_train, grid[:, None])
     return pd.DataFrame({"x": _display_x(ds, grid), "x_value": grid, "mean": pred.mean,
                          "lower": pred.mean - 2 * pred.std, "upper": pred.mean + 2 * pred.std, "std": pred.std})
@@ -302,7 +399,8 @@ def components_data(model: FittedModel, ds: Dataset, n_grid: int = 300, extend: 
     Returns the components (largest explained variance first; means and SDs in the data's
     units, without the data's mean), the noise SD, the grid's display x (dates for dates) and
     the display x of the last training point. The grid runs over the data and ``extend`` of
-    its range beyond.
+    its range beyond. The components condition on the training points the kernel was fitted on
+    (:meth:`FittedModel.conditioning`: on a long series, its subset of data).
     """
     from .decompose import decompose
 
@@ -312,8 +410,9 @@ def components_data(model: FittedModel, ds: Dataset, n_grid: int = 300, extend: 
     x = ds.x[:, 0]
     lo, hi = float(x.min()), float(x.max())
     grid = np.linspace(lo, hi + extend * (hi - lo), n_grid)
-    ym = (ds.y_train - nm.y_mean) / nm.y_std
-    comps, noise = decompose(model.kernel, np.asarray(model.theta), model.log_noise, nm.x_to_model(ds.X_train), ym,
+    keep = model.conditioning(ds.X_train)  # on a long series, the subset the kernel was fitted on
+    Xm, ym = nm.x_to_model(ds.X_train[keep]), (ds.y_train[keep] - nm.y_mean) / nm.y_std
+    comps, noise = decompose(model.kernel, np.asarray(model.theta), model.log_noise, Xm, ym,
                              nm.x_to_model(grid[:, None]), jitter=model.jitter, x_scale=nm.x_scale[0],
                              x_offset=nm.x_offset[0], y_scale=nm.y_std,
                              x_unit="years" if ds.x_kind == "date" else str(ds.x_label), y_unit=str(ds.y_label))
@@ -362,12 +461,14 @@ def comparison_forecasts_data(comparison: Comparison, ds: Dataset, kind: str | N
 
 def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = None,
                          others: Sequence[tuple[str, pd.DataFrame]] = (),
-                         forecasts: pd.DataFrame | None = None) -> go.Figure:
+                         forecasts: pd.DataFrame | None = None, max_points: int = MAX_DRAWN) -> go.Figure:
     """The data, the predictive mean and its ±2σ band (:func:`extrapolation_data`).
 
     ``others`` are ``(name, extrapolation_data of another model)`` pairs whose means are drawn
     dashed over it (the baselines of the report). ``forecasts`` (:func:`comparison_forecasts_data`)
-    are drawn dashed over the test range, one legend entry per method (a click hides it).
+    are drawn dashed over the test range, one legend entry per method (a click hides it). Data
+    and forecasts of more than ``max_points`` points are drawn from :func:`minmax_indices`, with
+    WebGL (the legend says how many points are drawn).
     """
     pts = series_data(ds)
     fig = go.Figure()
@@ -382,13 +483,16 @@ def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = No
                                  line=dict(color=color, width=1.5, dash="dash")))
     if forecasts is not None and len(forecasts):
         for (name, d), color in zip(forecasts.groupby("method", sort=False), _CLASSICAL_COLORS * 4, strict=False):
-            fig.add_trace(go.Scatter(x=d.x, y=d["mean"], mode="lines", name=f"{name} (classical)",
-                                     line=dict(color=color, width=1.5, dash="dash")))
+            d = d.iloc[minmax_indices(d["mean"].to_numpy(), max_points)]
+            fig.add_trace(_scatter(len(d), x=d.x, y=d["mean"], mode="lines", name=f"{name} (classical)",
+                                   line=dict(color=color, width=1.5, dash="dash")))
     for part in ("train", "test"):
         d = pts[pts.part == part]
         if len(d):
-            fig.add_trace(go.Scatter(x=d.x, y=d.y, mode="markers", name=part,
-                                     marker=dict(size=4 if part == "train" else 6, color=_COLORS[part])))
+            dd = d.iloc[minmax_indices(d.y.to_numpy(), max_points)]
+            name = part if len(dd) == len(d) else f"{part} ({len(dd):,} of {len(d):,} drawn)"
+            fig.add_trace(_scatter(len(dd), x=dd.x, y=dd.y, mode="markers", name=name,
+                                   marker=dict(size=4 if part == "train" else 6, color=_COLORS[part])))
     if ds.n_test:
         xs = _display_x(ds, np.array([split_value(ds)]))
         fig.add_vline(x=xs.iloc[0] if isinstance(xs, pd.Series) else xs[0], line_dash="dash", line_color="#555")

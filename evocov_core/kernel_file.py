@@ -224,16 +224,19 @@ class KernelFile:
         Parameters
         ----------
         n : int
-            Training points, when the file's scores do not say (``n_train``).
+            Training points, when the file says neither its ``approximation`` nor ``n_train``.
 
         Returns
         -------
         FitResult
             Status ``OK``; metric, metric value, LML, BIC and test RMSE as stored (NaN,
-            +inf and None when absent); no evaluations.
+            +inf and None when absent); no evaluations. Its ``n`` is the points the fit used:
+            on a long series the subset's (``approximation``), so that
+            :meth:`FittedModel.from_fit` conditions on the same points, never on all of them.
         """
         sc = self.scores
         rm = sc.get("test_rmse")
+        used = self.approximation.n_used if self.approximation is not None else int(sc.get("n_train") or n)
         return FitResult(
             kernel=self.kernel,
             theta=tuple(self.theta),
@@ -246,7 +249,7 @@ class KernelFile:
             lml=finite_or(sc.get("lml")),
             bic=finite_or(sc.get("bic"), math.inf),
             q=self.q,
-            n=int(sc.get("n_train") or n),
+            n=used,
             n_evals=0,
             seconds=0.0,
             test_rmse=float(rm) if isinstance(rm, (int, float)) and math.isfinite(rm) else None,

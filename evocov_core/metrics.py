@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 from scipy.linalg import solve_triangular
 from scipy.special import ndtr
 
-from .data import Dataset, split_mask
+from .data import Dataset, Normalisation, split_mask
 from .evaluate import Inputs, covariance, covariance_diag, covariance_vjp
 from .gp import LOG_2PI, factorize, inverse_from_factor, lml, lml_and_grad
 from .kernel import Kernel
@@ -192,7 +192,7 @@ class FitData:
 
     @classmethod
     def from_dataset(cls, ds: Dataset, *, split_fraction: float = 0.1,
-                     max_points: int = DEFAULT_MAX_POINTS) -> FitData:
+                     max_points: int = DEFAULT_MAX_POINTS, norm: Normalisation | None = None) -> FitData:
         """Normalise a :class:`~evocov_core.data.Dataset` and build the caches.
 
         Parameters
@@ -204,8 +204,11 @@ class FitData:
             Above this many training points, the data are the subset of
             :func:`~evocov_core.subset.plan_subset` (0: every point). The periodogram is
             still the whole training series'.
+        norm : Normalisation, optional
+            The model units (default: the data set's own, ``ds.norm``); a kernel file's, to
+            score its values in the units they were fitted in.
         """
-        nm = ds.norm
+        nm = ds.norm if norm is None else norm
         X_test = nm.x_to_model(ds.X_test) if ds.n_test else None
         y_test = ds.y_test if ds.n_test else None
         X, y = nm.x_to_model(ds.X_train), nm.y_to_model(ds.y_train)

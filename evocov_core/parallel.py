@@ -18,6 +18,8 @@ their slots hold ``None``. :func:`run_in_daemon_process` runs one call in a daem
 as a Future, for a server that must never wait for it. :func:`run_with_time_limits` runs calls
 one after another in a child process, each within its own time limit, killing the child when
 a call outlives it (the classical forecasters of :mod:`evocov_core.classical`).
+:func:`run_measured` runs a command to its end and samples the memory of its process tree
+(the long-series benchmark's trials).
 
 **Kernel-fit executors** fit :class:`Task`\\ s on top of a runner: :class:`SerialExecutor`,
 :class:`ProcessExecutor`, :class:`DaskExecutor`, :func:`make_executor`. Each task carries its
@@ -50,7 +52,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
@@ -64,6 +66,7 @@ __all__ = [
     "DaskRunner",
     "DaskSetupError",
     "Executor",
+    "MeasuredRun",
     "PoolRunner",
     "ProcessExecutor",
     "Runner",
@@ -80,6 +83,7 @@ __all__ = [
     "one_line",
     "prepare_process",
     "run_in_daemon_process",
+    "run_measured",
     "run_task",
     "run_with_time_limits",
 ]
@@ -204,10 +208,12 @@ class SerialRunner(_Closes):
 _W_SHARED: tuple = ()
 
 
-def _init_pool_worker(shared: object | None) -> None:
+def _init_pool_worker(shared: object | None, pids: Any = None) -> None:
     global _W_SHARED
     prepare_process()
     _W_SHARED = () if shared is None else (shared,)
+    if pids is not None:
+        pids.put(os.getpid())  # so that the pool's owner can end it (PoolRunner.close)
 
 
 def _pool_call(fn: Callable[..., Any], item: Any) -> Any:
@@ -241,7 +247,10 @@ class PoolRunner(_Closes):
 
     Uses the ``spawn`` start method: forking a multi-threaded server (Streamlit) can
     deadlock. ``close`` does not wait for calls still running (a stopped search returns at
-    once); ``fn`` is pickled by reference, so it must be a module-level function.
+    once): it ends the worker processes when some are still running a call, whose result no
+    one will read, so that they free their core at once and a command that exits does not
+    wait for them (Python waits for a pool's running calls at exit). ``fn`` is pickled by
+    reference, so it must be a module-level function.
 
     Parameters
     ----------
@@ -254,16 +263,31 @@ class PoolRunner(_Closes):
 
     def __init__(self, workers: int | None = None, shared: object | None = None) -> None:
         self.workers = workers or os.cpu_count() or 1
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"),
-                                         initializer=_init_pool_worker, initargs=(shared,))
+        ctx = mp.get_context("spawn")
+        self._pids = ctx.SimpleQueue()  # each worker's process id, put there when it starts
+        self._futures: list[Future] = []
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
+                                         initializer=_init_pool_worker, initargs=(shared, self._pids))
 
     def map(self, fn: Callable[..., Any], items: Sequence[Any], should_stop: StopCheck | None = None,
             on_result: OnResult | None = None) -> list[Any]:
         futures = [self._pool.submit(_pool_call, fn, item) for item in items]
+        self._futures = [f for f in self._futures if not f.done()] + futures
         return _collect(futures, should_stop, on_result)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if any(f.running() for f in self._futures):
+            self._end_workers()
+        self._futures = []
+
+    def _end_workers(self) -> None:
+        """Terminate the workers (SIGTERM): their running calls' results would never be read."""
+        import signal
+
+        while not self._pids.empty():
+            with contextlib.suppress(OSError):  # already gone
+                os.kill(self._pids.get(), signal.SIGTERM)
 
 
 def _dask_call(*values: Any) -> Any:
@@ -865,3 +889,89 @@ def command_output(args: Sequence[str], *, cwd: str | os.PathLike[str], timeout:
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
     return res.stdout if res.returncode == 0 else None
+
+
+class MeasuredRun(NamedTuple):
+    """What :func:`run_measured` saw of one command."""
+
+    returncode: int
+    """Exit status (negative: ended by that signal, e.g. after its time-out)."""
+    wall_s: float
+    """Seconds from starting the command to its exit."""
+    peak_rss_bytes: int
+    """The largest sum, over the samples, of the resident set sizes of the command and all its descendants."""
+    stdout: str
+    stderr: str
+
+
+def _tree_rss(proc: Any) -> int:
+    """RSS of a psutil process and of its descendants, summed (a process that ends meanwhile counts 0)."""
+    import psutil
+
+    try:
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            total += p.memory_info().rss
+    return total
+
+
+def run_measured(args: Sequence[str], *, cwd: str | os.PathLike[str] | None = None,
+                 env: Mapping[str, str] | None = None, every: float = 0.1,
+                 timeout: float | None = None) -> MeasuredRun:
+    """Run a command to its end; its wall time and the peak memory of its whole process tree.
+
+    A thread samples, every ``every`` seconds, the resident set size (RSS) of the command and
+    of all its descendants (worker processes included) with psutil, and keeps the largest sum.
+    Pages shared between processes (the interpreter, libraries) count once per process, so
+    the sum is an upper bound of the memory the tree takes; a peak shorter than ``every`` can
+    be missed.
+
+    Parameters
+    ----------
+    args : sequence of str
+        The command (no shell).
+    cwd : path, optional
+    env : mapping, optional
+        The command's whole environment (default: this process's).
+    every : float
+        Seconds between samples.
+    timeout : float, optional
+        Seconds after which the command is killed (its ``returncode`` is then negative).
+
+    Returns
+    -------
+    MeasuredRun
+    """
+    import psutil
+
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(list(args), cwd=cwd, env=dict(env) if env is not None else None, text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        try:
+            ps = psutil.Process(proc.pid)
+        except psutil.Error:
+            return
+        while not done.is_set():
+            peak = max(peak, _tree_rss(ps))
+            done.wait(every)
+
+    sampler = threading.Thread(target=sample, name="evocov-rss-sampler", daemon=True)
+    sampler.start()
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    done.set()
+    sampler.join()
+    return MeasuredRun(proc.returncode, wall, peak, out, err)

@@ -38,6 +38,7 @@ from .classical import DEFAULT_TIME_LIMIT
 from .compare import Comparison, compare
 from .data import Dataset
 from .figures import (
+    WEBGL_FROM,
     comparison_forecasts_data,
     component_figure,
     components_data,
@@ -52,27 +53,39 @@ from .simplify import simplified
 __all__ = ["comparison_table", "forecast_table_html", "report_html", "residual_checks"]
 
 
-def residual_checks(model: FittedModel, ds: Dataset, max_lag: int = 24) -> dict[str, np.ndarray]:
+#: Training points the residual checks read, at most: the most recent ones of a longer series.
+RESIDUAL_POINTS = 5000
+
+
+def residual_checks(model: FittedModel, ds: Dataset, max_lag: int = 24, max_points: int = RESIDUAL_POINTS
+                    ) -> dict[str, np.ndarray]:
     """Standardised training residuals, their autocorrelation up to ``max_lag`` and Q-Q points.
 
+    On a series of more than ``max_points`` training points, the residuals are those of the
+    most recent ``max_points`` (contiguous, so the autocorrelation keeps its meaning): each
+    needs a predictive variance, O(m²) for an exact GP on m points, and 90,000 of them would
+    take minutes for a chart that shows no more.
+
     Returns ``x``, ``residual`` (n,), ``lags``, ``acf`` (max_lag,), ``theoretical``, ``sample``
-    (sorted residuals against normal quantiles).
+    (sorted residuals against normal quantiles), ``n_total`` (training points).
     """
-    pred = model.predict(ds.X_train, ds.y_train, ds.X_train)
-    r = (ds.y_train - pred.mean) / np.where(pred.std > 0, pred.std, 1.0)
+    X, y = ds.X_train[-max_points:], ds.y_train[-max_points:]  # sorted by x: the most recent
+    pred = model.predict(ds.X_train, ds.y_train, X)
+    r = (y - pred.mean) / np.where(pred.std > 0, pred.std, 1.0)
     rc = r - r.mean()
     denom = float(rc @ rc) or 1.0
     lags = np.arange(1, min(max_lag, r.size - 1) + 1)
     acf = np.array([float(rc[:-k] @ rc[k:]) / denom for k in lags])
     n = r.size
     theoretical = normal.ppf((np.arange(1, n + 1) - 0.5) / n)
-    return {"x": ds.X_train[:, 0], "residual": r, "lags": lags, "acf": acf, "theoretical": theoretical,
-            "sample": np.sort(r)}
+    return {"x": X[:, 0], "residual": r, "lags": lags, "acf": acf, "theoretical": theoretical,
+            "sample": np.sort(r), "n_total": np.array(ds.n_train)}
 
 
 def _residual_figures(chk: dict[str, np.ndarray], ds: Dataset) -> list[go.Figure]:
     n = chk["residual"].size
-    f1 = go.Figure(go.Scatter(x=chk["x"], y=chk["residual"], mode="markers", marker=dict(size=4)))
+    trace = go.Scattergl if n >= WEBGL_FROM else go.Scatter
+    f1 = go.Figure(trace(x=chk["x"], y=chk["residual"], mode="markers", marker=dict(size=4)))
     f1.update_layout(title="Standardised residuals on the training data", height=260,
                      xaxis_title=str(ds.x_label), yaxis_title="(y − μ)/σ")
     f2 = go.Figure(go.Bar(x=chk["lags"], y=chk["acf"]))
@@ -80,8 +93,8 @@ def _residual_figures(chk: dict[str, np.ndarray], ds: Dataset) -> list[go.Figure
     for v in (band, -band):
         f2.add_hline(y=v, line_dash="dot", line_color="#888")
     f2.update_layout(title="Autocorrelation of the residuals (dotted: ±2/√n)", height=260, xaxis_title="lag")
-    f3 = go.Figure([go.Scatter(x=chk["theoretical"], y=chk["sample"], mode="markers", marker=dict(size=4),
-                               name="residuals"),
+    f3 = go.Figure([trace(x=chk["theoretical"], y=chk["sample"], mode="markers", marker=dict(size=4),
+                          name="residuals"),
                     go.Scatter(x=chk["theoretical"], y=chk["theoretical"], mode="lines", name="normal",
                                line=dict(dash="dot", color="#888"))])
     f3.update_layout(title="Normal Q-Q plot of the residuals", height=300, xaxis_title="normal quantile",
@@ -220,9 +233,15 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseli
     parts.append(f"<h1>{esc(name)}</h1>")
     scores = {key: v for key, v in kf.scores.items() if isinstance(v, (int, float)) and v is not None}
     rmse = model.test_rmse(ds)
-    parts.append(f"<p>{ds.n_train} training points, {ds.n_test} test points of <b>{esc(str(ds.y_label))}</b> "
+    parts.append(f"<p>{ds.n_train:,} training points, {ds.n_test:,} test points of <b>{esc(str(ds.y_label))}</b> "
                  f"against <b>{esc(str(ds.x_label))}</b>; q = {k.q} hyperparameters"
                  + (f"; test RMSE {rmse:.4g}" if rmse is not None else "") + ".</p>")
+    approx = model.approximation
+    if approx is not None and not approx.exact:
+        parts.append(f'<p class="approximation">Fitted with an exact GP on {approx.n_used:,} of {approx.n_total:,} '
+                     f"training points: the most recent {approx.recent:,} and {approx.history:,} spread over the "
+                     "earlier history (a subset of data). Forecasts, components and the baselines below condition "
+                     "on the same points.</p>")
     if comps:
         short = "".join(f"<li>{esc(c.sentence[0].upper() + c.sentence[1:])} ({c.explained:.0%} of the variance)"
                         "</li>" for c in comps)
@@ -246,8 +265,10 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseli
         parts.append(f"<h3>Noise</h3><p>Standard deviation {noise_sd:.4g} {esc(str(ds.y_label))}.</p>")
     chk = residual_checks(model, ds)
     outside = int(np.sum(np.abs(chk["acf"]) > 2 / math.sqrt(max(chk["residual"].size, 1))))
+    which = (f" Residuals of the most recent {chk['residual'].size:,} of the {ds.n_train:,} training points."
+             if chk["residual"].size < ds.n_train else "")
     parts.append(f"<h2>Residual checks</h2><p>{outside} of {chk['acf'].size} autocorrelations lie outside "
-                 "±2/√n (about 1 in 20 would by chance).</p>")
+                 f"±2/√n (about 1 in 20 would by chance).{which}</p>")
     for f in _residual_figures(chk, ds):
         parts.append(plot(f))
     table = hyperparameter_table(k, model.theta, model.log_noise, model.norm)

@@ -904,3 +904,54 @@ def test_every_setting_is_reachable_from_the_page():
     assert job.spec.config.metric_split == pytest.approx(0.2) and job.spec.config.patience == 7
     manager().cancel(job_id)
     wait_job(job_id)
+
+
+# --- long series ------------------------------------------------------------------------------------------
+
+
+def long_csv(n: int = 30_000) -> bytes:
+    """``n`` half-hourly points with a daily cycle, as ``time,value``."""
+    t = np.arange(n) / 48.0
+    y = 100 + 0.01 * t + 4 * np.sin(2 * np.pi * t) + np.random.default_rng(0).standard_normal(n)
+    times = np.datetime64("2000-01-03T00:00") + (np.arange(n) * 30).astype("timedelta64[m]")
+    rows = [f"{str(a).replace('T', ' ')},{b:.4f}" for a, b in zip(times, y, strict=True)]
+    return ("time,value\n" + "\n".join(rows) + "\n").encode()
+
+
+def test_a_long_upload_is_accepted_and_says_fits_use_a_subset():
+    """30,000 rows need no subsampling: the Data page says fits use a subset, and which setting sets it."""
+    at = app().run()
+    upload(at, long_csv(), "long.csv")
+    no_exception(at)
+    assert not at.error
+    note = "an exact GP on 2,000 of the 27,000 training points"
+    assert any(note in s and "Points an exact fit uses" in s for s in texts(at, "info")), texts(at, "info")
+    at.button(key="data_use_upload").click().run()
+    no_exception(at)
+    ds = at.session_state["evocov_dataset"]
+    assert ds.n == 30_000 and ds.x_kind == "date" and not ds.notes
+    assert any(note in s for s in texts(at, "info"))  # the current dataset says it too
+    assert any("drawn: " in c and "of 30,000 points" in c for c in texts(at, "caption"))
+
+
+@pytest.mark.slow
+def test_a_search_on_a_long_upload_shows_its_approximation():
+    at = app().run()
+    upload(at, long_csv(), "long.csv")
+    at.button(key="data_use_upload").click().run()
+    at.switch_page("pages/2_search.py").run()
+    at.selectbox(key="s_algorithm").set_value("gpss").run()
+    for name, value in (("generations", 1), ("n_restarts", 1), ("workers", 1), ("fit_points", 300)):
+        at.number_input(key=f"s_{name}").set_value(value).run()
+    at.button(key="search_start").click().run()
+    no_exception(at)
+    job_id = at.session_state["evocov_search_job"]
+    line = "Fitted with an exact GP on 300 of 27,000 training points"
+    assert any(line in c for c in texts(at, "caption")), texts(at, "caption")  # the progress says it at once
+    wait_job(job_id)
+    at.run()
+    no_exception(at)
+    at.switch_page("pages/3_results.py").run()
+    no_exception(at)
+    assert [s.value for s in at.selectbox if s.label == "Run"] == [job_id]
+    assert any(line in c for c in texts(at, "caption")), texts(at, "caption")

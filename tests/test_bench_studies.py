@@ -105,3 +105,48 @@ def test_run_average_counts_a_rerun_trial_once(tmp_path) -> None:
     trials = full_trials(tmp_path, pd.Series({"s1": 1.0, "s2": 2.0}))
     assert sorted(zip(trials.series, trials.seed, strict=True)) == [("s1", 0), ("s1", 1), ("s2", 0), ("s2", 1)]
     assert trials.set_index(["series", "seed"]).ratio[("s1", 1)] == 0.1 + 0.2  # read back to the last bit
+
+
+# --- the VFE prototype of docs/long-series.md (bench/vfe.py) ----------------------------------------
+
+
+def _vfe_problem(n: int = 20):
+    from evocov_core.library import compose
+
+    rng = np.random.default_rng(5)
+    X = np.sort(rng.uniform(1.0, 2.0, n))[:, None]
+    y = np.sin(6 * X[:, 0]) + 0.1 * rng.standard_normal(n)
+    kernel = compose(["+", "SE", ["*", "PER", "SE"]])
+    theta = np.array([0.0, math.log(0.08), -0.5, 0.0, math.log(2 * math.pi * 3), 0.0, math.log(0.3)])
+    return kernel, X, y, theta[: kernel.n_params], math.log(0.05)
+
+
+def test_vfe_with_every_input_as_inducing_point_is_the_exact_lml() -> None:
+    from bench.vfe import vfe_lml, vfe_lml_and_grad
+
+    kernel, X, y, theta, log_noise = _vfe_problem()
+    exact, jitter = lml(kernel, Inputs(X), y, theta, log_noise)
+    assert jitter == 0.0
+    assert math.isclose(vfe_lml(kernel, X, y, X, theta, log_noise, jitter=0.0), exact, rel_tol=1e-7)
+    value, grad = vfe_lml_and_grad(kernel, X, y, X, theta, log_noise, jitter=0.0)
+    from evocov_core.gp import lml_and_grad
+
+    ev, eg, _ = lml_and_grad(kernel, Inputs(X), y, theta, log_noise)
+    assert math.isclose(value, ev, rel_tol=1e-7) and np.allclose(grad, eg, rtol=1e-4, atol=1e-5)
+
+
+def test_vfe_bound_lies_below_the_exact_lml_and_its_gradient_is_right() -> None:
+    from bench.vfe import grid_inducing, vfe_lml, vfe_lml_and_grad
+
+    kernel, X, y, theta, log_noise = _vfe_problem(60)
+    Z = grid_inducing(X, 12)
+    exact, _ = lml(kernel, Inputs(X), y, theta, log_noise)
+    value, grad = vfe_lml_and_grad(kernel, X, y, Z, theta, log_noise)
+    assert value < exact  # a lower bound
+    z = np.append(theta, log_noise)
+    h = 1e-6
+    for j in range(z.size):
+        e = np.zeros_like(z)
+        e[j] = h
+        fd = (vfe_lml(kernel, X, y, Z, (z + e)[:-1], (z + e)[-1]) - vfe_lml(kernel, X, y, Z, (z - e)[:-1], (z - e)[-1]))
+        assert math.isclose(grad[j], fd / (2 * h), rel_tol=1e-4, abs_tol=1e-5), (j, grad[j], fd / (2 * h))

@@ -318,3 +318,20 @@ def test_every_setting_is_reachable_from_the_cli(series_csv: Path, tmp_path: Pat
     res = subprocess.run([sys.executable, "-m", "evocov_core", *base, "--d-max", "31"], capture_output=True,
                          text=True, cwd=ROOT)
     assert res.returncode == 2 and "d_max must be in [0, 30], got 31" in res.stderr
+
+
+def test_a_search_budget_counts_from_the_process_start() -> None:
+    """process_seconds: this process has run for a while (imports included), and a new one for less."""
+    import time
+
+    from evocov_core.cli import process_seconds
+
+    if not Path("/proc/self/stat").is_file():
+        pytest.skip("needs Linux /proc")
+    t0 = time.perf_counter()
+    here = process_seconds()
+    assert 0.0 < here < 86400
+    fresh = subprocess.run([sys.executable, "-c", "import time; time.sleep(0.5); from evocov_core.cli import "
+                            "process_seconds; print(process_seconds())"], capture_output=True, text=True,
+                           cwd=Path(__file__).resolve().parents[1], timeout=120, check=True)
+    assert 0.5 <= float(fresh.stdout) <= time.perf_counter() - t0 + 0.05

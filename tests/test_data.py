@@ -428,3 +428,12 @@ def test_validate_split_refuses_fewer_than_ten_training_points():
     ds = Dataset.from_arrays(np.arange(13.0), np.sin(np.arange(13.0)), test_fraction=0.3)
     with pytest.raises(DataError, match="leaves 9 training"):
         validate_split(ds.test_fraction, ds.n_train)
+
+
+def test_long_series_load_whole_by_default():
+    """Fits use a subset of data above a search's fit_points: a 30,000-point table needs no subsampling."""
+    from evocov_core.data import MAX_POINTS
+
+    data = _csv(_series(30_000))
+    ds = load_csv(io.BytesIO(data))
+    assert ds.n == 30_000 and not ds.notes and MAX_POINTS >= 200_000

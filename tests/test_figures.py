@@ -324,3 +324,58 @@ def test_components_on_a_grid_in_data_units(ds):
     np.testing.assert_allclose(sum(c.mean for c in comps) + ds.norm.y_mean, pred.mean, rtol=1e-7, atol=1e-7)
     fig = component_figure(comps[0], xs, split)
     assert len(fig.data) == 2 and len(fig.layout.shapes) == 1
+
+
+# --- long series: what is drawn ---------------------------------------------------------------------
+
+
+def test_minmax_indices_keep_every_bucket_extreme_and_the_ends() -> None:
+    from evocov_core.figures import minmax_indices
+
+    rng = np.random.default_rng(3)
+    y = np.cumsum(rng.standard_normal(100_000))
+    y[[17, 54_321]] = [y.max() + 50, y.min() - 50]  # a lone spike and a lone trough
+    idx = minmax_indices(y, 4000)
+    assert idx.size <= 4000 and np.all(np.diff(idx) > 0)
+    assert {0, y.size - 1, 17, 54_321} <= set(idx.tolist())
+    # Every stretch between two kept points stays inside the envelope that the kept points draw:
+    # each bucket's lowest and highest values are among them.
+    edges = np.linspace(0, y.size, (4000 - 2) // 2 + 1).astype(int)
+    kept = set(idx.tolist())
+    for a, b in itertools.pairwise(edges):
+        assert a + int(np.argmin(y[a:b])) in kept and a + int(np.argmax(y[a:b])) in kept
+    assert np.array_equal(minmax_indices(y[:300], 4000), np.arange(300))  # short: everything
+    y[5:9] = np.nan
+    assert not np.isnan(y[minmax_indices(y, 100)]).any()
+
+
+def _long_dataset(n: int = 30_000) -> Dataset:
+    t = np.arange(n) / 48.0
+    y = np.sin(2 * np.pi * t) + 0.01 * t + np.random.default_rng(0).standard_normal(n) * 0.1
+    return Dataset.from_arrays(2000 + t / 365.25, y, name="long", x_kind="date", x_label="time")
+
+
+def test_long_series_are_drawn_thinned_with_webgl() -> None:
+    from evocov_core.figures import MAX_DRAWN, minmax_indices
+
+    big = _long_dataset()
+    fig = series_figure(big)
+    assert [type(t) for t in fig.data] == [go.Scattergl, go.Scattergl]  # WebGL from 1,000 points
+    assert len(fig.data[1].x) == 3000 and "drawn" not in fig.data[1].name  # the test part: every point
+    assert len(fig.data[0].x) <= MAX_DRAWN and "27,000" in fig.data[0].name and "drawn" in fig.data[0].name
+    assert max(fig.data[0].y) == big.y_train.max() and min(fig.data[0].y) == big.y_train.min()
+    assert len(minmax_indices(big.y, 10)) <= 10
+
+
+def test_the_extrapolation_of_a_long_series_predicts_at_a_bounded_number_of_points() -> None:
+    from evocov_core.figures import DETAIL_POINTS, extrapolation_grid
+
+    big = _long_dataset()
+    grid = extrapolation_grid(big, 400)
+    assert grid.size <= 400 + DETAIL_POINTS
+    # The detail sits around the end of the training part, where the forecast starts.
+    split = split_value(big)
+    near = big.x[:, 0][np.abs(big.x[:, 0] - split) < 1e-9 + 10 / 365.25]
+    assert set(near.tolist()) <= set(grid.tolist())
+    small = Dataset.from_arrays(np.arange(50.0), np.sin(np.arange(50.0)))
+    assert set(small.x[:, 0].tolist()) <= set(extrapolation_grid(small, 40).tolist())

@@ -167,3 +167,16 @@ def test_tables_from_a_run_extra(two_fits):
     members = average_members_data([{"weight": 0.2, "kernel": docs[0]}, {"weight": 0.6, "kernel": docs[1]}])
     assert list(members["weight"]) == pytest.approx([0.75, 0.25])
     assert members["kernel"][0] == docs[1]["infix"]
+
+
+def test_the_mean_alone_is_the_full_prediction_s_mean(two_fits):
+    """predict_mean (what a test RMSE uses) skips the variances and changes nothing else."""
+    ds, _, fits, docs = two_fits
+    X_new = np.linspace(2000.0, 2013.0, 50)[:, None]
+    model = FittedModel.from_fit(fits[1], ds.norm)
+    np.testing.assert_allclose(model.predict_mean(ds.X_train, ds.y_train, X_new),
+                               model.predict(ds.X_train, ds.y_train, X_new).mean, rtol=0, atol=1e-10)
+    avg = ModelAverage.from_docs(docs, [0.3, 0.7], ds.norm)
+    np.testing.assert_allclose(avg.predict_mean(ds.X_train, ds.y_train, X_new),
+                               avg.predict(ds.X_train, ds.y_train, X_new).mean, rtol=0, atol=1e-8)
+    assert avg.test_rmse(ds) == pytest.approx(rmse(ds.y_test, avg.predict_dataset(ds).mean), rel=1e-12)

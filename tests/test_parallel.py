@@ -39,6 +39,7 @@ from evocov_core.parallel import (
     make_executor,
     make_runner,
     run_in_daemon_process,
+    run_measured,
     run_task,
     run_with_time_limits,
 )
@@ -270,6 +271,53 @@ def test_runners_call_the_function_in_item_order():
         assert pool.map(scaled, [1, 2, 3], on_result=lambda i, r: seen.append(i)) == [10, 20, 30]
         assert os.getpid() not in pool.map(pid, range(4))
     assert sorted(seen) == [0, 1, 2]
+
+
+def sleep_then_pid(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def _gone(pid_: int) -> bool:
+    """The process has ended (reaped, or a zombie waiting for its parent)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid_).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_closing_a_pool_ends_the_workers_still_running_a_call():
+    """A stopped map leaves a call running; close ends its worker instead of letting it (and the exit) wait."""
+    pool = PoolRunner(1)
+    (worker,) = pool.map(pid, [0])
+    t0 = time.monotonic()
+    assert pool.map(sleep_then_pid, [300.0], should_stop=lambda: time.monotonic() - t0 > 1.0) == [None]
+    assert not _gone(worker)  # still sleeping in its call
+    pool.close()
+    deadline = time.monotonic() + 60
+    while not _gone(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(worker)
+
+
+def test_closing_an_idle_pool_leaves_nothing_to_end():
+    with PoolRunner(1) as pool:
+        assert pool.map(sleep_then_pid, [0.0]) == pool.map(pid, [0])
+
+
+def test_run_measured_counts_the_memory_of_the_children_too():
+    """A child that holds 200 MB of its own while the command waits: the tree's peak holds it."""
+    import sys
+
+    child = "import time; b = bytearray(200_000_000); b[::4096] = b'x' * len(b[::4096]); time.sleep(1.5)"
+    parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}]); print('done')"
+    run = run_measured([sys.executable, "-c", parent], every=0.05)
+    assert run.returncode == 0 and run.stdout.strip() == "done"
+    assert run.peak_rss_bytes > 200_000_000 and run.wall_s > 1.5
+    late = run_measured([sys.executable, "-c", "import time; time.sleep(30)"], timeout=1.0)
+    assert late.returncode < 0
 
 
 def test_every_worker_process_has_one_blas_thread(monkeypatch):

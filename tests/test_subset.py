@@ -106,6 +106,9 @@ def test_kernel_file_records_the_subset_and_predictions_condition_on_it():
     assert np.allclose(pred.mean, ref.mean) and np.allclose(pred.std, ref.std)
     # The test RMSE the fit recorded is the prediction's.
     assert model.test_rmse(ds) == pytest.approx(fit.test_rmse, rel=1e-8)
+    # A stored kernel read back as a fit (the Results page) keeps the subset: never an exact GP on every point.
+    again = kf.to_fit(ds.n_train)
+    assert again.n == 600 and FittedModel.from_fit(again, ds.norm, ds.n_train).approximation == kf.approximation
 
 
 def test_approximation_record_is_validated():
@@ -120,6 +123,40 @@ def test_approximation_record_is_validated():
     doc["approximation"] = [1, 2]
     with pytest.raises(KernelFileError, match="approximation"):
         parse_kernel_file(dump_kernel_file(doc))
+
+
+def test_a_stored_record_reopens_on_the_subset_its_search_used():
+    """The Pareto tab and the explorer reopen records: their fits say how many points they used."""
+    from evocov_core.search import EvalRecord
+
+    ds = _series(2500)
+    data = FitData.from_dataset(ds, max_points=600)
+    fit = fit_kernel(compose("SE"), data, OptimConfig(n_restarts=1, max_evals=10), np.random.default_rng(0))
+    rec = EvalRecord.from_row(EvalRecord.from_fit(fit, 0, 0, "test").to_row())
+    assert rec.to_fit(ds.n_train, 600).n == 600
+    assert rec.to_fit(ds.n_train).n == 2000  # the search's default limit
+    assert rec.to_fit(ds.n_train, 0).n == ds.n_train  # a search told to use every point
+    assert rec.to_fit(500).n == 500 and rec.to_fit().n == 0
+
+
+def test_the_report_of_a_long_series_says_so_and_scores_everything_on_the_subset():
+    """A 20,000-point series (an exact GP on all of it would need a 2.6 GB matrix per kernel): the report
+    names the subset, its baselines are fitted on it, its residual checks read the most recent points."""
+    from evocov_core.baselines import compare_with_baselines
+    from evocov_core.report_html import RESIDUAL_POINTS, report_html
+
+    ds = _series(20_000)
+    data = FitData.from_dataset(ds, max_points=500)
+    fit = fit_kernel(compose(["*", "PER", "SE"]), data, OptimConfig(n_restarts=1, max_evals=15),
+                     np.random.default_rng(0))
+    kf = parse_kernel_file(dump_kernel_file(kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test,
+                                                             n_train=ds.n_train, test_fraction=ds.test_fraction)))
+    rows = compare_with_baselines(kf, ds, baseline_budget=0)
+    assert [r.model.approximation for r in rows] == [plan_subset(ds.n_train, 500)] * 2
+    assert rows[0].bic == pytest.approx(fit.bic, rel=1e-9)  # scored on the points it was fitted on
+    text = report_html(kf, ds, baseline_budget=0, classical=False)
+    assert "Fitted with an exact GP on 500 of 18,000 training points" in text
+    assert f"Residuals of the most recent {RESIDUAL_POINTS:,} of the 18,000 training points" in text
 
 
 def _two_cycles(n: int) -> Dataset:

@@ -9,6 +9,8 @@
 ``scaling``         seconds per kernel fit against n and workers, profile (``bench scaling``)
 ``accuracy``        budgeted dashboard searches on the 13 series, with ablations (``bench accuracy``,
                     ``bench accuracy-report``)
+``long``            long and high-frequency series: the search command within its budget against
+                    seasonal naive and MSTL, wall time and memory (``bench long``, ``bench long-report``)
 ``paper``           numbers transcribed from the paper, the published RMSE files
 ``common``          series loading with the split check, resumable result files, job runner
 ``cli``             the argument parser

@@ -10,6 +10,8 @@
     python -m evocov_core bench scaling   --data-dir ... --out DIR
     python -m evocov_core bench accuracy  --budget quick --seeds 3 --workers 2 --variants full --out DIR
     python -m evocov_core bench accuracy-report --out DIR
+    python -m evocov_core bench long      --budget quick --seeds 3 [--fit-points N] --out DIR
+    python -m evocov_core bench long-report --out DIR
 """
 
 from __future__ import annotations
@@ -159,6 +161,27 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="leave the classical forecasters out (by default they are run once per series and kept in "
                         "OUT/classical.csv)")
 
+    r = bsub.add_parser("long", help="long and high-frequency series: the search command within its budget "
+                                     "against seasonal naive and MSTL, wall time and memory of the whole process",
+                        description="Each series x seed runs `python -m evocov_core search` in a child process, one "
+                                    "after another; resumable. See evocov_core/benchmarks/long.py.")
+    r.__class__ = _OneLineErrors
+    r.add_argument("--budget", choices=["quick", "standard"], default="quick",
+                   help="the search preset and its time budget (quick: 60 s, standard: 300 s)")
+    r.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                   help="seconds per search instead of the preset's")
+    r.add_argument("--seeds", type=int, default=3, help="K: seeds 0..K-1 per series (default 3)")
+    r.add_argument("--fit-points", type=int, default=None, metavar="N",
+                   help="training points an exact fit uses (the search's --fit-points; default: the preset's)")
+    r.add_argument("--series", default=None, help="comma-separated subset of the series (default: all; see "
+                                                  "evocov_core/benchmarks/long.py SERIES)")
+    r.add_argument("--workers", type=int, default=2, help="worker processes of each search (default 2)")
+    r.add_argument("--out", type=Path, required=True, help="output folder (reused to resume)")
+
+    r = bsub.add_parser("long-report", help="regenerate report.md of a bench long folder, running nothing")
+    r.__class__ = _OneLineErrors
+    r.add_argument("--out", type=Path, required=True)
+
     p.set_defaults(func=main)
     return p
 
@@ -253,6 +276,19 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
             data_dir = a.data_dir or next((Path(r["data_dir"]) for r in reversed(read_runs(a.out / "run.json"))
                                            if r.get("data_dir")), None)
             print(readme_table(a.out, data_dir))
+    elif cmd == "long":
+        from .long import long_bench
+
+        res = long_bench(a.out, budget=a.budget, seeds=a.seeds, fit_points=a.fit_points, series=a.series,
+                         workers=a.workers, time_budget=a.time_budget, argv=argv)
+        print(res.summary)
+        print(f"wrote {res.path}")
+    elif cmd == "long-report":
+        from .long import long_report
+
+        res = long_report(a.out)
+        print(res.summary)
+        print(f"wrote {res.path}")
     else:  # pragma: no cover - argparse refuses others
         raise BenchError(f"unknown bench command {cmd!r}")
     return 0

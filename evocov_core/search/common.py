@@ -37,6 +37,7 @@ from ..metrics import FitData
 from ..optimize import NUMERIC_ERRORS, FitResult, FitStatus, Start, finite_or
 from ..parallel import Executor, Task
 from ..scoring import PENALTY
+from ..subset import DEFAULT_MAX_POINTS, plan_subset
 from .replay import RunLog
 
 __all__ = [
@@ -183,13 +184,19 @@ class EvalRecord:
             jitter=finite_or(r.get("jitter"), 0.0),
         )
 
-    def to_fit(self, n: int = 0) -> FitResult:
+    def to_fit(self, n: int = 0, fit_points: int | None = None) -> FitResult:
         """The fit this record describes, to reopen the kernel (its expression parsed safely).
 
         Parameters
         ----------
         n : int
-            Training points (not stored with the record).
+            Training points of the data set (not stored with the record).
+        fit_points : int, optional
+            The search's ``fit_points`` (its run settings): on a long series the fit used a
+            subset of the ``n`` points (:func:`~evocov_core.subset.plan_subset`), and its
+            ``n`` says so, so that :meth:`FittedModel.from_fit` conditions on the same points
+            and never builds an exact GP on all of them. None: the default limit
+            (:data:`~evocov_core.subset.DEFAULT_MAX_POINTS`).
 
         Raises
         ------
@@ -206,7 +213,8 @@ class EvalRecord:
         return FitResult(
             kernel=kernel, theta=self.theta, log_noise=self.log_noise, jitter=self.jitter, status=FitStatus.OK,
             reason="", metric="lml",  # the store keeps the metric's value, not its name
-            metric_value=self.metric_value, lml=self.lml, bic=self.bic, q=self.q or kernel.q, n=n,
+            metric_value=self.metric_value, lml=self.lml, bic=self.bic, q=self.q or kernel.q,
+            n=plan_subset(n, DEFAULT_MAX_POINTS if fit_points is None else fit_points).n_used if n > 0 else n,
             n_evals=self.n_evals, seconds=self.seconds, test_rmse=self.test_rmse,
         )
 

@@ -1,0 +1,195 @@
+"""``python -m evocov_core bench long`` / ``long-report``: the series, the summary, resuming, one real trial.
+
+The arithmetic and resuming run on synthetic rows and a 600-point synthetic series with a
+stand-in for the child command (fast, deterministic); one ``slow`` test runs a real search
+command for a few seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evocov_core.benchmarks import long as lb
+from evocov_core.benchmarks.common import BenchError
+from evocov_core.parallel import MeasuredRun
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --- the series --------------------------------------------------------------------------------
+
+
+def test_synthetic_series_is_seeded_half_hourly_with_a_known_mean() -> None:
+    frame, mean = lb.synthetic_series(2000)
+    again, _ = lb.synthetic_series(2000)
+    pd.testing.assert_frame_equal(frame, again)
+    assert list(frame.columns) == ["time", "value"] and len(frame) == len(mean) == 2000
+    assert frame["time"].iloc[0] == lb.SYNTHETIC_START and frame["time"].iloc[1].endswith("00:30:00")
+    noise = frame["value"].to_numpy() - mean
+    assert abs(noise.mean()) < 0.1 and 0.9 < noise.std() < 1.1  # unit white noise
+    assert not np.array_equal(lb.synthetic_series(2001)[0]["value"].to_numpy()[:2000], frame["value"].to_numpy())
+
+
+def test_every_series_is_named_and_the_synthetic_ones_know_their_mean() -> None:
+    assert {"taylor", "sunspot-month", "synthetic-10k", "synthetic-30k", "synthetic-100k"} <= set(lb.SERIES)
+    assert lb.SERIES["synthetic-30k"].n_synthetic == 30_000 and lb.SERIES["taylor"].true_mean() is None
+    assert lb.resolve_long_series("taylor, synthetic-10k") == ["taylor", "synthetic-10k"]
+    with pytest.raises(BenchError, match="unknown series nile"):
+        lb.resolve_long_series("nile")
+
+
+def test_a_written_series_reads_as_the_search_reads_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(lb.SERIES, "synthetic-tiny", lb._synthetic(600))
+    shas = lb.write_series(tmp_path, ["synthetic-tiny"])
+    ds = lb.load_long(tmp_path / "synthetic-tiny.csv")
+    assert ds.n == 600 and ds.x_kind == "date" and ds.n_test == 60  # the last 10 % of the x-range
+    assert shas == lb.write_series(tmp_path, ["synthetic-tiny"])  # not rewritten, same bytes
+
+
+# --- the summary -------------------------------------------------------------------------------
+
+
+def _row(series: str, seed: int, rmse: float | None, *, status: str = "ok", best: float = 2.0,
+         wall_ratio: float = 0.9, mem: float = 1.0) -> dict:
+    return {"series": series, "seed": seed, "status": status, "n": 1000, "n_train": 900, "n_test": 100,
+            "n_used": 900, "test_rmse": rmse, "ratio": None if rmse is None else rmse / best,
+            "seasonal_naive_rmse": best, "mstl_rmse": 2 * best, "wall_s": 60 * wall_ratio, "wall_ratio": wall_ratio,
+            "peak_mem_gb": mem, "n_evaluations": 10}
+
+
+def test_series_table_takes_medians_and_summary_the_geometric_mean() -> None:
+    trials = pd.DataFrame([
+        _row("a", 0, 1.0), _row("a", 1, 2.0), _row("a", 2, 8.0, wall_ratio=1.02),  # median ratio 1
+        _row("b", 0, 0.5, mem=3.5), _row("b", 1, 0.5), _row("b", 2, None, status="error"),  # median 0.25
+    ])
+    tab = lb.series_table(trials)
+    assert tab.loc["a", "ratio"] == 1.0 and tab.loc["a", "rmse"] == 2.0
+    # The failed trial counts as infinitely bad: the median of (0.25, 0.25, inf) is 0.25.
+    assert tab.loc["b", "ratio"] == 0.25 and tab.loc["b", "failed"] == 1
+    s = lb.summarize(tab)
+    assert math.isclose(s.geomean, 0.5) and s.worst_ratio == 1.0 and s.max_wall_ratio == 1.02
+    assert s.peak_mem_gb == 3.5 and s.n_series == 2
+    assert lb.summary_line(s) == ("long_geomean_vs_best_baseline=0.5 worst_ratio=1 max_wall_ratio=1.02 "
+                                  "peak_mem_gb=3.5")
+
+
+def test_a_series_that_never_returned_a_kernel_is_infinitely_bad() -> None:
+    tab = lb.series_table(pd.DataFrame([_row("a", 0, 1.0), _row("c", 0, None, status="error")]))
+    assert math.isinf(lb.summarize(tab).geomean) and "worst_ratio=inf" in lb.summary_line(lb.summarize(tab))
+    empty = lb.summarize(lb.series_table(pd.DataFrame()))
+    assert lb.summary_line(empty).startswith("long_geomean_vs_best_baseline=nan")
+
+
+# --- running and resuming, with a stand-in for the command ---------------------------------------------
+
+
+@pytest.fixture()
+def tiny(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """One 600-point synthetic series, and baselines that cost nothing."""
+    monkeypatch.setattr(lb, "SERIES", {"synthetic-tiny": lb._synthetic(600)})
+    monkeypatch.setattr(lb, "baseline_rmse", lambda ds: [
+        {"model": "SeasonalNaive", "seasons": "336", "status": "ok", "test_rmse": 2.0, "seconds": 0.0,
+         "settings": "", "reason": ""},
+        {"model": "MSTL", "seasons": "48, 336", "status": "ok", "test_rmse": 4.0, "seconds": 0.0, "settings": "",
+         "reason": ""},
+        {"model": "AutoETS", "seasons": "", "status": "failed", "test_rmse": None, "seconds": 1.0, "settings": "",
+         "reason": "AutoETS: no"}])
+    return ["synthetic-tiny"]
+
+
+def _kernel_text(test_rmse: float) -> str:
+    from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict
+    from evocov_core.library import squared_exponential
+    from evocov_core.optimize import FitResult, FitStatus
+
+    k = squared_exponential()
+    fit = FitResult(kernel=k, theta=(0.0, -1.0), log_noise=-2.0, jitter=0.0, status=FitStatus.OK, reason="",
+                    metric="lml", metric_value=-10.0, lml=-10.0, bic=30.0, q=k.q, n=540, n_evals=20, seconds=1.0,
+                    test_rmse=test_rmse)
+    return dump_kernel_file(kernel_file_dict(fit, None, n_train=540, extra_scores={"seconds": 3.0, "evaluations": 7}))
+
+
+class StandIn:
+    """Plays the search command: writes a kernel file (test RMSE 1.0) where ``--out`` says, counts calls."""
+
+    def __init__(self, fail_seed: int | None = None) -> None:
+        self.calls: list[list[str]] = []
+        self.fail_seed = fail_seed
+
+    def __call__(self, argv, **kwargs) -> MeasuredRun:
+        self.calls.append(list(argv))
+        seed = int(argv[argv.index("--seed") + 1])
+        if seed == self.fail_seed:
+            return MeasuredRun(2, 1.0, 10**8, "", "error: no kernel could be fitted on these data\n")
+        Path(argv[argv.index("--out") + 1]).write_text(_kernel_text(1.0), encoding="utf-8")
+        return MeasuredRun(0, 5.5, 2 * 10**9, "best kernel: ...\n7 kernels fitted, 3 screening fits in 5.0 s\n", "")
+
+
+def test_trials_run_the_search_command_and_resume(tmp_path: Path, tiny: list[str]) -> None:
+    run = StandIn(fail_seed=1)
+    res = lb.long_bench(tmp_path, seeds=2, time_budget=5.0, fit_points=500, log=lambda s: None, argv=["t"],
+                        runner=run)
+    argv = run.calls[0]
+    assert argv[1:4] == ["-m", "evocov_core", "search"] and argv[argv.index("--time-budget") + 1] == "5"
+    assert argv[argv.index("--fit-points") + 1] == "500" and argv[argv.index("--test-fraction") + 1] == "0.1"
+    trials = pd.read_csv(tmp_path / "trials.csv")
+    ok = trials[trials["seed"] == 0].iloc[0]
+    assert ok["status"] == "ok" and ok["ratio"] == 0.5  # 1.0 over the better baseline, 2.0
+    assert ok["n_evaluations"] == 7 and ok["n_screen_fits"] == 3 and ok["wall_ratio"] == 1.1
+    assert ok["peak_mem_gb"] == 2.0 and ok["command_s"] == 3.0 and 0.5 < ok["true_mean_rmse"] < 2.0
+    bad = trials[trials["seed"] == 1].iloc[0]
+    assert bad["status"] == "error" and "no kernel could be fitted" in bad["reason"]
+    assert res.summary.startswith("long_geomean_vs_best_baseline=inf ")  # one seed of two failed: median inf
+    assert len(pd.read_csv(tmp_path / "baselines.csv")) == 3
+    # A rerun runs only the failed trial; the baselines are not fitted again.
+    again = StandIn()
+    res = lb.long_bench(tmp_path, seeds=2, time_budget=5.0, fit_points=500, log=lambda s: None, argv=["t"],
+                        runner=again)
+    assert len(again.calls) == 1 and again.calls[0][again.calls[0].index("--seed") + 1] == "1"
+    assert res.summary == "long_geomean_vs_best_baseline=0.5 worst_ratio=0.5 max_wall_ratio=1.1 peak_mem_gb=2"
+    assert len(pd.read_csv(tmp_path / "baselines.csv")) == 3
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert res.summary in text and "## Per series" in text and "synthetic-tiny" in text and "python -m" in text
+    assert lb.long_report(tmp_path).summary == res.summary  # regenerated from the files alone
+    with pytest.raises(BenchError, match="use another --out"):
+        lb.long_bench(tmp_path, seeds=2, time_budget=5.0, fit_points=1000, log=lambda s: None, runner=again)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--budget", "paper"], "invalid choice"),
+    (["--seeds", "0"], "--seeds and --workers must be at least 1"),
+    (["--fit-points", "50"], "--fit-points must be 0"),
+    (["--series", "nile"], "unknown series nile"),
+])
+def test_argument_errors_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    res = subprocess.run([sys.executable, "-m", "evocov_core", "bench", "long", *args, "--out", str(tmp_path)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert res.returncode == 2 and message in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+# --- one real trial -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_one_real_trial_runs_the_command_within_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """The real command on 2,400 half-hourly points with --fit-points 300: a subset-of-data fit."""
+    monkeypatch.setitem(lb.SERIES, "synthetic-tiny", lb._synthetic(2400))
+    lb.write_series(tmp_path / "data", ["synthetic-tiny"])
+    ds = lb.load_long(tmp_path / "data" / "synthetic-tiny.csv")
+    (tmp_path / "kernels").mkdir()
+    row = lb._trial(tmp_path, "synthetic-tiny", 0, ds, {"SeasonalNaive": 1.5, "MSTL": 1.2}, budget="quick",
+                    seconds=12.0, workers=1, fit_points=300)
+    assert row["status"] == "ok", row.get("reason")
+    assert math.isfinite(row["test_rmse"]) and row["ratio"] == row["test_rmse"] / 1.2
+    assert row["n_used"] == 300 and re.search(r"an exact GP on 300 of 2,160 training points", row["approximation"])
+    assert row["n_evaluations"] >= 1 and row["peak_mem_gb"] > 0.05 and row["wall_s"] > 0
+    assert row["true_mean_rmse"] == pytest.approx(1.0, abs=0.2)
