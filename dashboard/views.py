@@ -168,6 +168,10 @@ def show_kernel(
         c2.metric("BIC", fmt(fit.bic, ".2f"), help="−2·LML + q·log n on the training data; lower is better.")
         c3.metric("Test RMSE", fmt(fit.test_rmse), help=f"On the {ds.n_test} test points, in {ds.y_label} units.")
         show_approximation(model.approximation)
+        if model.spread > 1.0:
+            st.caption(f":material/expand: Forecast intervals {model.spread:.2f}× as wide as the GP's own, learned "
+                       "from the kernel's out-of-sample errors (search setting *Interval calibration*); the mean "
+                       "is unchanged.")
         with st.expander("Hyperparameters", expanded=expand_hyperparameters):
             try:
                 table = hyperparameter_table(k, model.theta, model.log_noise, model.norm)

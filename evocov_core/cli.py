@@ -283,7 +283,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if best is None:
         raise CliError("no kernel could be fitted on these data")
     doc = kernel_file_dict(best, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
-                           test_fraction=ds.test_fraction,
+                           test_fraction=ds.test_fraction, calibration=result.calibration,
                            extra_scores={"algorithm": config.algorithm, "seed": seed,
                                          "seconds": round(time.perf_counter() - t0, 3),
                                          "evaluations": result.n_evaluations},

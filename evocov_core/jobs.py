@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from .calibration import Calibration
 from .data import Dataset
 from .kernel_file import kernel_file_dict
 from .metrics import FitData
@@ -140,12 +141,12 @@ class Job:
         return self.done_event.wait(timeout)
 
 
-def _best_doc(fit: FitResult | None, ds: Dataset, extra: dict | None = None) -> dict | None:
+def _best_doc(fit: FitResult | None, ds: Dataset, extra: dict | None = None,
+              calibration: Calibration | None = None) -> dict | None:
     if fit is None or not fit.ok:
         return None
     return kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
-                            test_fraction=ds.test_fraction,
-                            extra_scores=extra)
+                            test_fraction=ds.test_fraction, extra_scores=extra, calibration=calibration)
 
 
 class JobManager:
@@ -262,12 +263,12 @@ class JobManager:
             self.store.add_generation(job.id, p.stats, p.evaluated, p.n_evaluations, doc)
 
     def _finish(self, job: Job, status: RunStatus, best: FitResult | None, elapsed: float | None, n_eval: int | None,
-                error: str = "") -> None:
+                error: str = "", calibration: Calibration | None = None) -> None:
         # The store first: a page that sees the job ended must find its best kernel stored
         # (it offers "Open in Results" only then, and does not poll an ended job again).
         try:
             if self.store is not None:
-                doc = _best_doc(best, job.spec.dataset) if job.spec.kind == "search" else None
+                doc = _best_doc(best, job.spec.dataset, calibration=calibration) if job.spec.kind == "search" else None
                 self.store.finish_run(job.id, status, best_doc=doc, elapsed=elapsed, n_evaluations=n_eval,
                                       error=error or None, extra=job.extra or None)
         finally:
@@ -319,7 +320,8 @@ class JobManager:
             with job.lock:
                 job.best = res.best if spec.kind == "search" else job.best
             status = RunStatus.INTERRUPTED if (res.status == RunStatus.CANCELLED and self._closing) else res.status
-            self._finish(job, status, res.best, res.elapsed, res.n_evaluations)
+            self._finish(job, status, res.best, res.elapsed, res.n_evaluations,
+                         calibration=res.calibration if spec.kind == "search" else None)
         except Exception as exc:  # a job must never take the server down
             p = job.progress
             elapsed = p.elapsed if p else None

@@ -42,6 +42,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .calibration import Calibration
 from .data import Normalisation
 from .gp import FitStatus
 from .grammar import DEFAULT_N_HYPER, TreeError, check_tree, symbol
@@ -201,6 +202,9 @@ class KernelFile:
         What the search that found the kernel did (settings, seed, generations, fits and where
         its clock stopped it: :func:`evocov_core.search.replay.run_record`), as stored; read by
         ``search --replay``, which validates it. None for files without it.
+    calibration : Calibration
+        The factor on the forecast's spread and what it was learned from
+        (:mod:`evocov_core.calibration`; none in files without it).
     """
 
     kernel: Kernel
@@ -213,6 +217,7 @@ class KernelFile:
     git_dirty: bool | None = None
     approximation: DataSubset | None = None
     run: dict | None = None
+    calibration: Calibration = field(default_factory=Calibration)
 
     @property
     def q(self) -> int:
@@ -396,7 +401,13 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
     run = doc.get("run")
     if run is not None and not isinstance(run, dict):
         raise KernelFileError("'run' must be an object")
-    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores, commit, dirty, approx, run)
+    calib = Calibration()
+    if doc.get("calibration") is not None:
+        try:
+            calib = Calibration.from_dict(doc["calibration"])
+        except ValueError as exc:
+            raise KernelFileError(str(exc)) from None
+    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores, commit, dirty, approx, run, calib)
 
 
 def _git_fields(g: object) -> tuple[str | None, bool | None]:
@@ -425,13 +436,15 @@ def _finite_or_none(v: float | None) -> float | None:
 
 def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dataset: str | None = None,
                      n_test: int | None = None, test_fraction: float | None = None,
-                     extra_scores: dict | None = None, n_train: int | None = None, run: dict | None = None) -> dict:
+                     extra_scores: dict | None = None, n_train: int | None = None, run: dict | None = None,
+                     calibration: Calibration | None = None) -> dict:
     """The JSON document for a fitted kernel.
 
     ``n_train``: the data set's training points. The file then records which of them the fit
     used (``approximation``: all, or on a long series the ``fit.n`` of
     :func:`~evocov_core.subset.plan_subset`), so that a prediction conditions on the same points.
     ``run``: what the search did (:func:`evocov_core.search.replay.run_record`).
+    ``calibration``: the factor on the forecast's spread (:mod:`evocov_core.calibration`).
     """
     from . import __version__
 
@@ -478,6 +491,7 @@ def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dat
         "grammar_slots": DEFAULT_N_HYPER,
         "git": git_state(),
         "approximation": approximation.to_dict() if approximation is not None else None,
+        **({"calibration": calibration.to_dict()} if calibration is not None else {}),
         **({"run": run} if run is not None else {}),
     }
 

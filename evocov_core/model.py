@@ -93,21 +93,27 @@ class FittedModel(_PredictsDatasets):
     #: The training points it was fitted on (:mod:`evocov_core.subset`); None: unknown, at most
     #: :data:`~evocov_core.subset.DEFAULT_MAX_POINTS` of them.
     approximation: DataSubset | None = None
+    #: Factor on every predictive standard deviation (:mod:`evocov_core.calibration`; 1: the GP's own).
+    spread: float = 1.0
 
     @classmethod
-    def from_fit(cls, fit: FitResult, norm: Normalisation, n_train: int | None = None) -> FittedModel:
-        """From a fit; ``n_train``: the training points of the data it was fitted on (``fit.n`` of them)."""
+    def from_fit(cls, fit: FitResult, norm: Normalisation, n_train: int | None = None,
+                 spread: float = 1.0) -> FittedModel:
+        """From a fit; ``n_train``: the training points of the data it was fitted on (``fit.n`` of them);
+        ``spread``: the search's calibration of it
+        (:attr:`evocov_core.search.SearchResult.calibration`)."""
         if not fit.ok:
             raise ValueError(f"this kernel has no fitted values ({fit.reason})")
         approx = plan_subset(n_train, fit.n if 0 < fit.n < n_train else 0) if n_train is not None else None
-        return cls(fit.kernel, tuple(fit.theta), fit.log_noise, fit.jitter, norm, approx)
+        return cls(fit.kernel, tuple(fit.theta), fit.log_noise, fit.jitter, norm, approx, spread)
 
     @classmethod
     def from_file(cls, kf: KernelFile, fallback_norm: Normalisation | None = None) -> FittedModel:
         norm = kf.normalisation or fallback_norm
         if norm is None:
             raise ValueError("the kernel file has no normalisation and none was given")
-        return cls(kf.kernel, tuple(kf.theta), kf.log_noise, kf.jitter, norm, kf.approximation)
+        return cls(kf.kernel, tuple(kf.theta), kf.log_noise, kf.jitter, norm, kf.approximation,
+                   kf.calibration.spread)
 
     def conditioning(self, X_train: ArrayLike) -> NDArray[np.bool_]:
         """Which of the training points (original units) a prediction conditions on.
@@ -142,8 +148,9 @@ class FittedModel(_PredictsDatasets):
                          jitter=self.jitter)
         noise = math.exp(self.log_noise) + self.jitter
         mean = self.norm.y_from_model(post.mean)
-        std_f = self.norm.std_from_model(np.sqrt(post.var))
-        std = self.norm.std_from_model(np.sqrt(post.var + noise))
+        # The calibration scales kernel and noise alike: same mean, variances times spread².
+        std_f = self.norm.std_from_model(self.spread * np.sqrt(post.var))
+        std = self.norm.std_from_model(self.spread * np.sqrt(post.var + noise))
         X_out = np.asarray(X_new, dtype=np.float64)
         return Prediction(X_out if X_out.ndim == 2 else X_out[:, None], mean, std, std_f)
 

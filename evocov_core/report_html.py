@@ -242,6 +242,9 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseli
                      f"training points: the most recent {approx.recent:,} and {approx.history:,} spread over the "
                      "earlier history (a subset of data). Forecasts, components and the baselines below condition "
                      "on the same points.</p>")
+    calibrated = kf.calibration.describe()
+    if calibrated:
+        parts.append(f'<p class="calibration">{esc(calibrated)}</p>')
     if comps:
         short = "".join(f"<li>{esc(c.sentence[0].upper() + c.sentence[1:])} ({c.explained:.0%} of the variance)"
                         "</li>" for c in comps)

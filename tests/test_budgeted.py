@@ -290,7 +290,7 @@ def test_choose_model_without_head_stage_keeps_lowest_bic(small: FitData) -> Non
     fits = sorted((fit_kernel(compose(s), small, cfg, np.random.default_rng(0)) for s in ("SE", "PER", "LIN")),
                   key=lambda f: f.bic)
     with SerialExecutor(small, cfg) as ex:
-        chosen, rows, ensemble = choose_model(small, fits, ex, seed=0)
+        chosen, rows, ensemble, _ = choose_model(small, fits, ex, seed=0)
     assert chosen is fits[0] and rows == () and ensemble == ()
 
 
@@ -311,7 +311,7 @@ def test_choose_model_skips_an_indefinite_candidate(small: FitData, monkeypatch:
     scores = iter([100.0, 1.0, 3.0, 2.0])
     monkeypatch.setattr(select, "tail_score", lambda data, head: next(scores))
     with SerialExecutor(small, cfg.optim, search_stages(small, cfg)) as ex:
-        chosen, rows, ensemble = choose_model(small, [bad, *fits], ex, seed=0)
+        chosen, rows, ensemble, _ = choose_model(small, [bad, *fits], ex, seed=0)
     assert [r["valid"] for r in rows] == [False, True, True, True]
     assert rows[0]["indefinite"] > INDEFINITE and rows[0]["weight"] == 0.0 and rows[0]["tail_score"] == 100.0
     assert chosen is fits[1] and rows[2]["chosen"]
@@ -321,7 +321,7 @@ def test_choose_model_skips_an_indefinite_candidate(small: FitData, monkeypatch:
     scores = iter([100.0, 1.0])
     worse = replace(bad, theta=(0.5,))
     with SerialExecutor(small, cfg.optim, search_stages(small, cfg)) as ex:
-        chosen, rows, _ = choose_model(small, [bad, worse], ex, seed=0)
+        chosen, rows, _, _ = choose_model(small, [bad, worse], ex, seed=0)
     assert chosen is bad and [r["valid"] for r in rows] == [False, False] and rows[0]["chosen"]
 
 

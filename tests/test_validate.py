@@ -54,7 +54,7 @@ def test_a_kernel_that_extrapolates_the_trend_beats_one_that_forgets_it():
     lin, se = _fit(["+", "LIN", "C"], data), _fit("C", data)
     assert origin_scores(data, lin).mean_crps < 0.5 * origin_scores(data, se).mean_crps
     with SerialExecutor(data, OptimConfig()) as ex:
-        chosen, rows, ensemble = choose_model(data, [se, lin], ex, seed=0, rule="origins")
+        chosen, rows, ensemble, _ = choose_model(data, [se, lin], ex, seed=0, rule="origins")
     assert chosen is lin
     assert [r["chosen"] for r in rows] == [False, True] and all(math.isfinite(r["origins_crps"]) for r in rows)
     assert math.isclose(sum(w for _, w in ensemble), 1.0)

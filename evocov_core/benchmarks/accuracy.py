@@ -445,9 +445,9 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
             row.update(status="ok", test_rmse=best.test_rmse, bma_test_rmse=bma, bic_test_rmse=best_bic.test_rmse,
                        q=best.q, bic=best.bic, ensemble_size=len(ensemble), expression=best.kernel.prefix,
                        infix=best.kernel.infix, kernel_file=kernel_path(spec.series, spec.variant, spec.seed),
-                       **_predictive_scores(best, ds))
+                       **_predictive_scores(best, ds, getattr(result, "calibration", None)))
             doc = kernel_file_dict(best, ds.norm, dataset=spec.series, n_test=ds.n_test, n_train=ds.n_train,
-                                   test_fraction=ds.test_fraction,
+                                   test_fraction=ds.test_fraction, calibration=getattr(result, "calibration", None),
                                    extra_scores={"variant": spec.variant, "seed": spec.seed, "budget": spec.budget,
                                                  "budget_seconds": spec.budget_s, "seconds": round(wall, 3),
                                                  "evaluations": result.n_evaluations,
@@ -461,14 +461,16 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
     return {"row": row, "kernel": doc, "records": records}
 
 
-def _predictive_scores(best: Any, ds: Dataset) -> dict[str, float | None]:
-    """``coverage_95`` and ``crps`` of the returned kernel's predictive normal (latent variance + noise)."""
+def _predictive_scores(best: Any, ds: Dataset, calibration: Any = None) -> dict[str, float | None]:
+    """``coverage_95`` and ``crps`` of the returned kernel's predictive normal (latent variance + noise),
+    its spread scaled by the search's ``calibration``."""
     from ..compare import forecast_scores
     from ..model import FittedModel
 
     if ds.n_test == 0 or ds.x.shape[1] != 1:
         return {}
-    s = forecast_scores(FittedModel.from_fit(best, ds.norm, ds.n_train), ds)
+    spread = calibration.spread if calibration is not None else 1.0
+    s = forecast_scores(FittedModel.from_fit(best, ds.norm, ds.n_train, spread), ds)
     return {"coverage_95": _finite(s.coverage_95), "crps": _finite(s.crps)}
 
 

@@ -96,7 +96,7 @@ def run_trial(spec: TrialSpec) -> dict:
                        infix=best.kernel.infix,
                        kernel_file=kernel_path(spec.series, spec.algorithm, spec.budget, spec.seed))
             doc = kernel_file_dict(best, ds.norm, dataset=spec.series, n_test=ds.n_test, n_train=ds.n_train,
-                                   test_fraction=ds.test_fraction,
+                                   test_fraction=ds.test_fraction, calibration=result.calibration,
                                    extra_scores={"algorithm": spec.algorithm, "seed": spec.seed,
                                                  "budget": spec.budget, "evaluations": result.n_evaluations,
                                                  "seconds": round(time.perf_counter() - t0, 3)})

@@ -32,7 +32,7 @@ from .gwtf import run_gwtf
 from .random_search import run_random_search
 from .replay import RecordingExecutor, ReplayExecutor, RunLog
 from .select import choose_model
-from .stages import search_executor, search_stages
+from .stages import head_stage, search_executor, search_stages
 
 __all__ = [
     "ALGORITHMS",
@@ -112,13 +112,18 @@ def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, 
                                         should_stop=should_stop)
     if config.select_top <= 1 or result.status == RunStatus.CANCELLED or len(result.candidates) <= 1:
         return result
-    deadline = None
+    deadline = end = None
+    refit = head_stage(data, config.optim)[1]
+    # Four refits of one kernel at most, each with at most refit.max_evals evaluations.
+    origins_cost = 4 * refit.max_evals * result.eval_seconds if math.isfinite(result.eval_seconds) else 0.0
     if config.time_budget > 0 and not replaying:
         # The refits stop early enough for the checks that follow them (long series: seconds).
         checks = len(result.candidates) * CHOICE_EXTRA_EVALS * result.eval_seconds
         checks = checks if math.isfinite(checks) else 0.0
-        deadline = time.time() + (t0 + 0.97 * config.time_budget - checks - time.perf_counter())
-    chosen, rows, ensemble = choose_model(data, result.candidates, executor, seed=seed, deadline=deadline,
-                                          should_stop=should_stop, rule=config.choice)
+        end = time.time() + (t0 + 0.97 * config.time_budget - time.perf_counter())
+        deadline = end - checks
+    chosen, rows, ensemble, calib = choose_model(
+        data, result.candidates, executor, seed=seed, deadline=deadline, should_stop=should_stop, rule=config.choice,
+        calibration=config.calibration, refit=refit, end=end, origins_cost=origins_cost)
     return dataclasses.replace(result, best=chosen or result.best, selection=rows, ensemble=ensemble,
-                               elapsed=time.perf_counter() - t0)
+                               calibration=calib, elapsed=time.perf_counter() - t0)

@@ -39,6 +39,7 @@ from ..parallel import Executor, Task
 from ..scoring import PENALTY
 from ..subset import DEFAULT_MAX_POINTS, plan_subset
 from .replay import RunLog
+from .validate import Calibration
 
 __all__ = [
     "EVAL_COLUMNS",
@@ -316,6 +317,9 @@ class SearchResult:
     eval_seconds : float
         Median seconds per metric evaluation of the run's full-data fits (NaN without a
         time budget or a fit): what the model choice's checks are timed by.
+    calibration : Calibration
+        How much wider than the GP says the returned kernel's forecast intervals are
+        (:func:`~evocov_core.search.validate.calibrate`).
     """
 
     algorithm: str
@@ -336,6 +340,7 @@ class SearchResult:
     ensemble: tuple[tuple[FitResult, float], ...] = ()
     eval_seconds: float = math.nan
     run_log: RunLog = field(default_factory=RunLog)
+    calibration: Calibration = field(default_factory=Calibration)
 
 
 def _better(a: FitResult | None, b: FitResult | None) -> FitResult | None:
@@ -465,13 +470,15 @@ class Tracker:
         """Seconds to keep for the model choice: its share of the budget, or on long series,
         where one evaluation is slow, what its refits and checks are estimated to cost (the
         median seconds per evaluation of this run's full fits × the evaluations the choice
-        makes), at most half the budget."""
+        makes), at most half the budget. The choice refits the distinct kernels fitted so far, at
+        most ``select_top``: a long series whose search has fitted two kernels keeps time for two."""
         base = self.time_budget * (1.0 - self._share)
         if self._top_k <= 1 or not self._eval_costs:
             return base
         per_eval = float(np.median(self._eval_costs))
-        rounds = math.ceil(self._top_k / max(1, self._workers))
-        estimate = per_eval * (rounds * self._head_evals + self._top_k * CHOICE_EXTRA_EVALS)
+        k = min(self._top_k, max(1, len(self._best_by_canonical)))
+        rounds = math.ceil(k / max(1, self._workers))
+        estimate = per_eval * (rounds * self._head_evals + k * CHOICE_EXTRA_EVALS)
         return min(max(base, estimate), self.time_budget * (1.0 - MIN_SEARCH_SHARE))
 
     def _update_stop(self, fits: Sequence[FitResult | None]) -> None:

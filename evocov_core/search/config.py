@@ -224,6 +224,11 @@ class SearchConfig:
         The returned kernel is chosen among the ``select_top`` lowest-BIC distinct
         kernels by how well, refitted on the first part of the training range, they
         predict its last ``metric_split`` part (posterior LML). 1 = the lowest BIC.
+    choice : {"tail", "origins"}
+        How those candidates are scored (:func:`~evocov_core.search.select.choose_model`).
+    calibration : {"none", "tail", "origins"}
+        What the returned kernel's predictive spread is scaled by
+        (:func:`~evocov_core.search.validate.calibrate`).
     data_bounds : bool
         Tie lengthscale and period bounds to the data
         (:func:`~evocov_core.optimize.slot_bounds`).
@@ -338,6 +343,12 @@ class SearchConfig:
                      "four earlier points in time (60-90 % of the training range, the next 10 % each) with its "
                      "fitted values, and the lowest mean CRPS wins (no refits).", "budgeted",
                      choices=("tail", "origins"))
+    calibration: str = _s("none", "Interval calibration", "Widen the returned kernel's forecast intervals by what "
+                          "its out-of-sample errors show. origins: refitted at four earlier points in time "
+                          "(60-90 % of the training range), it forecasts the next 10 % each; tail: the model "
+                          "choice's refit on the first 90 % forecasts the rest (no extra fit); none: the GP's "
+                          "own intervals. The forecast's mean is unchanged.", "budgeted",
+                          choices=("none", "tail", "origins"))
     data_bounds: bool = _s(False, "Data-tied bounds", "No lengthscale below half the sampling step; periods "
                            "between two steps and the training span.", "budgeted")
     changepoints: bool = _s(False, "Change points", "Let random trees, mutations and expansions use ABCD's "

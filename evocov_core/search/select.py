@@ -32,6 +32,7 @@ Evidence: ``bench/results/bench_select.md`` (post hoc, 39 quick runs: lower test
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -41,10 +42,10 @@ from ..averaging import bic_weights, score_weights
 from ..evaluate import covariance
 from ..gp import NumericalFailure, posterior
 from ..metrics import FitData, metric_value
-from ..optimize import FitResult
+from ..optimize import FitResult, OptimConfig
 from ..parallel import Executor, Task
 from .common import StopCheck
-from .validate import OriginScores, origin_scores, spread_scale
+from .validate import CALIBRATIONS, Calibration, OriginScores, calibrate, origin_scores, spread_scale
 
 __all__ = ["CHOICE_RULES", "EXPLODING_SPREAD", "INDEFINITE", "choose_model", "horizon_spread", "indefiniteness",
            "tail_score"]
@@ -145,10 +146,12 @@ def indefiniteness(data: FitData, fit: FitResult, horizon: float = 0.1) -> float
 
 
 def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Executor, *, seed: int,
-                 deadline: float | None = None, should_stop: StopCheck | None = None, rule: str = "tail"
-                 ) -> tuple[FitResult | None, tuple[dict, ...], tuple[tuple[FitResult, float], ...]]:
+                 deadline: float | None = None, should_stop: StopCheck | None = None, rule: str = "tail",
+                 calibration: str = "none", refit: OptimConfig | None = None, end: float | None = None,
+                 origins_cost: float = 0.0
+                 ) -> tuple[FitResult | None, tuple[dict, ...], tuple[tuple[FitResult, float], ...], Calibration]:
     """Choose among ``candidates`` (lowest BIC first) by their tail score, or by their forecasts
-    from several origins.
+    from several origins; calibrate the chosen kernel's predictive spread.
 
     Parameters
     ----------
@@ -167,6 +170,13 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         lowest mean CRPS of the forecasts from the origins of
         :func:`~evocov_core.search.validate.origin_scores` (full-data values, no refit); the
         model average is weighted by the likelihood of those forecasts.
+    calibration : {"none", "tail", "origins"}
+        How the chosen kernel's spread is calibrated (:func:`~evocov_core.search.validate.calibrate`):
+        ``tail`` reuses its head refit (with ``rule="tail"``), ``origins`` refits it with ``refit``
+        at four origins, or falls back to ``tail`` when ``origins_cost`` seconds would end after
+        ``end`` (wall-clock time).
+    refit, end, origins_cost : optional
+        See ``calibration``.
 
     Returns
     -------
@@ -180,14 +190,19 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         eligible as before the check).
     ensemble : tuple of (FitResult, float)
         The model average: kernels with their weights (tail scores; BIC without any).
+    calibration : Calibration
+        Of the chosen kernel's spread (``rule`` says which was made; ``none`` when no candidate).
     """
     if rule not in CHOICE_RULES:
         raise ValueError(f"rule must be one of {', '.join(CHOICE_RULES)}, got {rule!r}")
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
     cands = [f for f in candidates if f is not None and f.ok]
     if not cands:
-        return None, (), ()
+        return None, (), (), Calibration()
     if len(cands) == 1 or data.split is None or (rule == "tail" and "head" not in getattr(executor, "stages", ())):
-        return cands[0], (), ()
+        calib = _calibrate(data, cands[0], None, calibration, refit, seed, end, origins_cost)
+        return cands[0], (), (), calib
     heads: list[FitResult | None] = [None] * len(cands)
     origins: list[OriginScores | None] = [None] * len(cands)
     if rule == "tail":
@@ -235,4 +250,13 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     } for i, f in enumerate(cands))
     ensemble = tuple((f, float(w)) for f, w in zip(cands, weights, strict=True) if w >= MIN_WEIGHT)
     total = sum(w for _, w in ensemble)
-    return cands[best], rows, tuple((f, w / total) for f, w in ensemble)
+    calib = _calibrate(data, cands[best], heads[best], calibration, refit, seed, end, origins_cost)
+    return cands[best], rows, tuple((f, w / total) for f, w in ensemble), calib
+
+
+def _calibrate(data: FitData, fit: FitResult, head_fit: FitResult | None, calibration: str,
+               refit: OptimConfig | None, seed: int, end: float | None, origins_cost: float) -> Calibration:
+    """:func:`calibrate`, with ``origins`` falling back to ``tail`` when its refits would end after ``end``."""
+    if calibration == "origins" and (refit is None or (end is not None and time.time() + origins_cost > end)):
+        calibration = "tail"
+    return calibrate(data, fit, calibration, head_fit=head_fit, refit=refit, seed=(seed, 7927), deadline=end)

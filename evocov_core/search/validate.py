@@ -27,15 +27,18 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import ndtr
 
+from ..calibration import CALIBRATIONS, Calibration, rms_scale
 from ..evaluate import Inputs
 from ..gp import NumericalFailure, posterior
 from ..metrics import FitData
 from ..optimize import FitResult, OptimConfig, fit_kernel
 
-__all__ = ["DEFAULT_ORIGINS", "OriginScores", "origin_scores", "spread_scale"]
+__all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "calibrate", "origin_scores", "rms_scale",
+           "spread_scale"]
 
 #: Origins as shares of the training x-range (each forecasts the next ``horizon`` of it).
 DEFAULT_ORIGINS = (0.6, 0.7, 0.8, 0.9)
+
 _NUMERIC = (NumericalFailure, FloatingPointError, ArithmeticError, np.linalg.LinAlgError, ValueError)
 _SQRT_PI = math.sqrt(math.pi)
 
@@ -82,7 +85,7 @@ def _crps_normal(y: NDArray[np.float64], mu: NDArray[np.float64], sd: NDArray[np
 
 def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = DEFAULT_ORIGINS,
                   horizon: float | None = None, refit: OptimConfig | None = None,
-                  seed: Sequence[int] = (0,)) -> OriginScores:
+                  seed: Sequence[int] = (0,), deadline: float | None = None) -> OriginScores:
     """Score ``fit``'s forecasts from each origin (module docstring).
 
     Parameters
@@ -100,6 +103,8 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
         ``(*seed, origin index)``), so that the forecast errors are out of sample: what a
         predictive spread is calibrated on (:func:`spread_scale`). Without it, the full-data values.
     seed : sequence of int
+    deadline : float, optional
+        Wall-clock time (``time.time()``) by which each refit stops with what it has.
 
     Returns
     -------
@@ -118,7 +123,7 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
             continue
         if refit is not None:
             rng = np.random.default_rng(np.random.SeedSequence([*seed, j]))
-            f = fit_kernel(fit.kernel, data.subset(head), refit, rng, fit.start())
+            f = fit_kernel(fit.kernel, data.subset(head), refit, rng, fit.start(), deadline=deadline)
             theta = np.asarray(f.theta, dtype=np.float64) if f.ok else np.asarray(fit.theta, dtype=np.float64)
             log_noise, jitter = (f.log_noise, f.jitter) if f.ok else (fit.log_noise, fit.jitter)
         else:
@@ -162,3 +167,61 @@ def spread_scale(z: NDArray[np.float64], level: float = 0.95, *, min_points: int
     if a.size < min_points:
         return 1.0
     return max(1.0, float(np.quantile(a, level)) / float(ndtri(0.5 + level / 2.0)))
+
+
+def calibrate(data: FitData, fit: FitResult, rule: str, *, head_fit: FitResult | None = None,
+              refit: OptimConfig | None = None, seed: Sequence[int] = (0,),
+              deadline: float | None = None) -> Calibration:
+    """Learn the factor on ``fit``'s predictive spread from its out-of-sample forecast errors.
+
+    ``tail``: the kernel refitted on the head of the training range (``head_fit``, the model
+    choice's refit: no extra fit) forecasts the tail. ``origins``: refitted (``refit``) at each
+    of :data:`DEFAULT_ORIGINS`, it forecasts the next tenth of the range; errors pooled. The
+    factor is :func:`rms_scale` of the standardised errors. Evidence (the development corpus and
+    TSDL, ``bench/bench_calibration.py``): the GP's own 95 % intervals cover 87 % of the
+    corpus' test points; learned from the origins, 94 %.
+
+    Parameters
+    ----------
+    data : FitData
+        The training data ``fit`` was fitted on (model units).
+    fit : FitResult
+    rule : {"none", "tail", "origins"}
+    head_fit : FitResult, optional
+        ``fit``'s kernel refitted on the head (``tail``; without it, no calibration).
+    refit : OptimConfig, optional
+        The origins' refits (``origins``; without it, the full-data values: errors in sample).
+    seed : sequence of int
+    deadline : float, optional
+        Wall-clock time by which the origins' refits stop.
+
+    Returns
+    -------
+    Calibration
+        Never raises for numerical reasons (a forecast that fails adds no errors).
+    """
+    if rule not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {rule!r}")
+    if rule == "none" or not fit.ok:
+        return Calibration()
+    if rule == "tail":
+        if head_fit is None or not head_fit.ok or data.split is None:
+            return Calibration()
+        z = _tail_errors(data, head_fit)
+    else:
+        z = origin_scores(data, fit, refit=refit, seed=seed, deadline=deadline).z
+    finite = int(np.isfinite(z).sum())
+    return Calibration(rms_scale(z), rule, finite)
+
+
+def _tail_errors(data: FitData, head_fit: FitResult) -> NDArray[np.float64]:
+    """Standardised errors of the head fit's forecast of the tail (``data.split``)."""
+    sp = data.split
+    try:
+        with np.errstate(all="ignore"):
+            post = posterior(head_fit.kernel, sp.inputs_t, sp.y_t, np.asarray(head_fit.theta),
+                             head_fit.log_noise, sp.X_v, jitter=head_fit.jitter)
+            z = (sp.y_v - post.mean) / np.sqrt(post.var + math.exp(head_fit.log_noise) + head_fit.jitter)
+    except _NUMERIC:
+        return np.empty(0)
+    return np.where(np.isfinite(z), z, np.nan)
