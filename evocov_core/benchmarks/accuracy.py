@@ -100,6 +100,7 @@ __all__ = [
     "accuracy",
     "accuracy_report",
     "done_keys",
+    "headline_table",
     "kernel_path",
     "parse_variants",
     "pending_trials",
@@ -1110,6 +1111,73 @@ def readme_table(out: Path, data_dir: Path, variant: str = "full") -> str:
                                    f"series over 3×: {s.series_over_3x}.\n\nAgainst the classical forecasters "
                                    "(geometric mean over the series of our RMSE / theirs): "
                                    + ", ".join(f"{k}={fmt(v, 3, missing='nan')}" for k, v in vs.items()) + ".")
+
+
+def headline_table(folders: Mapping[str, Path], data_dir: Path, variant: str = "full") -> str:
+    """The README's "How good is it" table: several accuracy folders side by side, and the references.
+
+    Per series: each folder's median test RMSE over its seeds (returned model) with its ratio to
+    the best published RMSE, then the EvoCov paper's mean, the published GPSS and ABCD results
+    and the classical forecasters AutoETS, AutoARIMA and AutoTheta on the same split
+    (``classical.csv`` of the first folder, made when missing). Then, on the ratios to the best
+    published: the geometric mean over the series of the per-series median, the worst series and
+    the series over 3×, for every column; and for each folder its single trials (:func:`trial_summary`):
+    geometric mean over all trials, 90th percentile, worst. Runs nothing else.
+
+    Parameters
+    ----------
+    folders : mapping of str to Path
+        Column label (e.g. ``quick (60 s)``) to a bench accuracy folder, in column order.
+    data_dir : Path
+        Holds the series, ``evocov_paper_rmse.csv`` and ``published_rmse.csv``.
+    variant : str
+    """
+    refs = reference_rmse(data_dir)
+    best = refs["best_published"]
+    pub = pd.read_csv(Path(data_dir) / "published_rmse.csv")
+    pub = pub[pub.method.isin(README_METHODS)].pivot_table(index="dataset", columns="method", values="rmse")
+    tables, singles = {}, {}
+    for label, out in folders.items():
+        trials = trials_file(Path(out)).read()
+        tables[label] = series_table(trials, refs, variant)
+        singles[label] = trial_summary(trials, refs, variant)
+    series = sorted(set().union(*(t.index for t in tables.values())))
+    _, classical, _ = references(next(iter(folders.values())), data_dir, series)
+    ok = classical[classical["status"] == "ok"] if len(classical) else classical
+    base = ok.pivot_table(index="series", columns="model", values="test_rmse") if len(ok) else pd.DataFrame()
+    others = {"EvoCov paper (mean)": refs["evocov_lml_mean"],
+              **{m: pub[m] if m in pub.columns else pd.Series(dtype=float) for m in README_METHODS},
+              **{m: base[m] if m in base.columns else pd.Series(dtype=float) for m in README_CLASSICAL}}
+    rows = []
+    for s in series:
+        cells = [s]
+        for tab in tables.values():
+            cells.append(f"{fmt(tab.loc[s, 'rmse'])} ({fmt(tab.loc[s, 'ratio'], 2, fixed=True)}×)" if s in tab.index
+                         else "–")
+        cells += [fmt(col.get(s, math.nan), missing="–") for col in others.values()]
+        rows.append(cells)
+
+    def over_series(ratios: pd.Series) -> Summary:
+        r = ratios.reindex(series)
+        if r.isna().any():  # a reference missing on a series: no summary (it would not be comparable)
+            return Summary(math.nan, math.nan, 0, math.nan, 0)
+        return summarize(pd.DataFrame({"ratio": r, "max_wall_ratio": math.nan}))
+
+    sums = [summarize(tab) for tab in tables.values()] + [over_series(col / best) for col in others.values()]
+    n_others = len(others)
+    bold = "**{}**".format
+    rows += [[bold("median of the seeds: geometric mean over the series"),
+              *(bold(fmt(x.accuracy_geomean, 2, fixed=True, missing="–")) for x in sums)],
+             ["median of the seeds: worst series", *(fmt(x.worst_ratio, 2, fixed=True, missing="–") for x in sums)],
+             ["median of the seeds: series over 3×", *(str(x.series_over_3x) if x.n_series else "–" for x in sums)],
+             [bold("single run: geometric mean over all trials"),
+              *(bold(fmt(t.single_run_geomean, 2, fixed=True)) for t in singles.values()), *["–"] * n_others],
+             ["single run: 90th percentile", *(fmt(t.single_run_p90, 2, fixed=True) for t in singles.values()),
+              *["–"] * n_others],
+             ["single run: worst", *(fmt(t.worst_single, 2, fixed=True) for t in singles.values()),
+              *["–"] * n_others]]
+    head = ["series", *(f"EvoCov {label}" for label in folders), *others]
+    return md_table(head, rows)
 
 
 def accuracy_report(out: Path, *, data_dir: Path | None = None, classical: bool = True,
