@@ -1019,9 +1019,9 @@ def _trial_rows(trials: pd.DataFrame) -> list[str]:
                      "lllrrrrrrrrrrrrl"), ""]
 
 
-#: Published methods in the README's comparison table (``published_rmse.csv``'s ``method``).
+#: Published methods in the comparison tables (``published_rmse.csv``'s ``method``).
 README_METHODS = ("GPSS", "ABCD-accuracy")
-#: Classical forecasters in the README's comparison table (``classical.csv``'s ``model``).
+#: Classical forecasters in the comparison tables (``classical.csv``'s ``model``).
 README_CLASSICAL = ("AutoETS", "AutoARIMA", "AutoTheta")
 
 
@@ -1073,7 +1073,8 @@ def references(out: Path, data_dir: Path, series: Sequence[str], *, classical: b
 
 
 def readme_table(out: Path, data_dir: Path, variant: str = "full") -> str:
-    """The README's "how good is it" table: per series, our median test RMSE (returned model)
+    """One folder's comparison table (``accuracy-report --readme``; the README's, of several folders, is
+    :func:`headline_table`): per series, our median test RMSE (returned model)
     beside the EvoCov paper's mean, the published GPSS and ABCD results and the classical
     forecasters AutoETS, AutoARIMA and AutoTheta on the same split (``OUT/classical.csv``, made
     when missing).

@@ -156,8 +156,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--data-dir", type=Path, default=None, help="default: the one recorded in run.json")
     r.add_argument("--readme", action="store_true",
-                   help="also print the README's comparison table (ours, EvoCov paper, GPSS, ABCD, AutoETS, "
-                        "AutoARIMA, AutoTheta)")
+                   help="also print the folder's comparison table (ours, EvoCov paper, GPSS, ABCD, AutoETS, "
+                        "AutoARIMA, AutoTheta; the README's, of several folders, is accuracy-headline's)")
     r.add_argument("--no-classical", action="store_true",
                    help="leave the classical forecasters out (by default they are run once per series and kept in "
                         "OUT/classical.csv)")
