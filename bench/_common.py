@@ -2,8 +2,10 @@
 
 Not a benchmark itself. The scripts run as modules from the repository root
 (``python -m bench.bench_lml``), so ``evocov_core`` imports from the clone with no change to
-``sys.path``; markdown tables and the CPU name come from :mod:`evocov_core.benchmarks.common`,
-the same helpers the package's benchmarks use.
+``sys.path``. What the study scripts share with the package's benchmark commands (the geometric
+mean, markdown tables, the number format, trial statuses, the last-row-wins reading of
+``trials.csv``) is not here but in :mod:`evocov_core.benchmarks.common` and
+:mod:`evocov_core.benchmarks.accuracy`: the scripts import it from there.
 """
 
 from __future__ import annotations
@@ -22,9 +24,8 @@ from pathlib import Path
 from evocov_core.benchmarks.common import cpu_model, md_table
 from evocov_core.provenance import git_state
 
-__all__ = ["ROOT", "calibrate", "command_line", "cpu_model", "geomean", "interleaved", "limit_threads",
-           "machine_info", "md_table", "parse_tuple", "per_call", "pool_summary", "report_ratio_table",
-           "write_report"]
+__all__ = ["RESULTS_DIR", "ROOT", "calibrate", "command_line", "interleaved", "limit_threads", "machine_info",
+           "parse_tuple", "per_call", "pool_summary", "report_ratio_table", "write_report"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,11 +33,6 @@ RESULTS_DIR = ROOT / "bench" / "results"
 
 
 # --- small helpers ------------------------------------------------------------------
-
-
-def geomean(values: Sequence[float]) -> float:
-    """Geometric mean of positive numbers."""
-    return math.exp(statistics.fmean(math.log(float(v)) for v in values))
 
 
 def parse_tuple(text: str) -> tuple[float, ...]:

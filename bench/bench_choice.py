@@ -48,9 +48,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import RESULTS_DIR, geomean, limit_threads, md_table, parse_tuple, write_report
+from bench._common import RESULTS_DIR, limit_threads, parse_tuple, write_report
 from evocov_core.benchmarks.accuracy import read_trials, variant_config
-from evocov_core.benchmarks.common import load_series
+from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
 from evocov_core.gp import posterior
 from evocov_core.kernel_file import load_kernel_file, parse_expression
 from evocov_core.metrics import FitData, coverage, crps_normal, rmse
@@ -200,7 +200,7 @@ def main() -> None:
         series, _, seed = path.name[:-len(".csv.gz")].split("__")
         seed = int(seed.removeprefix("seed"))
         t = trials.loc[(series, "full", seed)]
-        if t.status != "ok":
+        if t.status != TrialStatus.OK:
             continue
         data = FitData.from_dataset(load_series(data_dir, series), split_fraction=config.metric_split,
                                     max_points=config.fit_points)

@@ -34,7 +34,8 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from bench._common import limit_threads, md_table, write_report
+from bench._common import limit_threads, write_report
+from evocov_core.benchmarks.common import md_table
 from evocov_core.benchmarks.long import load_long, write_series
 
 

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._common import interleaved, limit_threads, md_table, report_ratio_table
-from evocov_core.benchmarks.common import load_series
+from bench._common import interleaved, limit_threads, report_ratio_table
+from evocov_core.benchmarks.common import geomean, load_series, md_table
 from evocov_core.evaluate import Inputs
 from evocov_core.gp import lml_and_grad
 from evocov_core.kernel import Kernel
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
             ratios.append(ratio)
             rows.append([name, str(X.shape[0]), str(n_lags), kname, f"{1e3 * t['pairs'][1]:.2f}",
                          f"{1e3 * t['lags'][1]:.2f}", f"{ratio:.2f}"])
-        gmean = float(np.exp(np.mean(np.log(ratios))))
+        gmean = geomean(ratios)
         summary.append(f"{name.split('-', 1)[1]}_geomean_ratio={gmean:.2f}")
 
     table = md_table(["series", "n", "distinct lags", "kernel", "pairs, ms (CPU)", "lags, ms (CPU)",

@@ -39,8 +39,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import geomean, limit_threads, md_table, write_report
+from bench._common import limit_threads, write_report
 from evocov_core.benchmarks.accuracy import read_trials, reference_rmse
+from evocov_core.benchmarks.common import TrialStatus, geomean, md_table
 from evocov_core.data import Dataset, load_tsdl
 from evocov_core.gp import posterior
 from evocov_core.metrics import FitData
@@ -89,7 +90,7 @@ def run_trial(ds: Dataset, budget: str, seed: int, workers: int = 2) -> dict:
 def compare(rows: pd.DataFrame, against: Path, data_dir: Path) -> pd.DataFrame:
     """Per trial: ratio to the best published on ``y`` and on ``log y``, and the BIC difference."""
     trials = read_trials(against)
-    trials = trials[(trials.variant == "full") & (trials.status == "ok")].set_index(["series", "seed"])
+    trials = trials[(trials.variant == "full") & (trials.status == TrialStatus.OK)].set_index(["series", "seed"])
     refs = reference_rmse(data_dir).best_published
     out = []
     for r in rows.itertuples():

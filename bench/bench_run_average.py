@@ -35,9 +35,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import geomean, limit_threads, md_table, write_report
+from bench._common import limit_threads, write_report
 from evocov_core.benchmarks.accuracy import read_trials, reference_rmse
-from evocov_core.benchmarks.common import load_series
+from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
 from evocov_core.kernel_file import load_kernel_file
 from evocov_core.model import FittedModel
 
@@ -75,7 +75,7 @@ def bic_pick_gains(ratios: pd.Series, bics: pd.Series, k: int) -> list[float]:
 def full_trials(folder: Path, refs: pd.Series) -> pd.DataFrame:
     """The folder's finished ``full`` trials (a rerun counted once) with their ratio to ``refs``."""
     trials = read_trials(folder)
-    trials = trials[(trials.variant == "full") & (trials.status == "ok")]
+    trials = trials[(trials.variant == "full") & (trials.status == TrialStatus.OK)]
     return trials.assign(ratio=trials.test_rmse / trials.series.map(refs))
 
 

@@ -40,8 +40,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import RESULTS_DIR, interleaved, limit_threads, md_table, write_report
+from bench._common import RESULTS_DIR, interleaved, limit_threads, write_report
 from bench.vfe import fit_vfe, grid_inducing, vfe_lml, vfe_lml_and_grad, vfe_predict_mean
+from evocov_core.benchmarks.common import fmt, md_table
 from evocov_core.benchmarks.long import SERIES, load_long, write_series
 from evocov_core.data import Dataset
 from evocov_core.gp import lml_and_grad
@@ -146,14 +147,6 @@ def cost(table: pd.DataFrame, reps: int = 3, block: float = 1.0, log=print) -> p
     return pd.DataFrame(rows)
 
 
-def _fmt(v: object, digits: int = 4) -> str:
-    try:
-        f = float(v)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return "-"
-    return "-" if not math.isfinite(f) else f"{f:.{digits}g}"
-
-
 def pivots(table: pd.DataFrame, costs: pd.DataFrame | None) -> str:
     """Compact tables: test RMSE by kernel and method, and ms per LML + gradient by method, per series."""
     out = []
@@ -162,14 +155,14 @@ def pivots(table: pd.DataFrame, costs: pd.DataFrame | None) -> str:
         t = table[table.series == s]
         methods = [m for m in t.method.unique() if m.startswith("exact")] + [m for m in order if m in set(t.method)]
         piv = t.pivot_table(index="kernel", columns="method", values="test_rmse", aggfunc="first")
-        rows = [[k, *(_fmt(piv.loc[k].get(m)) for m in methods)] for k in KERNELS if k in piv.index]
+        rows = [[k, *(fmt(piv.loc[k].get(m)) for m in methods)] for k in KERNELS if k in piv.index]
         floor = t.true_mean_rmse.dropna()
         out.append(f"**{s}**, test RMSE" + (f" (true mean: {floor.iloc[0]:.3g})" if len(floor) else "") + "\n\n"
                    + md_table(["kernel", *methods], rows))
         if costs is not None and len(costs[costs.series == s]):
             c = costs[costs.series == s].groupby("method").wall_s.median()
             out.append(f"**{s}**, ms per LML + gradient (median over the kernels)\n\n"
-                       + md_table(methods, [[_fmt(c.get(m, math.nan) * 1e3, 3) for m in methods]], "r" * len(methods)))
+                       + md_table(methods, [[fmt(c.get(m, math.nan) * 1e3, 3) for m in methods]], "r" * len(methods)))
     return "\n\n".join(out)
 
 
@@ -187,9 +180,9 @@ def report(table: pd.DataFrame | None, costs: pd.DataFrame | None, threads: dict
                 if costs is not None:
                     hit = costs[(costs.series == s) & (costs.kernel == r.kernel) & (costs.method == r.method)]
                     c = float(hit.wall_s.iloc[0]) if len(hit) else None
-                rows.append([r.kernel, r.method, f"{int(r.points):,}", _fmt(r.test_rmse), _fmt(r.lml, 6),
-                             _fmt(r.get("bound_at_start"), 6), int(r.evals),
-                             _fmt(c * 1e3 if c else None), _fmt(c * r.evals if c else None, 3)])
+                rows.append([r.kernel, r.method, f"{int(r.points):,}", fmt(r.test_rmse), fmt(r.lml, 6),
+                             fmt(r.get("bound_at_start"), 6), int(r.evals),
+                             fmt(c * 1e3 if c else None), fmt(c * r.evals if c else None, 3)])
             sections.append(head + "\n\n" + md_table(
                 ["kernel", "method", "points", "test RMSE", "LML / bound F", "F at the 1,000-subset's values",
                  "evaluations", "ms per LML + gradient", "fit s (evals × cost)"], rows, "llrrrrrrr"))

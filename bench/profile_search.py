@@ -18,8 +18,8 @@ import pstats
 import time
 from pathlib import Path
 
-from bench._common import limit_threads, md_table, write_report
-from evocov_core.benchmarks.common import load_series
+from bench._common import limit_threads, write_report
+from evocov_core.benchmarks.common import load_series, md_table
 from evocov_core.gp import FitStatus
 from evocov_core.metrics import FitData
 from evocov_core.search import preset, run_search

@@ -542,6 +542,47 @@ def test_readme_table_compares_with_the_paper_and_published(tmp_path: Path) -> N
     assert "vs_autoets=nan" in text
 
 
+def test_headline_table_sets_folders_beside_the_references(tmp_path: Path) -> None:
+    """The README's table: each folder's medians, the references' own summary, single runs for ours only."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    _refs().reset_index().to_csv(data_dir / "evocov_paper_rmse.csv", index=False)
+    pd.DataFrame({"dataset": ["01-a", "01-a", "02-b"], "method": ["GPSS", "ABCD-accuracy", "GPSS"],
+                  "rmse": [12.0, 11.0, 1.5]}).to_csv(data_dir / "published_rmse.csv", index=False)
+    folders = {}
+    for name, rows in (("A", _trials().to_dict("records")),
+                       ("B", [_row("01-a", k, rmse=v) for k, v in enumerate((10.0, 11.0, 40.0))]
+                        + [_row("02-b", 0, rmse=2.0), _row("03-c", 0, rmse=2.0)])):
+        out = tmp_path / name
+        out.mkdir()
+        for row in rows:
+            acc.trials_file(out).append(row)
+        folders[f"{name} (1 s)"] = out
+    lines = acc.headline_table(folders, data_dir).splitlines()
+    assert lines[0] == ("| series | EvoCov A (1 s) | EvoCov B (1 s) | EvoCov paper (mean) | GPSS | ABCD-accuracy | "
+                        "AutoETS | AutoARIMA | AutoTheta |")
+    assert "| 01-a | 20 (2.00×) | 11 (1.10×) | 20 | 12 | 11 | – | – | – |" in lines
+    assert "| 03-c | 10 (5.00×) | 2 (1.00×) | 1 | – | – | – | – | – |" in lines  # A: 8, 10 and a failure
+    rows = {line.split(" | ")[0].strip("| *"): line.split(" | ")[1:] for line in lines[2:]}
+    # Medians: A 2, 0.5, 5; B 1.1, 2, 1; the paper 2, 2, 0.5; GPSS lacks 03-c: no summary.
+    gm = rows["geometric mean over the series** (ours: median of the seeds)"]
+    assert gm[:4] == ["**1.71**", f"**{(1.1 * 2 * 1) ** (1 / 3):.2f}**", f"**{(2 * 2 * 0.5) ** (1 / 3):.2f}**", "**–**"]
+    assert rows["worst series"][:3] == ["5.00", "2.00", "2.00"]
+    assert rows["series over 3×"][:4] == ["1", "0", "0", "–"]
+    # Single runs of B: 1.0, 1.1, 4.0, 2.0, 1.0 (ratios to 10, 10, 10, 1, 2).
+    single = [1.0, 1.1, 4.0, 2.0, 1.0]
+    assert rows["single run: geometric mean over all trials"][1] == f"**{math.prod(single) ** (1 / 5):.2f}**"
+    assert rows["single run: worst"][1:3] == ["4.00", "–"]
+    assert rows["single run: 90th percentile"][0] == "inf"  # A has a failed trial
+
+
+def test_headline_command_wants_label_equals_folder(capsys: pytest.CaptureFixture[str]) -> None:
+    from evocov_core.benchmarks import main
+
+    assert main(["bench", "accuracy-headline", "--folder", "bench/results/accuracy/quick-reseed"]) == 2
+    assert "expected LABEL=FOLDER" in capsys.readouterr().err
+
+
 def test_the_help_names_every_variant(capsys: pytest.CaptureFixture[str]) -> None:
     from evocov_core.benchmarks import main
 

@@ -68,11 +68,14 @@ import pandas as pd
 from ..data import Dataset
 from ..provenance import git_state
 from .common import (
+    COUNTED,
     BenchError,
     ResultFile,
+    TrialStatus,
     append_run,
     command_line,
     fmt,
+    geomean,
     load_series,
     machine_info,
     md_table,
@@ -97,6 +100,7 @@ __all__ = [
     "accuracy",
     "accuracy_report",
     "done_keys",
+    "headline_table",
     "kernel_path",
     "parse_variants",
     "pending_trials",
@@ -190,9 +194,6 @@ TRIAL_COLUMNS = [
     "coverage_95", "crps",
 ]
 TRIAL_KEY = ["series", "variant", "seed"]
-
-#: Rows of these statuses are finished trials (``error`` rows are run again and left out of the scores).
-COUNTED = ("ok", "no_kernel")
 
 
 # --- settings --------------------------------------------------------------------------------
@@ -346,9 +347,9 @@ def done_keys(out: Path) -> set[tuple[str, str, int]]:
     out = Path(out)
 
     def done(row: dict) -> bool:
-        if row.get("status") == "no_kernel":
+        if row.get("status") == TrialStatus.NO_KERNEL:
             return True
-        return row.get("status") == "ok" and (out / str(row.get("kernel_file"))).is_file()
+        return row.get("status") == TrialStatus.OK and (out / str(row.get("kernel_file"))).is_file()
 
     return trials_file(out).keys(done)  # type: ignore[return-value]
 
@@ -433,7 +434,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
         records = tuple(getattr(result, "records", ()))
         best = result.best
         if best is None or not best.ok:
-            row.update(status="no_kernel", reason="no kernel could be fitted")
+            row.update(status=TrialStatus.NO_KERNEL, reason="no kernel could be fitted")
         else:
             ensemble = tuple(getattr(result, "ensemble", ()) or ())
             bma = None
@@ -442,8 +443,9 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
 
                 bma = ensemble_test_rmse(data, ensemble)
             best_bic = getattr(result, "best_bic", None) or best
-            row.update(status="ok", test_rmse=best.test_rmse, bma_test_rmse=bma, bic_test_rmse=best_bic.test_rmse,
-                       q=best.q, bic=best.bic, ensemble_size=len(ensemble), expression=best.kernel.prefix,
+            row.update(status=TrialStatus.OK, test_rmse=best.test_rmse, bma_test_rmse=bma,
+                       bic_test_rmse=best_bic.test_rmse, q=best.q, bic=best.bic, ensemble_size=len(ensemble),
+                       expression=best.kernel.prefix,
                        infix=best.kernel.infix, kernel_file=kernel_path(spec.series, spec.variant, spec.seed),
                        **_predictive_scores(best, ds, getattr(result, "calibration", None)))
             doc = kernel_file_dict(best, ds.norm, dataset=spec.series, n_test=ds.n_test, n_train=ds.n_train,
@@ -456,7 +458,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
         if t0 is not None and "wall_s" not in row:
             wall = time.perf_counter() - t0
             row.update(wall_s=round(wall, 3), wall_ratio=round(wall / spec.budget_s, 4))
-        row.update(status="error", reason=f"{type(exc).__name__}: {exc}"[:500])
+        row.update(status=TrialStatus.ERROR, reason=f"{type(exc).__name__}: {exc}"[:500])
     row["finished"] = now_iso()
     return {"row": row, "kernel": doc, "records": records}
 
@@ -625,7 +627,7 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
             say(f"[{i}/{len(todo)}] {s} {v} seed {k}: {row['status']} rmse={fmt(row.get('test_rmse'))} "
                 f"bma={fmt(row.get('bma_test_rmse'))} q={row.get('q', '-')} wall {fmt(row.get('wall_s'), 3)} s "
                 f"(×{fmt(row.get('wall_ratio'), 3)}) fits={row.get('n_evaluations', '-')}"
-                + (f" ({row.get('reason')})" if row["status"] != "ok" else ""))
+                + (f" ({row.get('reason')})" if row["status"] != TrialStatus.OK else ""))
         completed = True
     finally:  # also on Ctrl-C; a killed process leaves its record without an end (shown as interrupted)
         run.update(finished=now_iso(), wall_seconds=round(time.perf_counter() - t0, 2), trials_run=count,
@@ -668,7 +670,7 @@ def _finished(trials: pd.DataFrame, variant: str, columns: Iterable[str]) -> pd.
     if t.empty:
         return t
     t = t[(t["variant"] == variant) & t["status"].isin(COUNTED)].copy()
-    failed = t["status"] != "ok"
+    failed = t["status"] != TrialStatus.OK
     for col in ("test_rmse", "bic_test_rmse"):
         if col in t:
             t.loc[failed | t[col].isna(), col] = math.inf
@@ -701,7 +703,7 @@ def series_table(trials: pd.DataFrame, refs: pd.DataFrame, variant: str = "full"
     g = t.groupby("series")
     tab = pd.DataFrame({
         "trials": g.size(),
-        "failed": g["status"].agg(lambda s: int((s != "ok").sum())),
+        "failed": g["status"].agg(lambda s: int((s != TrialStatus.OK).sum())),
         "rmse": g["test_rmse"].median(),
         "bma_rmse": g["bma_test_rmse"].median(),
         "bic_rmse": g["bic_test_rmse"].median(),
@@ -747,16 +749,7 @@ def summarize(table: pd.DataFrame, column: str = "ratio") -> Summary:
     max_wall = float(wall.max()) if len(wall) else nan
     if r.size == 0:
         return Summary(nan, nan, 0, max_wall, 0)
-    gm = math.inf if np.isinf(r).any() else float(np.exp(np.mean(np.log(r))))
-    return Summary(gm, float(r.max()), int((r > OVER).sum()), max_wall, int(r.size))
-
-
-def _num(v: float, digits: int = 4) -> str:
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf"
-    return f"{v:.{digits}g}"
+    return Summary(geomean(r), float(r.max()), int((r > OVER).sum()), max_wall, int(r.size))
 
 
 class TrialSummary(NamedTuple):
@@ -816,10 +809,10 @@ def trial_summary(trials: pd.DataFrame, refs: pd.DataFrame, variant: str,
         ratio = t["test_rmse"].to_numpy(dtype=float) / ref
     has = np.isfinite(ref) & (ref > 0)
     r = pd.Series(ratio[has], index=t["series"].to_numpy()[has])
-    single = (_geomean_of_ratios(r.to_numpy()), _quantile(r.to_numpy(), 0.9), float(r.max())) if len(r) else (
+    single = (geomean(r.to_numpy()), _quantile(r.to_numpy(), 0.9), float(r.max())) if len(r) else (
         nan, nan, nan)
-    median5 = _geomean_of_ratios(r.groupby(level=0).median().to_numpy()) if len(r) else nan
-    cov = t[(t["status"] == "ok") & t["coverage_95"].notna() & t["n_test"].notna()]
+    median5 = geomean(r.groupby(level=0).median().to_numpy()) if len(r) else nan
+    cov = t[(t["status"] == TrialStatus.OK) & t["coverage_95"].notna() & t["n_test"].notna()]
     pooled = float((cov["coverage_95"] * cov["n_test"]).sum() / cov["n_test"].sum()) if len(cov) else nan
     if classical is not None and len(classical):
         ours = t.groupby("series")["test_rmse"].median()
@@ -829,7 +822,7 @@ def trial_summary(trials: pd.DataFrame, refs: pd.DataFrame, variant: str,
             both = pd.concat([ours, base], axis=1, keys=["ours", "base"], join="inner").dropna()
             both = both[both["base"] > 0]
             if len(both):
-                vs[key] = _geomean_of_ratios((both["ours"] / both["base"]).to_numpy(dtype=float))
+                vs[key] = geomean((both["ours"] / both["base"]).to_numpy(dtype=float))
     return TrialSummary(*single, median5, pooled, len(cov), vs)
 
 
@@ -838,13 +831,16 @@ def summary_line(variant: str, summary: Summary, trials: TrialSummary | None = N
     ``trials`` ``single_run_geomean=… single_run_p90=… worst_single=… median5_geomean=… coverage_95=…
     coverage_trials=… vs_autoets=… vs_autoarima=… vs_autotheta=… vs_snaive=…``; every key but ``variant``
     after ``prefix`` (``corpus_`` on a folder of series judged against AutoETS)."""
-    items = [("accuracy_geomean", _num(summary.accuracy_geomean)), ("worst_ratio", _num(summary.worst_ratio)),
-             ("series_over_3x", str(summary.series_over_3x)), ("max_wall_ratio", _num(summary.max_wall_ratio))]
+    def num(v: float, digits: int = 4) -> str:
+        return fmt(v, digits, missing="nan")
+
+    items = [("accuracy_geomean", num(summary.accuracy_geomean)), ("worst_ratio", num(summary.worst_ratio)),
+             ("series_over_3x", str(summary.series_over_3x)), ("max_wall_ratio", num(summary.max_wall_ratio))]
     if trials is not None:
-        items += [("single_run_geomean", _num(trials.single_run_geomean)),
-                  ("single_run_p90", _num(trials.single_run_p90)), ("worst_single", _num(trials.worst_single)),
-                  ("median5_geomean", _num(trials.median5_geomean)), ("coverage_95", _num(trials.coverage_95, 3)),
-                  ("coverage_trials", str(trials.coverage_trials)), *((k, _num(v)) for k, v in trials.vs.items())]
+        items += [("single_run_geomean", num(trials.single_run_geomean)),
+                  ("single_run_p90", num(trials.single_run_p90)), ("worst_single", num(trials.worst_single)),
+                  ("median5_geomean", num(trials.median5_geomean)), ("coverage_95", num(trials.coverage_95, 3)),
+                  ("coverage_trials", str(trials.coverage_trials)), *((k, num(v)) for k, v in trials.vs.items())]
     return f"variant={variant} " + " ".join(f"{prefix}{k}={v}" for k, v in items)
 
 
@@ -879,12 +875,6 @@ def trial_rmse(trials: pd.DataFrame, variant: str) -> pd.Series:
     return t.set_index(["series", "seed"])["test_rmse"].astype(float)
 
 
-def _geomean_of_ratios(q: np.ndarray) -> float:
-    if not len(q) or np.isnan(q).any():
-        return math.nan
-    return math.inf if np.isinf(q).any() else float(np.exp(np.mean(np.log(q))))
-
-
 def ablation_table(trials: pd.DataFrame, refs: pd.DataFrame, variants: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per variant: :func:`summarize` of the returned model, the BMA and the lowest-BIC kernel.
 
@@ -902,13 +892,13 @@ def ablation_table(trials: pd.DataFrame, refs: pd.DataFrame, variants: Sequence[
         vs = math.nan
         if len(full) and len(tab):
             both = pd.concat([tab["ratio"], full["ratio"]], axis=1, keys=["v", "f"], join="inner").dropna()
-            vs = _geomean_of_ratios((both["v"] / both["f"]).to_numpy(dtype=float))
+            vs = geomean((both["v"] / both["f"]).to_numpy(dtype=float))
         pairs = pd.concat([trial_rmse(trials, v), trial_rmse(trials, "full")], axis=1, keys=["v", "f"],
                           join="inner").dropna()
         with np.errstate(invalid="ignore", divide="ignore"):
             q = (pairs["v"] / pairs["f"]).to_numpy(dtype=float, copy=True)
         q[np.isinf(pairs["v"].to_numpy()) & np.isinf(pairs["f"].to_numpy())] = 1.0  # both failed: a tie
-        paired = _geomean_of_ratios(q)
+        paired = geomean(q)
         rows[v] = {"series": s.n_series, "trials": int(tab["trials"].sum()) if len(tab) else 0,
                    "failed": int(tab["failed"].sum()) if len(tab) else 0,
                    "geomean": s.accuracy_geomean, "worst": s.worst_ratio, "over_3x": s.series_over_3x,
@@ -925,14 +915,8 @@ def ablation_table(trials: pd.DataFrame, refs: pd.DataFrame, variants: Sequence[
 
 
 def _f(v: object, digits: int = 3) -> str:
-    """A ratio for a table: fixed decimals, ``inf``, ``-`` for missing."""
-    try:
-        x = float(v)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return "-"
-    if math.isnan(x):
-        return "-"
-    return "inf" if math.isinf(x) else f"{x:.{digits}f}"
+    """A ratio for a table: :func:`~evocov_core.benchmarks.common.fmt` with fixed decimals."""
+    return fmt(v, digits, fixed=True)
 
 
 def _notes(v: object) -> list[str]:
@@ -968,7 +952,7 @@ def _series_section(tab: pd.DataFrame, variant: str, trials: pd.DataFrame, class
     from ..classical import MODELS
 
     t = _finished(trials, variant, ["coverage_95", "n_test"])
-    t = t[(t["status"] == "ok") & t["coverage_95"].notna()] if len(t) else t
+    t = t[(t["status"] == TrialStatus.OK) & t["coverage_95"].notna()] if len(t) else t
     cov = ((t["coverage_95"] * t["n_test"]).groupby(t["series"]).sum() / t.groupby("series")["n_test"].sum()
            if len(t) else pd.Series(dtype=float))
     base = {m: (classical[classical["model"] == m].set_index("series")["test_rmse"] if len(classical)
@@ -1037,9 +1021,9 @@ def _trial_rows(trials: pd.DataFrame) -> list[str]:
                      "lllrrrrrrrrrrrrl"), ""]
 
 
-#: Published methods in the README's comparison table (``published_rmse.csv``'s ``method``).
+#: Published methods in the comparison tables (``published_rmse.csv``'s ``method``).
 README_METHODS = ("GPSS", "ABCD-accuracy")
-#: Classical forecasters in the README's comparison table (``classical.csv``'s ``model``).
+#: Classical forecasters in the comparison tables (``classical.csv``'s ``model``).
 README_CLASSICAL = ("AutoETS", "AutoARIMA", "AutoTheta")
 
 
@@ -1091,7 +1075,8 @@ def references(out: Path, data_dir: Path, series: Sequence[str], *, classical: b
 
 
 def readme_table(out: Path, data_dir: Path, variant: str = "full") -> str:
-    """The README's "how good is it" table: per series, our median test RMSE (returned model)
+    """One folder's comparison table (``accuracy-report --readme``; the README's, of several folders, is
+    :func:`headline_table`): per series, our median test RMSE (returned model)
     beside the EvoCov paper's mean, the published GPSS and ABCD results and the classical
     forecasters AutoETS, AutoARIMA and AutoTheta on the same split (``OUT/classical.csv``, made
     when missing).
@@ -1115,20 +1100,87 @@ def readme_table(out: Path, data_dir: Path, variant: str = "full") -> str:
     rows = []
     for series, r in table.iterrows():
         best = refs.loc[series, "best_published"]
-        cells = [series, f"{r['rmse']:.4g} ({r['rmse'] / best:.2f}×)",
-                 f"{refs.loc[series, 'evocov_lml_mean']:.4g}"]
+        cells = [series, f"{fmt(r['rmse'])} ({fmt(r['rmse'] / best, 2, fixed=True)}×)",
+                 fmt(refs.loc[series, "evocov_lml_mean"])]
         for source, methods in ((pub, README_METHODS), (base, README_CLASSICAL)):
-            cells += [f"{source.loc[series, m]:.4g}" if series in source.index and m in source.columns
+            cells += [fmt(source.loc[series, m]) if series in source.index and m in source.columns
                       and np.isfinite(source.loc[series, m]) else "–" for m in methods]
         rows.append(cells)
     s = summarize(table)
     vs = trial_summary(trials, refs, variant, classical).vs
     head = ["series", "EvoCov here (× best published)", "EvoCov paper (mean)", *README_METHODS, *README_CLASSICAL]
-    return md_table(head, rows) + (f"\n\nGeometric mean of the ratios to the best published: "
-                                   f"{s.accuracy_geomean:.2f}; worst {s.worst_ratio:.2f}; "
+    gm, worst = fmt(s.accuracy_geomean, 2, fixed=True), fmt(s.worst_ratio, 2, fixed=True)
+    return md_table(head, rows) + (f"\n\nGeometric mean of the ratios to the best published: {gm}; worst {worst}; "
                                    f"series over 3×: {s.series_over_3x}.\n\nAgainst the classical forecasters "
                                    "(geometric mean over the series of our RMSE / theirs): "
-                                   + ", ".join(f"{k}={_num(v, 3)}" for k, v in vs.items()) + ".")
+                                   + ", ".join(f"{k}={fmt(v, 3, missing='nan')}" for k, v in vs.items()) + ".")
+
+
+def headline_table(folders: Mapping[str, Path], data_dir: Path, variant: str = "full") -> str:
+    """The README's "How good is it" table: several accuracy folders side by side, and the references.
+
+    Per series: each folder's median test RMSE over its seeds (returned model) with its ratio to
+    the best published RMSE, then the EvoCov paper's mean, the published GPSS and ABCD results
+    and the classical forecasters AutoETS, AutoARIMA and AutoTheta on the same split
+    (``classical.csv`` of the first folder, made when missing). Then, on the ratios to the best
+    published: the geometric mean over the series of the per-series median, the worst series and
+    the series over 3×, for every column; and for each folder its single trials (:func:`trial_summary`):
+    geometric mean over all trials, 90th percentile, worst. Runs nothing else.
+
+    Parameters
+    ----------
+    folders : mapping of str to Path
+        Column label (e.g. ``quick (60 s)``) to a bench accuracy folder, in column order.
+    data_dir : Path
+        Holds the series, ``evocov_paper_rmse.csv`` and ``published_rmse.csv``.
+    variant : str
+    """
+    refs = reference_rmse(data_dir)
+    best = refs["best_published"]
+    pub = pd.read_csv(Path(data_dir) / "published_rmse.csv")
+    pub = pub[pub.method.isin(README_METHODS)].pivot_table(index="dataset", columns="method", values="rmse")
+    tables, singles = {}, {}
+    for label, out in folders.items():
+        trials = trials_file(Path(out)).read()
+        tables[label] = series_table(trials, refs, variant)
+        singles[label] = trial_summary(trials, refs, variant)
+    series = sorted(set().union(*(t.index for t in tables.values())))
+    _, classical, _ = references(next(iter(folders.values())), data_dir, series)
+    ok = classical[classical["status"] == "ok"] if len(classical) else classical
+    base = ok.pivot_table(index="series", columns="model", values="test_rmse") if len(ok) else pd.DataFrame()
+    others = {"EvoCov paper (mean)": refs["evocov_lml_mean"],
+              **{m: pub[m] if m in pub.columns else pd.Series(dtype=float) for m in README_METHODS},
+              **{m: base[m] if m in base.columns else pd.Series(dtype=float) for m in README_CLASSICAL}}
+    rows = []
+    for s in series:
+        cells = [s]
+        for tab in tables.values():
+            cells.append(f"{fmt(tab.loc[s, 'rmse'])} ({fmt(tab.loc[s, 'ratio'], 2, fixed=True)}×)" if s in tab.index
+                         else "–")
+        cells += [fmt(col.get(s, math.nan), missing="–") for col in others.values()]
+        rows.append(cells)
+
+    def over_series(ratios: pd.Series) -> Summary:
+        r = ratios.reindex(series)
+        if r.isna().any():  # a reference missing on a series: no summary (it would not be comparable)
+            return Summary(math.nan, math.nan, 0, math.nan, 0)
+        return summarize(pd.DataFrame({"ratio": r, "max_wall_ratio": math.nan}))
+
+    sums = [summarize(tab) for tab in tables.values()] + [over_series(col / best) for col in others.values()]
+    n_others = len(others)
+    bold = "**{}**".format
+    rows += [[bold("geometric mean over the series") + " (ours: median of the seeds)",
+              *(bold(fmt(x.accuracy_geomean, 2, fixed=True, missing="–")) for x in sums)],
+             ["worst series", *(fmt(x.worst_ratio, 2, fixed=True, missing="–") for x in sums)],
+             ["series over 3×", *(str(x.series_over_3x) if x.n_series else "–" for x in sums)],
+             [bold("single run: geometric mean over all trials"),
+              *(bold(fmt(t.single_run_geomean, 2, fixed=True)) for t in singles.values()), *["–"] * n_others],
+             ["single run: 90th percentile", *(fmt(t.single_run_p90, 2, fixed=True) for t in singles.values()),
+              *["–"] * n_others],
+             ["single run: worst", *(fmt(t.worst_single, 2, fixed=True) for t in singles.values()),
+              *["–"] * n_others]]
+    head = ["series", *(f"EvoCov {label}" for label in folders), *others]
+    return md_table(head, rows)
 
 
 def accuracy_report(out: Path, *, data_dir: Path | None = None, classical: bool = True,
@@ -1196,7 +1248,7 @@ def accuracy_report(out: Path, *, data_dir: Path | None = None, classical: bool 
              "series of our median test RMSE / that classical forecaster's (`classical.csv`)"
              + (": every key prefixed `corpus_`" if corpus else "") + ":", "",
              "```", *(summary or ["(no finished trial yet)"]), "```", ""]
-    n_err = int((trials["status"] == "error").sum()) if len(trials) else 0
+    n_err = int((trials["status"] == TrialStatus.ERROR).sum()) if len(trials) else 0
     if n_err:
         lines += [f"{n_err} trial(s) ended with an error (left out of the scores; rerun the command to retry "
                   "them): see the trial list.", ""]

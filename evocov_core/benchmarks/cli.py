@@ -10,6 +10,7 @@
     python -m evocov_core bench scaling   --data-dir ... --out DIR
     python -m evocov_core bench accuracy  --budget quick --seeds 3 --workers 2 --variants full --out DIR
     python -m evocov_core bench accuracy-report --out DIR
+    python -m evocov_core bench accuracy-headline --folder "quick (60 s)=DIR1" --folder "standard (5 min)=DIR2"
     python -m evocov_core bench long      --budget quick --seeds 3 [--fit-points N] --out DIR
     python -m evocov_core bench long-report --out DIR
 """
@@ -155,11 +156,19 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--data-dir", type=Path, default=None, help="default: the one recorded in run.json")
     r.add_argument("--readme", action="store_true",
-                   help="also print the README's comparison table (ours, EvoCov paper, GPSS, ABCD, AutoETS, "
-                        "AutoARIMA, AutoTheta)")
+                   help="also print the folder's comparison table (ours, EvoCov paper, GPSS, ABCD, AutoETS, "
+                        "AutoARIMA, AutoTheta; the README's, of several folders, is accuracy-headline's)")
     r.add_argument("--no-classical", action="store_true",
                    help="leave the classical forecasters out (by default they are run once per series and kept in "
                         "OUT/classical.csv)")
+
+    r = bsub.add_parser("accuracy-headline", help="print the README's How-good-is-it table from accuracy folders, "
+                                                  "running nothing")
+    r.__class__ = _OneLineErrors
+    r.add_argument("--folder", action="append", required=True, metavar="LABEL=FOLDER",
+                   help="a column: its label and a bench accuracy folder, e.g. 'quick (60 s)=bench/results/accuracy/"
+                        "quick-reseed' (repeat, in column order)")
+    r.add_argument("--data-dir", type=Path, default=None, help="default: the one recorded in the first run.json")
 
     r = bsub.add_parser("long", help="long and high-frequency series: the search command within its budget "
                                      "against seasonal naive and MSTL, wall time and memory of the whole process",
@@ -276,6 +285,22 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
             data_dir = a.data_dir or next((Path(r["data_dir"]) for r in reversed(read_runs(a.out / "run.json"))
                                            if r.get("data_dir")), None)
             print(readme_table(a.out, data_dir))
+    elif cmd == "accuracy-headline":
+        from .accuracy import headline_table
+        from .common import read_runs
+
+        folders = {}
+        for item in a.folder:
+            label, sep, folder = item.partition("=")
+            if not sep or not label.strip() or not folder.strip():
+                raise BenchError(f"--folder {item!r}: expected LABEL=FOLDER")
+            folders[label.strip()] = Path(folder.strip())
+        first = next(iter(folders.values()))
+        data_dir = a.data_dir or next((Path(r["data_dir"]) for r in reversed(read_runs(first / "run.json"))
+                                       if r.get("data_dir")), None)
+        if data_dir is None:
+            raise BenchError(f"{first}/run.json records no data folder; pass --data-dir")
+        print(headline_table(folders, data_dir))
     elif cmd == "long":
         from .long import long_bench
 

@@ -1,4 +1,5 @@
-"""What the benchmark commands share: series loading, result files, job running, machine facts.
+"""What the benchmark commands and the study scripts of ``bench/`` share: series loading, result
+files, trial statuses, job running, machine facts, the geometric mean and the number format of reports.
 
 Result folders are append-only and resumable: each finished job appends one CSV row
 (flushed and synced at once), and a job whose row is already there is not run again.
@@ -21,6 +22,7 @@ import shlex
 import socket
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +33,14 @@ from ..data import Dataset, load_tsdl
 from ..parallel import DaskRunner, PoolRunner, make_runner
 
 __all__ = [
+    "COUNTED",
     "BenchError",
     "ResultFile",
+    "TrialStatus",
     "append_run",
     "doc_md",
     "fmt",
+    "geomean",
     "load_series",
     "machine_info",
     "md_table",
@@ -49,6 +54,26 @@ __all__ = [
 
 class BenchError(ValueError):
     """A user error of a benchmark command (one line, exit status 2)."""
+
+
+class TrialStatus(StrEnum):
+    """How a benchmark trial (one row of a result file) ended.
+
+    A ``StrEnum``: members equal their values, so result files written before it existed read
+    back unchanged and ``row["status"] == TrialStatus.OK`` holds for a row read from a CSV.
+    """
+
+    OK = "ok"
+    """The search (or fit) ran and returned a kernel; its scores are in the row."""
+    NO_KERNEL = "no_kernel"
+    """The search ran to its end but could fit no kernel: a finished trial, scored as an infinite RMSE."""
+    ERROR = "error"
+    """An exception (or a failed child process) stopped the trial; the reason is in the row, the scores
+    leave it out and the next invocation of the command runs it again."""
+
+
+#: Statuses of the finished trials: those the scores count and a resumed command does not run again.
+COUNTED = (TrialStatus.OK, TrialStatus.NO_KERNEL)
 
 
 # --- series ---------------------------------------------------------------------------------
@@ -334,17 +359,59 @@ def md_table(header: Sequence[str], rows: Iterable[Sequence[object]], align: str
     return "\n".join(lines)
 
 
-def fmt(v: object, digits: int = 4) -> str:
-    """A number for a table: ``digits`` significant digits, ``-`` for missing."""
+def fmt(v: object, digits: int = 4, *, fixed: bool = False, missing: str = "-") -> str:
+    """A number for a report: the one formatter of the benchmark reports.
+
+    Parameters
+    ----------
+    v : object
+        A number, or None / NaN (missing). Text that is not a number is returned as it is
+        (``missing`` instead when ``fixed``).
+    digits : int
+        Significant digits (``.4g``), or decimals when ``fixed`` (``.3f``, for ratios).
+    fixed : bool
+        Fixed decimals instead of significant digits.
+    missing : str
+        What None and NaN print as (``-`` in tables, ``nan`` in ``key=value`` summary lines).
+
+    Returns
+    -------
+    str
+        ``inf`` / ``-inf`` for infinities.
+    """
     if v is None:
-        return "-"
+        return missing
     try:
         f = float(v)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        return str(v)
-    if not math.isfinite(f):
-        return "-" if math.isnan(f) else str(f)
-    return f"{f:.{digits}g}"
+        return missing if fixed else str(v)
+    if math.isnan(f):
+        return missing
+    if math.isinf(f):
+        return str(f)
+    return f"{f:.{digits}f}" if fixed else f"{f:.{digits}g}"
+
+
+def geomean(values: Iterable[float] | np.ndarray | pd.Series) -> float:
+    """Geometric mean of non-negative numbers (ratios): the one every benchmark report uses.
+
+    NaN when there is no value or one is NaN; ``inf`` when one is infinite (a failed trial
+    counts as an infinite ratio, and it must show); 0 when one is 0 and none is infinite.
+
+    Raises
+    ------
+    ValueError
+        A value is negative.
+    """
+    q = np.asarray(values if isinstance(values, (np.ndarray, pd.Series)) else list(values), dtype=float)
+    if not q.size or np.isnan(q).any():
+        return math.nan
+    if (q < 0).any():
+        raise ValueError(f"geometric mean of negative values: {q[q < 0][:3].tolist()}")
+    if np.isinf(q).any():
+        return math.inf
+    with np.errstate(divide="ignore"):  # log(0) = -inf: the mean is then 0
+        return float(np.exp(np.mean(np.log(q))))
 
 
 def doc_md(text: str) -> str:

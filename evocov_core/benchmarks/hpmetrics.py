@@ -34,6 +34,7 @@ from ..provenance import git_state
 from .common import (
     BenchError,
     ResultFile,
+    TrialStatus,
     append_run,
     command_line,
     doc_md,
@@ -97,7 +98,7 @@ def run_metric_job(job: MetricJob) -> dict:
                    n_evals=fit.n_evals, theta=[round(t, 6) for t in fit.theta],
                    log_noise=fit.log_noise, reason=fit.reason)
     except Exception as exc:  # recorded, rerun on resume
-        row.update(status="error", reason=f"{type(exc).__name__}: {exc}"[:500])
+        row.update(status=TrialStatus.ERROR, reason=f"{type(exc).__name__}: {exc}"[:500])
     row["seconds"] = round(time.perf_counter() - t0, 3)
     return row
 
@@ -116,7 +117,7 @@ def hp_metrics(data_dir: Path, out: Path, *, trials: int, series: str | None = N
     names = [s for s in resolve_series(data_dir, series) if s in GPSS_PUBLISHED]
     out.mkdir(parents=True, exist_ok=True)
     rf = ResultFile(out / "metrics.csv", COLUMNS, KEY)
-    done = rf.keys(lambda r: r.get("status") != "error")
+    done = rf.keys(lambda r: r.get("status") != TrialStatus.ERROR)
     jobs = []
     for s in names:
         ds = load_series(data_dir, s)
@@ -151,7 +152,7 @@ def hp_metrics(data_dir: Path, out: Path, *, trials: int, series: str | None = N
 
 def table4(rows: pd.DataFrame, method: str | None = None) -> pd.DataFrame:
     """Mean test RMSE per series and metric (ours), beside the paper's Table 4."""
-    ok = rows[rows["status"] == "ok"].copy()
+    ok = rows[rows["status"] == TrialStatus.OK].copy()
     if method is not None:
         ok = ok[ok["method"] == method]
     ok["test_rmse"] = pd.to_numeric(ok["test_rmse"], errors="coerce")
@@ -205,7 +206,7 @@ def metrics_report(out: Path) -> Path:
                       "Series won per metric (ours / paper, over the series shown): "
                       + ", ".join(f"{METRIC_LABELS[m]} {wins[0].get(f'ours {m}', 0)} / "
                                   f"{wins[1].get(f'paper {m}', 0)}" for m in METRICS), ""]
-        failed = rows[rows["status"] != "ok"]
+        failed = rows[rows["status"] != TrialStatus.OK]
         if len(failed):
             lines += [f"{len(failed)} fit(s) did not end ok: "
                       + "; ".join(f"{r['series']} {r['metric']} trial {r['trial']}: {r['status']}"

@@ -75,9 +75,11 @@ from ..provenance import git_state
 from .common import (
     BenchError,
     ResultFile,
+    TrialStatus,
     append_run,
     command_line,
     fmt,
+    geomean,
     machine_info,
     md_table,
     now_iso,
@@ -403,12 +405,13 @@ def _trial(out: Path, name: str, seed: int, ds: Dataset, baselines: dict[str, fl
         kf, row["reason"] = None, f"unreadable kernel file: {exc}"
     if kf is None:
         tail = (res.stderr.strip().splitlines() or ["no output"])[-1]
-        row.update(status="error", reason=row.get("reason") or f"exit status {res.returncode}: {tail}"[:300])
+        row.update(status=TrialStatus.ERROR, reason=row.get("reason") or f"exit status {res.returncode}: {tail}"[:300])
     else:
         rmse = _num(kf.scores.get("test_rmse"))
         approx = kf.approximation
-        row.update(status="ok", test_rmse=rmse, ratio=rmse / best if math.isfinite(best) and best > 0 else math.nan,
-                   q=kf.kernel.q, infix=kf.kernel.infix, kernel_file=kernel_rel,
+        row.update(status=TrialStatus.OK, test_rmse=rmse,
+                   ratio=rmse / best if math.isfinite(best) and best > 0 else math.nan, q=kf.kernel.q,
+                   infix=kf.kernel.infix, kernel_file=kernel_rel,
                    command_s=_num(kf.scores.get("seconds")),
                    n_used=approx.n_used if approx is not None else ds.n_train,
                    approximation=approx.describe() if approx is not None else "")
@@ -436,7 +439,7 @@ def done_keys(out: Path) -> set[tuple[str, int]]:
     """``(series, seed)`` of the finished trials: status ``ok`` with the kernel file present."""
     out = Path(out)
     return _trials_file(out).keys(  # type: ignore[return-value]
-        lambda r: r.get("status") == "ok" and (out / str(r.get("kernel_file"))).is_file())
+        lambda r: r.get("status") == TrialStatus.OK and (out / str(r.get("kernel_file"))).is_file())
 
 
 def pending_trials(series: Sequence[str], seeds: int, done: set[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -541,7 +544,7 @@ def long_bench(out: Path, *, budget: str = "quick", seeds: int = 3, fit_points: 
             say(f"[{i}/{len(todo)}] {name} seed {seed}: {row['status']} rmse={fmt(row.get('test_rmse'))} "
                 f"ratio={fmt(row.get('ratio'), 3)} wall {fmt(row['wall_s'], 3)} s (x{fmt(row['wall_ratio'], 3)}) "
                 f"peak {fmt(row['peak_mem_gb'], 3)} GB fits={row.get('n_evaluations', '-')}"
-                + (f" ({row.get('reason')})" if row["status"] != "ok" else ""))
+                + (f" ({row.get('reason')})" if row["status"] != TrialStatus.OK else ""))
         completed = True
     finally:
         run.update(finished=now_iso(), wall_seconds=round(time.perf_counter() - t0, 2), trials_run=count,
@@ -570,13 +573,13 @@ def series_table(trials: pd.DataFrame) -> pd.DataFrame:
            "autoets_rmse", "ratio", "wall_s", "wall_ratio", "peak_mem_gb", "n_evaluations"]
     for c in num:
         t[c] = pd.to_numeric(t[c], errors="coerce") if c in t else np.nan
-    failed = t["status"] != "ok"
+    failed = t["status"] != TrialStatus.OK
     t.loc[failed | t["ratio"].isna() & t["test_rmse"].isna(), "ratio"] = math.inf
     t.loc[failed, "test_rmse"] = math.inf
     g = t.groupby("series", sort=False)
     tab = pd.DataFrame({
         "n": g["n"].max(), "n_train": g["n_train"].max(), "n_test": g["n_test"].max(), "trials": g.size(),
-        "failed": g["status"].agg(lambda s: int((s != "ok").sum())), "rmse": g["test_rmse"].median(),
+        "failed": g["status"].agg(lambda s: int((s != TrialStatus.OK).sum())), "rmse": g["test_rmse"].median(),
         "true_mean_rmse": g["true_mean_rmse"].max(), "seasonal_naive_rmse": g["seasonal_naive_rmse"].max(),
         "mstl_rmse": g["mstl_rmse"].max(), "autoets_rmse": g["autoets_rmse"].max(), "ratio": g["ratio"].median(),
         "wall_s": g["wall_s"].median(), "max_wall_ratio": g["wall_ratio"].max(), "peak_mem_gb": g["peak_mem_gb"].max(),
@@ -605,23 +608,21 @@ def summarize(table: pd.DataFrame) -> Summary:
     r = pd.to_numeric(table["ratio"], errors="coerce").dropna().to_numpy(dtype=float)
     wall = pd.to_numeric(table["max_wall_ratio"], errors="coerce").dropna()
     mem = pd.to_numeric(table["peak_mem_gb"], errors="coerce").dropna()
-    gm = math.nan if not r.size else math.inf if np.isinf(r).any() else float(np.exp(np.mean(np.log(r))))
-    return Summary(gm, float(r.max()) if r.size else math.nan, float(wall.max()) if len(wall) else math.nan,
+    return Summary(geomean(r), float(r.max()) if r.size else math.nan, float(wall.max()) if len(wall) else math.nan,
                    float(mem.max()) if len(mem) else math.nan, int(r.size))
 
 
 def summary_line(s: Summary) -> str:
     """``long_geomean_vs_best_baseline=… worst_ratio=… max_wall_ratio=… peak_mem_gb=…``."""
     def f(v: float) -> str:
-        return "nan" if math.isnan(v) else "inf" if math.isinf(v) else f"{v:.4g}"
+        return fmt(v, missing="nan")
 
     return (f"long_geomean_vs_best_baseline={f(s.geomean)} worst_ratio={f(s.worst_ratio)} "
             f"max_wall_ratio={f(s.max_wall_ratio)} peak_mem_gb={f(s.peak_mem_gb)}")
 
 
 def _ratio(v: object) -> str:
-    x = _num(v)
-    return "-" if math.isnan(x) else "inf" if math.isinf(x) else f"{x:.2f}"
+    return fmt(v, 2, fixed=True)
 
 
 def _series_section(tab: pd.DataFrame) -> list[str]:
@@ -650,7 +651,7 @@ def _trial_rows(trials: pd.DataFrame) -> list[str]:
         rows.append([r["series"], int(r["seed"]), r["status"], fmt(r.get("test_rmse")), _ratio(r.get("ratio")),
                      fmt(r.get("wall_s"), 3), _ratio(r.get("wall_ratio")), fmt(r.get("command_s"), 3),
                      fmt(r.get("peak_mem_gb"), 3), fmt(r.get("n_evaluations"), 5), fmt(r.get("n_screen_fits"), 5),
-                     fmt(r.get("q"), 3), kernel if r["status"] == "ok" else str(r.get("reason", ""))[:80]])
+                     fmt(r.get("q"), 3), kernel if r["status"] == TrialStatus.OK else str(r.get("reason", ""))[:80]])
     return ["## Trials", "",
             "wall s = the child command from its start to its exit; command s = what the command itself counted "
             "(from its process start to writing the kernel file).", "",

@@ -20,6 +20,7 @@ from .budget import ALGORITHMS
 from .common import (
     BenchError,
     ResultFile,
+    TrialStatus,
     doc_md,
     fmt,
     invocation_walls,
@@ -76,7 +77,7 @@ def load_run(out: Path) -> dict:
 
 
 def _ours(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    ok = trials[trials["status"] == "ok"].copy()
+    ok = trials[trials["status"] == TrialStatus.OK].copy()
     ok["test_rmse"] = pd.to_numeric(ok["test_rmse"], errors="coerce")
     ok["q"] = pd.to_numeric(ok["q"], errors="coerce")
     return {k: ok[ok["algorithm"] == k] for k in ALGORITHMS if (ok["algorithm"] == k).any()}
@@ -238,7 +239,7 @@ def report(out: Path, *, data_dir: Path | None = None) -> Path:
               "trial k = k",
               f"- sum of trial wall times {twall:.0f} s, of trial CPU times {cpu:.0f} s", ""]
     lines += _budget_section(run)
-    if (trials["status"] == "ok").any() if len(trials) else False:
+    if (trials["status"] == TrialStatus.OK).any() if len(trials) else False:
         raw, std = table5(trials, data_dir)
         raw.to_csv(out / "table5_raw.csv", float_format="%.6g")
         std.to_csv(out / "table5.csv", float_format="%.4f")

@@ -34,6 +34,7 @@ from ..search import SearchConfig, run_search
 from .budget import ALGORITHMS, budget_config, predicted_core_seconds, settings_summary
 from .common import (
     BenchError,
+    TrialStatus,
     command_line,
     fmt,
     load_series,
@@ -89,9 +90,9 @@ def run_trial(spec: TrialSpec) -> dict:
         best = result.best
         row.update(n_evaluations=result.n_evaluations, restarts=result.restarts)
         if best is None or not best.ok:
-            row.update(status="no_kernel", reason="no kernel could be fitted")
+            row.update(status=TrialStatus.NO_KERNEL, reason="no kernel could be fitted")
         else:
-            row.update(status="ok", test_rmse=best.test_rmse, q=best.q, bic=best.bic, lml=best.lml,
+            row.update(status=TrialStatus.OK, test_rmse=best.test_rmse, q=best.q, bic=best.bic, lml=best.lml,
                        metric=best.metric, metric_value=best.metric_value, expression=best.kernel.prefix,
                        infix=best.kernel.infix,
                        kernel_file=kernel_path(spec.series, spec.algorithm, spec.budget, spec.seed))
@@ -101,7 +102,7 @@ def run_trial(spec: TrialSpec) -> dict:
                                                  "budget": spec.budget, "evaluations": result.n_evaluations,
                                                  "seconds": round(time.perf_counter() - t0, 3)})
     except Exception as exc:  # one failed trial must not stop the benchmark
-        row.update(status="error", reason=f"{type(exc).__name__}: {exc}"[:500])
+        row.update(status=TrialStatus.ERROR, reason=f"{type(exc).__name__}: {exc}"[:500])
     row.update(wall_seconds=round(time.perf_counter() - t0, 3), cpu_seconds=round(time.process_time() - c0, 3),
                finished=now_iso())
     return {"row": row, "kernel": doc}
@@ -179,9 +180,9 @@ def reproduce(data_dir: Path, out: Path, *, algorithms: str, trials: int, budget
     rf = trials_file(out)
 
     def done(row: dict) -> bool:
-        if row.get("status") == "no_kernel":
+        if row.get("status") == TrialStatus.NO_KERNEL:
             return True
-        return row.get("status") == "ok" and (out / str(row.get("kernel_file"))).is_file()
+        return row.get("status") == TrialStatus.OK and (out / str(row.get("kernel_file"))).is_file()
 
     finished = rf.keys(done)
     specs = []
@@ -212,7 +213,7 @@ def reproduce(data_dir: Path, out: Path, *, algorithms: str, trials: int, budget
         rmse = fmt(row.get("test_rmse"))
         say(f"[{count[0]}/{total}] {spec.series} {spec.algorithm} seed {spec.seed}: {row['status']} "
             f"rmse={rmse} q={row.get('q', '-')} {row['wall_seconds']:.1f}s"
-            + (f" ({row.get('reason')})" if row["status"] != "ok" else ""))
+            + (f" ({row.get('reason')})" if row["status"] != TrialStatus.OK else ""))
 
     try:
         run_jobs(run_trial, specs, workers=workers, scheduler=scheduler, on_result=on_result, log=say)
