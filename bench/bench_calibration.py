@@ -42,9 +42,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import RESULTS_DIR, geomean, limit_threads, md_table, write_report
+from bench._common import RESULTS_DIR, limit_threads, md_table, write_report
 from evocov_core.benchmarks.accuracy import read_trials, variant_config
-from evocov_core.benchmarks.common import load_series
+from evocov_core.benchmarks.common import geomean, load_series
 from evocov_core.gp import posterior
 from evocov_core.kernel_file import load_kernel_file
 from evocov_core.metrics import FitData, crps_normal
