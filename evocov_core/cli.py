@@ -307,6 +307,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         bma = ensemble_test_rmse(data, result.ensemble)
         if bma is not None:
             print(f"model average of {len(result.ensemble)} kernels: test RMSE {bma:.6g}")
+    calibrated = result.calibration.describe()
+    if calibrated:
+        print(calibrated)
     screened = f", {result.n_screen_fits} screening fits" if result.n_screen_fits else ""
     wrote = f"; wrote {args.out}" if args.out is not None else ""
     print(f"{result.n_evaluations} kernels fitted{screened} in {time.perf_counter() - t0:.1f} s{wrote}")
