@@ -8,10 +8,12 @@ forecast is scored by the continuous ranked probability score of its predictive 
 (mean, latent variance + noise) against the points there. Scores are in model units (outputs
 standardised), so origins and kernels are comparable.
 
-The hyperparameters are the kernel's full-data values: a refit at each origin would cost one
-fit per origin and candidate, which a 60 s budget cannot pay on 1,000 points. The forecast from
-an early origin still shows what a kernel does beyond the data it is conditioned on: a trend
-that bends away, a variance that collapses or explodes, a cycle that fades.
+To rank candidates the hyperparameters are the kernel's full-data values: a refit at each
+origin would cost one fit per origin and candidate, which a 60 s budget cannot pay on 1,000
+points. The forecast from an early origin still shows what a kernel does beyond the data it is
+conditioned on: a trend that bends away, a variance that collapses or explodes, a cycle that
+fades. To calibrate the returned kernel's spread (:func:`calibrate`) its errors must be out of
+sample, so there it is refitted at each origin: four fits of one kernel.
 
 One origin at ``1 − horizon`` with a refit is the tail score of :mod:`evocov_core.search.select`;
 the study of these rules is ``bench/bench_choice.py``.
