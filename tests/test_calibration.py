@@ -121,3 +121,16 @@ def test_the_report_says_how_much_wider_the_intervals_are():
     plain = report_html(parse_kernel_file(dump_kernel_file(kernel_file_dict(fit, ds.norm, n_train=ds.n_train))), ds,
                         baseline_budget=0, classical=False)
     assert "as wide as the GP" not in plain
+
+
+def test_a_search_without_a_model_choice_still_calibrates_what_it_returns():
+    data = FitData.from_dataset(_trend(80, seed=3))
+    cfg = preset("quick", population=6, mu=2, generations=2, d_min=2, d_max=4, psd_w=6, max_evals=15, n_screen=4,
+                 rho_max=30, time_budget=0.0, select_top=1, calibration="origins")
+    from evocov_core.search import search_executor
+
+    with search_executor(data, cfg, workers=1) as ex:
+        res = run_search(data, cfg, seed=0, executor=ex)
+    assert res.selection == () and res.calibration.rule == "origins" and res.calibration.errors > 0
+    refit = head_stage(data, cfg.optim)[1]
+    assert res.calibration == calibrate(data, res.best, "origins", refit=refit, seed=(0, 7927))

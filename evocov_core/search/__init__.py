@@ -31,7 +31,7 @@ from .gpss import run_gpss
 from .gwtf import run_gwtf
 from .random_search import run_random_search
 from .replay import RecordingExecutor, ReplayExecutor, RunLog
-from .select import choose_model
+from .select import calibrate_returned, choose_model
 from .stages import head_stage, search_executor, search_stages
 
 __all__ = [
@@ -110,18 +110,23 @@ def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, 
                          "search_executor(data, config) or pass search_stages(data, config)")
     result = _RUNNERS[config.algorithm](data, config, executor, seed=seed, progress=progress,
                                         should_stop=should_stop)
-    if config.select_top <= 1 or result.status == RunStatus.CANCELLED or len(result.candidates) <= 1:
+    if result.status == RunStatus.CANCELLED:
         return result
     deadline = end = None
     refit = head_stage(data, config.optim)[1]
     # Four refits of one kernel at most, each with at most refit.max_evals evaluations.
     origins_cost = 4 * refit.max_evals * result.eval_seconds if math.isfinite(result.eval_seconds) else 0.0
     if config.time_budget > 0 and not replaying:
+        end = time.time() + (t0 + 0.97 * config.time_budget - time.perf_counter())
+    if config.select_top <= 1 or len(result.candidates) <= 1:
+        if result.best is None or not result.best.ok:
+            return result
+        calib = calibrate_returned(data, result.best, None, config.calibration, refit, seed, end, origins_cost)
+        return dataclasses.replace(result, calibration=calib, elapsed=time.perf_counter() - t0)
+    if end is not None:
         # The refits stop early enough for the checks that follow them (long series: seconds).
         checks = len(result.candidates) * CHOICE_EXTRA_EVALS * result.eval_seconds
-        checks = checks if math.isfinite(checks) else 0.0
-        end = time.time() + (t0 + 0.97 * config.time_budget - time.perf_counter())
-        deadline = end - checks
+        deadline = end - (checks if math.isfinite(checks) else 0.0)
     chosen, rows, ensemble, calib = choose_model(
         data, result.candidates, executor, seed=seed, deadline=deadline, should_stop=should_stop, rule=config.choice,
         calibration=config.calibration, refit=refit, end=end, origins_cost=origins_cost)

@@ -47,8 +47,8 @@ from ..parallel import Executor, Task
 from .common import StopCheck
 from .validate import CALIBRATIONS, Calibration, OriginScores, calibrate, origin_scores, spread_scale
 
-__all__ = ["CHOICE_RULES", "EXPLODING_SPREAD", "INDEFINITE", "choose_model", "horizon_spread", "indefiniteness",
-           "tail_score"]
+__all__ = ["CHOICE_RULES", "EXPLODING_SPREAD", "INDEFINITE", "calibrate_returned", "choose_model", "horizon_spread",
+           "indefiniteness", "tail_score"]
 
 #: How :func:`choose_model` scores its candidates.
 CHOICE_RULES = ("tail", "origins")
@@ -201,7 +201,7 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     if not cands:
         return None, (), (), Calibration()
     if len(cands) == 1 or data.split is None or (rule == "tail" and "head" not in getattr(executor, "stages", ())):
-        calib = _calibrate(data, cands[0], None, calibration, refit, seed, end, origins_cost)
+        calib = calibrate_returned(data, cands[0], None, calibration, refit, seed, end, origins_cost)
         return cands[0], (), (), calib
     heads: list[FitResult | None] = [None] * len(cands)
     origins: list[OriginScores | None] = [None] * len(cands)
@@ -250,13 +250,15 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     } for i, f in enumerate(cands))
     ensemble = tuple((f, float(w)) for f, w in zip(cands, weights, strict=True) if w >= MIN_WEIGHT)
     total = sum(w for _, w in ensemble)
-    calib = _calibrate(data, cands[best], heads[best], calibration, refit, seed, end, origins_cost)
+    calib = calibrate_returned(data, cands[best], heads[best], calibration, refit, seed, end, origins_cost)
     return cands[best], rows, tuple((f, w / total) for f, w in ensemble), calib
 
 
-def _calibrate(data: FitData, fit: FitResult, head_fit: FitResult | None, calibration: str,
-               refit: OptimConfig | None, seed: int, end: float | None, origins_cost: float) -> Calibration:
-    """:func:`calibrate`, with ``origins`` falling back to ``tail`` when its refits would end after ``end``."""
+def calibrate_returned(data: FitData, fit: FitResult, head_fit: FitResult | None, calibration: str,
+                       refit: OptimConfig | None, seed: int, end: float | None, origins_cost: float) -> Calibration:
+    """:func:`~evocov_core.search.validate.calibrate` for the kernel a search returns: ``origins``
+    falls back to ``tail`` (``head_fit``, the model choice's refit, when there is one) when its
+    refits, estimated at ``origins_cost`` seconds, would end after ``end`` (wall-clock time)."""
     if calibration == "origins" and (refit is None or (end is not None and time.time() + origins_cost > end)):
         calibration = "tail"
     return calibrate(data, fit, calibration, head_fit=head_fit, refit=refit, seed=(seed, 7927), deadline=end)
