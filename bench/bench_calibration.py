@@ -14,8 +14,8 @@ kernel each trial of a ``bench accuracy`` folder returned (its kernel file; no s
     the spread multiplied by a factor learned from one out-of-sample forecast: the kernel refitted
     on the first 90 % of the training range (one L-BFGS-B run from its values, as the model
     choice does) forecasts the last 10 %; ``q``: the 95 % quantile of the standardised errors
-    ``|z|`` over 1.96 (:func:`evocov_core.search.validate.spread_scale`), ``rms``: ``sqrt(mean z²)``;
-    both never below 1;
+    ``|z|`` over 1.96 (:func:`evocov_core.search.validate.spread_scale`), ``rms``: ``sqrt(mean z²)``
+    (:func:`evocov_core.calibration.rms_scale`); both never below 1;
 ``origins-q`` / ``origins-rms``
     the same factors from four such forecasts, from 60, 70, 80 and 90 % of the range
     (:func:`evocov_core.search.validate.origin_scores` with a refit), errors pooled.
@@ -43,9 +43,10 @@ import numpy as np
 import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, md_table, write_report
+from bench.bench_choice import predictive_on_test
 from evocov_core.benchmarks.accuracy import read_trials, variant_config
 from evocov_core.benchmarks.common import geomean, load_series
-from evocov_core.gp import posterior
+from evocov_core.calibration import rms_scale
 from evocov_core.kernel_file import load_kernel_file
 from evocov_core.metrics import FitData, crps_normal
 from evocov_core.optimize import FitResult
@@ -55,21 +56,9 @@ from evocov_core.search.validate import origin_scores, spread_scale
 RULES = ("raw", "tail-q", "tail-rms", "origins-q", "origins-rms")
 
 
-def rms_scale(z: np.ndarray, *, min_points: int = 5) -> float:
-    """``sqrt(mean z²)`` of the finite errors, never below 1 (1 with fewer than ``min_points``)."""
-    z = np.asarray(z, dtype=np.float64)
-    z = z[np.isfinite(z)]
-    return 1.0 if z.size < min_points else max(1.0, float(np.sqrt(np.mean(z * z))))
-
-
 def test_quality(data: FitData, fit: FitResult, scale: float) -> dict[str, float]:
     """Points inside, points, mean CRPS and mean interval width on the test part (original units)."""
-    with np.errstate(all="ignore"):
-        post = posterior(fit.kernel, data.inputs, data.y, np.asarray(fit.theta), fit.log_noise, data.X_test,
-                         jitter=fit.jitter)
-    mu = post.mean * data.y_std + data.y_mean
-    sd = np.sqrt(post.var + fit.noise_variance + fit.jitter) * data.y_std * scale
-    y = np.asarray(data.y_test, dtype=np.float64)
+    y, mu, sd = predictive_on_test(data, fit, scale)
     inside = (y >= mu - 1.96 * sd) & (y <= mu + 1.96 * sd)
     return {"inside": float(inside.sum()), "points": float(y.size), "crps": crps_normal(y, mu, sd),
             "width": float(np.mean(2 * 1.96 * sd))}

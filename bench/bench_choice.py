@@ -88,15 +88,21 @@ def mixture_rmse(data: FitData, fits: list[FitResult], weights: np.ndarray) -> f
     return rmse(data.y_test, mean * data.y_std + data.y_mean)
 
 
-def interval_quality(data: FitData, fit: FitResult, scale: float = 1.0) -> tuple[float, float]:
-    """Coverage of the 95 % interval and mean CRPS (original units) on the test part, the
-    predictive standard deviation multiplied by ``scale``."""
+def predictive_on_test(data: FitData, fit: FitResult, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Test outputs, predictive means and standard deviations (latent + noise, times ``scale``),
+    original units."""
     with np.errstate(all="ignore"):
         post = posterior(fit.kernel, data.inputs, data.y, np.asarray(fit.theta), fit.log_noise, data.X_test,
                          jitter=fit.jitter)
     mu = post.mean * data.y_std + data.y_mean
     sd = np.sqrt(post.var + fit.noise_variance + fit.jitter) * data.y_std * scale
-    y = np.asarray(data.y_test, dtype=np.float64)
+    return np.asarray(data.y_test, dtype=np.float64), mu, sd
+
+
+def interval_quality(data: FitData, fit: FitResult, scale: float = 1.0) -> tuple[float, float]:
+    """Coverage of the 95 % interval and mean CRPS (original units) on the test part, the
+    predictive standard deviation multiplied by ``scale``."""
+    y, mu, sd = predictive_on_test(data, fit, scale)
     return coverage(y, mu - 1.96 * sd, mu + 1.96 * sd), crps_normal(y, mu, sd)
 
 
