@@ -29,7 +29,7 @@ MAX_SPREAD = 1e3
 def rms_scale(z: NDArray[np.float64], *, min_points: int = 5) -> float:
     """The factor on a predictive standard deviation that makes the validation errors' mean square
     one: ``sqrt(mean z²)``, never below 1 (a forecast is not made more confident than the GP
-    says) and 1 with fewer than ``min_points`` finite errors.
+    says) nor above :data:`MAX_SPREAD`, and 1 with fewer than ``min_points`` finite errors.
 
     Less noisy than a quantile
     (:func:`evocov_core.search.validate.spread_scale`) on the few errors a short series offers.
@@ -41,7 +41,10 @@ def rms_scale(z: NDArray[np.float64], *, min_points: int = 5) -> float:
     """
     a = np.asarray(z, dtype=np.float64)
     a = a[np.isfinite(a)]
-    return 1.0 if a.size < min_points else max(1.0, float(np.sqrt(np.mean(a * a))))
+    if a.size < min_points:
+        return 1.0
+    # A kernel whose forecast misses by thousands of its spreads keeps a factor a file can hold.
+    return min(MAX_SPREAD, max(1.0, float(np.sqrt(np.mean(a * a)))))
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,9 @@ class Calibration:
         """One sentence for a page or a report; None when the intervals are the GP's own."""
         if self.rule == "none":
             return None
+        if self.errors < 5:
+            return (f"Forecast intervals are the GP's own: {self.errors} out-of-sample errors are too few to "
+                    "calibrate them.")
         where = ("its refits at four earlier points in time" if self.rule == "origins"
                  else "its refit on the first 90 % of the training range")
         if self.spread <= 1.0:

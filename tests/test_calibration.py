@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from evocov_core.calibration import Calibration, rms_scale
+from evocov_core.calibration import MAX_SPREAD, Calibration, rms_scale
 from evocov_core.data import Dataset
 from evocov_core.gp import posterior
 from evocov_core.kernel_file import KernelFileError, dump_kernel_file, kernel_file_dict, parse_kernel_file
@@ -39,6 +39,10 @@ def test_rms_scale_is_the_root_mean_square_never_below_one():
     assert rms_scale(0.5 * rng.standard_normal(1000)) == 1.0  # never narrower than the GP says
     assert rms_scale(np.array([4.0, np.nan, np.inf, 4.0])) == 1.0  # too few finite errors
     assert rms_scale(np.array([3.0, -3.0, 3.0, -3.0, 3.0, np.nan])) == pytest.approx(3.0)
+    assert rms_scale(np.full(10, 1e9)) == MAX_SPREAD  # a wild miss still gives a factor a file can hold
+    doc = kernel_file_dict(_fit("SE", FitData.from_dataset(_trend(40))), None,
+                           calibration=Calibration(rms_scale(np.full(10, 1e9)), "origins", 10))
+    assert parse_kernel_file(dump_kernel_file(doc)).calibration.spread == MAX_SPREAD
 
 
 @pytest.mark.parametrize("bad", [{"spread": 0.5, "rule": "tail"}, {"spread": 1e9, "rule": "tail"},
