@@ -35,7 +35,6 @@ Writes ``bench/results/bench_calibration__<folder name>.md`` and ``…csv`` (one
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -43,9 +42,9 @@ import numpy as np
 import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, md_table, write_report
-from bench.bench_choice import predictive_on_test
-from evocov_core.benchmarks.accuracy import read_trials, variant_config
-from evocov_core.benchmarks.common import geomean, load_series
+from bench.bench_choice import folder_setup, predictive_on_test, trial_data
+from evocov_core.benchmarks.accuracy import read_trials
+from evocov_core.benchmarks.common import TrialStatus, geomean
 from evocov_core.calibration import rms_scale
 from evocov_core.kernel_file import load_kernel_file
 from evocov_core.metrics import FitData, crps_normal
@@ -79,15 +78,12 @@ def main() -> None:
     args = ap.parse_args()
     threads = limit_threads()
     t0 = time.perf_counter()
-    runs = json.loads((args.folder / "run.json").read_text(encoding="utf-8"))["runs"]
-    data_dir = Path(args.data_dir or runs[-1]["data_dir"]).resolve()
-    config = variant_config("full", runs[-1]["budget"])
+    data_dir, config = folder_setup(args.folder, args.data_dir)
     trials = read_trials(args.folder)
-    trials = trials[(trials.variant == "full") & (trials.status == "ok")]
+    trials = trials[(trials.variant == "full") & (trials.status == TrialStatus.OK)]
     rows = []
     for t in trials.itertuples():
-        data = FitData.from_dataset(load_series(data_dir, t.series), split_fraction=config.metric_split,
-                                    max_points=config.fit_points)
+        data = trial_data(data_dir, config, t.series)
         fit = load_kernel_file(args.folder / str(t.kernel_file)).to_fit(data.n)
         refit = head_stage(data, config.optim)[1]
         for rule, q in trial_rows(data, fit, refit, int(t.seed)).items():

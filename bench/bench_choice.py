@@ -188,6 +188,19 @@ def reference(folder: Path, data_dir: Path, names: list[str]) -> pd.Series:
     return pd.to_numeric(ets, errors="coerce")
 
 
+def folder_setup(folder: Path, data_dir: Path | None):
+    """The data folder (``data_dir`` or the one the folder's ``run.json`` records) and the
+    ``full`` variant's settings at the folder's budget."""
+    runs = json.loads((folder / "run.json").read_text(encoding="utf-8"))["runs"]
+    return Path(data_dir or runs[-1]["data_dir"]).resolve(), variant_config("full", runs[-1]["budget"])
+
+
+def trial_data(data_dir: Path, config, series: str) -> FitData:
+    """A series' training data as the folder's searches saw them."""
+    return FitData.from_dataset(load_series(data_dir, series), split_fraction=config.metric_split,
+                                max_points=config.fit_points)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--folder", type=Path, required=True, help="a bench accuracy folder made with --records")
@@ -197,9 +210,7 @@ def main() -> None:
     args = ap.parse_args()
     threads = limit_threads()
     t0 = time.perf_counter()
-    runs = json.loads((args.folder / "run.json").read_text(encoding="utf-8"))["runs"]
-    data_dir = Path(args.data_dir or runs[-1]["data_dir"]).resolve()
-    config = variant_config("full", runs[-1]["budget"])
+    data_dir, config = folder_setup(args.folder, args.data_dir)
     trials = read_trials(args.folder).set_index(["series", "variant", "seed"])
     rows = []
     for path in sorted((args.folder / "records").glob("*__full__seed*.csv.gz")):
@@ -208,8 +219,7 @@ def main() -> None:
         t = trials.loc[(series, "full", seed)]
         if t.status != TrialStatus.OK:
             continue
-        data = FitData.from_dataset(load_series(data_dir, series), split_fraction=config.metric_split,
-                                    max_points=config.fit_points)
+        data = trial_data(data_dir, config, series)
         kf = load_kernel_file(args.folder / str(t.kernel_file))
         refit = head_stage(data, config.optim)[1] if args.refit else None
         res = {"preset": float(t.test_rmse), "bma": float(t.bma_test_rmse),
