@@ -309,7 +309,7 @@ def test_choose_model_skips_an_indefinite_candidate(small: FitData, monkeypatch:
     bad = replace(fits[0], kernel=parse_expression("sq_dist(euc(x), hp0)"), theta=(0.0,))
     # The indefinite kernel gets the best tail score: only the validity check keeps it out.
     scores = iter([100.0, 1.0, 3.0, 2.0])
-    monkeypatch.setattr(select, "tail_score", lambda data, head: next(scores))
+    monkeypatch.setattr(select, "tail_score", lambda data, head, marginal=False: next(scores))
     with SerialExecutor(small, cfg.optim, search_stages(small, cfg)) as ex:
         chosen, rows, ensemble, _ = choose_model(small, [bad, *fits], ex, seed=0)
     assert [r["valid"] for r in rows] == [False, True, True, True]
@@ -440,3 +440,44 @@ def test_a_run_out_of_time_at_its_promotions_still_gets_a_full_fit() -> None:
     full = [f for f in fits if f is not None and f.ok]
     assert len(full) == 1 and full[0].n == data.n  # one full fit, on all the points
     assert tr.best is full[0]
+
+
+def test_the_choice_reserve_waits_for_two_candidates():
+    """Time is kept for the model choice's refits only once there are two kernels to choose from:
+    with none or one fitted, the search keeps fitting (its base share aside)."""
+    from evocov_core.search.common import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, Tracker
+
+    data = _series(CALIBRATE_ABOVE + 200)
+    cfg = _budgeted(screen_points=0, time_budget=60.0, select_top=5, max_evals=5, n_screen=0)
+    tr = Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n, data=data)
+    base = cfg.time_budget * 0.12
+    assert tr.choice_reserve() == pytest.approx(base)  # one evaluation timed, nothing fitted
+    with SerialExecutor(data, cfg.optim) as ex:
+        tr.evaluate(ex, [compose("SE")], [None], ["seed"])
+        tr._eval_costs[:] = [1.0]  # as on a long series: a second per evaluation
+        assert tr.choice_reserve() == pytest.approx(base)  # one kernel: nothing to choose
+        tr.evaluate(ex, [compose("SE"), compose(["+", "SE", "PER"])], [None, None], ["seed", "seed"])
+    # Two distinct kernels (SE was a cache hit): the refits of two, run side by side or not.
+    tr._eval_costs[:] = [0.5]
+    rounds = math.ceil(2 / tr._workers)
+    assert tr.choice_reserve() == pytest.approx(0.5 * (rounds * cfg.max_evals + 2 * CHOICE_EXTRA_EVALS))
+
+
+def test_the_marginal_tail_score_judges_each_point_on_its_own(small: FitData) -> None:
+    """The tail's marginal densities: the sum of N(y_i; μ_i, σ_i²) from the head's posterior. Above
+    the joint density of the same tail for a smooth kernel (its one-step-ahead predictions inside the
+    tail are sharper than the forecast from the head)."""
+    from evocov_core.gp import posterior
+    from evocov_core.search.select import tail_score
+    from evocov_core.search.stages import head_stage
+
+    head_data, head_optim = head_stage(small, small_optim := OptimConfig(n_restarts=1, max_evals=20))
+    fit = fit_kernel(compose("SE"), small, small_optim, np.random.default_rng(0))
+    head = fit_kernel(fit.kernel, head_data, head_optim, np.random.default_rng(1), fit.start())
+    sp = small.split
+    post = posterior(head.kernel, sp.inputs_t, sp.y_t, np.asarray(head.theta), head.log_noise, sp.X_v,
+                     jitter=head.jitter)
+    var = post.var + math.exp(head.log_noise) + head.jitter
+    expected = float(np.sum(-0.5 * (sp.y_v - post.mean) ** 2 / var - 0.5 * np.log(2 * math.pi * var)))
+    assert tail_score(small, head, marginal=True) == pytest.approx(expected, rel=1e-9)
+    assert tail_score(small, head) > tail_score(small, head, marginal=True)

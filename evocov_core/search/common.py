@@ -11,7 +11,8 @@ algorithm:
   ``FINISHED``, ``budget_spent``) when its share of the budget is spent; fits in flight
   stop at the same instant with the best point they reached (``Task.deadline``);
 * **canonical cache** (``config.cache_fits``): a kernel whose canonical form was fitted
-  before in the run keeps that fit instead of being fitted again;
+  before in the run keeps that fit instead of being fitted again (a spectral seed is keyed
+  by its periods too, :func:`fit_key`);
 * **screening** (``config.screen_points``): a batch of new kernels is first fitted on a
   subset of the training points (executor stage ``screen``, see
   :func:`~evocov_core.search.stages.search_stages`); the best ``promote_fraction`` of
@@ -39,6 +40,7 @@ from ..parallel import Executor, Task
 from ..scoring import PENALTY
 from ..subset import DEFAULT_MAX_POINTS, plan_subset
 from .replay import RunLog
+from .spectral_seeds import SPECTRAL_SEED
 from .validate import Calibration
 
 __all__ = [
@@ -343,6 +345,15 @@ class SearchResult:
     calibration: Calibration = field(default_factory=Calibration)
 
 
+def fit_key(kernel: Kernel, start: Start | None, origin: str) -> str:
+    """The fit cache's key: the kernel's canonical form, and for a spectral seed the periods it
+    starts at too. A periodic structure has an optimum per period: started at a daily and at a
+    weekly period it is two candidates, not one fit and a copy."""
+    if origin == SPECTRAL_SEED and start is not None:
+        return kernel.canonical + "@" + ",".join(f"{v:.9g}" for v in start.theta if math.isfinite(v))
+    return kernel.canonical
+
+
 def _better(a: FitResult | None, b: FitResult | None) -> FitResult | None:
     """The lower-BIC of two fits (ties keep ``a``; failures never win)."""
     if b is None or not b.ok:
@@ -460,7 +471,8 @@ class Tracker:
         self._screen = 0 < m < n_train
         self._promote = float(getattr(config, "promote_fraction", 1.0))
         self._top_k = int(getattr(config, "select_top", 1) or 1)
-        self._best_by_canonical: dict[str, FitResult] = {}
+        self._best_by_canonical: dict[str, FitResult] = {}  # by fit_key
+        self._spectral_keys: set[str] = set()
         if (data is not None and data.n > CALIBRATE_ABOVE and self.time_budget > 0 and self._top_k > 1
                 and self._replay is None):
             self._eval_costs.append(_calibrate(data))
@@ -471,12 +483,15 @@ class Tracker:
         where one evaluation is slow, what its refits and checks are estimated to cost (the
         median seconds per evaluation of this run's full fits × the evaluations the choice
         makes), at most half the budget. The choice refits the distinct kernels fitted so far, at
-        most ``select_top``: a long series whose search has fitted two kernels keeps time for two."""
+        most ``select_top``: a long series whose search has fitted two kernels keeps time for two.
+        With fewer than two there is nothing to choose and nothing to refit, so the search goes on
+        fitting (on taylor it used to stop at 60 % of a 60 s budget, keeping the rest for the
+        choice of one kernel, fitted with a single evaluation on the fit points)."""
         base = self.time_budget * (1.0 - self._share)
-        if self._top_k <= 1 or not self._eval_costs:
+        k = min(self._top_k, len(self._best_by_canonical))
+        if self._top_k <= 1 or not self._eval_costs or k < 2:
             return base
         per_eval = float(np.median(self._eval_costs))
-        k = min(self._top_k, max(1, len(self._best_by_canonical)))
         rounds = math.ceil(k / max(1, self._workers))
         estimate = per_eval * (rounds * self._head_evals + k * CHOICE_EXTRA_EVALS)
         return min(max(base, estimate), self.time_budget * (1.0 - MIN_SEARCH_SHARE))
@@ -550,27 +565,28 @@ class Tracker:
         g = self.generation
         n = len(kernels)
         fits: list[FitResult | None] = [None] * n
-        first: dict[str, int] = {}  # canonical -> index fitted in this batch
+        first: dict[str, int] = {}  # cache key -> index fitted in this batch
         copies: list[tuple[int, int]] = []
         todo: list[int] = []
-        for i, k in enumerate(kernels):
+        keys = [fit_key(k, s, o) for k, s, o in zip(kernels, starts, origins, strict=True)]
+        for i, key in enumerate(keys):
             if self._cache is not None:
-                hit = self._cache.get(k.canonical)
+                hit = self._cache.get(key)
                 if hit is not None:
                     fits[i] = hit
                     self.n_cache_hits += 1
                     continue
-                if k.canonical in first:
-                    copies.append((i, first[k.canonical]))
+                if key in first:
+                    copies.append((i, first[key]))
                     self.n_cache_hits += 1
                     continue
-                first[k.canonical] = i
+                first[key] = i
             todo.append(i)
         self._workers = int(getattr(executor, "workers", 1) or 1)
         deadline = self.fit_deadline()
         screen_only: set[int] = set()
         if self._screen:
-            new, screen_only = self._screened(executor, g, todo, kernels, starts, deadline)
+            new, screen_only = self._screened(executor, g, todo, kernels, starts, origins, deadline)
         else:
             tasks = [Task(kernels[i].tokens, (self.seed, g, i), starts[i], deadline=deadline) for i in todo]
             new = dict(zip(todo, self._map(executor, tasks), strict=True))
@@ -581,13 +597,15 @@ class Tracker:
                 continue
             fits[i] = f
             if self._cache is not None:
-                self._cache[kernels[i].canonical] = f
+                self._cache[keys[i]] = f
             if i not in screen_only:  # (screening fits are counted where they are made)
                 self.n_evaluations += 1
                 self.best = _better(self.best, f)
                 if f.ok and math.isfinite(f.bic):
-                    c = f.kernel.canonical
+                    c = keys[i]  # the canonical form (a spectral seed's: with its periods)
                     self._best_by_canonical[c] = _better(self._best_by_canonical.get(c), f)  # type: ignore[assignment]
+                    if origins[i] == SPECTRAL_SEED:
+                        self._spectral_keys.add(c)
             recs.append(EvalRecord.from_fit(f, g, i, origins[i]))
         for i, j in copies:
             fits[i] = fits[j]
@@ -597,7 +615,7 @@ class Tracker:
         return fits
 
     def _screened(self, executor: Executor, g: int, todo: list[int], kernels: Sequence[Kernel],
-                  starts: Sequence[Start | None], deadline: float | None
+                  starts: Sequence[Start | None], origins: Sequence[str], deadline: float | None
                   ) -> tuple[dict[int, FitResult | None], set[int]]:
         """Screen ``todo`` on the subset, promote the best to full fits (see the module docstring).
 
@@ -610,10 +628,12 @@ class Tracker:
         ranked = sorted((i for i in todo if screened[i] is not None and screened[i].ok),
                         key=lambda i: screened[i].bic)  # type: ignore[union-attr]
         n_up = max(1, math.ceil(self._promote * len(ranked))) if ranked else 0
-        up = ranked[:n_up]
+        # Spectral seeds are promoted first, whatever their rank (see top()).
+        forced = [i for i in ranked if origins[i] == SPECTRAL_SEED]
+        up = forced + [i for i in ranked if i not in forced][:max(0, n_up - len(forced))]
         out: dict[int, FitResult | None] = {}
-        for r, i in enumerate(ranked[n_up:], start=n_up + 1):
-            if i in out:
+        for r, i in enumerate(ranked, start=1):
+            if i in out or i in up:
                 continue
             sf = screened[i]
             assert sf is not None
@@ -678,9 +698,16 @@ class Tracker:
                             run_log=RunLog({}, self.stop_mark))
 
     def top(self, k: int) -> tuple[FitResult, ...]:
-        """The ``k`` lowest-BIC distinct (canonical) kernels fitted so far, lowest first."""
-        fits = sorted(self._best_by_canonical.values(), key=lambda f: f.bic)
-        return tuple(fits[:k])
+        """The ``k`` lowest-BIC distinct (canonical) kernels fitted so far, lowest first.
+
+        The spectral seeds' fits (:mod:`~evocov_core.search.spectral_seeds`, long series) are
+        always among them: BIC ranks by short-range fit, which the forecast days ahead does not
+        need, and the model choice judges them by the forecast of the tail instead."""
+        spectral = [key for key in self._best_by_canonical if key in self._spectral_keys]
+        others = sorted((f for key, f in self._best_by_canonical.items() if key not in self._spectral_keys),
+                        key=lambda f: f.bic)
+        kept = [self._best_by_canonical[key] for key in spectral][:k]
+        return tuple(sorted(kept + others[:k - len(kept)], key=lambda f: f.bic))
 
 
 def start_of(fit: FitResult | None) -> Start | None:

@@ -21,7 +21,8 @@ paper's bookkeeping, so never worse). Budgeted presets add, with settings that a
 in the paper's: a share ``seed_fraction`` of the first population made of GPSS
 structures (with ``reseed_restarts``, of every restart's population too), a share
 ``p_expand`` of mutations that are GPSS expansions
-(:mod:`evocov_core.search.structures`), and the time budget, fit cache and screening of
+(:mod:`evocov_core.search.structures`), on long series periodic seeds started at the data's
+clear periods (:mod:`evocov_core.search.spectral_seeds`), and the time budget, fit cache and screening of
 the :class:`~evocov_core.search.common.Tracker`. Offspring inherit their parents' values
 (section 4.3.2) and selected kernels are evaluated again from their current values.
 All randomness of the loop (random kernels, selection ties, variation, PSD checks)
@@ -41,6 +42,7 @@ from ..parallel import Executor
 from ..variation import crossover, mutate, random_kernel
 from .common import ProgressCallback, SearchResult, StopCheck, Tracker, start_of, sub_rng
 from .config import SearchConfig
+from .spectral_seeds import SPECTRAL_SEED, spectral_seeds
 from .structures import expand, seed_kernels
 
 __all__ = ["run_evocov"]
@@ -81,15 +83,18 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
     tr = Tracker("evocov", config.generations, progress, should_stop, seed, config=config, n_train=data.n, data=data,
                  executor=executor)
     N, mu = config.population, config.mu
+    spectral = spectral_seeds(data)
 
     def random_population(epoch: int = 0) -> list[_Ind]:
         out = []
         if config.seed_fraction > 0 and (epoch == 0 or config.reseed_restarts):
             # The first epoch keeps the generator it always had (same seed, same run); each
-            # restart draws its own order of the non-base structures.
+            # restart draws its own order of the non-base structures. On a long series the
+            # periodic seeds at its clear periods come first and take the place of GPSS seeds.
             srng = sub_rng(seed, 1) if epoch == 0 else sub_rng(seed, 1, epoch)
-            out = [_Ind(k, None, "seed") for k in seed_kernels(round(config.seed_fraction * N), srng,
-                                                               tuple(config.seed_bases))]
+            n_seeds = round(config.seed_fraction * N)
+            out = [_Ind(k, s, SPECTRAL_SEED) for k, s in spectral[:n_seeds]]
+            out += [_Ind(k, None, "seed") for k in seed_kernels(n_seeds - len(out), srng, tuple(config.seed_bases))]
         for _ in range(N - len(out)):
             if tr.stop_requested():
                 break

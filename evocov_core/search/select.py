@@ -66,16 +66,36 @@ EIG_MAX_POINTS = 1100
 _NUMERIC = (NumericalFailure, FloatingPointError, ArithmeticError, np.linalg.LinAlgError)
 
 
-def tail_score(data: FitData, head_fit: FitResult | None) -> float:
-    """Posterior LML of the tail given the head at the head fit's values (−inf if it fails)."""
+def tail_score(data: FitData, head_fit: FitResult | None, *, marginal: bool = False) -> float:
+    """Posterior LML of the tail given the head at the head fit's values (−inf if it fails).
+
+    With ``marginal``, the sum of each tail point's marginal log predictive density instead: how
+    well the forecast from the head predicts every point of the tail, each on its own. The joint
+    density factors into one-step-ahead predictions inside the tail (only its first point is
+    forecast from the head alone), so on a long series, whose tail holds hundreds of points a few
+    steps apart, it rewards kernels that track the last few points and forgets what a forecast
+    days ahead needs (:func:`choose_model` uses it there).
+    """
     if head_fit is None or not head_fit.ok or data.split is None:
         return -math.inf
     try:
         with np.errstate(all="ignore"):
-            value = metric_value("posterior_lml", head_fit.kernel, data, head_fit.z)
+            if marginal:
+                sp = data.split
+                post = posterior(head_fit.kernel, sp.inputs_t, sp.y_t, np.asarray(head_fit.theta),
+                                 head_fit.log_noise, sp.X_v, jitter=head_fit.jitter)
+                var = post.var + math.exp(head_fit.log_noise) + head_fit.jitter
+                value = float(np.sum(-0.5 * (sp.y_v - post.mean) ** 2 / var - 0.5 * np.log(2 * math.pi * var)))
+            else:
+                value = metric_value("posterior_lml", head_fit.kernel, data, head_fit.z)
     except _NUMERIC:
         return -math.inf
     return value if math.isfinite(value) else -math.inf
+
+
+def long_series(data: FitData) -> bool:
+    """Fitted on a subset of a long series (:mod:`evocov_core.subset`)."""
+    return data.approximation is not None and not data.approximation.exact
 
 
 def horizon_spread(data: FitData, fit: FitResult, horizon: float = 0.1) -> float:
@@ -166,7 +186,8 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         Wall-clock time by which the refits stop.
     should_stop : callable, optional
     rule : {"tail", "origins"}
-        ``tail``: the refit on the head scored on the tail (module docstring). ``origins``: the
+        ``tail``: the refit on the head scored on the tail (module docstring; on a long series by
+        the tail's marginal densities, :func:`tail_score`). ``origins``: the
         lowest mean CRPS of the forecasts from the origins of
         :func:`~evocov_core.search.validate.origin_scores` (full-data values, no refit); the
         model average is weighted by the likelihood of those forecasts.
@@ -213,7 +234,7 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     valid = np.array([not v > INDEFINITE for v in indef])  # NaN: a Cholesky proved it within the bound
     eligible = valid if valid.any() else np.ones_like(valid)  # none valid: choose among all, as before
     if rule == "tail":
-        raw = np.array([tail_score(data, h) for h in heads])
+        raw = np.array([tail_score(data, h, marginal=long_series(data)) for h in heads])
         weigh = raw
     else:
         origins = [origin_scores(data, f) for f in cands]

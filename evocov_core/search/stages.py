@@ -33,6 +33,7 @@ from ..metrics import SPLIT_METRICS, FitData
 from ..optimize import OptimConfig
 from ..parallel import Stages, make_executor
 from .config import SearchConfig
+from .spectral_seeds import clear_frequencies
 
 __all__ = ["head_stage", "screen_mask", "screen_recent", "search_executor", "search_stages"]
 
@@ -41,10 +42,6 @@ __all__ = ["head_stage", "screen_mask", "screen_recent", "search_executor", "sea
 SCREEN_CYCLES = 2.0
 #: ... but never more than this many points (the cost of a screening fit grows as its cube).
 SCREEN_RECENT_MAX = 720
-#: ... and repeats at least this many times in the training series.
-SCREEN_REPEATS = 6
-#: A periodogram peak counts as a clear period above this share of the peaks' power.
-SCREEN_PEAK_WEIGHT = 0.1
 
 
 def screen_mask(n: int, m: int, recent: int | None = None) -> NDArray[np.bool_]:
@@ -74,21 +71,16 @@ def screen_recent(data: FitData, m: int) -> int:
     On half-hourly data a block of 120 points is two and a half days: a weekly cycle is
     invisible in it, and the points spread over months of history alias the daily one, so
     screening ranked kernels by how well they fit noise (issue 28). Periods come from the
-    whole training series' periodogram (``data.frequency_peaks``, strongest first); one counts
-    when its peak holds at least :data:`SCREEN_PEAK_WEIGHT` of the peaks' power and repeats at
-    least :data:`SCREEN_REPEATS` times in the training series (a seasonal cycle, not the bend
-    of a trend). Series short enough for an exact GP keep the block they always had.
+    whole training series' periodogram
+    (:func:`~evocov_core.search.spectral_seeds.clear_frequencies`). Series short enough for an
+    exact GP keep the block they always had.
     """
     base = m // 2
     sub, step = data.approximation, data.step
     if sub is None or sub.exact or not (np.isfinite(step) and step > 0):
         return base
-    longest = 0.0
-    for omega, weight in zip(*data.frequency_peaks, strict=True):
-        period = 2.0 * np.pi / omega / step  # in sampling steps
-        if weight >= SCREEN_PEAK_WEIGHT and SCREEN_REPEATS * period <= sub.n_total:
-            longest = max(longest, period)
-    want = int(np.ceil(SCREEN_CYCLES * longest))
+    periods = [2.0 * np.pi / omega / step for omega in clear_frequencies(data)]  # in sampling steps
+    want = int(np.ceil(SCREEN_CYCLES * max(periods, default=0.0)))
     return int(min(max(base, want), SCREEN_RECENT_MAX))
 
 

@@ -1,0 +1,119 @@
+"""Periodic seeds started at the data's clear periods, for long series.
+
+On a long, high-frequency series (fitted on a subset, :mod:`evocov_core.subset`) a 60 s
+search fits a few dozen kernels on the screening subset and two or three on the fit
+points. Random periodic starts are drawn near a periodogram peak with probability
+proportional to its power (:func:`evocov_core.optimize._draw_new`), so on half-hourly demand
+nearly every periodic slot starts at the daily cycle, and the weekly one, which the forecast
+needs, is rarely tried: on ``forecast::taylor`` the search returned a daily PER + RQ with BIC
+−3,536 and test RMSE 3,071 (seasonal naive: 518), where PER(weekly) + SE started at the weekly
+peak has BIC −4,290 and test RMSE 763, and PER(weekly) + PER(daily) + SE BIC −5,238 (RMSE 762).
+A periodic kernel decays nowhere: it keeps the cycles where the data keep them.
+
+So the first population of such a search begins with a few GPSS structures whose periodic
+slots start *at* the clear periods, one period per slot (:func:`spectral_seeds`):
+``PER_i + SE`` for each clear period ``i`` (strongest first), and ``PER_1 + PER_2 + SE`` when
+there are two. Every value is given: the frequencies, amplitudes at
+the data's variance, sharp periodic lengthscales (:data:`PERIODIC_LENGTHSCALE`), the SE's
+lengthscale at the longest clear period, the noise at :data:`NOISE` of the variance. (With
+random values for all but the frequencies, the weekly term of ``PER_1 + PER_2 + SE`` on taylor
+started smooth and slid to the half-week harmonic.) A clear period (:func:`clear_frequencies`) holds at least
+:data:`PEAK_WEIGHT` of the periodogram peaks' power and repeats at least :data:`MIN_REPEATS`
+times in the training series: a seasonal cycle, not the bend of a trend.
+
+The search fits them on the fit points whatever their screening rank, and offers them to the
+model choice whatever their BIC (:meth:`~evocov_core.search.common.Tracker.top`): both rank
+kernels by how well they follow the data a few steps apart, which a forecast days ahead does not
+need; the choice, on a long series, scores the forecast of the tail point by point
+(:func:`~evocov_core.search.select.tail_score` with ``marginal``).
+
+Series short enough for an exact GP get none: there the search fits hundreds of kernels and
+its settings were chosen without these seeds (not measured there).
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+
+from ..kernel import Kernel, slot_roles
+from ..library import compose
+from ..metrics import FitData
+from ..optimize import Start
+
+__all__ = ["MAX_PERIODS", "MIN_REPEATS", "PEAK_WEIGHT", "SPECTRAL_SEED", "clear_frequencies", "spectral_seeds"]
+
+#: A periodogram peak counts as a clear period above this share of the peaks' power.
+PEAK_WEIGHT = 0.1
+#: ... and when the period repeats at least this many times in the training series.
+MIN_REPEATS = 6
+#: Seeds use at most this many clear periods (strongest first).
+MAX_PERIODS = 2
+#: Starting periodic lengthscale: sharp, so that the likelihood pins the period it starts at
+#: (a smooth start is a sinusoid, whose optimiser slid to a harmonic on taylor).
+PERIODIC_LENGTHSCALE = 0.1
+#: Starting noise variance (outputs are standardised).
+NOISE = 0.05
+#: The origin a search records for these seeds.
+SPECTRAL_SEED = "spectral seed"
+
+
+def clear_frequencies(data: FitData) -> tuple[float, ...]:
+    """Angular frequencies (model units) of the data's clear periods, strongest peak first.
+
+    From the whole training series' periodogram (``data.frequency_peaks``, which a subset of
+    the data keeps); empty when the sampling step is unknown.
+
+    Parameters
+    ----------
+    data : FitData
+        Training data; ``data.approximation.n_total`` points when fitted on a subset, else ``data.n``.
+    """
+    step = data.step
+    if not (math.isfinite(step) and step > 0):
+        return ()
+    n_total = data.approximation.n_total if data.approximation is not None else data.n
+    out = []
+    for omega, weight in zip(*data.frequency_peaks, strict=True):
+        period = 2.0 * math.pi / omega / step  # in sampling steps
+        if weight >= PEAK_WEIGHT and MIN_REPEATS * period <= n_total:
+            out.append(float(omega))
+    return tuple(out)
+
+
+def _seed(structure: list | str, omegas: tuple[float, ...], level: float) -> tuple[Kernel, Start]:
+    """``structure`` with its frequency slots, in order, starting at ``omegas``; amplitudes at the
+    data's variance, periodic lengthscales sharp, lengthscales at ``level`` (model units)."""
+    kernel = compose(structure)
+    roles = slot_roles(kernel)
+    freq = [s for s in kernel.slots if roles[s] == {"frequency"}]
+    if len(freq) != len(omegas):  # the structures below are written with one PER per period
+        raise ValueError(f"{kernel.infix} has {len(freq)} frequency slots, {len(omegas)} frequencies given")
+    given = dict(zip(freq, (math.log(w) for w in omegas), strict=True))
+    by_role = {"value": 0.0, "periodic_lengthscale": math.log(PERIODIC_LENGTHSCALE), "lengthscale": math.log(level)}
+    theta = tuple(given[s] if s in given else by_role[min(roles[s])] for s in kernel.slots)
+    return kernel, Start(theta, math.log(NOISE))
+
+
+def spectral_seeds(data: FitData) -> list[tuple[Kernel, Start]]:
+    """Periodic GPSS structures with their frequencies started at the clear periods (module docstring).
+
+    Returns
+    -------
+    list of (Kernel, Start)
+        Empty unless the data are a subset of a long series (``data.approximation`` not
+        exact) with at least one clear period; at most ``MAX_PERIODS + 1`` seeds.
+    """
+    sub = data.approximation
+    if sub is None or sub.exact:
+        return []
+    omegas = clear_frequencies(data)[:MAX_PERIODS]
+    if not omegas:
+        return []
+    level = 2.0 * math.pi / min(omegas)  # the SE term drifts over about the longest period
+    seeds = []
+    for w in omegas:
+        seeds.append(_seed(["+", "PER", "SE"], (w,), level))
+    for a, b in combinations(omegas, 2):
+        seeds.append(_seed(["+", ["+", "PER", "PER"], "SE"], (a, b), level))
+    return seeds

@@ -1,0 +1,140 @@
+"""Periodic seeds at a long series' clear periods (evocov_core.search.spectral_seeds)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from evocov_core.data import Dataset
+from evocov_core.kernel import Kernel, slot_roles
+from evocov_core.metrics import FitData
+from evocov_core.search import preset, run_evocov
+from evocov_core.search.spectral_seeds import (
+    MAX_PERIODS,
+    NOISE,
+    PERIODIC_LENGTHSCALE,
+    clear_frequencies,
+    spectral_seeds,
+)
+
+
+def _two_cycles(n: int, noise: float = 0.3) -> Dataset:
+    """Half-hourly: a daily cycle of 48 steps and a weaker weekly one of 336, plus noise."""
+    t = np.arange(n, dtype=np.float64)
+    rng = np.random.default_rng(5)
+    y = 3 * np.sin(2 * np.pi * t / 48) + 1.5 * np.cos(2 * np.pi * t / 336) + noise * rng.standard_normal(n)
+    return Dataset.from_arrays(t, y, name=f"cycles{n}", test_fraction=0.1)
+
+
+def _periods(data: FitData) -> list[float]:
+    return [2 * math.pi / w / data.step for w in clear_frequencies(data)]
+
+
+def test_clear_periods_are_both_cycles_strongest_first():
+    long = FitData.from_dataset(_two_cycles(6000), max_points=1500)
+    periods = _periods(long)
+    assert len(periods) == 2
+    assert periods[0] == pytest.approx(48, rel=0.01) and periods[1] == pytest.approx(336, rel=0.01)
+
+
+def test_a_cycle_that_repeats_too_few_times_is_not_a_clear_period():
+    """2,000 half-hours hold six weeks: the weekly cycle repeats fewer than MIN_REPEATS = 6 times
+    in the 1,800 training points, the daily one 37 times."""
+    data = FitData.from_dataset(_two_cycles(2000), max_points=500)
+    assert [round(p) for p in _periods(data)] == [48]
+
+
+def test_each_periodic_slot_starts_at_one_clear_period():
+    long = FitData.from_dataset(_two_cycles(6000), max_points=1500)
+    omegas = clear_frequencies(long)
+    seeds = spectral_seeds(long)
+    assert len(seeds) == MAX_PERIODS + 1
+    assert [k.canonical for k, _ in seeds] == [k.canonical for k, _ in spectral_seeds(long)]  # deterministic
+    seen = []
+    for kernel, start in seeds:
+        roles = slot_roles(kernel)
+        theta = dict(zip(kernel.slots, start.theta, strict=True))
+        freq = [theta[s] for s in kernel.slots if roles[s] == {"frequency"}]
+        assert all(math.isfinite(v) for v in start.theta) and start.log_noise == pytest.approx(math.log(NOISE))
+        assert all(theta[s] == pytest.approx(math.log(PERIODIC_LENGTHSCALE))
+                   for s in kernel.slots if roles[s] == {"periodic_lengthscale"})
+        # The SE drifts over about the longest clear period (model units).
+        assert all(theta[s] == pytest.approx(math.log(2 * math.pi / min(omegas)))
+                   for s in kernel.slots if roles[s] == {"lengthscale"})
+        assert len(set(freq)) == len(freq)  # two periodic terms: two different periods
+        assert set(freq) <= {math.log(w) for w in omegas}
+        seen.append(len(freq))
+    assert seen == [1, 1, 2]
+    assert all("exp(-0.5*|x-x'|^2" in k.infix for k, _ in seeds)  # each + SE
+
+
+def test_exact_data_get_no_spectral_seeds():
+    """Short series keep the seeds they had: the change is measured on long ones only."""
+    short = FitData.from_dataset(_two_cycles(1200), max_points=2000)
+    assert short.approximation.exact
+    assert clear_frequencies(short)  # it has clear periods ...
+    assert spectral_seeds(short) == []  # ... but gets no seeds from them
+
+
+class _Recorder:
+    """An executor that fits nothing and records the tasks it is given, batch by batch."""
+
+    stages = frozenset({"screen", "promote"})
+
+    def __init__(self) -> None:
+        self.batches: list[list] = []
+
+    def map(self, tasks, should_stop=None, on_result=None):
+        self.batches.append(list(tasks))
+        return [None] * len(tasks)
+
+
+def test_a_long_search_puts_the_spectral_seeds_first_in_place_of_gpss_seeds():
+    long = FitData.from_dataset(_two_cycles(6000), max_points=1500)
+    cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none")
+    ex = _Recorder()
+    run_evocov(long, cfg, ex, seed=0)  # type: ignore[arg-type]
+    first = ex.batches[0]
+    assert all(t.stage == "screen" for t in first)
+    seeds = spectral_seeds(long)
+    assert [Kernel(t.tokens).canonical for t in first[:len(seeds)]] == [k.canonical for k, _ in seeds]
+    assert [t.start for t in first[:len(seeds)]] == [s for _, s in seeds]
+    n_seeds = round(cfg.seed_fraction * cfg.population)
+    assert all(t.start is None for t in first[len(seeds):])  # GPSS seeds and random trees
+    # The GPSS seeds that remain are the first ones the same seed drew before: the base kernels first.
+    short = FitData.from_dataset(_two_cycles(1200), max_points=2000)
+    ex_short = _Recorder()
+    run_evocov(short, cfg, ex_short, seed=0)  # type: ignore[arg-type]
+    gpss = [Kernel(t.tokens).canonical for t in ex_short.batches[0][:n_seeds]]
+    assert [Kernel(t.tokens).canonical for t in first[len(seeds):n_seeds]] == gpss[:n_seeds - len(seeds)]
+
+
+def test_spectral_seeds_are_promoted_and_offered_to_the_choice_whatever_their_rank():
+    """Screening promotes half the kernels by BIC, the spectral seeds first and whatever their rank;
+    ``top`` keeps them among the candidates even when other kernels have lower BIC."""
+    from evocov_core.parallel import SerialExecutor
+    from evocov_core.search.common import Tracker
+    from evocov_core.search.spectral_seeds import SPECTRAL_SEED
+    from evocov_core.search.stages import search_stages
+    from evocov_core.search.structures import seed_kernels
+
+    data = FitData.from_dataset(_two_cycles(3000), max_points=400)
+    cfg = preset("quick", time_budget=0.0, screen_points=150, promote_fraction=0.5, max_evals=10, n_screen=0,
+                 select_top=2)
+    seeds = spectral_seeds(data)
+    others = seed_kernels(6, np.random.default_rng(0))
+    kernels = [k for k, _ in seeds] + others
+    starts = [s for _, s in seeds] + [None] * len(others)
+    origins = [SPECTRAL_SEED] * len(seeds) + ["seed"] * len(others)
+    tr = Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n, data=data)
+    with SerialExecutor(data, cfg.optim, stages=search_stages(data, cfg)) as ex:
+        fits = tr.evaluate(ex, kernels, starts, origins)
+    assert all(f.ok and f.n == data.n for f in fits[:len(seeds)])  # fitted on every fit point
+    full = [f for f in fits[len(seeds):] if f.ok and f.n == data.n]
+    assert len(full) == 5 - len(seeds)  # half of the nine ranked, rounded up, the seeds included
+    top = tr.top(2)
+    assert len(top) == 2 and all(any(t is f for f in fits[:len(seeds)]) for t in top)
+    # The two PER + SE seeds share a canonical form but are two candidates (two periods).
+    assert len({f.kernel.canonical for f in fits[:len(seeds)]}) == len(seeds) - 1
