@@ -481,3 +481,22 @@ def test_the_marginal_tail_score_judges_each_point_on_its_own(small: FitData) ->
     expected = float(np.sum(-0.5 * (sp.y_v - post.mean) ** 2 / var - 0.5 * np.log(2 * math.pi * var)))
     assert tail_score(small, head, marginal=True) == pytest.approx(expected, rel=1e-9)
     assert tail_score(small, head) > tail_score(small, head, marginal=True)
+
+
+def test_promotions_stop_in_time_for_the_checks_of_the_candidates_they_make():
+    """On a long series a check of a candidate costs CHOICE_EXTRA_EVALS slow evaluations: the
+    promotions' deadline leaves them, for the kernels already fitted and those being promoted."""
+    from evocov_core.search.common import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, Tracker
+
+    data = _series(CALIBRATE_ABOVE + 200)
+    cfg = _budgeted(screen_points=0, time_budget=60.0, select_top=5, max_evals=5, n_screen=0)
+    tr = Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n, data=data)
+    assert tr._promote_deadline(4, None) is None  # no deadline: nothing to shorten
+    far = time.time() + 1000.0
+    tr._eval_costs[:] = [0.01]  # fast evaluations: the base share covers the checks
+    assert tr._promote_deadline(4, far) - time.time() == pytest.approx(
+        tr.t0 + 0.88 * cfg.time_budget - time.perf_counter(), abs=0.5)
+    tr._eval_costs[:] = [0.4]  # as on 2,000 points: four checks of 12 evaluations, 19.2 s
+    left = tr._promote_deadline(4, far) - time.time()
+    assert left == pytest.approx(tr.t0 + cfg.time_budget - 0.4 * 4 * CHOICE_EXTRA_EVALS - time.perf_counter(), abs=0.5)
+    assert tr._promote_deadline(4, time.time() + 1.0) - time.time() <= 1.0  # never later than asked

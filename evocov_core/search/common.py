@@ -503,6 +503,20 @@ class Tracker:
         self._eval_costs.extend(f.seconds / f.n_evals for f in fits if f is not None and f.n_evals > 0)
         self._stop_at = self.t0 + self.time_budget - self.choice_reserve()
 
+    def _promote_deadline(self, n_up: int, deadline: float | None) -> float | None:
+        """The deadline of ``n_up`` promotions: early enough for the model choice's checks of the
+        candidates they will make (:data:`CHOICE_EXTRA_EVALS` evaluations each), not only of those
+        fitted so far. Fits in flight run to their deadline, so on a long series, where a check
+        takes a fraction of a second, the promotions of the first generation used to end where the
+        choice had to begin (taylor: 1.05-1.10 of the budget)."""
+        if deadline is None or self._top_k <= 1 or not self._eval_costs or self._replay is not None:
+            return deadline
+        k = min(self._top_k, len(self._best_by_canonical) + n_up)
+        checks = float(np.median(self._eval_costs)) * k * CHOICE_EXTRA_EVALS
+        reserve = min(max(self.time_budget * (1.0 - self._share), checks), self.time_budget * (1.0 - MIN_SEARCH_SHARE))
+        stop = self.t0 + self.time_budget - reserve
+        return min(deadline, time.time() + (stop - time.perf_counter()))
+
     @property
     def stopped(self) -> bool:
         """Cancelled by the caller or out of time."""
@@ -644,6 +658,7 @@ class Tracker:
             if sf is not None and not sf.ok:
                 out[i] = sf  # failed on the subset: a numerical failure, recorded as such
         if not self.stopped:
+            deadline = self._promote_deadline(len(up), deadline)
             tasks = [Task(kernels[i].tokens, (self.seed, g, i, 2), screened[i].start(),  # type: ignore[union-attr]
                           stage="promote", deadline=deadline) for i in up]
             for i, f in zip(up, self._map(executor, tasks), strict=True):
