@@ -718,10 +718,9 @@ class Tracker:
         The spectral seeds' fits (:mod:`~evocov_core.search.spectral_seeds`, long series) are
         always among them: BIC ranks by short-range fit, which the forecast days ahead does not
         need, and the model choice judges them by the forecast of the tail instead."""
-        spectral = [key for key in self._best_by_canonical if key in self._spectral_keys]
-        others = sorted((f for key, f in self._best_by_canonical.items() if key not in self._spectral_keys),
-                        key=lambda f: f.bic)
-        kept = [self._best_by_canonical[key] for key in spectral][:k]
+        fits = self._best_by_canonical.items()
+        kept = [f for key, f in fits if key in self._spectral_keys][:k]
+        others = sorted((f for key, f in fits if key not in self._spectral_keys), key=lambda f: f.bic)
         return tuple(sorted(kept + others[:k - len(kept)], key=lambda f: f.bic))
 
 

@@ -6,7 +6,7 @@ points. Random periodic starts are drawn near a periodogram peak with probabilit
 proportional to its power (:func:`evocov_core.optimize._draw_new`), so on half-hourly demand
 nearly every periodic slot starts at the daily cycle, and the weekly one, which the forecast
 needs, is rarely tried: on ``forecast::taylor`` the search returned a daily PER + RQ with BIC
-−3,536 and test RMSE 3,071 (seasonal naive: 518), where PER(weekly) + SE started at the weekly
+−3,498 and test RMSE 3,071 (seasonal naive: 518), where PER(weekly) + SE started at the weekly
 peak has BIC −4,290 and test RMSE 763, and PER(weekly) + PER(daily) + SE BIC −5,238 (RMSE 762).
 A periodic kernel decays nowhere: it keeps the cycles where the data keep them.
 
@@ -17,8 +17,8 @@ there are two. Every value is given: the frequencies, amplitudes at
 the data's variance, sharp periodic lengthscales (:data:`PERIODIC_LENGTHSCALE`), the SE's
 lengthscale at the longest clear period, the noise at :data:`NOISE` of the variance. (With
 random values for all but the frequencies, the weekly term of ``PER_1 + PER_2 + SE`` on taylor
-started smooth and slid to the half-week harmonic.) A clear period (:func:`clear_frequencies`) holds at least
-:data:`PEAK_WEIGHT` of the periodogram peaks' power and repeats at least :data:`MIN_REPEATS`
+started smooth and slid to the half-week harmonic.) A clear period (:func:`clear_frequencies`)
+holds at least :data:`PEAK_WEIGHT` of the periodogram peaks' power and repeats at least :data:`MIN_REPEATS`
 times in the training series: a seasonal cycle, not the bend of a trend.
 
 The search fits them on the fit points whatever their screening rank, and offers them to the
