@@ -269,8 +269,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     data = search_data(ds, config)
     print(f"{config.algorithm} on {ds.name}: {ds.n_train} training and {ds.n_test} test points, "
           f"{'replayed' if log is not None else 'preset ' + args.preset}, seed {seed}"
-          + ("" if data.approximation is None or data.approximation.exact else
-             f"; {data.approximation.describe()}"), file=sys.stderr)
+          + (f"; {data.approximation.describe()}" if data.on_subset else ""), file=sys.stderr)
     run_config = config
     if config.time_budget > 0 and log is None:
         # The budget is the command's: starting Python and importing, reading the data (seconds

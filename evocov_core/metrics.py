@@ -150,6 +150,11 @@ class FitData:
     def n(self) -> int:
         return int(self.y.shape[0])
 
+    @property
+    def on_subset(self) -> bool:
+        """A subset of a long series' training points (``approximation`` not exact)."""
+        return self.approximation is not None and not self.approximation.exact
+
     @classmethod
     def from_arrays(cls, X: Array, y: Array, *, X_test: Array | None = None, y_test: Array | None = None,
                     y_mean: float = 0.0, y_std: float = 1.0, split_fraction: float = 0.1,

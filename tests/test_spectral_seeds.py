@@ -73,7 +73,8 @@ def test_each_periodic_slot_starts_at_one_clear_period():
 def test_exact_data_get_no_spectral_seeds():
     """Short series keep the seeds they had: the change is measured on long ones only."""
     short = FitData.from_dataset(_two_cycles(1200), max_points=2000)
-    assert short.approximation.exact
+    assert short.approximation.exact and not short.on_subset
+    assert FitData.from_dataset(_two_cycles(6000), max_points=1500).on_subset
     assert clear_frequencies(short)  # it has clear periods ...
     assert spectral_seeds(short) == []  # ... but gets no seeds from them
 

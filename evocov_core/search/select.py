@@ -45,7 +45,16 @@ from ..metrics import FitData, metric_value
 from ..optimize import FitResult, OptimConfig
 from ..parallel import Executor, Task
 from .common import StopCheck
-from .validate import CALIBRATIONS, Calibration, OriginScores, calibrate, origin_scores, spread_scale
+from .validate import (
+    CALIBRATIONS,
+    Calibration,
+    OriginScores,
+    calibrate,
+    log_density,
+    origin_scores,
+    spread_scale,
+    tail_forecast,
+)
 
 __all__ = ["CHOICE_RULES", "EXPLODING_SPREAD", "INDEFINITE", "calibrate_returned", "choose_model", "horizon_spread",
            "indefiniteness", "tail_score"]
@@ -81,21 +90,12 @@ def tail_score(data: FitData, head_fit: FitResult | None, *, marginal: bool = Fa
     try:
         with np.errstate(all="ignore"):
             if marginal:
-                sp = data.split
-                post = posterior(head_fit.kernel, sp.inputs_t, sp.y_t, np.asarray(head_fit.theta),
-                                 head_fit.log_noise, sp.X_v, jitter=head_fit.jitter)
-                var = post.var + math.exp(head_fit.log_noise) + head_fit.jitter
-                value = float(np.sum(-0.5 * (sp.y_v - post.mean) ** 2 / var - 0.5 * np.log(2 * math.pi * var)))
+                value = log_density(data.split.y_v, *tail_forecast(data, head_fit))
             else:
                 value = metric_value("posterior_lml", head_fit.kernel, data, head_fit.z)
     except _NUMERIC:
         return -math.inf
     return value if math.isfinite(value) else -math.inf
-
-
-def long_series(data: FitData) -> bool:
-    """Fitted on a subset of a long series (:mod:`evocov_core.subset`)."""
-    return data.approximation is not None and not data.approximation.exact
 
 
 def horizon_spread(data: FitData, fit: FitResult, horizon: float = 0.1) -> float:
@@ -234,7 +234,7 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     valid = np.array([not v > INDEFINITE for v in indef])  # NaN: a Cholesky proved it within the bound
     eligible = valid if valid.any() else np.ones_like(valid)  # none valid: choose among all, as before
     if rule == "tail":
-        raw = np.array([tail_score(data, h, marginal=long_series(data)) for h in heads])
+        raw = np.array([tail_score(data, h, marginal=data.on_subset) for h in heads])
         weigh = raw
     else:
         origins = [origin_scores(data, f) for f in cands]

@@ -104,8 +104,7 @@ def spectral_seeds(data: FitData) -> list[tuple[Kernel, Start]]:
         Empty unless the data are a subset of a long series (``data.approximation`` not
         exact) with at least one clear period; at most ``MAX_PERIODS + 1`` seeds.
     """
-    sub = data.approximation
-    if sub is None or sub.exact:
+    if not data.on_subset:
         return []
     omegas = clear_frequencies(data)[:MAX_PERIODS]
     if not omegas:

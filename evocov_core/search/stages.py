@@ -76,8 +76,8 @@ def screen_recent(data: FitData, m: int) -> int:
     exact GP keep the block they always had.
     """
     base = m // 2
-    sub, step = data.approximation, data.step
-    if sub is None or sub.exact or not (np.isfinite(step) and step > 0):
+    step = data.step
+    if not data.on_subset or not (np.isfinite(step) and step > 0):
         return base
     periods = [2.0 * np.pi / omega / step for omega in clear_frequencies(data)]  # in sampling steps
     want = int(np.ceil(SCREEN_CYCLES * max(periods, default=0.0)))

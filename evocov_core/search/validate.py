@@ -35,8 +35,8 @@ from ..gp import NumericalFailure, posterior
 from ..metrics import FitData
 from ..optimize import FitResult, OptimConfig, fit_kernel
 
-__all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "calibrate", "origin_scores", "rms_scale",
-           "spread_scale"]
+__all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "calibrate", "log_density",
+           "origin_scores", "rms_scale", "spread_scale", "tail_forecast"]
 
 #: Origins as shares of the training x-range (each forecasts the next ``horizon`` of it).
 DEFAULT_ORIGINS = (0.6, 0.7, 0.8, 0.9)
@@ -141,7 +141,7 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
                 yt = data.y[target]
                 c = float(np.mean(_crps_normal(yt, post.mean, sd)))
                 z = (yt - post.mean) / sd
-                ld = float(np.sum(-0.5 * z * z - np.log(sd) - 0.5 * math.log(2 * math.pi)))
+                ld = log_density(yt, post.mean, sd)
         except _NUMERIC:
             c, ld, z = math.inf, -math.inf, np.full(int(target.sum()), np.nan)
         zs.append(np.where(np.isfinite(z), z, np.nan))
@@ -216,14 +216,27 @@ def calibrate(data: FitData, fit: FitResult, rule: str, *, head_fit: FitResult |
     return Calibration(rms_scale(z), rule, finite)
 
 
+def tail_forecast(data: FitData, head_fit: FitResult) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The head fit's predictive mean and standard deviation (latent and noise) at the tail's
+    inputs (``data.split``), shapes (m,), model units. Numerical failures raise."""
+    sp = data.split
+    post = posterior(head_fit.kernel, sp.inputs_t, sp.y_t, np.asarray(head_fit.theta), head_fit.log_noise, sp.X_v,
+                     jitter=head_fit.jitter)
+    return post.mean, np.sqrt(post.var + math.exp(head_fit.log_noise) + head_fit.jitter)
+
+
+def log_density(y: NDArray[np.float64], mean: NDArray[np.float64], sd: NDArray[np.float64]) -> float:
+    """Sum of the normal log densities of ``y`` under independent marginals ``N(mean, sd²)``."""
+    z = (y - mean) / sd
+    return float(np.sum(-0.5 * z * z - np.log(sd) - 0.5 * math.log(2 * math.pi)))
+
+
 def _tail_errors(data: FitData, head_fit: FitResult) -> NDArray[np.float64]:
     """Standardised errors of the head fit's forecast of the tail (``data.split``)."""
-    sp = data.split
     try:
         with np.errstate(all="ignore"):
-            post = posterior(head_fit.kernel, sp.inputs_t, sp.y_t, np.asarray(head_fit.theta),
-                             head_fit.log_noise, sp.X_v, jitter=head_fit.jitter)
-            z = (sp.y_v - post.mean) / np.sqrt(post.var + math.exp(head_fit.log_noise) + head_fit.jitter)
+            mean, sd = tail_forecast(data, head_fit)
+            z = (data.split.y_v - mean) / sd
     except _NUMERIC:
         return np.empty(0)
     return np.where(np.isfinite(z), z, np.nan)
