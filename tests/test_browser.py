@@ -151,6 +151,15 @@ def _no_exceptions(page: Page) -> None:
     assert exc.count() == 0, exc.first.inner_text()
 
 
+def _start_search(page: Page) -> None:
+    """Click Start search once the page has settled: while a rerun (after a setting changed) is
+    drawn, Streamlit can show the stale button beside the new one, both disabled."""
+    button = page.locator(".st-key-search_start button")
+    expect(button).to_have_count(1, timeout=30_000)
+    expect(button).to_be_enabled(timeout=30_000)
+    button.click()
+
+
 def _nav(page: Page, label: str, title: str) -> None:
     page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"] a').filter(has_text=label).first.click()
     _wait_app(page, title)
@@ -280,7 +289,7 @@ def test_upload_search_reload_results_download(server, browser, tmp_path):
     _set_number(page, "Generations G", GENERATIONS)
     _set_number(page, "Worker processes", 2)
     _no_exceptions(page)
-    page.locator(".st-key-search_start button").click()
+    _start_search(page)
     page.wait_for_url(re.compile(r"[?&]job=[0-9a-f]{12}"), timeout=30_000)
     job_id = re.search(r"job=([0-9a-f]{12})", page.url).group(1)
 
@@ -393,7 +402,7 @@ def test_a_run_that_finishes_by_itself_offers_open_in_results(server, browser):
     _wait_app(page, "Search")
     _set_float(page, "Time budget (seconds)", 4)  # the quick preset with 4 s instead of 60
     _set_number(page, "Worker processes", 1)  # no worker processes to start: the 4 s go to the search
-    page.locator(".st-key-search_start button").click()
+    _start_search(page)
     page.wait_for_url(re.compile(r"[?&]job=[0-9a-f]{12}"), timeout=30_000)
     expect(page.locator(".st-key-search_status")).to_be_visible(timeout=30_000)
 
@@ -442,7 +451,7 @@ def test_results_compare_every_forecast_with_the_classical_ones(server, browser)
     expect(page.locator('[data-testid="stSidebar"]')).to_contain_text("airline")
     _set_float(page, "Time budget (seconds)", 4)
     _set_number(page, "Worker processes", 1)
-    page.locator(".st-key-search_start button").click()
+    _start_search(page)
     page.wait_for_url(re.compile(r"[?&]job=[0-9a-f]{12}"), timeout=30_000)
     t0 = time.time()
     while _status(page) != "finished":
