@@ -73,11 +73,32 @@ def _settings(run_id: str, ds: Dataset) -> tuple[tuple[int, ...] | None, float, 
     return given, float(limit), seasons
 
 
+def _classical_key(ds: Dataset, seasons: Seasons, limit: float) -> tuple:
+    return ("classical", dataset_fingerprint(ds), seasons.lengths, limit)
+
+
 def classical_future(ds: Dataset, given: tuple[int, ...] | None, limit: float, seasons: Seasons) -> Future:
     """The background classical forecasts of ``ds`` with these seasons and time limit (started unless they exist)."""
-    key = ("classical", dataset_fingerprint(ds), seasons.lengths, limit)
+    key = _classical_key(ds, seasons, limit)
     return fits.existing_forecast(key) or fits.background_forecast(key, classical_forecasts, ds,
                                                                     season_lengths=given, time_limit=limit)
+
+
+def classical_for_report(run_id: str, ds: Dataset) -> ClassicalForecasts | None:
+    """The classical forecasts the comparison section made with its current seasons and time limit, for
+    the report to use instead of fitting them again; None when they are not done (the report fits its
+    own), failed, or the data have no test part to forecast."""
+    if ds.x.shape[1] != 1 or ds.n_test == 0:
+        return None
+    try:
+        given = parse_seasons(str(st.session_state.get(f"results_seasons_{run_id}", "") or ""))
+    except ValueError:
+        given = None
+    limit = float(st.session_state.get(f"results_time_limit_{run_id}", DEFAULT_TIME_LIMIT))
+    fut = fits.existing_forecast(_classical_key(ds, infer_seasons(ds, given), limit))
+    if fut is None or not fut.done() or fut.exception() is not None:
+        return None
+    return fut.result()
 
 
 def _state(fut: Future) -> str:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from dashboard.comparison import classical_for_report
 from dashboard.datasets import current_dataset
 from dashboard.format import fmt, polish
 from dashboard.runs import store
@@ -43,7 +44,8 @@ def report_tab(run: RunRecord, ds: Dataset) -> None:
 
         with st.spinner("Fitting the baselines and writing the report…"):
             st.session_state[report_key] = report_html(parse_kernel_file(run.best.text), ds,
-                                                       baseline_budget=float(budget))
+                                                       baseline_budget=float(budget),
+                                                       classical_done=classical_for_report(run.id, ds))
     if report_key in st.session_state:
         st.download_button(
             "Download the report (HTML)",

@@ -252,7 +252,8 @@ def forecast_scores(model: FittedModel | ModelAverage, ds: Dataset) -> ForecastS
 
 def compare(kf: KernelFile, ds: Dataset, *, baseline_budget: float = 20.0, seed: int = 0,
             season_lengths: Sequence[int] | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
-            workers: int | None = 1, classical: bool = True) -> Comparison:
+            workers: int | None = 1, classical: bool = True,
+            classical_done: ClassicalForecasts | None = None) -> Comparison:
     """Fit the SE and GPSS baselines and the classical forecasters on ``ds``, and compare with ``kf``.
 
     Parameters
@@ -272,6 +273,10 @@ def compare(kf: KernelFile, ds: Dataset, *, baseline_budget: float = 20.0, seed:
         Processes for the GPSS search (1 = in this process).
     classical : bool
         False leaves the classical forecasters out.
+    classical_done : ClassicalForecasts, optional
+        The classical forecasts of ``ds`` made already (the dashboard's Results page runs them
+        in the background): used as they are, with their own seasons and time limit, instead of
+        fitting them again (on 100,000 points they take minutes).
 
     Returns
     -------
@@ -279,7 +284,9 @@ def compare(kf: KernelFile, ds: Dataset, *, baseline_budget: float = 20.0, seed:
         With ``baselines`` (this kernel, SE, GPSS: BIC, tail score) and ``classical``.
     """
     rows = compare_with_baselines(kf, ds, baseline_budget=baseline_budget, seed=seed, workers=workers)
-    fc = classical_forecasts(ds, season_lengths=season_lengths, time_limit=time_limit) if classical else None
+    fc = None
+    if classical:
+        fc = classical_done or classical_forecasts(ds, season_lengths=season_lengths, time_limit=time_limit)
     out = forecast_comparison(ds, rows[0].model or kf, baselines=rows[1:], classical=fc,
                               kernel_seconds=rows[0].seconds)
     return Comparison(out.table, out.forecasts, tuple(rows), fc)

@@ -34,7 +34,7 @@ import plotly.graph_objects as go
 from scipy.stats import norm as normal
 
 from .baselines import Compared, compare_with_baselines
-from .classical import DEFAULT_TIME_LIMIT
+from .classical import DEFAULT_TIME_LIMIT, ClassicalForecasts
 from .compare import Comparison, compare
 from .data import Dataset
 from .figures import (
@@ -194,13 +194,15 @@ def forecast_table_html(comparison: Comparison, ds: Dataset) -> str:
 
 def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseline_budget: float = 20.0,
                 seed: int = 0, workers: int | None = 1, classical: bool = True,
-                season_lengths: Sequence[int] | None = None, time_limit: float = DEFAULT_TIME_LIMIT) -> str:
+                season_lengths: Sequence[int] | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
+                classical_done: ClassicalForecasts | None = None) -> str:
     """The report as one HTML document (Plotly embedded once; opens with no network).
 
     ``baseline_budget`` seconds go to the GPSS baseline (0 leaves it out; the SE baseline takes
     seconds); ``seed`` seeds both, so the same inputs give the same report. ``classical``
     adds the classical forecasters (one input only), each within ``time_limit`` seconds, with
-    ``season_lengths`` (steps) or the seasons read from the x spacing.
+    ``season_lengths`` (steps) or the seasons read from the x spacing; ``classical_done``, those
+    forecasts made already, are used instead (:func:`~evocov_core.compare.compare`).
     """
     model = FittedModel.from_file(kf, fallback_norm=ds.norm)
     k = kf.kernel
@@ -209,7 +211,8 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseli
     comparison: Comparison | None = None
     if ds.x.shape[1] == 1:
         comparison = compare(kf, ds, baseline_budget=baseline_budget, seed=seed, season_lengths=season_lengths,
-                             time_limit=time_limit, workers=workers, classical=classical)
+                             time_limit=time_limit, workers=workers, classical=classical,
+                             classical_done=classical_done)
         compared = list(comparison.baselines)
     else:
         compared = compare_with_baselines(kf, ds, baseline_budget=baseline_budget, seed=seed, workers=workers)

@@ -7,6 +7,7 @@ the process-wide job manager, cached per folder) never touches ``~/.local``.
 from __future__ import annotations
 
 import math
+import json
 import re
 from concurrent.futures import Future
 from pathlib import Path
@@ -955,3 +956,29 @@ def test_a_search_on_a_long_upload_shows_its_approximation():
     no_exception(at)
     assert [s.value for s in at.selectbox if s.label == "Run"] == [job_id]
     assert any(line in c for c in texts(at, "caption")), texts(at, "caption")
+
+
+def test_the_report_uses_the_classical_forecasts_the_page_made(data_dir, no_background_fits, monkeypatch):
+    """Once the Results page's background classical forecasts are done, the report shows them instead of
+    fitting them again (on 100,000 points that took minutes)."""
+    import evocov_core.compare as compare_module
+    from evocov_core.classical import classical_forecasts
+    from evocov_core.data import load_bundled
+
+    jid = tiny_search(data_dir)
+    at = app().run()
+    at.switch_page("pages/3_results.py").run()
+    done = classical_forecasts(load_bundled("airline"), time_limit=60)
+    resolve(no_background_fits, "classical", done)
+
+    def refit(*_a, **_k):
+        raise AssertionError("the report fitted the classical forecasters again")
+
+    monkeypatch.setattr(compare_module, "classical_forecasts", refit)
+    at.number_input(key="results_report_budget").set_value(0).run()
+    at.button(key="results_make_report").click().run()
+    no_exception(at)
+    report = at.session_state[f"results_report_{jid}"]
+    rows = {r["method"]: r for r in json.loads(re.search(
+        r'<script type="application/json" id="evocov-forecast-comparison">(.*?)</script>', report, re.S).group(1))}
+    assert rows["AutoETS"]["status"] == "ok" and rows["AutoETS"]["test_rmse"] > 0

@@ -336,3 +336,26 @@ def test_the_airline_report_holds_the_classical_rows(airline_se: Path) -> None:
     for name in ("SeasonalNaive", "AutoETS", "AutoARIMA", "AutoTheta"):
         assert f'"name":"{name} (classical)"' in text
     assert "Against the baselines" in text and "What the kernel says" in text and "Residual checks" in text
+
+
+def test_a_report_reuses_classical_forecasts_made_already(airline_se: Path, monkeypatch) -> None:
+    """Given finished classical forecasts (the Results page's), the report shows them and fits none."""
+    import evocov_core.compare as compare_module
+    from evocov_core.report_html import report_html
+
+    ds = load_bundled("airline")
+    done = classical_forecasts(ds, season_lengths=(12,), time_limit=60)
+
+    def refit(*_a, **_k):
+        raise AssertionError("the classical forecasters were fitted again")
+
+    monkeypatch.setattr(compare_module, "classical_forecasts", refit)
+    text = report_html(load_kernel_file(airline_se), ds, baseline_budget=0, classical_done=done)
+    rows = {r["method"]: r for r in json.loads(re.search(
+        r'<script type="application/json" id="evocov-forecast-comparison">(.*?)</script>', text, re.S).group(1))}
+    assert rows["AutoETS"]["status"] == "ok"
+    assert rows["AutoETS"]["test_rmse"] == pytest.approx(float(np.sqrt(np.mean(
+        (done.get("AutoETS").mean - ds.y_test) ** 2))), rel=1e-9)
+    # Forecasts of another test part are refused, not drawn against the wrong points.
+    with pytest.raises(ValueError, match="another test part"):
+        report_html(load_kernel_file(airline_se), ds.with_test_fraction(0.2), baseline_budget=0, classical_done=done)
