@@ -23,7 +23,12 @@ itself costs, which the search would have lost):
 ``origins-K-avg``
     the mixture of the K kernels weighted by the likelihood of those forecasts;
 ``origins-K-top3``
-    the equal-weight mixture of the 3 best by that CRPS.
+    the equal-weight mixture of the 3 best by that CRPS;
+``origins-refit-K`` (``--refit``)
+    as ``origins-K``, each kernel refitted at each origin first (one L-BFGS-B run from its
+    full-data values, as the tail rule's refit), so that every forecast is out of sample
+    (``choice = "refit_origins"`` in the search); ``+front`` adds the BIC-vs-q front, and
+    ``-logd``, ``-late``, ``-avg``, ``-top3`` are the variants of :func:`refit_rules`.
 
 The test part is never used to choose. The test RMSE of a single kernel is the recorded one;
 of a mixture, that of its mean. Ratios are to the reference RMSE of the series: the best
@@ -152,11 +157,15 @@ def replay(records: pd.DataFrame, data: FitData, preset: FitResult | None = None
         best = pool[int(np.argmin(np.where(np.isfinite(pc), pc, np.inf)))]
         out["origins-5+front"] = pool_fits[best].test_rmse
     if refit is not None:
-        for name, rows in (("origins-refit-5", list(range(min(5, len(cands))))), ("origins-refit-5+front", pool)):
-            rc = np.array([origin_scores(data, pool_fits[i], refit=refit, seed=(seed, 2, i)).mean_crps
-                           for i in rows])
+        pool_fits.update({i: cands[i] for i in range(min(10, len(cands)))})
+        refitted = {i: origin_scores(data, f, refit=refit, seed=(seed, 2, i)) for i, f in pool_fits.items()}
+        top5, top10 = list(range(min(5, len(cands)))), list(range(min(10, len(cands))))
+        for name, rows in (("origins-refit-5", top5), ("origins-refit-5+front", pool), ("origins-refit-10", top10)):
+            rc = np.array([refitted[i].mean_crps for i in rows])
             if rc.size and np.isfinite(rc).any():
                 out[name] = pool_fits[rows[int(np.argmin(np.where(np.isfinite(rc), rc, np.inf)))]].test_rmse
+        if top5:
+            out.update(refit_rules(data, [cands[i] for i in top5], [refitted[i] for i in top5]))
     for k in KS:
         c, ld = crps[:k], logd[:k]
         if not len(c):
@@ -172,6 +181,29 @@ def replay(records: pd.DataFrame, data: FitData, preset: FitResult | None = None
         top = [int(i) for i in np.argsort(np.where(np.isfinite(c), c, np.inf))[:3]]
         out[f"origins-{k}-top3"] = mixture_rmse(data, [cands[i] for i in top], np.ones(len(top)))
         out[f"oracle-{k}"] = float(np.nanmin([f.test_rmse for f in cands[:k]]))
+    return out
+
+
+def refit_rules(data: FitData, cands: list[FitResult], scores: list) -> dict[str, float]:
+    """Variants of the refitted rolling-origin choice on the K lowest-BIC kernels: by the summed
+    log density of the forecasts (``-logd``), by the CRPS of the two latest origins only
+    (``-late``), the likelihood-weighted mixture (``-avg``) and the equal mixture of the three
+    best by CRPS (``-top3``)."""
+    out: dict[str, float] = {}
+    crps = np.array([s.mean_crps for s in scores])
+    logd = np.array([s.total_log_density for s in scores])
+    late = np.array([np.mean([c for o, c in zip(s.origins, s.crps, strict=True) if o >= 0.75] or [math.inf])
+                     for s in scores])
+    if np.isfinite(logd).any():
+        out["origins-refit-5-logd"] = cands[int(np.argmax(np.where(np.isfinite(logd), logd, -np.inf)))].test_rmse
+        w = np.where(np.isfinite(logd), np.exp(logd - np.max(logd[np.isfinite(logd)])), 0.0)
+        keep = np.flatnonzero(w > 1e-4 * w.max())
+        out["origins-refit-5-avg"] = mixture_rmse(data, [cands[i] for i in keep], w[keep])
+    if np.isfinite(late).any():
+        out["origins-refit-5-late"] = cands[int(np.argmin(np.where(np.isfinite(late), late, np.inf)))].test_rmse
+    if np.isfinite(crps).any():
+        top = [int(i) for i in np.argsort(np.where(np.isfinite(crps), crps, np.inf))[:3]]
+        out["origins-refit-5-top3"] = mixture_rmse(data, [cands[i] for i in top], np.ones(len(top)))
     return out
 
 
@@ -201,30 +233,45 @@ def trial_data(data_dir: Path, config, series: str) -> FitData:
                                 max_points=config.fit_points)
 
 
+def replay_trial(job: tuple) -> list[dict]:
+    """One trial's rows (series, seed, rule, rmse): the recorded preset and model average, and every
+    replayed rule."""
+    path, series, seed, preset_rmse, bma_rmse, kernel_file, data_dir, config, with_refit = job
+    data = trial_data(data_dir, config, series)
+    kf = load_kernel_file(kernel_file)
+    refit = head_stage(data, config.optim)[1] if with_refit else None
+    res = {"preset": preset_rmse, "bma": bma_rmse, **replay(pd.read_csv(path), data, kf.to_fit(data.n), refit, seed)}
+    return [{"series": series, "seed": seed, "rule": r, "rmse": v} for r, v in res.items()]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--folder", type=Path, required=True, help="a bench accuracy folder made with --records")
     ap.add_argument("--data-dir", type=Path, default=None, help="default: the one its run.json records")
     ap.add_argument("--refit", action="store_true", help="also the rules that refit each candidate at each origin "
                     "(slower: four fits per candidate)")
+    ap.add_argument("--workers", type=int, default=1, help="trials replayed in parallel processes")
     args = ap.parse_args()
     threads = limit_threads()
     t0 = time.perf_counter()
     data_dir, config = folder_setup(args.folder, args.data_dir)
     trials = read_trials(args.folder).set_index(["series", "variant", "seed"])
-    rows = []
+    jobs = []
     for path in sorted((args.folder / "records").glob("*__full__seed*.csv.gz")):
         series, _, seed = path.name[:-len(".csv.gz")].split("__")
         seed = int(seed.removeprefix("seed"))
         t = trials.loc[(series, "full", seed)]
-        if t.status != TrialStatus.OK:
-            continue
-        data = trial_data(data_dir, config, series)
-        kf = load_kernel_file(args.folder / str(t.kernel_file))
-        refit = head_stage(data, config.optim)[1] if args.refit else None
-        res = {"preset": float(t.test_rmse), "bma": float(t.bma_test_rmse),
-               **replay(pd.read_csv(path), data, kf.to_fit(data.n), refit, seed)}
-        rows.extend({"series": series, "seed": seed, "rule": r, "rmse": v} for r, v in res.items())
+        if t.status == TrialStatus.OK:
+            jobs.append((path, series, seed, float(t.test_rmse), float(t.bma_test_rmse),
+                         args.folder / str(t.kernel_file), data_dir, config, args.refit))
+    if args.workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.workers, initializer=limit_threads) as pool:
+            results = list(pool.map(replay_trial, jobs))
+    else:
+        results = [replay_trial(job) for job in jobs]
+    rows = [row for res in results for row in res]
     df = pd.DataFrame(rows)
     quality = df[df.rule.str.contains(":")].copy()
     df = df[~df.rule.str.contains(":")].copy()

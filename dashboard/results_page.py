@@ -38,6 +38,7 @@ from evocov_core.model import ModelAverage
 from evocov_core.optimize import FitResult
 from evocov_core.run_record import RunRecord
 from evocov_core.search import RunStatus
+from evocov_core.search.select import choice_description
 
 FORECAST_HELP = (
     "Chosen kernel: the one the search returned. Model average: the mixture of the lowest-BIC kernels' "
@@ -177,13 +178,9 @@ def selection_table(run: RunRecord) -> None:
     split = run.settings.get("metric_split") or 0.1
     st.divider()
     st.markdown("##### How the kernel was chosen")
-    st.markdown(
-        f"The search ranks kernels by BIC; the returned kernel is, among the {len(run.selection)} lowest-BIC "
-        f"ones, the one that best predicts the last {split:.0%} of the training range after being refitted "
-        "on the rest."
-    )
+    st.markdown(choice_description(str(run.settings.get("choice") or "tail"), len(run.selection), split))
     table = selection_data(run.selection)
-    if not table["tail score"].notna().any():
+    if not table[["tail score", "origins CRPS"]].notna().any(axis=None):
         st.caption("No refit could be scored here: the lowest-BIC kernel was kept, and the model average "
                    "is weighted by BIC.")
     num = st.column_config.NumberColumn
@@ -194,6 +191,8 @@ def selection_table(run: RunRecord) -> None:
         "tail score": num("tail score", format="%.2f", help=f"Posterior log-likelihood of the last {split:.0%} of "
                           "the training range given the rest, after refitting on the rest. Higher is better."),
         "tail RMSE": num("tail RMSE", format="%.4g", help="RMSE of that prediction of the held-out tail."),
+        "origins CRPS": num("origins CRPS", format="%.4g", help="Mean CRPS of its forecasts from the earlier "
+                            "points in time (standardised units). Lower is better."),
         "weight": num("weight", format="%.3f", help="Weight in the model average (Bayesian model averaging)."),
         "test RMSE": num("test RMSE", format="%.4g", help="On the test part, never used for the choice."),
         "valid": st.column_config.CheckboxColumn(

@@ -297,9 +297,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"test RMSE: {best.test_rmse:.6g}")
     if result.selection:
         low = result.best_bic
-        print(f"chosen among the {len(result.selection)} lowest-BIC kernels by the last {config.metric_split:.0%} "
-              f"of the training range; lowest BIC {low.bic:.4f} (q={low.q})"
-              + (f", test RMSE {low.test_rmse:.6g}" if low is not None and low.test_rmse is not None else ""))
+        from .search.select import choice_description
+
+        print(choice_description(config.choice, len(result.selection), config.metric_split)
+              + f" Lowest BIC {low.bic:.4f} (q={low.q})"
+              + (f", test RMSE {low.test_rmse:.6g}." if low is not None and low.test_rmse is not None else "."))
     if result.ensemble:
         from .averaging import ensemble_test_rmse
 

@@ -520,11 +520,13 @@ def selection_data(selection: Sequence[Mapping]) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        One row per candidate: ``BIC rank, kernel, q, BIC, tail score, tail RMSE, weight,
-        test RMSE, valid, chosen`` (``valid``: a positive semi-definite covariance; runs
-        stored before the check count as valid).
+        One row per candidate: ``BIC rank, kernel, q, BIC, tail score, tail RMSE, origins CRPS,
+        weight, test RMSE, valid, chosen`` (``origins CRPS``: the mean CRPS of its forecasts from
+        the rolling origins, for the choices that score them; ``valid``: a positive
+        semi-definite covariance; runs stored before the check count as valid).
     """
-    cols = ["BIC rank", "kernel", "q", "BIC", "tail score", "tail RMSE", "weight", "test RMSE", "valid", "chosen"]
+    cols = ["BIC rank", "kernel", "q", "BIC", "tail score", "tail RMSE", "origins CRPS", "weight", "test RMSE",
+            "valid", "chosen"]
     rows = [{
         "BIC rank": int(r.get("rank") or i + 1),
         "kernel": str(r.get("expression") or r.get("canonical") or ""),
@@ -532,6 +534,7 @@ def selection_data(selection: Sequence[Mapping]) -> pd.DataFrame:
         "BIC": _num_or_nan(r.get("bic")),
         "tail score": _num_or_nan(r.get("tail_score")),
         "tail RMSE": _num_or_nan(r.get("tail_rmse")),
+        "origins CRPS": _num_or_nan(r.get("origins_crps")),
         "weight": _num_or_nan(r.get("weight")),
         "test RMSE": _num_or_nan(r.get("test_rmse")),
         "valid": r.get("valid") is not False,

@@ -136,6 +136,27 @@ def test_split_metrics_are_fitted_as_lml_on_subsets(metric: str) -> None:
     assert any(math.isfinite(row["tail_score"]) for row in res.selection)
 
 
+def test_a_search_choosing_by_refitted_origins_is_reproducible(small: FitData) -> None:
+    """``choice="refit_origins"``: every candidate is refitted at each origin (recorded in the run's
+    log, so a replay has them), its row carries the origins' CRPS, the returned kernel is one of the
+    candidates, its spread is calibrated on those forecasts, and the same seed gives the same run."""
+    cfg = _budgeted(select_top=4, choice="refit_origins", calibration="origins", generations=2)
+    runs = []
+    for _ in range(2):
+        with SerialExecutor(small, cfg.optim, search_stages(small, cfg)) as ex:
+            runs.append(run_search(small, cfg, seed=3, executor=ex))
+    res, again = runs
+    assert len(res.selection) >= 2 and all(math.isfinite(r["origins_crps"]) for r in res.selection)
+    chosen = [r for r in res.selection if r["chosen"]]
+    assert len(chosen) == 1 and chosen[0]["origins_crps"] == min(r["origins_crps"] for r in res.selection)
+    assert res.best.kernel.canonical == chosen[0]["canonical"]
+    assert res.calibration.rule == "origins" and res.calibration.errors > 0
+    refits = [key for key in res.run_log.fits if len(key) == 4 and key[:2] == (3, 7937)]
+    assert len(refits) == 4 * len(res.selection)  # four origins per candidate, each in the run's log
+    assert again.best.kernel.canonical == res.best.kernel.canonical and again.best.bic == res.best.bic
+    assert [r["origins_crps"] for r in again.selection] == [r["origins_crps"] for r in res.selection]
+
+
 def test_screening_needs_the_stage() -> None:
     data = _series(160)
     cfg = _budgeted(screen_points=60, select_top=1)

@@ -159,7 +159,7 @@ def test_search_with_a_time_budget(series_csv: Path, tmp_path: Path) -> None:
               "--workers", "1", "--seed", "2", "--out", str(out))
     assert res.returncode == 0, res.stderr
     assert "s left)" in res.stderr
-    assert "chosen among the 5 lowest-BIC kernels" in res.stdout
+    assert "among the 5 lowest-BIC ones, the one that best predicts the last 10% of the training range" in res.stdout
     kf = load_kernel_file(out)
     assert kf.q >= 2
     bad = cli("search", "--data", str(series_csv), "--time-budget", "-3", "--out", str(out))

@@ -158,12 +158,14 @@ def test_tables_from_a_run_extra(two_fits):
         {"rank": 1, "expression": "a", "canonical": "a", "q": 3, "bic": 10.0, "tail_score": -4.0,
          "tail_rmse": 1.0, "test_rmse": 3.0, "weight": 0.75, "chosen": True},
         {"rank": 3, "expression": "c", "canonical": "c", "q": 2, "bic": 14.0, "tail_score": 9.0,
-         "tail_rmse": 0.5, "test_rmse": 90.0, "weight": 0.0, "chosen": False, "valid": False},
+         "tail_rmse": 0.5, "test_rmse": 90.0, "weight": 0.0, "chosen": False, "valid": False,
+         "origins_crps": 0.25},
     ]
     sel = selection_data(rows)
     assert list(sel["BIC rank"]) == [1, 2, 3] and list(sel["chosen"]) == [True, False, False]
     assert list(sel["valid"]) == [True, True, False]  # rows stored before the check count as valid
     assert math.isnan(sel["tail score"][1])
+    assert math.isnan(sel["origins CRPS"][0]) and sel["origins CRPS"][2] == 0.25
     members = average_members_data([{"weight": 0.2, "kernel": docs[0]}, {"weight": 0.6, "kernel": docs[1]}])
     assert list(members["weight"]) == pytest.approx([0.75, 0.25])
     assert members["kernel"][0] == docs[1]["infix"]

@@ -80,3 +80,60 @@ def test_spread_scale_widens_only_and_to_the_right_quantile():
 def test_unknown_rule_is_refused(airline):
     with SerialExecutor(airline, OptimConfig()) as ex, pytest.raises(ValueError, match="rule must be"):
         choose_model(airline, [], ex, seed=0, rule="vote")
+
+
+def _trend_data() -> FitData:
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 10, 120)
+    return FitData.from_dataset(Dataset.from_arrays(t, 3.0 * t + rng.standard_normal(t.size), test_fraction=0.1))
+
+
+def test_given_refits_replace_the_full_data_values_origin_by_origin():
+    """``refits`` (one per window) are what each origin forecasts with: the scores equal those of
+    the refitted values conditioned by hand, and differ from the full-data values' scores."""
+    from evocov_core.gp import posterior
+    from evocov_core.search.validate import origin_windows
+
+    data = _trend_data()
+    fit = _fit(["+", "LIN", "SE"], data)
+    windows = origin_windows(data)
+    assert [o for o, _, _ in windows] == list(DEFAULT_ORIGINS)
+    refits = [_fit(["+", "LIN", "SE"], data.subset(head), seed=j) for j, (_, head, _) in enumerate(windows)]
+    s = origin_scores(data, fit, refits=refits)
+    _, head, target = windows[1]
+    r = refits[1]
+    post = posterior(fit.kernel, data.X[head], data.y[head], np.asarray(r.theta), r.log_noise, data.X[target],
+                     jitter=r.jitter)
+    sd = np.sqrt(post.var + r.noise_variance + r.jitter)
+    assert s.crps[1] == pytest.approx(crps_normal(data.y[target], post.mean, sd), rel=1e-9)
+    assert s.crps != origin_scores(data, fit).crps
+    with pytest.raises(ValueError, match="refits for"):
+        origin_scores(data, fit, refits=refits[:2])
+
+
+def test_the_refitted_origins_choose_the_trend_and_calibrate_on_their_own_errors():
+    """``refit_origins`` refits every candidate at every origin through the executor's origin stages,
+    chooses the kernel that forecasts the trend, and calibrates its spread on those forecasts."""
+    from evocov_core.search import preset
+    from evocov_core.search.stages import origin_stage, search_executor
+
+    data = _trend_data()
+    lin, se = _fit(["+", "LIN", "C"], data), _fit("C", data)
+    config = preset("quick-fixed", "evocov", choice="refit_origins", select_top=5)
+    with search_executor(data, config, workers=1) as ex:
+        assert {origin_stage(o) for o in DEFAULT_ORIGINS} <= set(ex.stages)
+        chosen, rows, ensemble, calib = choose_model(data, [se, lin], ex, seed=0, rule="refit_origins",
+                                                     calibration="origins")
+        again = choose_model(data, [se, lin], ex, seed=0, rule="refit_origins", calibration="origins")
+    assert chosen is lin and [r["chosen"] for r in rows] == [False, True]
+    assert rows[1]["origins_crps"] < rows[0]["origins_crps"]
+    assert calib.rule == "origins" and calib.errors == sum(origin_scores(data, lin).n_targets)
+    assert [r["origins_crps"] for r in again[1]] == [r["origins_crps"] for r in rows]
+    assert math.isclose(sum(w for _, w in ensemble), 1.0)
+
+
+def test_refit_origins_without_the_origin_stages_is_an_error():
+    data = _trend_data()
+    lin, se = _fit(["+", "LIN", "C"], data), _fit("C", data)
+    with SerialExecutor(data, OptimConfig()) as ex, pytest.raises(ValueError, match="origin stages"):
+        choose_model(data, [se, lin], ex, seed=0, rule="refit_origins")

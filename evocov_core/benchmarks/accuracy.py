@@ -178,6 +178,9 @@ VARIANTS: dict[str, Variant] = {
                         "Matérn-1/2 (Ornstein-Uhlenbeck) kernel among the bases of the seeded structures and of the "
                         "GPSS expansions, a level that wanders (its forecast stays near the last values, with a "
                         "spread that grows)"),
+    "refit-origins": Variant({"choice": "refit_origins"}, "one part changed: the returned kernel chosen by "
+                             "its forecasts from four earlier origins (60-90 % of the training range), each "
+                             "candidate refitted at each origin, instead of one refit scored on the last 10 %"),
     "with-changewindows": Variant({"changewindows": True}, "one part added, not removed: ABCD's change-window "
                                   "operator in the grammar (off in the presets until it is shown to help)"),
     "before": Variant({}, "the previous default, preset('quick-fixed') (paper operators, no cache, no screening, "

@@ -41,7 +41,7 @@ from ..scoring import PENALTY
 from ..subset import DEFAULT_MAX_POINTS, plan_subset
 from .replay import RunLog
 from .spectral_seeds import SPECTRAL_SEED
-from .validate import Calibration
+from .validate import DEFAULT_ORIGINS, Calibration
 
 __all__ = [
     "EVAL_COLUMNS",
@@ -459,6 +459,9 @@ class Tracker:
         self._share = search_share(config)
         self._stop_at = self.t0 + self.time_budget * self._share if self.time_budget > 0 else math.inf
         self._head_evals = int(getattr(config, "max_evals", 0) or 0)
+        # Refits per candidate in the model choice: one head, or one per origin (choice="refit_origins").
+        self._refits = (len(DEFAULT_ORIGINS) if getattr(config, "choice", "tail") == "refit_origins"
+                        and not (data is not None and data.on_subset) else 1)
         self._eval_costs: list[float] = []  # seconds per evaluation of full-data fits
         self._workers = int(getattr(executor, "workers", 1) or 1)
         # Where the clock stopped the run (search.replay): logical checks and batches so far.
@@ -482,7 +485,8 @@ class Tracker:
         """Seconds to keep for the model choice: its share of the budget, or on long series,
         where one evaluation is slow, what its refits and checks are estimated to cost (the
         median seconds per evaluation of this run's full fits × the evaluations the choice
-        makes), at most half the budget. The choice refits the distinct kernels fitted so far, at
+        makes: one head refit per candidate, or four with ``choice="refit_origins"``), at most half
+        the budget. The choice refits the distinct kernels fitted so far, at
         most ``select_top``: a long series whose search has fitted two kernels keeps time for two.
         With fewer than two there is nothing to choose and nothing to refit, so the search goes on
         fitting (on taylor it used to stop at 60 % of a 60 s budget, keeping the rest for the
@@ -492,7 +496,7 @@ class Tracker:
         if self._top_k <= 1 or not self._eval_costs or k < 2:
             return base
         per_eval = float(np.median(self._eval_costs))
-        rounds = math.ceil(k / max(1, self._workers))
+        rounds = math.ceil(k * self._refits / max(1, self._workers))
         estimate = per_eval * (rounds * self._head_evals + k * CHOICE_EXTRA_EVALS)
         return min(max(base, estimate), self.time_budget * (1.0 - MIN_SEARCH_SHARE))
 

@@ -224,7 +224,7 @@ class SearchConfig:
         The returned kernel is chosen among the ``select_top`` lowest-BIC distinct
         kernels by how well, refitted on the first part of the training range, they
         predict its last ``metric_split`` part (posterior LML). 1 = the lowest BIC.
-    choice : {"tail", "origins"}
+    choice : {"tail", "origins", "refit_origins"}
         How those candidates are scored (:func:`~evocov_core.search.select.choose_model`).
     calibration : {"none", "tail", "origins"}
         What the returned kernel's predictive spread is scaled by
@@ -341,8 +341,9 @@ class SearchConfig:
     choice: str = _s("tail", "How the returned kernel is chosen", "tail: each of the K lowest-BIC kernels is refitted "
                      "on the first part of the training range and scored on the rest. origins: each forecasts from "
                      "four earlier points in time (60-90 % of the training range, the next 10 % each) with its "
-                     "fitted values, and the lowest mean CRPS wins (no refits).", "budgeted",
-                     choices=("tail", "origins"))
+                     "fitted values, and the lowest mean CRPS wins (no refits). refit-origins: the same, each "
+                     "kernel refitted at each point in time first (four refits per kernel; long series: tail).",
+                     "budgeted", choices=("tail", "origins", "refit_origins"))
     calibration: str = _s("none", "Interval calibration", "Widen the returned kernel's forecast intervals by what "
                           "its out-of-sample errors show. origins: refitted at four earlier points in time "
                           "(60-90 % of the training range), it forecasts the next 10 % each; tail: the model "

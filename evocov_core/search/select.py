@@ -45,6 +45,7 @@ from ..metrics import FitData, metric_value
 from ..optimize import FitResult, OptimConfig
 from ..parallel import Executor, Task
 from .common import StopCheck
+from .stages import origin_stage
 from .validate import (
     CALIBRATIONS,
     Calibration,
@@ -52,15 +53,17 @@ from .validate import (
     calibrate,
     log_density,
     origin_scores,
+    origin_windows,
+    rms_scale,
     spread_scale,
     tail_forecast,
 )
 
-__all__ = ["CHOICE_RULES", "EXPLODING_SPREAD", "INDEFINITE", "calibrate_returned", "choose_model", "horizon_spread",
-           "indefiniteness", "tail_score"]
+__all__ = ["CHOICE_RULES", "EXPLODING_SPREAD", "INDEFINITE", "calibrate_returned", "choice_description", "choose_model",
+           "horizon_spread", "indefiniteness", "tail_score"]
 
 #: How :func:`choose_model` scores its candidates.
-CHOICE_RULES = ("tail", "origins")
+CHOICE_RULES = ("tail", "origins", "refit_origins")
 
 #: Kernels with less than this weight are left out of the model average.
 MIN_WEIGHT = 1e-4
@@ -96,6 +99,19 @@ def tail_score(data: FitData, head_fit: FitResult | None, *, marginal: bool = Fa
     except _NUMERIC:
         return -math.inf
     return value if math.isfinite(value) else -math.inf
+
+
+def choice_description(rule: str, k: int, split: float = 0.1) -> str:
+    """One sentence for users: how the returned kernel was chosen among the ``k`` lowest-BIC ones."""
+    if rule == "refit_origins":
+        how = (f"the one whose forecasts from four earlier points in time (60-90 % of the training range, the "
+               f"next {split:.0%} each; refitted on the points before each) have the lowest mean CRPS")
+    elif rule == "origins":
+        how = (f"the one whose forecasts from four earlier points in time (60-90 % of the training range, the "
+               f"next {split:.0%} each; its fitted values) have the lowest mean CRPS")
+    else:
+        how = f"the one that best predicts the last {split:.0%} of the training range after a refit on the rest"
+    return f"The search ranks kernels by BIC; the returned kernel is, among the {k} lowest-BIC ones, {how}."
 
 
 def horizon_spread(data: FitData, fit: FitResult, horizon: float = 0.1) -> float:
@@ -185,12 +201,17 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     deadline : float, optional
         Wall-clock time by which the refits stop.
     should_stop : callable, optional
-    rule : {"tail", "origins"}
+    rule : {"tail", "origins", "refit_origins"}
         ``tail``: the refit on the head scored on the tail (module docstring; on a long series by
         the tail's marginal densities, :func:`tail_score`). ``origins``: the
         lowest mean CRPS of the forecasts from the origins of
         :func:`~evocov_core.search.validate.origin_scores` (full-data values, no refit); the
-        model average is weighted by the likelihood of those forecasts.
+        model average is weighted by the likelihood of those forecasts. ``refit_origins``: the
+        same, each candidate refitted at each origin first (the executor's ``origin:…``
+        stages, :func:`~evocov_core.search.stages.search_stages`), so that every forecast is
+        out of sample; the chosen kernel's spread is calibrated on those forecasts' errors
+        (``calibration="origins"`` then costs no further fit). On data fitted on a subset (a
+        long series, where a refit costs seconds) it is ``tail``.
     calibration : {"none", "tail", "origins"}
         How the chosen kernel's spread is calibrated (:func:`~evocov_core.search.validate.calibrate`):
         ``tail`` reuses its head refit (with ``rule="tail"``), ``origins`` refits it with ``refit``
@@ -221,7 +242,14 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     cands = [f for f in candidates if f is not None and f.ok]
     if not cands:
         return None, (), (), Calibration()
-    if len(cands) == 1 or data.split is None or (rule == "tail" and "head" not in getattr(executor, "stages", ())):
+    windows = origin_windows(data) if rule == "refit_origins" else ()
+    if rule == "refit_origins" and (data.on_subset or not windows):
+        rule = "tail"
+    stages = getattr(executor, "stages", ())
+    if rule == "refit_origins" and any(origin_stage(o) not in stages for o, _, _ in windows):
+        raise ValueError("choice='refit_origins' needs an executor with the origin stages: make it with "
+                         "search_executor(data, config) or pass search_stages(data, config)")
+    if len(cands) == 1 or data.split is None or (rule == "tail" and "head" not in stages):
         calib = calibrate_returned(data, cands[0], None, calibration, refit, seed, end, origins_cost)
         return cands[0], (), (), calib
     heads: list[FitResult | None] = [None] * len(cands)
@@ -233,11 +261,18 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     indef = [indefiniteness(data, f) for f in cands]
     valid = np.array([not v > INDEFINITE for v in indef])  # NaN: a Cholesky proved it within the bound
     eligible = valid if valid.any() else np.ones_like(valid)  # none valid: choose among all, as before
+    if rule == "refit_origins":
+        m = len(windows)
+        tasks = [Task(f.kernel.tokens, (seed, 7937, i, j), f.start(), stage=origin_stage(o), deadline=deadline)
+                 for i, f in enumerate(cands) for j, (o, _, _) in enumerate(windows)]
+        refits = executor.map(tasks, should_stop)
+        origins = [origin_scores(data, f, refits=refits[i * m:(i + 1) * m]) for i, f in enumerate(cands)]
     if rule == "tail":
         raw = np.array([tail_score(data, h, marginal=data.on_subset) for h in heads])
         weigh = raw
     else:
-        origins = [origin_scores(data, f) for f in cands]
+        if rule == "origins":
+            origins = [origin_scores(data, f) for f in cands]
         raw = np.array([-o.mean_crps for o in origins])  # higher is better, as the tail score
         weigh = np.array([o.total_log_density for o in origins])
     scores = np.where(eligible, raw, -np.inf)
@@ -271,7 +306,11 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     } for i, f in enumerate(cands))
     ensemble = tuple((f, float(w)) for f, w in zip(cands, weights, strict=True) if w >= MIN_WEIGHT)
     total = sum(w for _, w in ensemble)
-    calib = calibrate_returned(data, cands[best], heads[best], calibration, refit, seed, end, origins_cost)
+    if rule == "refit_origins" and calibration == "origins":
+        z = origins[best].z
+        calib = Calibration(rms_scale(z), "origins", int(np.isfinite(z).sum()))
+    else:
+        calib = calibrate_returned(data, cands[best], heads[best], calibration, refit, seed, end, origins_cost)
     return cands[best], rows, tuple((f, w / total) for f, w in ensemble), calib
 
 

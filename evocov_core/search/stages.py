@@ -10,6 +10,9 @@ stage          data / settings
                the screened values (they are close: a refinement, not a search)
 ``head``       the first ``1 − metric_split`` of the training range / one L-BFGS-B
                run from the full-data values (the model choice's refits)
+``origin:o``   the training points up to origin ``o`` (a share of the range) / as ``head``
+               (the refits of ``choice = "refit_origins"``, one stage per origin of
+               :func:`~evocov_core.search.validate.origin_windows`)
 =============  ====================================================================
 
 A subset has no train-train / train-test split of its own, so on ``screen`` and ``head``
@@ -34,8 +37,9 @@ from ..optimize import OptimConfig
 from ..parallel import Stages, make_executor
 from .config import SearchConfig
 from .spectral_seeds import clear_frequencies
+from .validate import origin_windows
 
-__all__ = ["head_stage", "screen_mask", "screen_recent", "search_executor", "search_stages"]
+__all__ = ["head_stage", "origin_stage", "screen_mask", "screen_recent", "search_executor", "search_stages"]
 
 
 #: The screening subset's recent block covers this many of the data's longest clear period.
@@ -108,6 +112,10 @@ def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitDat
         stages["promote"] = (data, _refit(optim, 0.5))
     if config.select_top > 1 and data.split is not None:
         stages["head"] = head_stage(data, optim)
+        if config.choice == "refit_origins" and not data.on_subset:
+            refit = _refit(_on_subset(optim))
+            for o, head, _ in origin_windows(data):
+                stages[origin_stage(o)] = (data.subset(head), refit)
     return stages
 
 
@@ -118,6 +126,11 @@ def head_stage(data: FitData, optim: OptimConfig) -> tuple[FitData, OptimConfig]
     tail = ~head
     return (data.subset(head, X_test=data.X[tail], y_test=data.y[tail] * data.y_std + data.y_mean),
             _refit(_on_subset(optim)))
+
+
+def origin_stage(origin: float) -> str:
+    """The name of the stage that refits on the training points up to ``origin``."""
+    return f"origin:{origin:g}"
 
 
 def search_executor(data: FitData, config: SearchConfig, *, workers: int | None = None,

@@ -36,7 +36,7 @@ from ..metrics import FitData
 from ..optimize import FitResult, OptimConfig, fit_kernel
 
 __all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "calibrate", "log_density",
-           "origin_scores", "rms_scale", "spread_scale", "tail_forecast"]
+           "origin_scores", "origin_windows", "rms_scale", "spread_scale", "tail_forecast"]
 
 #: Origins as shares of the training x-range (each forecasts the next ``horizon`` of it).
 DEFAULT_ORIGINS = (0.6, 0.7, 0.8, 0.9)
@@ -85,9 +85,28 @@ def _crps_normal(y: NDArray[np.float64], mu: NDArray[np.float64], sd: NDArray[np
     return sd * (z * (2.0 * ndtr(z) - 1.0) + 2.0 * pdf - 1.0 / _SQRT_PI)
 
 
+def origin_windows(data: FitData, origins: Sequence[float] = DEFAULT_ORIGINS, horizon: float | None = None
+                   ) -> tuple[tuple[float, NDArray[np.bool_], NDArray[np.bool_]], ...]:
+    """The origins of ``origins`` that have at least two points before them and one in the
+    ``horizon`` after, each as ``(origin, head mask, target mask)`` over the training points
+    (masks of shape (n,)); ``horizon`` defaults to ``data.split_fraction``."""
+    h = data.split_fraction if horizon is None else horizon
+    x = data.X[:, 0]
+    lo, span = float(x.min()), float(np.ptp(x))
+    out = []
+    for o in origins:
+        cut, end = lo + o * span, lo + min(1.0, o + h) * span
+        head = x <= cut
+        target = (x > cut) & (x <= end)
+        if head.sum() >= 2 and target.any():
+            out.append((float(o), head, target))
+    return tuple(out)
+
+
 def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = DEFAULT_ORIGINS,
                   horizon: float | None = None, refit: OptimConfig | None = None,
-                  seed: Sequence[int] = (0,), deadline: float | None = None) -> OriginScores:
+                  seed: Sequence[int] = (0,), deadline: float | None = None,
+                  refits: Sequence[FitResult | None] | None = None) -> OriginScores:
     """Score ``fit``'s forecasts from each origin (module docstring).
 
     Parameters
@@ -107,31 +126,33 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
     seed : sequence of int
     deadline : float, optional
         Wall-clock time (``time.time()``) by which each refit stops with what it has.
+    refits : sequence of FitResult or None, optional
+        Refits made elsewhere (the model choice's, through its executor), one per window of
+        :func:`origin_windows` in order; ``refit`` is then not used. A failed or missing refit
+        forecasts with the full-data values.
 
     Returns
     -------
     OriginScores
         Never raises for numerical reasons: an origin that fails scores +inf / −inf.
     """
-    h = data.split_fraction if horizon is None else horizon
-    x = data.X[:, 0]
-    lo, span = float(x.min()), float(np.ptp(x))
+    windows = origin_windows(data, origins, horizon)
+    if refits is not None and len(refits) != len(windows):
+        raise ValueError(f"{len(refits)} refits for {len(windows)} origins")
     kept, crps, logd, counts, zs = [], [], [], [], []
-    for j, o in enumerate(origins):
-        cut, end = lo + o * span, lo + min(1.0, o + h) * span
-        head = x <= cut
-        target = (x > cut) & (x <= end)
-        if head.sum() < 2 or not target.any():
-            continue
-        if refit is not None:
+    for j, (o, head, target) in enumerate(windows):
+        f = None
+        if refits is not None:
+            f = refits[j]
+        elif refit is not None:
             rng = np.random.default_rng(np.random.SeedSequence([*seed, j]))
             f = fit_kernel(fit.kernel, data.subset(head), refit, rng, fit.start(), deadline=deadline)
-            theta = np.asarray(f.theta, dtype=np.float64) if f.ok else np.asarray(fit.theta, dtype=np.float64)
-            log_noise, jitter = (f.log_noise, f.jitter) if f.ok else (fit.log_noise, fit.jitter)
+        if f is not None and f.ok:
+            theta, log_noise, jitter = np.asarray(f.theta, dtype=np.float64), f.log_noise, f.jitter
         else:
             theta, log_noise, jitter = np.asarray(fit.theta, dtype=np.float64), fit.log_noise, fit.jitter
         noise = math.exp(log_noise) + jitter
-        kept.append(float(o))
+        kept.append(o)
         counts.append(int(target.sum()))
         try:
             with np.errstate(all="ignore"):
