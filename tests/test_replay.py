@@ -41,6 +41,21 @@ def test_a_replay_returns_the_timed_runs_kernel_and_fits(series, budget, workers
     assert again.run_log == timed.run_log  # it used exactly the fits it was told to
 
 
+def test_a_replay_of_a_run_choosing_by_refitted_origins_makes_the_same_choice():
+    """``choice="refit_origins"``: the choice's refits at the origins are in the log, and the replay
+    refits with the same evaluations, so it scores and chooses the same kernel."""
+    ds = load_bundled("airline")
+    config = preset("quick").with_(time_budget=4.0, choice="refit_origins")
+    data = search_data(ds, config)
+    timed = run_search(data, config, seed=2, workers=1)
+    assert timed.budget_spent and len(timed.selection) > 1
+    again = run_search(data, config, seed=2, workers=1, replay=timed.run_log)
+    assert again.best.kernel.canonical == timed.best.kernel.canonical and again.best.bic == timed.best.bic
+    assert [r["origins_crps"] for r in again.selection] == [r["origins_crps"] for r in timed.selection]
+    assert again.calibration == timed.calibration
+    assert again.run_log == timed.run_log
+
+
 def test_the_test_part_never_takes_part_in_a_choice():
     """Scrambling the test part's outputs leaves the search's result unchanged: the same log
     replayed on scrambled test data returns the same kernel, BIC and fits."""
