@@ -24,6 +24,9 @@ itself costs, which the search would have lost):
     the mixture of the K kernels weighted by the likelihood of those forecasts;
 ``origins-K-top3``
     the equal-weight mixture of the 3 best by that CRPS;
+``diverse-δ``, ``diverse-δ-mix``, ``oracle-diverse-δ`` (``--diverse``)
+    the tail choice, and the equal mixture, over 5 kernels whose forecasts differ by at least δ
+    (:func:`diverse_rules`);
 ``origins-refit-K`` (``--refit``)
     as ``origins-K``, each kernel refitted at each origin first (one L-BFGS-B run from its
     full-data values, as the tail rule's refit), so that every forecast is out of sample
@@ -59,7 +62,8 @@ from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_
 from evocov_core.gp import posterior
 from evocov_core.kernel_file import load_kernel_file, parse_expression
 from evocov_core.metrics import FitData, coverage, crps_normal, rmse
-from evocov_core.optimize import FitResult, FitStatus
+from evocov_core.optimize import NUMERIC_ERRORS, FitResult, FitStatus, OptimConfig, fit_kernel
+from evocov_core.search.select import INDEFINITE, indefiniteness, tail_score
 from evocov_core.search.stages import head_stage
 from evocov_core.search.validate import origin_scores, spread_scale
 
@@ -207,6 +211,72 @@ def refit_rules(data: FitData, cands: list[FitResult], scores: list) -> dict[str
     return out
 
 
+#: Forecast distances (RMS over the horizon, in data standard deviations) below which two kernels
+#: count as the same forecast in the ``diverse`` rules.
+DELTAS = (0.05, 0.1, 0.2)
+#: The ``diverse`` rules look this far down the BIC ranking for distinct forecasts.
+DIVERSE_POOL = 40
+
+
+def horizon_means(data: FitData, fits: list[FitResult], points: int = 50) -> list[np.ndarray | None]:
+    """Each fit's predictive mean on a grid over the next tenth of the training span (model units;
+    None where it is not finite)."""
+    x = data.X[:, 0]
+    grid = np.repeat(data.X[np.argmax(x)][None, :], points, axis=0)
+    grid[:, 0] = x.max() + np.linspace(0.1 / points, 0.1, points) * np.ptp(x)
+    out: list[np.ndarray | None] = []
+    for f in fits:
+        try:
+            with np.errstate(all="ignore"):
+                m = posterior(f.kernel, data.inputs, data.y, np.asarray(f.theta), f.log_noise, grid,
+                              jitter=f.jitter, mean_only=True).mean
+        except NUMERIC_ERRORS:
+            m = None
+        out.append(m if m is not None and np.all(np.isfinite(m)) else None)
+    return out
+
+
+def diverse_rules(records: pd.DataFrame, data: FitData, optim: OptimConfig, seed: int) -> dict[str, float]:
+    """The preset's tail choice over 5 candidates whose forecasts differ (``diverse-δ``: going down
+    the BIC ranking, a kernel whose mean over the next tenth of the span is within ``δ`` data
+    standard deviations, RMS, of one already taken is skipped), the equal mixture of those
+    candidates (``diverse-δ-mix``) and the best of them on the test part (``oracle-diverse-δ``).
+    ``diverse-0`` is the preset's own candidate set: its tail choice replays the preset."""
+    fits = distinct_fits(records)
+    cands = [as_fit(fits.loc[i], data.n) for i in range(min(DIVERSE_POOL, len(fits)))]
+    means = horizon_means(data, cands)
+    head_data, refit = head_stage(data, optim)  # the preset's head refit
+    tails: dict[int, float] = {}
+
+    def tail(i: int) -> float:
+        if i not in tails:
+            h = fit_kernel(cands[i].kernel, head_data, refit, np.random.default_rng([seed, 7919, i]), cands[i].start())
+            tails[i] = tail_score(data, h, marginal=data.on_subset)
+        return tails[i]
+
+    out: dict[str, float] = {}
+    for delta in (0.0, *DELTAS):
+        taken: list[int] = []
+        for i, m in enumerate(means):
+            if len(taken) == 5:
+                break
+            if delta > 0 and m is not None and any(
+                    means[j] is not None and np.sqrt(np.mean((m - means[j]) ** 2)) < delta for j in taken):
+                continue
+            taken.append(i)
+        if not taken:
+            continue
+        valid = [i for i in taken if not indefiniteness(data, cands[i]) > INDEFINITE] or taken
+        scores = np.array([tail(i) for i in valid])
+        best = valid[int(np.argmax(np.where(np.isfinite(scores), scores, -np.inf)))] if np.isfinite(scores).any() \
+            else valid[0]
+        name = f"diverse-{delta:g}"
+        out[name] = cands[best].test_rmse
+        out[f"{name}-mix"] = mixture_rmse(data, [cands[i] for i in valid], np.ones(len(valid)))
+        out[f"oracle-{name}"] = float(np.nanmin([cands[i].test_rmse for i in taken]))
+    return out
+
+
 def reference(folder: Path, data_dir: Path, names: list[str]) -> pd.Series:
     """Reference RMSE per series: the best published (TSDL) or AutoETS on the same split (the
     folder's ``classical.csv``, made once, as ``bench accuracy-report`` does)."""
@@ -236,11 +306,14 @@ def trial_data(data_dir: Path, config, series: str) -> FitData:
 def replay_trial(job: tuple) -> list[dict]:
     """One trial's rows (series, seed, rule, rmse): the recorded preset and model average, and every
     replayed rule."""
-    path, series, seed, preset_rmse, bma_rmse, kernel_file, data_dir, config, with_refit = job
+    path, series, seed, preset_rmse, bma_rmse, kernel_file, data_dir, config, with_refit, diverse = job
     data = trial_data(data_dir, config, series)
     kf = load_kernel_file(kernel_file)
     refit = head_stage(data, config.optim)[1] if with_refit else None
-    res = {"preset": preset_rmse, "bma": bma_rmse, **replay(pd.read_csv(path), data, kf.to_fit(data.n), refit, seed)}
+    records = pd.read_csv(path)
+    res = {"preset": preset_rmse, "bma": bma_rmse, **replay(records, data, kf.to_fit(data.n), refit, seed)}
+    if diverse:
+        res.update(diverse_rules(records, data, config.optim, seed))
     return [{"series": series, "seed": seed, "rule": r, "rmse": v} for r, v in res.items()]
 
 
@@ -250,6 +323,8 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=None, help="default: the one its run.json records")
     ap.add_argument("--refit", action="store_true", help="also the rules that refit each candidate at each origin "
                     "(slower: four fits per candidate)")
+    ap.add_argument("--diverse", action="store_true", help="also the choices among kernels whose forecasts "
+                    "differ (a head refit per candidate)")
     ap.add_argument("--workers", type=int, default=1, help="trials replayed in parallel processes")
     args = ap.parse_args()
     threads = limit_threads()
@@ -263,7 +338,7 @@ def main() -> None:
         t = trials.loc[(series, "full", seed)]
         if t.status == TrialStatus.OK:
             jobs.append((path, series, seed, float(t.test_rmse), float(t.bma_test_rmse),
-                         args.folder / str(t.kernel_file), data_dir, config, args.refit))
+                         args.folder / str(t.kernel_file), data_dir, config, args.refit, args.diverse))
     if args.workers > 1:
         from concurrent.futures import ProcessPoolExecutor
 
@@ -282,8 +357,6 @@ def main() -> None:
     base = df[df.rule == "preset"].set_index(["series", "seed"]).rmse
     table, lines = [], []
     for rule in dict.fromkeys(df.rule):
-        if rule.startswith("oracle"):
-            continue
         d = df[df.rule == rule].set_index(["series", "seed"])
         r = d.ratio.replace([np.inf, -np.inf], np.nan).dropna()
         lr = np.log((d.rmse / base.reindex(d.index)).replace([np.inf, -np.inf], np.nan).dropna())

@@ -6,8 +6,8 @@ the process-wide job manager, cached per folder) never touches ``~/.local``.
 
 from __future__ import annotations
 
-import math
 import json
+import math
 import re
 from concurrent.futures import Future
 from pathlib import Path
