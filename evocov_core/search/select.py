@@ -51,10 +51,10 @@ from .validate import (
     Calibration,
     OriginScores,
     calibrate,
+    calibration_from_errors,
     log_density,
     origin_scores,
     origin_windows,
-    rms_scale,
     spread_scale,
     tail_forecast,
 )
@@ -307,8 +307,7 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     ensemble = tuple((f, float(w)) for f, w in zip(cands, weights, strict=True) if w >= MIN_WEIGHT)
     total = sum(w for _, w in ensemble)
     if rule == "refit_origins" and calibration == "origins":
-        z = origins[best].z
-        calib = Calibration(rms_scale(z), "origins", int(np.isfinite(z).sum()))
+        calib = calibration_from_errors(origins[best].z, "origins")
     else:
         calib = calibrate_returned(data, cands[best], heads[best], calibration, refit, seed, end, origins_cost)
     return cands[best], rows, tuple((f, w / total) for f, w in ensemble), calib

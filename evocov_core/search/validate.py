@@ -35,8 +35,8 @@ from ..gp import NumericalFailure, posterior
 from ..metrics import FitData
 from ..optimize import FitResult, OptimConfig, fit_kernel
 
-__all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "calibrate", "log_density",
-           "origin_scores", "origin_windows", "rms_scale", "spread_scale", "tail_forecast"]
+__all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "calibrate", "calibration_from_errors",
+           "log_density", "origin_scores", "origin_windows", "rms_scale", "spread_scale", "tail_forecast"]
 
 #: Origins as shares of the training x-range (each forecasts the next ``horizon`` of it).
 DEFAULT_ORIGINS = (0.6, 0.7, 0.8, 0.9)
@@ -233,8 +233,13 @@ def calibrate(data: FitData, fit: FitResult, rule: str, *, head_fit: FitResult |
         z = _tail_errors(data, head_fit)
     else:
         z = origin_scores(data, fit, refit=refit, seed=seed, deadline=deadline).z
-    finite = int(np.isfinite(z).sum())
-    return Calibration(rms_scale(z), rule, finite)
+    return calibration_from_errors(z, rule)
+
+
+def calibration_from_errors(z: NDArray[np.float64], rule: str) -> Calibration:
+    """The calibration that standardised out-of-sample errors ``z`` (shape (m,), NaN where a forecast
+    failed) call for: :func:`rms_scale` of them, made by ``rule``."""
+    return Calibration(rms_scale(z), rule, int(np.isfinite(z).sum()))
 
 
 def tail_forecast(data: FitData, head_fit: FitResult) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
