@@ -180,3 +180,52 @@ def test_screening_of_a_long_series_sees_two_weekly_cycles():
     assert mask.sum() == recent + 120  # and 120 spread over the rest of the range
     short = FitData.from_dataset(_two_cycles(1200), max_points=2000)
     assert short.approximation.exact and screen_recent(short, 240) == 120
+
+
+def test_baselines_of_many_points_search_on_a_subset_and_are_scored_on_all():
+    """Above ``points`` the SE baseline is fitted on the screening subset (the recent block whole) and
+    refined on every point: its fit is on all of them, and no worse there than the subset's values."""
+    from evocov_core.baselines import baseline_subset, fit_fixed, se_baseline
+    from evocov_core.gp import lml
+    from evocov_core.library import squared_exponential
+
+    data = FitData.from_dataset(_series(900), max_points=0)
+    assert baseline_subset(data, points=data.n) is None
+    small = baseline_subset(data, points=200)
+    assert 200 <= small.n < data.n
+    recent = np.sort(data.X[:, 0])[-100:]
+    assert np.isin(recent, small.X[:, 0]).all()  # the most recent 100 points, contiguous
+    assert small.step == data.step and small.span == data.span
+    fit = se_baseline(data, points=200)
+    assert fit.ok and fit.n == data.n
+    on_small = fit_fixed(squared_exponential(), small)
+    at_small_values, _ = lml(on_small.kernel, data.inputs, data.y, np.array(on_small.theta), on_small.log_noise)
+    assert fit.lml >= at_small_values - 1e-9
+    again = se_baseline(data, points=200)  # seeded
+    assert (again.theta, again.log_noise, again.lml) == (fit.theta, fit.log_noise, fit.lml)
+    assert se_baseline(data, points=data.n).n_evals > fit.n_evals  # the full fit: 5 restarts on all points
+
+
+def test_the_report_searches_its_gpss_baseline_on_a_subset_of_many_points(monkeypatch):
+    """The report's GPSS baseline on a long series searches the subset and is scored on every point
+    the kernel was fitted on; its note says so."""
+    import evocov_core.baselines as baselines
+    from evocov_core.gp import lml
+    from evocov_core.scoring import bic
+
+    monkeypatch.setattr(baselines, "BASELINE_POINTS", 150)
+    ds = _series(1000)
+    data = FitData.from_dataset(ds)
+    fit = fit_kernel(compose(["+", "PER", "LIN"]), data, OptimConfig(n_restarts=1, max_evals=15),
+                     np.random.default_rng(0))
+    kf = parse_kernel_file(dump_kernel_file(kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test,
+                                                             n_train=ds.n_train, test_fraction=ds.test_fraction)))
+    rows = baselines.compare_with_baselines(kf, ds, baseline_budget=0.5)
+    se, gpss = rows[1], rows[2]
+    assert gpss.model is not None and math.isfinite(gpss.bic)
+    for row in (se, gpss):
+        assert f"of the {ds.n_train:,} points, refined on all of them" in row.note
+        # Its BIC is its likelihood on every training point, as the kernel's own.
+        m = row.model
+        value, _ = lml(m.kernel, data.inputs, data.y, np.array(m.theta), m.log_noise)
+        assert row.bic == pytest.approx(bic(value, m.kernel.q, ds.n_train), rel=1e-9)
