@@ -102,9 +102,8 @@ def algorithm_and_preset() -> str:
         list(PRESETS),
         key=key("preset"),
         on_change=apply_preset,
-        help="quick: a 60 s time budget. standard: 5 minutes; in EvoCov only the GPSS expansions make "
-        "change points (drawn anywhere, a 5-minute search fits the training range piecewise and forecasts "
-        "worse). "
+        help="quick: a 60 s time budget. standard: 5 minutes. In both, only EvoCov's GPSS expansions make "
+        "change points (drawn anywhere, a search fits the training range piecewise and forecasts worse). "
         "paper: the paper's section 6.2 settings (no time limit; hours). "
         "quick-fixed: the former quick preset, a fixed number of fits. "
         "Choosing a preset resets every setting below.",

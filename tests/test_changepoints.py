@@ -130,7 +130,7 @@ def test_search_with_changepoints_is_reproducible():
     y = np.where(x < 1954, 3.0, 0.0) + np.sin(2 * np.pi * x) + 0.1 * np.random.default_rng(6).standard_normal(72)
     data = FitData.from_dataset(Dataset.from_arrays(x, y, test_fraction=0.1))
     cfg = preset("quick", population=10, mu=3, generations=3, d_min=2, d_max=5, psd_w=6, max_evals=15, n_screen=4,
-                 rho_max=30, time_budget=0.0, changepoints=True, select_top=1)
+                 rho_max=30, time_budget=0.0, changepoints=True, changepoints_by_expansion=False, select_top=1)
     a = run_search(data, cfg, seed=3, workers=1)
     b = run_search(data, cfg, seed=3, workers=1)
     assert [r.expression for r in a.records] == [r.expression for r in b.records]
@@ -139,7 +139,8 @@ def test_search_with_changepoints_is_reproducible():
 
 
 def test_change_points_by_expansion_keep_the_operator_out_of_the_tree_grammar():
-    on = preset("quick", changepoints=True)
+    assert preset("quick").changepoints_by_expansion and preset("standard").changepoints_by_expansion
+    on = preset("quick", changepoints=True, changepoints_by_expansion=False)
     assert on.grammar.changepoints and "changepoint" in on.grammar.nestable(Cov)
     by_expansion = on.with_(changepoints_by_expansion=True)
     assert not by_expansion.grammar.changepoints and "changepoint" not in by_expansion.grammar.nestable(Cov)

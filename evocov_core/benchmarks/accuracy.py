@@ -167,10 +167,11 @@ VARIANTS: dict[str, Variant] = {
                                "expansions S -> CP(S, B), CP(B, S) use it otherwise)"),
     "cp-everywhere": Variant({"changepoints_by_expansion": False},
                              "change points drawn anywhere: random trees and mutations use the operator too, "
-                             "not only the expansions (the quick preset's way; measured worse at standard)"),
+                             "not only the expansions (the quick preset's way until the corpus study of "
+                             "bench/results/corpus/quick-35-cpexp; measured worse at standard)"),
     "cp-by-expansion": Variant({"changepoints_by_expansion": True},
                                "change points made only by GPSS expansions S -> CP(S, B), CP(B, S), as in ABCD "
-                               "(random trees and mutations do not draw them; the standard preset's way)"),
+                               "(random trees and mutations do not draw them; both presets' way)"),
     "promote-15": Variant({"promote_fraction": 0.15}, "half the full fits on long series: the best 15 % of a "
                           "screened batch (not 30 %) are fitted on all the data, so more candidates and "
                           "generations fit in the budget (series longer than screen_points only)"),
