@@ -32,7 +32,8 @@ __all__ = ["BASELINE_POINTS", "Compared", "baseline_subset", "compare_with_basel
 #: and refine their winner on all the data (:func:`baseline_subset`, :func:`refine`). On the
 #: 2,000 points of a long series one likelihood with gradient costs 0.26 s, so the GPSS
 #: baseline's first level took 132 s of a 20 s budget, and the SE fit 33 s
-#: (``bench/results/bench_dashboard_long.md``); on 500 points it costs about 64 times less.
+#: (``bench/results/bench_dashboard_long.md``). The cost grows as the cube of the points: on
+#: that series' subset (922 points, :func:`baseline_subset`) one evaluation costs about a tenth.
 BASELINE_POINTS = 500
 #: Evaluations of the one L-BFGS-B run that refines a baseline found on the subset.
 REFINE_EVALS = 30
