@@ -453,7 +453,11 @@ def test_each_variant_changes_only_its_part() -> None:
             here = {k for k in cfg if cfg[k] != base[k]}
             assert here <= set(v.overrides), (name, budget)
             changed |= here
-        assert changed == set(v.overrides), name
+        # A variant changes its part in some preset, or is what every preset now runs (one the
+        # presets adopted, kept so that its folders still name it: cp-by-expansion).
+        adopted = all(acc.variant_config("full", b).to_dict()[k] == val
+                      for b in ("quick", "standard") for k, val in v.overrides.items())
+        assert changed == set(v.overrides) or (not changed and adopted), name
     fixed = acc.variant_config("fixed-quick", "quick")
     assert fixed.time_budget == 0  # no time limit
     assert acc.parse_variants("all") == list(acc.VARIANTS)

@@ -223,7 +223,7 @@ def test_quick_preset_first_population_is_unchanged():
     assert absent == explicit and len(absent) > cfg.population // 2
     # The reference draw: the grammar with windows, the window symbol struck out by hand (what the
     # grammar was before it had one: the symbol was appended to every list it is in).
-    grammar = _WithoutWindows(cfg.n_hyper, get_grammar(cfg.n_hyper).pset, cfg.changepoints)
+    grammar = _WithoutWindows(cfg.n_hyper, get_grammar(cfg.n_hyper).pset, cfg.grammar.changepoints)
     n_seed = round(cfg.seed_fraction * cfg.population)
     ref = list(seed_kernels(n_seed, sub_rng(seed, 1)))
     rng = sub_rng(seed, 0)
