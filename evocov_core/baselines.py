@@ -49,7 +49,7 @@ def fit_fixed(kernel: Kernel, data: FitData, *, seed: int = 0, metric: str = "lm
 def baseline_subset(data: FitData, points: int | None = None) -> FitData | None:
     """The points a baseline searches on when ``data`` has more than ``points`` of them; else None.
 
-    The search's screening subset (:func:`~evocov_core.search.stages.screen_mask`): the most
+    The search's screening subset (:func:`~evocov_core.search.stages.screen_subset`): the most
     recent points, contiguous (on a long series enough for two of its longest clear period,
     :func:`~evocov_core.search.stages.screen_recent`), and ``points − points // 2`` spread over
     the earlier range. Values fitted there mean the same on ``data`` (same step, span, units).
@@ -66,15 +66,10 @@ def baseline_subset(data: FitData, points: int | None = None) -> FitData | None:
     FitData or None
         Of at most ``points − points // 2 + SCREEN_RECENT_MAX`` points, without a split.
     """
-    from .search.stages import screen_mask, screen_recent
+    from .search.stages import screen_subset
 
     points = BASELINE_POINTS if points is None else int(points)
-    if data.n <= points:
-        return None
-    order = np.argsort(data.X[:, 0], kind="stable")
-    mask = np.zeros(data.n, dtype=bool)
-    mask[order[screen_mask(data.n, points, screen_recent(data, points))]] = True
-    return data.subset(mask)
+    return None if data.n <= points else screen_subset(data, points)
 
 
 def refine(fit: FitResult, data: FitData, optim: OptimConfig, *, seed: int = 0) -> FitResult:

@@ -39,7 +39,8 @@ from .config import SearchConfig
 from .spectral_seeds import clear_frequencies
 from .validate import origin_windows
 
-__all__ = ["head_stage", "origin_stage", "screen_mask", "screen_recent", "search_executor", "search_stages"]
+__all__ = ["head_stage", "origin_stage", "screen_mask", "screen_recent", "screen_subset", "search_executor",
+           "search_stages"]
 
 
 #: The screening subset's recent block covers this many of the data's longest clear period.
@@ -88,6 +89,15 @@ def screen_recent(data: FitData, m: int) -> int:
     return int(min(max(base, want), SCREEN_RECENT_MAX))
 
 
+def screen_subset(data: FitData, m: int) -> FitData:
+    """The screening subset of ``data`` (:func:`screen_mask` with :func:`screen_recent`'s block), as
+    data of its own: ``m`` points, or more on a long series whose recent block holds two cycles."""
+    order = np.argsort(data.X[:, 0], kind="stable")
+    mask = np.zeros(data.n, dtype=bool)
+    mask[order[screen_mask(data.n, m, screen_recent(data, m))]] = True
+    return data.subset(mask)
+
+
 def _refit(optim: OptimConfig, share: float = 1.0) -> OptimConfig:
     """One L-BFGS-B run from the given values (``share`` of the evaluations), no random starts."""
     return dataclasses.replace(optim, n_screen=0, n_restarts=1, max_evals=max(10, round(optim.max_evals * share)))
@@ -103,11 +113,7 @@ def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitDat
     optim = config.optim
     stages: dict[str, tuple[FitData, OptimConfig]] = {}
     if 0 < config.screen_points < data.n:
-        order = np.argsort(data.X[:, 0], kind="stable")
-        mask = np.zeros(data.n, dtype=bool)
-        m = config.screen_points
-        mask[order[screen_mask(data.n, m, screen_recent(data, m))]] = True
-        stages["screen"] = (data.subset(mask), _on_subset(optim))
+        stages["screen"] = (screen_subset(data, config.screen_points), _on_subset(optim))
     if config.screen_points > 0:
         stages["promote"] = (data, _refit(optim, 0.5))
     if config.select_top > 1 and data.split is not None:
