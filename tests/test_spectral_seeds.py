@@ -12,10 +12,13 @@ from evocov_core.kernel import Kernel, slot_roles
 from evocov_core.metrics import FitData
 from evocov_core.search import preset, run_evocov
 from evocov_core.search.spectral_seeds import (
+    LOCAL_LENGTHSCALE,
     MAX_PERIODS,
     NOISE,
     PERIODIC_LENGTHSCALE,
+    WANDER_LENGTHSCALE,
     clear_frequencies,
+    naive_seeds,
     spectral_seeds,
 )
 
@@ -50,8 +53,9 @@ def test_each_periodic_slot_starts_at_one_clear_period():
     long = FitData.from_dataset(_two_cycles(6000), max_points=1500)
     omegas = clear_frequencies(long)
     seeds = spectral_seeds(long)
-    assert len(seeds) == MAX_PERIODS + 1
+    assert len(seeds) == MAX_PERIODS + 1 + len(naive_seeds(long))
     assert [k.canonical for k, _ in seeds] == [k.canonical for k, _ in spectral_seeds(long)]  # deterministic
+    seeds = seeds[:MAX_PERIODS + 1]  # the periodic structures; the naive seeds follow (test below)
     seen = []
     for kernel, start in seeds:
         roles = slot_roles(kernel)
@@ -68,6 +72,39 @@ def test_each_periodic_slot_starts_at_one_clear_period():
         seen.append(len(freq))
     assert seen == [1, 1, 2]
     assert all("exp(-0.5*|x-x'|^2" in k.infix for k, _ in seeds)  # each + SE
+
+
+def test_the_naive_seeds_are_local_periodic_at_the_longest_period_and_a_wandering_trend():
+    """PER × M12 at the weekly period (the longer of the two) and M12 + LIN, every value given;
+    a long series without a clear period gets M12 + LIN alone."""
+    long = FitData.from_dataset(_two_cycles(6000), max_points=1500)
+    omegas = clear_frequencies(long)
+    seeds = naive_seeds(long)
+    assert spectral_seeds(long)[-len(seeds):] == seeds
+    assert [sorted(map(sorted, slot_roles(k).values())) for k, _ in seeds] == [
+        [["frequency"], ["lengthscale"], ["periodic_lengthscale"], ["value"]],
+        [["lengthscale"], ["scale"], ["shift"], ["value"]]]
+    local, wander = (dict(zip(k.slots, s.theta, strict=True)) for k, s in seeds)
+    (k_local, _), (k_wander, _) = seeds
+    roles = [slot_roles(k) for k, _ in seeds]
+    by_role = [{min(r[s]): v for s, v in t.items()} for r, t in zip(roles, (local, wander), strict=True)]
+    assert by_role[0]["frequency"] == pytest.approx(math.log(min(omegas)))  # the weekly cycle
+    assert by_role[0]["lengthscale"] == pytest.approx(math.log(LOCAL_LENGTHSCALE))
+    assert by_role[0]["periodic_lengthscale"] == pytest.approx(math.log(PERIODIC_LENGTHSCALE))
+    assert by_role[1]["lengthscale"] == pytest.approx(math.log(WANDER_LENGTHSCALE))
+    assert "sin^2" in k_local.infix and "sqrt(|x-x'|^2" in k_local.infix  # a product: the cycle drifts
+    assert "(x-hp2)*(x'-hp2)" in k_wander.infix and "sqrt(|x-x'|^2" in k_wander.infix
+    # The kernels are PSD: a Cholesky of K + small noise on the fit points succeeds.
+    from evocov_core.evaluate import covariance
+
+    for k, s in seeds:
+        K = covariance(k, long.X[:300], np.asarray(s.theta))
+        np.linalg.cholesky(K + 1e-8 * np.eye(len(K)))
+    walk = np.cumsum(np.random.default_rng(1).standard_normal(6000))
+    no_cycle = FitData.from_dataset(Dataset.from_arrays(np.arange(6000.0), walk, name="walk", test_fraction=0.1),
+                                    max_points=1500)
+    assert clear_frequencies(no_cycle) == ()
+    assert [k.canonical for k, _ in spectral_seeds(no_cycle)] == [k_wander.canonical]
 
 
 def test_exact_data_get_no_spectral_seeds():
@@ -113,8 +150,9 @@ def test_a_long_search_puts_the_spectral_seeds_first_in_place_of_gpss_seeds():
 
 
 def test_spectral_seeds_are_promoted_and_offered_to_the_choice_whatever_their_rank():
-    """Screening promotes half the kernels by BIC, the spectral seeds first and whatever their rank;
-    ``top`` keeps them among the candidates even when other kernels have lower BIC."""
+    """Screening promotes a share of the kernels by BIC, the spectral seeds first and whatever their rank;
+    ``top`` keeps them among the candidates even when other kernels have lower BIC, and keeps
+    places for the search's own kernels."""
     from evocov_core.parallel import SerialExecutor
     from evocov_core.search.common import Tracker
     from evocov_core.search.spectral_seeds import SPECTRAL_SEED
@@ -122,7 +160,7 @@ def test_spectral_seeds_are_promoted_and_offered_to_the_choice_whatever_their_ra
     from evocov_core.search.structures import seed_kernels
 
     data = FitData.from_dataset(_two_cycles(3000), max_points=400)
-    cfg = preset("quick", time_budget=0.0, screen_points=150, promote_fraction=0.5, max_evals=10, n_screen=0,
+    cfg = preset("quick", time_budget=0.0, screen_points=150, promote_fraction=0.75, max_evals=10, n_screen=0,
                  select_top=2)
     seeds = spectral_seeds(data)
     others = seed_kernels(6, np.random.default_rng(0))
@@ -134,8 +172,17 @@ def test_spectral_seeds_are_promoted_and_offered_to_the_choice_whatever_their_ra
         fits = tr.evaluate(ex, kernels, starts, origins)
     assert all(f.ok and f.n == data.n for f in fits[:len(seeds)])  # fitted on every fit point
     full = [f for f in fits[len(seeds):] if f.ok and f.n == data.n]
-    assert len(full) == 5 - len(seeds)  # half of the nine ranked, rounded up, the seeds included
-    top = tr.top(2)
-    assert len(top) == 2 and all(any(t is f for f in fits[:len(seeds)]) for t in top)
+    ranked = len(seeds) + len(others)
+    assert len(full) == math.ceil(0.75 * ranked) - len(seeds)  # 3/4 of those ranked, rounded up, seeds included
+    seed_fits = sorted((f for f in fits[:len(seeds)]), key=lambda f: f.bic)
+    searched = sorted(full, key=lambda f: f.bic)
+    assert all(f.bic > searched[0].bic for f in seed_fits[2:])  # some seeds rank below the search's kernels
+    # top(k) keeps the lowest-BIC seeds whatever their rank, and MIN_SEARCHED (2) places for the
+    # search's own kernels (k // 2 of a small k); places the search cannot fill go to seeds.
+    top = tr.top(5)
+    assert [f.bic for f in top] == sorted(f.bic for f in [*seed_fits[:3], *searched[:2]])
+    assert tr.top(2) == tuple(sorted([seed_fits[0], searched[0]], key=lambda f: f.bic))
+    assert set(map(id, tr.top(len(seeds) + 2))) == set(map(id, [*seed_fits, *searched[:2]]))
+    assert len(tr.top(50)) == len(seeds) + len(full)  # all there is
     # The two PER + SE seeds share a canonical form but are two candidates (two periods).
     assert len({f.kernel.canonical for f in fits[:len(seeds)]}) == len(seeds) - 1

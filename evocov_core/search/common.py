@@ -389,6 +389,8 @@ def search_share(config: object) -> float:
 CHOICE_EXTRA_EVALS = 12
 #: The search keeps at least this share of a budget, however slow the choice looks.
 MIN_SEARCH_SHARE = 0.5
+#: Candidates of the model choice kept for the search's own kernels beside the spectral seeds.
+MIN_SEARCHED = 2
 #: Above this many training points the Tracker times one evaluation before the search.
 CALIBRATE_ABOVE = 1000
 
@@ -720,12 +722,16 @@ class Tracker:
         """The ``k`` lowest-BIC distinct (canonical) kernels fitted so far, lowest first.
 
         The spectral seeds' fits (:mod:`~evocov_core.search.spectral_seeds`, long series) are
-        always among them: BIC ranks by short-range fit, which the forecast days ahead does not
-        need, and the model choice judges them by the forecast of the tail instead."""
+        among them whatever their BIC: BIC ranks by short-range fit, which the forecast days ahead
+        does not need, and the model choice judges them by the forecast of the tail instead. They
+        take at most ``k`` less :data:`MIN_SEARCHED` places (less ``k // 2`` when ``k`` is
+        smaller than twice that; the lowest-BIC seeds first), so that the kernels the search
+        found itself are offered too; places the search cannot fill go to more seeds."""
         fits = self._best_by_canonical.items()
-        kept = [f for key, f in fits if key in self._spectral_keys][:k]
+        seeds = sorted((f for key, f in fits if key in self._spectral_keys), key=lambda f: f.bic)
         others = sorted((f for key, f in fits if key not in self._spectral_keys), key=lambda f: f.bic)
-        return tuple(sorted(kept + others[:k - len(kept)], key=lambda f: f.bic))
+        n_seeds = min(len(seeds), max(k - min(MIN_SEARCHED, k // 2), k - len(others)))
+        return tuple(sorted(seeds[:n_seeds] + others[:k - n_seeds], key=lambda f: f.bic))
 
 
 def start_of(fit: FitResult | None) -> Start | None:

@@ -27,6 +27,16 @@ kernels by how well they follow the data a few steps apart, which a forecast day
 need; the choice, on a long series, scores the forecast of the tail point by point
 (:func:`~evocov_core.search.select.tail_score` with ``marginal``).
 
+Two more seeds are the Gaussian-process forms of the naive forecasts that are hard to beat on
+long series (:func:`naive_seeds`): a *local periodic* kernel, ``PER × M12`` at the longest clear
+period (a cycle whose shape drifts as a random walk over weeks: its forecast repeats the recent
+cycles, as seasonal naive does), and ``M12 + LIN`` on every long series (a level that wanders
+about a linear trend: random walk with drift). Fitted on the 2,000 fit points of ``forecast::taylor``
+(one L-BFGS-B run, test RMSE): PER(week) × M12 518 where PER(week) + SE gives 705 and seasonal
+naive 518; on the Dow Jones, M12 + LIN 1,024 where M12 alone gives 2,729, the naive forecast
+2,372 and AutoETS 1,949. On the 30,000-point synthetic series PER(week) × M12 is at its true
+mean's RMSE (1.00). ``bench/results/long/quick-naive-seeds`` measures them in the search.
+
 Series short enough for an exact GP get none: there the search fits hundreds of kernels and
 its settings were chosen without these seeds (not measured there).
 """
@@ -37,11 +47,12 @@ import math
 from itertools import combinations
 
 from ..kernel import Kernel, slot_roles
-from ..library import compose
+from ..library import compose, linear, periodic
 from ..metrics import FitData
 from ..optimize import Start
 
-__all__ = ["MAX_PERIODS", "MIN_REPEATS", "PEAK_WEIGHT", "SPECTRAL_SEED", "clear_frequencies", "spectral_seeds"]
+__all__ = ["LOCAL_LENGTHSCALE", "MAX_PERIODS", "MIN_REPEATS", "PEAK_WEIGHT", "SPECTRAL_SEED", "WANDER_LENGTHSCALE",
+           "clear_frequencies", "naive_seeds", "spectral_seeds"]
 
 #: A periodogram peak counts as a clear period above this share of the peaks' power.
 PEAK_WEIGHT = 0.1
@@ -54,6 +65,11 @@ MAX_PERIODS = 2
 PERIODIC_LENGTHSCALE = 0.1
 #: Starting noise variance (outputs are standardised).
 NOISE = 0.05
+#: Starting lengthscale of the local periodic seed's M12 envelope (model units: the training span is 1):
+#: the cycle's shape drifts over the whole record, not from one cycle to the next.
+LOCAL_LENGTHSCALE = 1.0
+#: Starting lengthscale of the M12 + LIN seed's wandering level: a tenth of the span, the forecast horizon.
+WANDER_LENGTHSCALE = 0.1
 #: The origin a search records for these seeds.
 SPECTRAL_SEED = "spectral seed"
 
@@ -81,38 +97,77 @@ def clear_frequencies(data: FitData) -> tuple[float, ...]:
     return tuple(out)
 
 
-def _seed(structure: list | str, omegas: tuple[float, ...], level: float) -> tuple[Kernel, Start]:
+def _seed(structure: list | str | Kernel, omegas: tuple[float, ...], level: float) -> tuple[Kernel, Start]:
     """``structure`` with its frequency slots, in order, starting at ``omegas``; amplitudes at the
-    data's variance, periodic lengthscales sharp, lengthscales at ``level`` (model units)."""
-    kernel = compose(structure)
+    data's variance, periodic lengthscales sharp, lengthscales at ``level`` (model units), a linear
+    term's shift at the first input and its scale at 1 (a unit slope over the span)."""
+    kernel = structure if isinstance(structure, Kernel) else compose(structure)
     roles = slot_roles(kernel)
     freq = [s for s in kernel.slots if roles[s] == {"frequency"}]
     if len(freq) != len(omegas):  # the structures below are written with one PER per period
         raise ValueError(f"{kernel.infix} has {len(freq)} frequency slots, {len(omegas)} frequencies given")
     given = dict(zip(freq, (math.log(w) for w in omegas), strict=True))
-    by_role = {"value": 0.0, "periodic_lengthscale": math.log(PERIODIC_LENGTHSCALE), "lengthscale": math.log(level)}
+    by_role = {"value": 0.0, "periodic_lengthscale": math.log(PERIODIC_LENGTHSCALE), "lengthscale": math.log(level),
+               "shift": 0.0, "scale": 0.0}
     theta = tuple(given[s] if s in given else by_role[min(roles[s])] for s in kernel.slots)
     return kernel, Start(theta, math.log(NOISE))
 
 
 def spectral_seeds(data: FitData) -> list[tuple[Kernel, Start]]:
-    """Periodic GPSS structures with their frequencies started at the clear periods (module docstring).
+    """Periodic GPSS structures with their frequencies started at the clear periods, and the naive
+    forecasts' GP forms (module docstring).
 
     Returns
     -------
     list of (Kernel, Start)
         Empty unless the data are a subset of a long series (``data.approximation`` not
-        exact) with at least one clear period; at most ``MAX_PERIODS + 1`` seeds.
+        exact): the periodic structures at its clear periods (at most ``MAX_PERIODS + 1``), then
+        :func:`naive_seeds` (``M12 + LIN`` alone when there is no clear period).
     """
     if not data.on_subset:
         return []
     omegas = clear_frequencies(data)[:MAX_PERIODS]
-    if not omegas:
-        return []
-    level = 2.0 * math.pi / min(omegas)  # the SE term drifts over about the longest period
     seeds = []
-    for w in omegas:
-        seeds.append(_seed(["+", "PER", "SE"], (w,), level))
-    for a, b in combinations(omegas, 2):
-        seeds.append(_seed(["+", ["+", "PER", "PER"], "SE"], (a, b), level))
+    if omegas:
+        level = 2.0 * math.pi / min(omegas)  # the SE term drifts over about the longest period
+        for w in omegas:
+            seeds.append(_seed(["+", "PER", "SE"], (w,), level))
+        for a, b in combinations(omegas, 2):
+            seeds.append(_seed(["+", ["+", "PER", "PER"], "SE"], (a, b), level))
+    return seeds + naive_seeds(data, omegas)
+
+
+def _unit_m12(lengthscale: str) -> list[str]:
+    return ["exp", "multiply", "-1", "sqrt", "sq_dist", "euc", "x", lengthscale]
+
+
+def naive_seeds(data: FitData, omegas: tuple[float, ...] | None = None) -> list[tuple[Kernel, Start]]:
+    """The GP forms of seasonal naive and of the random walk with drift (module docstring).
+
+    ``PER × M12`` at the longest of ``omegas`` (the clear periods; none, no such seed), with
+    its envelope's lengthscale at :data:`LOCAL_LENGTHSCALE`, and ``M12 + LIN`` with the M12's
+    at :data:`WANDER_LENGTHSCALE`; the other values as :func:`spectral_seeds` gives them.
+
+    Parameters
+    ----------
+    data : FitData
+        Training data; empty unless fitted on a subset of a long series.
+    omegas : tuple of float, optional
+        Angular frequencies of the clear periods (default: :func:`clear_frequencies`, at most
+        :data:`MAX_PERIODS`).
+
+    Returns
+    -------
+    list of (Kernel, Start)
+    """
+    if not data.on_subset:
+        return []
+    omegas = clear_frequencies(data)[:MAX_PERIODS] if omegas is None else omegas
+    seeds = []
+    if omegas:
+        local = Kernel(("multiply", *periodic("hp0", "hp1", "hp2").tokens, *_unit_m12("hp3")))
+        seeds.append(_seed(local, (min(omegas),), LOCAL_LENGTHSCALE))
+    amplitude = ["multiply", "square", "hp", "hp0", *_unit_m12("hp1")]
+    wander = Kernel(("add", *amplitude, *linear("hp2", "hp3").tokens))
+    seeds.append(_seed(wander, (), WANDER_LENGTHSCALE))
     return seeds
