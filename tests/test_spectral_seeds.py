@@ -116,6 +116,22 @@ def test_exact_data_get_no_spectral_seeds():
     assert spectral_seeds(short) == []  # ... but gets no seeds from them
 
 
+def test_the_naive_seeds_setting_gives_short_series_the_naive_seeds_first():
+    """``naive_seeds`` (the accuracy variant ``naive-seeds``): a series fitted exactly begins with the
+    naive seeds too, in place of GPSS seeds; without it, as before."""
+    short = FitData.from_dataset(_two_cycles(1200), max_points=2000)
+    seeds = spectral_seeds(short, naive_everywhere=True)
+    assert [k.canonical for k, _ in seeds] == [k.canonical for k, _ in naive_seeds(short, always=True)]
+    assert len(seeds) == 2 and naive_seeds(short) == []
+    cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none", naive_seeds=True)
+    ex = _Recorder()
+    run_evocov(short, cfg, ex, seed=0)  # type: ignore[arg-type]
+    first = ex.batches[0]
+    assert [Kernel(t.tokens).canonical for t in first[:2]] == [k.canonical for k, _ in seeds]
+    assert [t.start for t in first[:2]] == [s for _, s in seeds]
+    assert all(t.start is None for t in first[2:])
+
+
 class _Recorder:
     """An executor that fits nothing and records the tasks it is given, batch by batch."""
 

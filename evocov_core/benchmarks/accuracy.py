@@ -159,6 +159,9 @@ VARIANTS: dict[str, Variant] = {
                        "no seeded initial population, no expansion of good kernels"),
     "reseed-restarts": Variant({"reseed_restarts": True}, "one part added, not removed: every restart's "
                                "population is seeded with GPSS structures too, not only the first one"),
+    "naive-seeds": Variant({"naive_seeds": True}, "one part added, not removed: every search begins with the GP "
+                           "forms of seasonal naive (PER x M12) and of the random walk with drift (M12 + LIN), "
+                           "offered to the model choice whatever their BIC, as long series always do"),
     "no-select": Variant({"select_top": 1}, "return the lowest-BIC kernel (no selection among the top ones)"),
     "no-cache": Variant({"cache_fits": False}, "no cache of fitted kernels"),
     "no-bounds": Variant({"data_bounds": False}, "no hyperparameter bounds from the data"),

@@ -207,6 +207,11 @@ class SearchConfig:
     seed_fraction : float
         Share of the first population made of GPSS structures (base kernels SE, PER,
         LIN, RQ, their pairwise sums and products); the rest are random trees.
+    naive_seeds : bool
+        Every search, not only those on long series, begins with the GP forms of the naive
+        forecasts (:func:`~evocov_core.search.spectral_seeds.naive_seeds`: ``PER × M12`` at the
+        longest clear period, ``M12 + LIN``), offered to the model choice whatever their BIC.
+        Off in every preset; long series (fitted on a subset) always get them.
     reseed_restarts : bool
         A restart draws ``seed_fraction`` of its new population from the GPSS structures too
         (a fresh draw), not only the first population: the paper's restart is all random
@@ -331,6 +336,10 @@ class SearchConfig:
                               lo=0.0, hi=1.0, step=0.05, fmt="%.2f")
     reseed_restarts: bool = _s(False, "Seed restarts too", "Each restart's new population gets the seeded "
                                "share of GPSS structures as well, not only the first one.", "budgeted", _EVOCOV)
+    naive_seeds: bool = _s(False, "Naive-forecast seeds on every series", "Begin every search, not only those on "
+                           "long series, with the GP forms of seasonal naive (a periodic kernel whose cycle "
+                           "drifts, PER x M12, at the longest clear period) and of the random walk with drift "
+                           "(M12 + LIN), offered to the model choice whatever their BIC.", "budgeted", _EVOCOV)
     p_expand: float = _s(0.0, "GPSS expansions among mutations", "Probability that a mutation adds or multiplies "
                          "a base kernel, or swaps one.", "budgeted", _EVOCOV, lo=0.0, hi=1.0, step=0.05,
                          fmt="%.2f")

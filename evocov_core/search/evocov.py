@@ -83,7 +83,7 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
     tr = Tracker("evocov", config.generations, progress, should_stop, seed, config=config, n_train=data.n, data=data,
                  executor=executor)
     N, mu = config.population, config.mu
-    spectral = spectral_seeds(data)
+    spectral = spectral_seeds(data, naive_everywhere=config.naive_seeds)
 
     def random_population(epoch: int = 0) -> list[_Ind]:
         out = []

@@ -113,7 +113,7 @@ def _seed(structure: list | str | Kernel, omegas: tuple[float, ...], level: floa
     return kernel, Start(theta, math.log(NOISE))
 
 
-def spectral_seeds(data: FitData) -> list[tuple[Kernel, Start]]:
+def spectral_seeds(data: FitData, *, naive_everywhere: bool = False) -> list[tuple[Kernel, Start]]:
     """Periodic GPSS structures with their frequencies started at the clear periods, and the naive
     forecasts' GP forms (module docstring).
 
@@ -122,10 +122,11 @@ def spectral_seeds(data: FitData) -> list[tuple[Kernel, Start]]:
     list of (Kernel, Start)
         Empty unless the data are a subset of a long series (``data.approximation`` not
         exact): the periodic structures at its clear periods (at most ``MAX_PERIODS + 1``), then
-        :func:`naive_seeds` (``M12 + LIN`` alone when there is no clear period).
+        :func:`naive_seeds` (``M12 + LIN`` alone when there is no clear period). With
+        ``naive_everywhere`` (the setting ``naive_seeds``), data fitted exactly get the naive seeds.
     """
     if not data.on_subset:
-        return []
+        return naive_seeds(data, always=True) if naive_everywhere else []
     omegas = clear_frequencies(data)[:MAX_PERIODS]
     seeds = []
     if omegas:
@@ -141,7 +142,8 @@ def _unit_m12(lengthscale: str) -> list[str]:
     return ["exp", "multiply", "-1", "sqrt", "sq_dist", "euc", "x", lengthscale]
 
 
-def naive_seeds(data: FitData, omegas: tuple[float, ...] | None = None) -> list[tuple[Kernel, Start]]:
+def naive_seeds(data: FitData, omegas: tuple[float, ...] | None = None, *,
+                always: bool = False) -> list[tuple[Kernel, Start]]:
     """The GP forms of seasonal naive and of the random walk with drift (module docstring).
 
     ``PER × M12`` at the longest of ``omegas`` (the clear periods; none, no such seed), with
@@ -151,16 +153,18 @@ def naive_seeds(data: FitData, omegas: tuple[float, ...] | None = None) -> list[
     Parameters
     ----------
     data : FitData
-        Training data; empty unless fitted on a subset of a long series.
+        Training data; empty unless fitted on a subset of a long series, or ``always``.
     omegas : tuple of float, optional
         Angular frequencies of the clear periods (default: :func:`clear_frequencies`, at most
         :data:`MAX_PERIODS`).
+    always : bool
+        Seeds for data fitted exactly too.
 
     Returns
     -------
     list of (Kernel, Start)
     """
-    if not data.on_subset:
+    if not (data.on_subset or always):
         return []
     omegas = clear_frequencies(data)[:MAX_PERIODS] if omegas is None else omegas
     seeds = []
