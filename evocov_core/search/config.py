@@ -211,7 +211,8 @@ class SearchConfig:
         Every search, not only those on long series, begins with the GP forms of the naive
         forecasts (:func:`~evocov_core.search.spectral_seeds.naive_seeds`: ``PER × M12`` at the
         longest clear period, ``M12 + LIN``), offered to the model choice whatever their BIC.
-        Off in every preset; long series (fitted on a subset) always get them.
+        Off in every preset: on the development corpus it was worse (paired 1.23 on 20 series,
+        ``bench/results/corpus/quick-36-naive/``). Long series (fitted on a subset) always get them.
     reseed_restarts : bool
         A restart draws ``seed_fraction`` of its new population from the GPSS structures too
         (a fresh draw), not only the first population: the paper's restart is all random
