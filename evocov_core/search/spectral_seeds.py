@@ -51,7 +51,7 @@ import math
 from itertools import combinations
 
 from ..kernel import Kernel, slot_roles
-from ..library import compose, linear, periodic
+from ..library import compose, linear, matern12, periodic
 from ..metrics import FitData
 from ..optimize import Start
 
@@ -142,10 +142,6 @@ def spectral_seeds(data: FitData, *, naive_everywhere: bool = False) -> list[tup
     return seeds + naive_seeds(data, omegas)
 
 
-def _unit_m12(lengthscale: str) -> list[str]:
-    return ["exp", "multiply", "-1", "sqrt", "sq_dist", "euc", "x", lengthscale]
-
-
 def naive_seeds(data: FitData, omegas: tuple[float, ...] | None = None, *,
                 always: bool = False) -> list[tuple[Kernel, Start]]:
     """The GP forms of seasonal naive and of the random walk with drift (module docstring).
@@ -173,9 +169,10 @@ def naive_seeds(data: FitData, omegas: tuple[float, ...] | None = None, *,
     omegas = clear_frequencies(data)[:MAX_PERIODS] if omegas is None else omegas
     seeds = []
     if omegas:
-        local = Kernel(("multiply", *periodic("hp0", "hp1", "hp2").tokens, *_unit_m12("hp3")))
+        # PER's amplitude scales the product: the M12 envelope has none of its own (one slot less).
+        envelope = ("exp", "multiply", "-1", "sqrt", "sq_dist", "euc", "x", "hp3")
+        local = Kernel(("multiply", *periodic("hp0", "hp1", "hp2").tokens, *envelope))
         seeds.append(_seed(local, (min(omegas),), LOCAL_LENGTHSCALE))
-    amplitude = ["multiply", "square", "hp", "hp0", *_unit_m12("hp1")]
-    wander = Kernel(("add", *amplitude, *linear("hp2", "hp3").tokens))
+    wander = Kernel(("add", *matern12("hp0", "hp1").tokens, *linear("hp2", "hp3").tokens))
     seeds.append(_seed(wander, (), WANDER_LENGTHSCALE))
     return seeds
