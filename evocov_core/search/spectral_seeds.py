@@ -31,11 +31,12 @@ Two more seeds are the Gaussian-process forms of the naive forecasts that are ha
 long series (:func:`naive_seeds`): a *local periodic* kernel, ``PER × M12`` at the longest clear
 period (a cycle whose shape drifts as a random walk over weeks: its forecast repeats the recent
 cycles, as seasonal naive does), and ``M12 + LIN`` on every long series (a level that wanders
-about a linear trend: random walk with drift). Fitted on the 2,000 fit points of ``forecast::taylor``
-(one L-BFGS-B run, test RMSE): PER(week) × M12 518 where PER(week) + SE gives 705 and seasonal
-naive 518; on the Dow Jones, M12 + LIN 1,024 where M12 alone gives 2,729, the naive forecast
-2,372 and AutoETS 1,949. On the 30,000-point synthetic series PER(week) × M12 gives 1.043, PER(week) +
-SE 1.039 and the true mean 1.002. In the search (``bench/results/long/quick-naive-seeds``, 8 long series, 3 seeds)
+about a linear trend: random walk with drift). Fitted on the 2,000 fit points of
+``forecast::taylor`` (one L-BFGS-B run, test RMSE; ``bench/bench_long_kernels.py``): PER(week)
+× M12 518 where PER(week) + SE gives 705 and seasonal naive 518; on the Dow Jones, M12 + LIN
+1,024 where M12 alone gives 2,728, the naive forecast 2,372 and AutoETS 1,949. On the
+30,000-point synthetic series PER(week) × M12 gives 1.043, PER(week) + SE 1.039 and the true
+mean 1.002. In the search (``bench/results/long/quick-naive-seeds``, 8 long series, 3 seeds)
 they take the geometric mean over the better of seasonal naive and MSTL from 0.925 to 0.880.
 
 Series short enough for an exact GP get none: there the search fits hundreds of kernels and
