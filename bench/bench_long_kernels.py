@@ -29,18 +29,13 @@ from evocov_core.benchmarks.common import md_table
 from evocov_core.benchmarks.long import load_long, write_series
 from evocov_core.gp import posterior
 from evocov_core.kernel import Kernel
-from evocov_core.library import compose, linear, matern12, periodic, squared_exponential
+from evocov_core.library import compose
 from evocov_core.metrics import FitData, rmse
 from evocov_core.optimize import OptimConfig, Start, fit_kernel
+from evocov_core.search.spectral_seeds import local_periodic, wandering_trend
 
 MAX_EVALS = 150
 DAY, WEEK = 48, 336  # half-hours
-
-
-def _local_periodic() -> Kernel:
-    """``PER × M12`` with one amplitude (the seed's form)."""
-    return Kernel(("multiply", *periodic("hp0", "hp1", "hp2").tokens,
-                   "exp", "multiply", "-1", "sqrt", "sq_dist", "euc", "x", "hp3"))
 
 
 def _structures(step: float) -> dict[str, list[tuple[str, Kernel, list[float]]]]:
@@ -49,16 +44,14 @@ def _structures(step: float) -> dict[str, list[tuple[str, Kernel, list[float]]]]
     per_se = compose(["+", "PER", "SE"])  # slots: amplitude, periodic lengthscale, frequency, amplitude, lengthscale
     periodic_pairs = [
         ("PER(week) + SE", per_se, [1, 0.1, ww, 1, week]),
-        ("PER(week) + M12", Kernel(("add", *periodic("hp0", "hp1", "hp2").tokens, *matern12("hp3", "hp4").tokens)),
-         [1, 0.1, ww, 1, week]),
+        ("PER(week) + M12", compose(["+", "PER", "M12"]), [1, 0.1, ww, 1, week]),
         ("PER(week) + PER(day) + SE", compose(["+", ["+", "PER", "PER"], "SE"]), [1, 0.1, ww, 1, 0.1, wd, 1, week]),
-        ("PER(week) × M12", _local_periodic(), [1, 0.1, ww, 4 * week]),
+        ("PER(week) × M12", local_periodic(), [1, 0.1, ww, 4 * week]),
     ]
     walks = [
-        ("M12", matern12("hp0", "hp1"), [1, 0.2]),
-        ("M12 + SE", Kernel(("add", *matern12("hp0", "hp1").tokens, *squared_exponential("hp2", "hp3").tokens)),
-         [1, 0.05, 1, 0.3]),
-        ("M12 + LIN", Kernel(("add", *matern12("hp0", "hp1").tokens, *linear("hp2", "hp3").tokens)), [1, 0.66, 1, 1]),
+        ("M12", compose("M12"), [1, 0.2]),
+        ("M12 + SE", compose(["+", "M12", "SE"]), [1, 0.05, 1, 0.3]),
+        ("M12 + LIN", wandering_trend(), [1, 0.66, 1, 1]),
     ]
     return {"taylor": periodic_pairs, "synthetic-30k": periodic_pairs, "djia": walks}
 

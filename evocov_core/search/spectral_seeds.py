@@ -57,7 +57,7 @@ from ..metrics import FitData
 from ..optimize import Start
 
 __all__ = ["LOCAL_LENGTHSCALE", "MAX_PERIODS", "MIN_REPEATS", "PEAK_WEIGHT", "SPECTRAL_SEED", "WANDER_LENGTHSCALE",
-           "clear_frequencies", "naive_seeds", "spectral_seeds"]
+           "clear_frequencies", "local_periodic", "naive_seeds", "spectral_seeds", "wandering_trend"]
 
 #: A periodogram peak counts as a clear period above this share of the peaks' power.
 PEAK_WEIGHT = 0.1
@@ -170,10 +170,18 @@ def naive_seeds(data: FitData, omegas: tuple[float, ...] | None = None, *,
     omegas = clear_frequencies(data)[:MAX_PERIODS] if omegas is None else omegas
     seeds = []
     if omegas:
-        # PER's amplitude scales the product: the M12 envelope has none of its own (one slot less).
-        envelope = ("exp", "multiply", "-1", "sqrt", "sq_dist", "euc", "x", "hp3")
-        local = Kernel(("multiply", *periodic("hp0", "hp1", "hp2").tokens, *envelope))
-        seeds.append(_seed(local, (min(omegas),), LOCAL_LENGTHSCALE))
-    wander = Kernel(("add", *matern12("hp0", "hp1").tokens, *linear("hp2", "hp3").tokens))
-    seeds.append(_seed(wander, (), WANDER_LENGTHSCALE))
+        seeds.append(_seed(local_periodic(), (min(omegas),), LOCAL_LENGTHSCALE))
+    seeds.append(_seed(wandering_trend(), (), WANDER_LENGTHSCALE))
     return seeds
+
+
+def local_periodic() -> Kernel:
+    """``θ0² exp(−2 sin²(θω (x − x')/2)/θ1²) · exp(−|x − x'|/θ3)``: PER × M12, one amplitude (PER's
+    scales the product; the envelope has none of its own, one slot less than ``compose``'s)."""
+    envelope = ("exp", "multiply", "-1", "sqrt", "sq_dist", "euc", "x", "hp3")
+    return Kernel(("multiply", *periodic("hp0", "hp1", "hp2").tokens, *envelope))
+
+
+def wandering_trend() -> Kernel:
+    """``θ0² exp(−|x − x'|/θ1) + (x − θs)(x' − θs)/θl``: M12 + LIN (no offset term, unlike GPSS's LIN)."""
+    return Kernel(("add", *matern12("hp0", "hp1").tokens, *linear("hp2", "hp3").tokens))
