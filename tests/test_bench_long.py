@@ -46,6 +46,21 @@ def test_every_series_is_named_and_the_synthetic_ones_know_their_mean() -> None:
         lb.resolve_long_series("nile")
 
 
+def test_the_development_set_is_apart_from_the_benchmark_and_the_reserved_series() -> None:
+    from bench.corpus.sources import excluded_reason
+
+    assert not set(lb.DEV_SERIES) & set(lb.SERIES) and len(lb.DEV_SERIES) >= 8
+    for name, s in lb.DEV_SERIES.items():
+        dataset = re.search(r"(\S+::\S+?),?(?:\s|$)", s.source).group(1)
+        assert excluded_reason(dataset) is None, (name, dataset)  # not TSDL, reserved, bundled or benchmark
+    assert lb.resolve_long_series(None, "dev") == list(lb.DEV_SERIES)
+    assert lb.resolve_long_series("gold,sp500", "dev") == ["gold", "sp500"]
+    with pytest.raises(BenchError, match="unknown series taylor in set dev"):
+        lb.resolve_long_series("taylor", "dev")
+    with pytest.raises(BenchError, match="--set must be one of"):
+        lb.resolve_long_series(None, "judging")
+
+
 def test_a_written_series_reads_as_the_search_reads_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(lb.SERIES, "synthetic-tiny", lb._synthetic(600))
     shas = lb.write_series(tmp_path, ["synthetic-tiny"])
@@ -140,6 +155,7 @@ def test_trials_run_the_search_command_and_resume(tmp_path: Path, tiny: list[str
     argv = run.calls[0]
     assert argv[1:4] == ["-m", "evocov_core", "search"] and argv[argv.index("--time-budget") + 1] == "5"
     assert argv[argv.index("--fit-points") + 1] == "500" and argv[argv.index("--test-fraction") + 1] == "0.1"
+    assert argv[argv.index("--records") + 1] == str(tmp_path / "kernels" / "synthetic-tiny__seed0.records.csv")
     trials = pd.read_csv(tmp_path / "trials.csv")
     ok = trials[trials["seed"] == 0].iloc[0]
     assert ok["status"] == "ok" and ok["ratio"] == 0.5  # 1.0 over the better baseline, 2.0
@@ -193,3 +209,6 @@ def test_one_real_trial_runs_the_command_within_its_budget(tmp_path: Path, monke
     assert row["n_used"] == 300 and re.search(r"an exact GP on 300 of 2,160 training points", row["approximation"])
     assert row["n_evaluations"] >= 1 and row["peak_mem_gb"] > 0.05 and row["wall_s"] > 0
     assert row["true_mean_rmse"] == pytest.approx(1.0, abs=0.2)
+    # Every kernel the search fitted is kept beside the kernel file, the returned one among them.
+    records = pd.read_csv(tmp_path / "kernels" / "synthetic-tiny__seed0.records.csv")
+    assert len(records) >= row["n_evaluations"] and row["infix"] in set(records["infix"])

@@ -184,6 +184,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="training points an exact fit uses (the search's --fit-points; default: the preset's)")
     r.add_argument("--series", default=None, help="comma-separated subset of the series (default: all; see "
                                                   "evocov_core/benchmarks/long.py SERIES)")
+    r.add_argument("--set", dest="which", choices=["benchmark", "dev"], default="benchmark",
+                   help="benchmark: the series that judge (default); dev: the development set where long-series "
+                        "defaults are tuned (DEV_SERIES)")
     r.add_argument("--workers", type=int, default=2, help="worker processes of each search (default 2)")
     r.add_argument("--out", type=Path, required=True, help="output folder (reused to resume)")
 
@@ -305,7 +308,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         from .long import long_bench
 
         res = long_bench(a.out, budget=a.budget, seeds=a.seeds, fit_points=a.fit_points, series=a.series,
-                         workers=a.workers, time_budget=a.time_budget, argv=argv)
+                         which=a.which, workers=a.workers, time_budget=a.time_budget, argv=argv)
         print(res.summary)
         print(f"wrote {res.path}")
     elif cmd == "long-report":
