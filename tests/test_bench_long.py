@@ -177,6 +177,21 @@ def test_trials_run_the_search_command_and_resume(tmp_path: Path, tiny: list[str
     assert lb.long_report(tmp_path).summary == res.summary  # regenerated from the files alone
     with pytest.raises(BenchError, match="use another --out"):
         lb.long_bench(tmp_path, seeds=2, time_budget=5.0, fit_points=1000, log=lambda s: None, runner=again)
+    with pytest.raises(BenchError, match=r"search arguments none; this run asks for .* --naive-seeds"):
+        lb.long_bench(tmp_path, seeds=2, time_budget=5.0, fit_points=500, search_args=["--naive-seeds"],
+                      log=lambda s: None, runner=again)
+
+
+def test_search_args_reach_every_command_and_are_checked(tmp_path: Path, tiny: list[str]) -> None:
+    run = StandIn()
+    lb.long_bench(tmp_path, seeds=1, time_budget=5.0, search_args=["--select-top", "1"], log=lambda s: None,
+                  argv=["t"], runner=run)
+    assert run.calls[0][-2:] == ["--select-top", "1"]
+    assert lb.read_runs(tmp_path / "run.json")[-1]["search_args"] == ["--select-top", "1"]
+    with pytest.raises(BenchError, match=r"--search-args: .*unrecognized arguments: --no-such-setting"):
+        lb.long_bench(tmp_path / "b", search_args=["--no-such-setting"], log=lambda s: None, runner=run)
+    with pytest.raises(BenchError, match="may not set --seed"):
+        lb.long_bench(tmp_path / "c", search_args=["--seed", "3"], log=lambda s: None, runner=run)
 
 
 @pytest.mark.parametrize(("args", "message"), [

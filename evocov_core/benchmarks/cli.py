@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -188,6 +189,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="benchmark: the series that judge (default); dev: the development set where long-series "
                         "defaults are tuned (DEV_SERIES)")
     r.add_argument("--workers", type=int, default=2, help="worker processes of each search (default 2)")
+    r.add_argument("--search-args", default="", metavar="ARGS",
+                   help="more options of every search command, after the preset's, in one string (a setting "
+                        "under study, e.g. --search-args=--naive-seeds)")
     r.add_argument("--out", type=Path, required=True, help="output folder (reused to resume)")
 
     r = bsub.add_parser("long-report", help="regenerate report.md of a bench long folder, running nothing")
@@ -308,7 +312,8 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         from .long import long_bench
 
         res = long_bench(a.out, budget=a.budget, seeds=a.seeds, fit_points=a.fit_points, series=a.series,
-                         which=a.which, workers=a.workers, time_budget=a.time_budget, argv=argv)
+                         which=a.which, workers=a.workers, time_budget=a.time_budget,
+                         search_args=shlex.split(a.search_args), argv=argv)
         print(res.summary)
         print(f"wrote {res.path}")
     elif cmd == "long-report":

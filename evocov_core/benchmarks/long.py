@@ -459,20 +459,21 @@ TRIAL_KEY = ["series", "seed"]
 
 
 def search_command(data: Path, kernel: Path, *, budget: str, seconds: float, seed: int, workers: int,
-                   fit_points: int | None, records: Path | None = None) -> list[str]:
-    """The ``python -m evocov_core search`` command of a trial (``records``: its ``--records`` CSV)."""
+                   fit_points: int | None, records: Path | None = None, extra: Sequence[str] = ()) -> list[str]:
+    """The ``python -m evocov_core search`` command of a trial (``records``: its ``--records`` CSV;
+    ``extra``: more of its options, after the preset's, e.g. a setting under study)."""
     argv = [sys.executable, "-m", "evocov_core", "search", "--data", str(data), "--preset", budget,
             "--time-budget", f"{seconds:g}", "--seed", str(seed), "--test-fraction", "0.1",
             "--workers", str(workers), "--out", str(kernel), "--quiet"]
     argv += ["--records", str(records)] if records is not None else []
-    return argv + (["--fit-points", str(fit_points)] if fit_points is not None else [])
+    return argv + (["--fit-points", str(fit_points)] if fit_points is not None else []) + list(extra)
 
 
 _SCREEN = re.compile(r"(\d+) kernels fitted(?:, (\d+) screening fits)?")
 
 
 def _trial(out: Path, name: str, seed: int, ds: Dataset, baselines: dict[str, float], *, budget: str,
-           seconds: float, workers: int, fit_points: int | None,
+           seconds: float, workers: int, fit_points: int | None, extra: Sequence[str] = (),
            runner: Callable[..., MeasuredRun] = run_measured) -> dict:
     """Run one trial and return its ``trials.csv`` row (never raises for a failed search)."""
     from ..kernel_file import KernelFileError, load_kernel_file
@@ -484,7 +485,7 @@ def _trial(out: Path, name: str, seed: int, ds: Dataset, baselines: dict[str, fl
     records = out / f"kernels/{name}__seed{seed}.records.csv"
     records.unlink(missing_ok=True)
     argv = search_command(out / "data" / f"{name}.csv", kernel, budget=budget, seconds=seconds, seed=seed,
-                          workers=workers, fit_points=fit_points, records=records)
+                          workers=workers, fit_points=fit_points, records=records, extra=extra)
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
     res = runner(argv, cwd=root, env=env, timeout=10 * seconds + 120)  # a hung search ends some time
@@ -549,13 +550,37 @@ def pending_trials(series: Sequence[str], seeds: int, done: set[tuple[str, int]]
     return [(s, k) for k in range(seeds) for s in series if (s, k) not in done]
 
 
-def _check_settings(runs: list[dict], budget: str, seconds: float, fit_points: int | None, out: Path) -> None:
+def _check_settings(runs: list[dict], budget: str, seconds: float, fit_points: int | None, out: Path,
+                    extra: Sequence[str] = ()) -> None:
     for r in reversed(runs):
-        before = (r.get("budget"), r.get("budget_s"), r.get("fit_points"))
-        if before != (budget, seconds, fit_points):
-            raise BenchError(f"{out} holds trials with budget {before[0]} ({before[1]} s), fit points {before[2]}; "
-                             f"this run asks for {budget} ({seconds:g} s), fit points {fit_points}: use another --out")
+        before = (r.get("budget"), r.get("budget_s"), r.get("fit_points"), list(r.get("search_args") or []))
+        if before != (budget, seconds, fit_points, list(extra)):
+            raise BenchError(f"{out} holds trials with budget {before[0]} ({before[1]} s), fit points {before[2]}, "
+                             f"search arguments {' '.join(before[3]) or 'none'}; this run asks for {budget} "
+                             f"({seconds:g} s), fit points {fit_points}, search arguments "
+                             f"{' '.join(extra) or 'none'}: use another --out")
         return
+
+
+def _check_search_args(extra: Sequence[str]) -> None:
+    """Refuse ``extra`` options that the search command would refuse, or that the benchmark sets itself."""
+    import contextlib
+    import io
+
+    from ..cli import build_parser
+
+    own = {"--data", "--preset", "--time-budget", "--seed", "--test-fraction", "--workers", "--out", "--records",
+           "--fit-points", "--replay", "--quiet"}
+    taken = sorted(own & {e.split("=", 1)[0] for e in extra})
+    if taken:
+        raise BenchError(f"--search-args may not set {', '.join(taken)}: the benchmark sets them")
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            build_parser().parse_args(["search", "--data", "x.csv", "--out", "x.json", *extra])
+    except SystemExit:
+        lines = err.getvalue().strip().splitlines()
+        raise BenchError(f"--search-args: {lines[-1] if lines else 'refused by the search command'}") from None
 
 
 # --- the command -----------------------------------------------------------------------------------
@@ -572,7 +597,7 @@ class LongReport(NamedTuple):
 
 def long_bench(out: Path, *, budget: str = "quick", seeds: int = 3, fit_points: int | None = None,
                series: str | Sequence[str] | None = None, which: str = "benchmark", workers: int = 2,
-               time_budget: float | None = None,
+               time_budget: float | None = None, search_args: Sequence[str] = (),
                argv: Sequence[str] | None = None, log: Callable[[str], None] | None = None,
                runner: Callable[..., MeasuredRun] = run_measured) -> LongReport:
     """Run (or resume) the long-series benchmark into ``out``, then write its report.
@@ -595,6 +620,9 @@ def long_bench(out: Path, *, budget: str = "quick", seeds: int = 3, fit_points: 
         Worker processes of each search (the searches never overlap).
     time_budget : float, optional
         Seconds per search instead of the preset's (tests use a few).
+    search_args : sequence of str
+        More options of every search command, after the preset's (a setting under study, e.g.
+        ``["--naive-seeds"]``); recorded in ``run.json``, and a folder holds one set of them.
     argv : sequence of str, optional
         The command line, for the records.
     log : callable, optional
@@ -618,9 +646,10 @@ def long_bench(out: Path, *, budget: str = "quick", seeds: int = 3, fit_points: 
     if not (math.isfinite(seconds) and seconds > 0):
         raise BenchError(f"--time-budget must be a positive number of seconds, got {time_budget}")
     names = resolve_long_series(series, which)
+    _check_search_args(search_args)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    _check_settings(read_runs(out / "run.json"), budget, seconds, fit_points, out)
+    _check_settings(read_runs(out / "run.json"), budget, seconds, fit_points, out, search_args)
     (out / "kernels").mkdir(exist_ok=True)
     say(f"bench long: writing the series into {out / 'data'}")
     shas = write_series(out / "data", names)
@@ -628,7 +657,7 @@ def long_bench(out: Path, *, budget: str = "quick", seeds: int = 3, fit_points: 
     argv = list(sys.argv[1:] if argv is None else argv)
     run = {"command": command_line(argv), "argv": argv, "started": now_iso(), "budget": budget, "budget_s": seconds,
            "fit_points": fit_points, "seeds": seeds, "set": which, "series": names, "workers": workers,
-           "data_sha256": shas,
+           "search_args": list(search_args), "data_sha256": shas,
            "machine": machine_info(), "git": git_state()}
     run_index = append_run(out / "run.json", run)
     say(f"bench long: {len(todo)} trials to run, {len(names) * seeds - len(todo)} already done; {seconds:g} s each "
@@ -644,7 +673,7 @@ def long_bench(out: Path, *, budget: str = "quick", seeds: int = 3, fit_points: 
                 datasets[name] = load_long(out / "data" / f"{name}.csv")
                 baselines[name] = _baselines(out, name, shas[name], datasets[name], say)
             row = _trial(out, name, seed, datasets[name], baselines[name], budget=budget, seconds=seconds,
-                         workers=workers, fit_points=fit_points, runner=runner)
+                         workers=workers, fit_points=fit_points, extra=search_args, runner=runner)
             rf.append(row)
             count += 1
             say(f"[{i}/{len(todo)}] {name} seed {seed}: {row['status']} rmse={fmt(row.get('test_rmse'))} "
