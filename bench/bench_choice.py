@@ -42,12 +42,23 @@ Usage (from the repository root)::
 
     python -m bench.bench_choice --folder bench/results/corpus/quick-before --data-dir bench/corpus/series
 
+A ``bench long`` folder (its trials keep their records beside the kernel files) is replayed the
+same way, on the fit points the searches used; its reference is the better of seasonal naive and
+MSTL, and it adds the rules on the search's own candidate set (the spectral and naive seeds
+whatever their BIC, :meth:`~evocov_core.search.common.Tracker.top`): ``tail-set`` (the tail
+score with the candidates' full-data values: the preset's choice when its head refits are cut to
+one evaluation, as on long series at ``quick``), ``origins-set``, ``origins-set-avg``,
+``bic-set`` and ``oracle-set``::
+
+    python -m bench.bench_choice --folder bench/results/long/quick-naive-seeds
+
 Writes ``bench/results/bench_choice__<folder name>.md`` and ``…csv`` (one row per trial and rule).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import time
@@ -59,6 +70,7 @@ import pandas as pd
 from bench._common import RESULTS_DIR, limit_threads, parse_tuple, write_report
 from evocov_core.benchmarks.accuracy import read_trials, variant_config
 from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
+from evocov_core.benchmarks.long import load_long
 from evocov_core.gp import posterior
 from evocov_core.kernel_file import load_kernel_file, parse_expression
 from evocov_core.metrics import FitData, coverage, crps_normal, rmse
@@ -277,9 +289,72 @@ def diverse_rules(records: pd.DataFrame, data: FitData, optim: OptimConfig, seed
     return out
 
 
+def search_set(fits: pd.DataFrame, k: int = 5) -> list[int]:
+    """Rows of ``fits`` (lowest BIC first) that the search offered its model choice: the spectral
+    seeds take at most ``k`` less :data:`~evocov_core.search.common.MIN_SEARCHED` places, as in
+    :meth:`~evocov_core.search.common.Tracker.top`."""
+    from evocov_core.search.common import MIN_SEARCHED
+    from evocov_core.search.spectral_seeds import SPECTRAL_SEED
+
+    seeds = [int(i) for i in fits.index if fits.origin[i] == SPECTRAL_SEED]
+    others = [int(i) for i in fits.index if fits.origin[i] != SPECTRAL_SEED]
+    n_seeds = min(len(seeds), max(k - min(MIN_SEARCHED, k // 2), k - len(others)))
+    return sorted(seeds[:n_seeds] + others[:k - n_seeds])
+
+
+def set_rules(records: pd.DataFrame, data: FitData) -> dict[str, float]:
+    """The rules on the search's own candidate set (:func:`search_set`; module docstring)."""
+    fits = distinct_fits(records)
+    rows = search_set(fits)
+    cands = [as_fit(fits.loc[i], data.n) for i in rows]
+    if not cands:
+        return {}
+    valid = [not indefiniteness(data, f) > INDEFINITE for f in cands]
+    valid = valid if any(valid) else [True] * len(cands)
+    tails = np.array([tail_score(data, f, marginal=data.on_subset) if ok else -np.inf
+                      for f, ok in zip(cands, valid, strict=True)])
+    scores = [origin_scores(data, f) for f in cands]
+    crps = np.array([sc.mean_crps if ok else np.inf for sc, ok in zip(scores, valid, strict=True)])
+    logd = np.array([sc.total_log_density if ok else -np.inf for sc, ok in zip(scores, valid, strict=True)])
+    out = {"bic-set": cands[int(np.argmax(valid))].test_rmse, "oracle-set": float(np.nanmin([f.test_rmse
+                                                                                            for f in cands]))}
+    if np.isfinite(tails).any():
+        out["tail-set"] = cands[int(np.argmax(np.where(np.isfinite(tails), tails, -np.inf)))].test_rmse
+    if np.isfinite(crps).any():
+        out["origins-set"] = cands[int(np.argmin(np.where(np.isfinite(crps), crps, np.inf)))].test_rmse
+    if np.isfinite(logd).any():
+        w = np.where(np.isfinite(logd), np.exp(logd - np.max(logd[np.isfinite(logd)])), 0.0)
+        keep = np.flatnonzero(w > 1e-4 * w.max())
+        out["origins-set-avg"] = mixture_rmse(data, [cands[i] for i in keep], w[keep])
+    return out
+
+
+def long_jobs(folder: Path, with_refit: bool, diverse: bool) -> list[tuple]:
+    """The jobs of a ``bench long`` folder: its finished trials that kept their records."""
+    from evocov_core.search.config import preset
+
+    runs = json.loads((folder / "run.json").read_text(encoding="utf-8"))["runs"]
+    last = runs[-1]
+    config = preset(last["budget"])
+    if last.get("fit_points") is not None:
+        config = dataclasses.replace(config, fit_points=int(last["fit_points"]))
+    trials = pd.read_csv(folder / "trials.csv").drop_duplicates(["series", "seed"], keep="last")
+    jobs = []
+    for t in trials.itertuples():
+        path = folder / "kernels" / f"{t.series}__seed{t.seed}.records.csv"
+        if t.status == TrialStatus.OK and path.is_file():
+            jobs.append((path, t.series, int(t.seed), float(t.test_rmse), math.nan, folder / str(t.kernel_file),
+                         folder / "data", config, with_refit, diverse))
+    return jobs
+
+
 def reference(folder: Path, data_dir: Path, names: list[str]) -> pd.Series:
-    """Reference RMSE per series: the best published (TSDL) or AutoETS on the same split (the
-    folder's ``classical.csv``, made once, as ``bench accuracy-report`` does)."""
+    """Reference RMSE per series: the best published (TSDL), AutoETS on the same split (the
+    folder's ``classical.csv``, made once, as ``bench accuracy-report`` does) or, for a ``bench
+    long`` folder, the better of seasonal naive and MSTL (its ``trials.csv``)."""
+    if is_long(folder):
+        t = pd.read_csv(folder / "trials.csv")
+        return t.groupby("series")["best_baseline_rmse"].max().astype(float)
     paper = data_dir / "evocov_paper_rmse.csv"
     if paper.is_file():
         return pd.read_csv(paper).set_index("dataset")["best_published"].astype(float)
@@ -297,10 +372,16 @@ def folder_setup(folder: Path, data_dir: Path | None):
     return Path(data_dir or runs[-1]["data_dir"]).resolve(), variant_config("full", runs[-1]["budget"])
 
 
+def is_long(folder: Path) -> bool:
+    """A ``bench long`` folder (rather than a ``bench accuracy`` one)."""
+    return (folder / "trials.csv").is_file() and (folder / "baselines.csv").is_file()
+
+
 def trial_data(data_dir: Path, config, series: str) -> FitData:
-    """A series' training data as the folder's searches saw them."""
-    return FitData.from_dataset(load_series(data_dir, series), split_fraction=config.metric_split,
-                                max_points=config.fit_points)
+    """A series' training data as the folder's searches saw them (a long series: on the fit points)."""
+    path = data_dir / f"{series}.csv"
+    ds = load_long(path) if path.is_file() else load_series(data_dir, series)
+    return FitData.from_dataset(ds, split_fraction=config.metric_split, max_points=config.fit_points)
 
 
 def replay_trial(job: tuple) -> list[dict]:
@@ -312,6 +393,8 @@ def replay_trial(job: tuple) -> list[dict]:
     refit = head_stage(data, config.optim)[1] if with_refit else None
     records = pd.read_csv(path)
     res = {"preset": preset_rmse, "bma": bma_rmse, **replay(records, data, kf.to_fit(data.n), refit, seed)}
+    if data.on_subset:
+        res.update(set_rules(records, data))
     if diverse:
         res.update(diverse_rules(records, data, config.optim, seed))
     return [{"series": series, "seed": seed, "rule": r, "rmse": v} for r, v in res.items()]
@@ -329,10 +412,11 @@ def main() -> None:
     args = ap.parse_args()
     threads = limit_threads()
     t0 = time.perf_counter()
-    data_dir, config = folder_setup(args.folder, args.data_dir)
-    trials = read_trials(args.folder).set_index(["series", "variant", "seed"])
-    jobs = []
-    for path in sorted((args.folder / "records").glob("*__full__seed*.csv.gz")):
+    long = is_long(args.folder)
+    data_dir, config = (args.folder / "data", None) if long else folder_setup(args.folder, args.data_dir)
+    trials = None if long else read_trials(args.folder).set_index(["series", "variant", "seed"])
+    jobs = long_jobs(args.folder, args.refit, args.diverse) if long else []
+    for path in [] if long else sorted((args.folder / "records").glob("*__full__seed*.csv.gz")):
         series, _, seed = path.name[:-len(".csv.gz")].split("__")
         seed = int(seed.removeprefix("seed"))
         t = trials.loc[(series, "full", seed)]
@@ -350,6 +434,7 @@ def main() -> None:
     df = pd.DataFrame(rows)
     quality = df[df.rule.str.contains(":")].copy()
     df = df[~df.rule.str.contains(":")].copy()
+    df = df[np.isfinite(df.rmse.astype(float))]  # a long folder's trials have no model average recorded
     refs = reference(args.folder, data_dir, sorted(df.series.unique()))
     df["ratio"] = df.rmse / refs.reindex(df.series).to_numpy()
     out_csv = RESULTS_DIR / f"bench_choice__{args.folder.name}.csv"

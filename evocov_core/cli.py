@@ -299,7 +299,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         low = result.best_bic
         from .search.select import choice_description
 
-        print(choice_description(config.choice, len(result.selection), config.metric_split)
+        rule = config.long_choice if data.on_subset else config.choice
+        print(choice_description(rule, len(result.selection), config.metric_split)
               + f" Lowest BIC {low.bic:.4f} (q={low.q})"
               + (f", test RMSE {low.test_rmse:.6g}." if low is not None and low.test_rmse is not None else "."))
     if result.ensemble:

@@ -523,3 +523,62 @@ def test_promotions_stop_in_time_for_the_checks_of_the_candidates_they_make():
     left = tr._promote_deadline(4, far) - time.time()
     assert left == pytest.approx(tr.t0 + cfg.time_budget - 0.4 * 4 * CHOICE_EXTRA_EVALS - time.perf_counter(), abs=0.5)
     assert tr._promote_deadline(4, time.time() + 1.0) - time.time() <= 1.0  # never later than asked
+
+
+def _long_cycles(n: int = 900, fit_points: int = 300) -> FitData:
+    """A series longer than its fit points: fitted on a subset, as a long series is."""
+    rng = np.random.default_rng(3)
+    t = np.arange(n, dtype=np.float64)
+    y = 0.01 * t + 2 * np.sin(2 * np.pi * t / 24) + 0.3 * rng.standard_normal(n)
+    return FitData.from_dataset(Dataset.from_arrays(t, y, test_fraction=0.1), max_points=fit_points)
+
+
+@pytest.mark.parametrize("rule", ["bic", "origins"])
+def test_long_choice_rules_refit_nothing_and_calibrate_on_the_origins(rule: str) -> None:
+    """On a long series, ``long_choice`` replaces ``choice``: ``bic`` returns the lowest valid BIC,
+    ``origins`` the lowest mean CRPS of the forecasts from the origins; no candidate is refitted
+    on the head, and the spread is calibrated on the origins' errors whatever ``calibration`` says."""
+    from evocov_core.search.common import Tracker
+
+    data = _long_cycles()
+    assert data.on_subset
+    cfg = _budgeted(select_top=3, calibration="tail", long_choice=rule)
+    fits = sorted((fit_kernel(compose(s), data, cfg.optim, np.random.default_rng(0)) for s in ("SE", "PER", "LIN")),
+                  key=lambda f: f.bic)
+
+    class NoRefits(SerialExecutor):
+        def map(self, tasks, should_stop=None):  # type: ignore[no-untyped-def]
+            raise AssertionError(f"no refit expected, got {len(tasks)} tasks")
+
+    with NoRefits(data, cfg.optim, search_stages(data, cfg)) as ex:
+        chosen, rows, ensemble, calib = choose_model(data, fits, ex, seed=0, rule=rule, calibration="tail")
+    crps = [r["origins_crps"] for r in rows]
+    expected = 0 if rule == "bic" else int(np.nanargmin(crps))
+    assert chosen is fits[expected] and rows[expected]["chosen"]
+    assert all(math.isnan(r["tail_score"]) for r in rows)
+    assert calib.rule == "origins" and calib.errors > 0 and calib.spread >= 1.0
+    assert math.isclose(sum(w for _, w in ensemble), 1.0)
+    if rule == "bic":  # weighted by BIC: the lowest BIC weighs most
+        assert max(ensemble, key=lambda fw: fw[1])[0] is fits[0]
+    # The search keeps no time for head refits it will not make: none on a long series, one on a short one.
+    assert Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n, data=data)._refits == 0
+    tail = _budgeted(select_top=3)
+    assert Tracker("evocov", 1, None, None, 0, config=tail, n_train=data.n, data=data)._refits == 1
+    assert Tracker("evocov", 1, None, None, 0, config=cfg, n_train=90, data=_series(90))._refits == 1
+
+
+def test_long_choice_applies_only_to_long_series() -> None:
+    """A whole search: on a long series the preset's ``long_choice="bic"`` returns the lowest BIC of
+    its candidates; on a short one the tail choice still decides (``choice``)."""
+    data = _long_cycles()
+    cfg = _budgeted(select_top=3, long_choice="bic", generations=2, population=6)
+    with SerialExecutor(data, cfg.optim, search_stages(data, cfg)) as ex:
+        res = run_search(data, cfg, seed=0, executor=ex)
+    assert res.selection and res.best is not None
+    valid = [r for r in res.selection if r["valid"]]
+    assert res.best.bic == min(r["bic"] for r in valid) and all(math.isnan(r["tail_score"]) for r in res.selection)
+    short = _series(90)
+    with SerialExecutor(short, cfg.optim, search_stages(short, cfg)) as ex:
+        res = run_search(short, cfg, seed=0, executor=ex)
+    assert res.selection and all(math.isfinite(r["tail_score"]) or r["tail_score"] == -math.inf
+                                 for r in res.selection)

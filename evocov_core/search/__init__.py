@@ -127,8 +127,9 @@ def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, 
         # The refits stop early enough for the checks that follow them (long series: seconds).
         checks = len(result.candidates) * CHOICE_EXTRA_EVALS * result.eval_seconds
         deadline = end - (checks if math.isfinite(checks) else 0.0)
+    rule = config.long_choice if data.on_subset else config.choice
     chosen, rows, ensemble, calib = choose_model(
-        data, result.candidates, executor, seed=seed, deadline=deadline, should_stop=should_stop, rule=config.choice,
+        data, result.candidates, executor, seed=seed, deadline=deadline, should_stop=should_stop, rule=rule,
         calibration=config.calibration, refit=refit, end=end, origins_cost=origins_cost)
     return dataclasses.replace(result, best=chosen or result.best, selection=rows, ensemble=ensemble,
                                calibration=calib, elapsed=time.perf_counter() - t0)

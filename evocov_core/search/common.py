@@ -461,9 +461,12 @@ class Tracker:
         self._share = search_share(config)
         self._stop_at = self.t0 + self.time_budget * self._share if self.time_budget > 0 else math.inf
         self._head_evals = int(getattr(config, "max_evals", 0) or 0)
-        # Refits per candidate in the model choice: one head, or one per origin (choice="refit_origins").
-        self._refits = (len(DEFAULT_ORIGINS) if getattr(config, "choice", "tail") == "refit_origins"
-                        and not (data is not None and data.on_subset) else 1)
+        # Refits per candidate in the model choice: one head, one per origin (choice="refit_origins"),
+        # or on a long series none unless long_choice="tail".
+        if data is not None and data.on_subset:
+            self._refits = int(getattr(config, "long_choice", "tail") == "tail")
+        else:
+            self._refits = len(DEFAULT_ORIGINS) if getattr(config, "choice", "tail") == "refit_origins" else 1
         self._eval_costs: list[float] = []  # seconds per evaluation of full-data fits
         self._workers = int(getattr(executor, "workers", 1) or 1)
         # Where the clock stopped the run (search.replay): logical checks and batches so far.

@@ -63,7 +63,7 @@ __all__ = ["CHOICE_RULES", "EXPLODING_SPREAD", "INDEFINITE", "calibrate_returned
            "horizon_spread", "indefiniteness", "tail_score"]
 
 #: How :func:`choose_model` scores its candidates.
-CHOICE_RULES = ("tail", "origins", "refit_origins")
+CHOICE_RULES = ("tail", "origins", "refit_origins", "bic")
 
 #: Kernels with less than this weight are left out of the model average.
 MIN_WEIGHT = 1e-4
@@ -109,6 +109,8 @@ def choice_description(rule: str, k: int, split: float = 0.1) -> str:
     elif rule == "origins":
         how = (f"the one whose forecasts from four earlier points in time (60-90 % of the training range, the "
                f"next {split:.0%} each; its fitted values) have the lowest mean CRPS")
+    elif rule == "bic":
+        return f"The search ranks kernels by BIC; the returned kernel is the lowest-BIC one of the {k} compared."
     else:
         how = f"the one that best predicts the last {split:.0%} of the training range after a refit on the rest"
     return f"The search ranks kernels by BIC; the returned kernel is, among the {k} lowest-BIC ones, {how}."
@@ -201,7 +203,7 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     deadline : float, optional
         Wall-clock time by which the refits stop.
     should_stop : callable, optional
-    rule : {"tail", "origins", "refit_origins"}
+    rule : {"tail", "origins", "refit_origins", "bic"}
         ``tail``: the refit on the head scored on the tail (module docstring; on a long series by
         the tail's marginal densities, :func:`tail_score`). ``origins``: the
         lowest mean CRPS of the forecasts from the origins of
@@ -211,7 +213,10 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         stages, :func:`~evocov_core.search.stages.search_stages`), so that every forecast is
         out of sample; the chosen kernel's spread is calibrated on those forecasts' errors
         (``calibration="origins"`` then costs no further fit). On data fitted on a subset (a
-        long series, where a refit costs seconds) it is ``tail``.
+        long series, where a refit costs seconds) it is ``tail``. ``bic``: the lowest BIC (the model
+        average weighted by BIC). On data fitted on a subset, ``origins`` and ``bic`` calibrate the
+        chosen kernel's spread, whatever ``calibration`` asks, by its forecasts from the origins
+        with its fitted values (no refit there: the errors are partly in sample).
     calibration : {"none", "tail", "origins"}
         How the chosen kernel's spread is calibrated (:func:`~evocov_core.search.validate.calibrate`):
         ``tail`` reuses its head refit (with ``rule="tail"``), ``origins`` refits it with ``refit``
@@ -270,6 +275,9 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     if rule == "tail":
         raw = np.array([tail_score(data, h, marginal=data.on_subset) for h in heads])
         weigh = raw
+    elif rule == "bic":
+        raw = np.array([-f.bic if math.isfinite(f.bic) else -math.inf for f in cands])
+        weigh = raw / 2.0  # BIC weights: exp(−BIC/2)
     else:
         if rule == "origins":
             origins = [origin_scores(data, f) for f in cands]
@@ -308,6 +316,10 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     total = sum(w for _, w in ensemble)
     if rule == "refit_origins" and calibration == "origins":
         calib = calibration_from_errors(origins[best].z, "origins")
+    elif rule in ("origins", "bic") and data.on_subset and calibration != "none":
+        # A refit costs seconds here: the origins' forecasts with the fitted values.
+        z = (origins[best] or origin_scores(data, cands[best])).z
+        calib = calibration_from_errors(z, "origins")
     else:
         calib = calibrate_returned(data, cands[best], heads[best], calibration, refit, seed, end, origins_cost)
     return cands[best], rows, tuple((f, w / total) for f, w in ensemble), calib
