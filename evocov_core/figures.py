@@ -375,18 +375,25 @@ def extrapolation_grid(ds: Dataset, n_grid: int = 400, extend: float = 0.0, deta
     return np.unique(np.concatenate([grid, x]))
 
 
-def extrapolation_data(model: FittedModel | ModelAverage, ds: Dataset, n_grid: int = 400, extend: float = 0.0
-                       ) -> pd.DataFrame:
+def extrapolation_data(model: FittedModel | ModelAverage, ds: Dataset, n_grid: int = 400, extend: float = 0.0,
+                       band: bool = True) -> pd.DataFrame:
     """Predictive mean and ±2σ band (observation std) over the data range (:func:`extrapolation_grid`).
 
     ``model`` is one fitted kernel or a model average (mixture mean and std).
 
     Columns ``x`` (display), ``x_value``, ``mean``, ``lower``, ``upper``, ``std``.
-    ``extend`` adds that fraction of the range beyond the last point.
+    ``extend`` adds that fraction of the range beyond the last point. Without ``band`` only
+    the mean is computed (``lower``, ``upper``, ``std`` are NaN): what a curve drawn dashed
+    over another model's needs, without a variance per point (O(m²) each on m training points).
     """
     if ds.x.shape[1] > 1:
         raise ValueError("extrapolation plots are for one input dimension")
     grid = extrapolation_grid(ds, n_grid, extend)
+    if not band:
+        mean = model.predict_mean(ds.X_train, ds.y_train, grid[:, None])
+        nan = np.full(mean.shape, np.nan)
+        return pd.DataFrame({"x": _display_x(ds, grid), "x_value": grid, "mean": mean, "lower": nan, "upper": nan,
+                             "std": nan})
     pred = model.predict(ds.X_train, ds.y_train, grid[:, None])
     return pd.DataFrame({"x": _display_x(ds, grid), "x_value": grid, "mean": pred.mean,
                          "lower": pred.mean - 2 * pred.std, "upper": pred.mean + 2 * pred.std, "std": pred.std})

@@ -13,26 +13,101 @@ it like a single model.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.linalg import solve_triangular
 
 from .averaging import mixture
 from .data import Dataset, Normalisation
-from .evaluate import Inputs
-from .gp import posterior
+from .evaluate import Inputs, covariance, covariance_diag
+from .gp import POSTERIOR_BLOCK, Factor, factorize, posterior
 from .kernel import Kernel
 from .kernel_file import KernelFile, KernelFileError, dump_kernel_file, parse_kernel_file
 from .metrics import rmse
 from .optimize import FitResult
 from .subset import DEFAULT_MAX_POINTS, DataSubset, plan_subset
 
-__all__ = ["FittedModel", "ModelAverage", "Prediction", "average_weights", "model_average_predict"]
+__all__ = ["FittedModel", "ModelAverage", "Prediction", "average_weights", "model_average_predict",
+           "shared_posteriors"]
 
 Array = NDArray[np.float64]
+
+
+# --- one factorisation per model and training data, inside shared_posteriors() ---------------------
+
+#: The cache of the innermost :func:`shared_posteriors` block (None: outside every block).
+_SHARED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("evocov_shared_posteriors", default=None)
+
+
+@contextlib.contextmanager
+def shared_posteriors() -> Iterator[None]:
+    """Within this block, :class:`FittedModel` predictions from the same training data share their work.
+
+    A report predicts with one model many times from the same training points: its test RMSE,
+    its forecast of the test part with variances, its curve, its residuals. Each
+    :func:`~evocov_core.gp.posterior` builds the training covariance (and its lag tables) and
+    factorises it again: on the 2,000 conditioning points of a long series 0.3-0.5 s each
+    time. Here the training :class:`~evocov_core.evaluate.Inputs` (per training x), the
+    Cholesky factor and ``α = K_y⁻¹ y`` (per model and training data) are computed once, and
+    the mean and variance at the same new inputs are computed once; the numbers are the same
+    as without the block (the same operations on the same matrices). Keys hold a digest of
+    every array, so different data never share. The cache lives until the block ends (it holds
+    an n × n factor per model: the report's three GPs on 2,000 points, about 100 MB) and
+    belongs to the running context (thread), so concurrent pages never share it. Nested
+    blocks share the outer cache.
+    """
+    outer = _SHARED.get()
+    token = _SHARED.set({} if outer is None else outer)
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _digest(a: Array) -> str:
+    a = np.ascontiguousarray(a)
+    return f"{a.shape}:{hashlib.blake2b(a.view(np.uint8), digest_size=16).hexdigest()}"
+
+
+@dataclass
+class _Conditioned:
+    """What every prediction of one model from one training set shares (model units)."""
+
+    inputs: Inputs
+    factor: Factor
+    alpha: Array
+    #: digest of X_new (model units) -> (mean, latent variance or None)
+    at: dict[str, tuple[Array, Array | None]]
+
+    def posterior(self, kernel: Kernel, theta: Array, X_new: Array, *, mean_only: bool
+                  ) -> tuple[Array, Array | None]:
+        """Mean and latent variance at ``X_new`` (m, d) (None with ``mean_only``): :func:`~evocov_core.gp.posterior`'s
+        block loop on the shared factor, each answer kept for the next call at the same inputs."""
+        key = _digest(X_new)
+        done = self.at.get(key)
+        if done is not None and (mean_only or done[1] is not None):
+            return done
+        means, variances = [], []
+        for i in range(0, max(1, X_new.shape[0]), POSTERIOR_BLOCK):
+            Xb = X_new[i:i + POSTERIOR_BLOCK]
+            Ks = covariance(kernel, Inputs(Xb, self.inputs.X1), theta)  # (b, n)
+            with np.errstate(over="ignore", invalid="ignore"):
+                means.append(Ks @ self.alpha)
+                if mean_only:
+                    continue
+                V = solve_triangular(self.factor.L, Ks.T, lower=True, check_finite=False)  # (n, b)
+                variances.append(covariance_diag(kernel, Xb, theta) - np.einsum("ij,ij->j", V, V))
+        mean = np.concatenate(means)
+        var = None if mean_only else np.clip(np.concatenate(variances), 0.0, None)
+        self.at[key] = (mean, var)
+        return mean, var
 
 
 @dataclass(frozen=True)
@@ -131,6 +206,27 @@ class FittedModel(_PredictsDatasets):
         limit = DEFAULT_MAX_POINTS if a is None else (0 if a.exact else a.n_used)
         return plan_subset(x.shape[0], limit).mask(x)
 
+    def _shared(self, X_train: ArrayLike, y_train: ArrayLike) -> _Conditioned | None:
+        """The shared factorisation of this model on these training data, inside :func:`shared_posteriors`."""
+        cache = _SHARED.get()
+        if cache is None:
+            return None
+        keep = self.conditioning(X_train)
+        Xt = self.norm.x_to_model(X_train)[keep]
+        yt = self.norm.y_to_model(y_train)[keep]
+        xkey = ("inputs", _digest(Xt))
+        key = ("model", self.kernel.prefix, self.theta, self.log_noise, self.jitter, xkey[1], _digest(yt))
+        hit = cache.get(key)
+        if hit is None:
+            inputs = cache.get(xkey)
+            if inputs is None:
+                inputs = cache[xkey] = Inputs(Xt)
+            theta = np.asarray(self.theta)
+            f = factorize(covariance(self.kernel, inputs, theta), math.exp(self.log_noise) + self.jitter)
+            f = Factor(f.L, self.jitter + f.jitter)  # as gp.posterior does with a known jitter
+            hit = cache[key] = _Conditioned(inputs, f, f.solve(yt), {})
+        return hit
+
     def predict(self, X_train: ArrayLike, y_train: ArrayLike, X_new: ArrayLike) -> Prediction:
         """Posterior at ``X_new`` given training data, all in original units.
 
@@ -140,22 +236,31 @@ class FittedModel(_PredictsDatasets):
         y_train : array_like of shape (n,)
         X_new : array_like of shape (m, d) or (m,)
         """
-        keep = self.conditioning(X_train)
-        Xt = self.norm.x_to_model(X_train)[keep]
-        yt = self.norm.y_to_model(y_train)[keep]
         Xn = self.norm.x_to_model(X_new)
-        post = posterior(self.kernel, Inputs(Xt), yt, np.asarray(self.theta), self.log_noise, Xn,
-                         jitter=self.jitter)
+        shared = self._shared(X_train, y_train)
+        if shared is not None:
+            m, v = shared.posterior(self.kernel, np.asarray(self.theta), Xn, mean_only=False)
+        else:
+            keep = self.conditioning(X_train)
+            post = posterior(self.kernel, Inputs(self.norm.x_to_model(X_train)[keep]),
+                             self.norm.y_to_model(y_train)[keep], np.asarray(self.theta), self.log_noise, Xn,
+                             jitter=self.jitter)
+            m, v = post.mean, post.var
         noise = math.exp(self.log_noise) + self.jitter
-        mean = self.norm.y_from_model(post.mean)
+        mean = self.norm.y_from_model(m)
         # The calibration scales kernel and noise alike: same mean, variances times spread².
-        std_f = self.norm.std_from_model(self.spread * np.sqrt(post.var))
-        std = self.norm.std_from_model(self.spread * np.sqrt(post.var + noise))
+        std_f = self.norm.std_from_model(self.spread * np.sqrt(v))
+        std = self.norm.std_from_model(self.spread * np.sqrt(v + noise))
         X_out = np.asarray(X_new, dtype=np.float64)
         return Prediction(X_out if X_out.ndim == 2 else X_out[:, None], mean, std, std_f)
 
     def predict_mean(self, X_train: ArrayLike, y_train: ArrayLike, X_new: ArrayLike) -> Array:
         """The posterior mean of :meth:`predict` without its variances, shape (m,), original units."""
+        shared = self._shared(X_train, y_train)
+        if shared is not None:
+            Xn = self.norm.x_to_model(X_new)
+            m, _ = shared.posterior(self.kernel, np.asarray(self.theta), Xn, mean_only=True)
+            return self.norm.y_from_model(m)
         keep = self.conditioning(X_train)
         post = posterior(self.kernel, Inputs(self.norm.x_to_model(X_train)[keep]),
                          self.norm.y_to_model(y_train)[keep], np.asarray(self.theta), self.log_noise,

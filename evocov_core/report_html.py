@@ -38,6 +38,7 @@ from .classical import DEFAULT_TIME_LIMIT, ClassicalForecasts
 from .compare import Comparison, compare
 from .data import Dataset
 from .figures import (
+    MAX_DRAWN,
     WEBGL_FROM,
     comparison_forecasts_data,
     component_figure,
@@ -45,9 +46,10 @@ from .figures import (
     extrapolation_data,
     extrapolation_figure,
     hyperparameter_table,
+    minmax_indices,
 )
 from .kernel_file import KernelFile
-from .model import FittedModel
+from .model import FittedModel, shared_posteriors
 from .simplify import simplified
 
 __all__ = ["comparison_table", "forecast_table_html", "report_html", "residual_checks"]
@@ -55,6 +57,8 @@ __all__ = ["comparison_table", "forecast_table_html", "report_html", "residual_c
 
 #: Training points the residual checks read, at most: the most recent ones of a longer series.
 RESIDUAL_POINTS = 5000
+#: Points of the normal Q-Q plot drawn, at most (evenly along the sorted residuals, both ends kept).
+QQ_DRAWN = 1000
 
 
 def residual_checks(model: FittedModel, ds: Dataset, max_lag: int = 24, max_points: int = RESIDUAL_POINTS
@@ -82,10 +86,21 @@ def residual_checks(model: FittedModel, ds: Dataset, max_lag: int = 24, max_poin
             "sample": np.sort(r), "n_total": np.array(ds.n_train)}
 
 
-def _residual_figures(chk: dict[str, np.ndarray], ds: Dataset) -> list[go.Figure]:
+def _residual_figures(chk: dict[str, np.ndarray], ds: Dataset, max_points: int = MAX_DRAWN,
+                      qq_points: int = QQ_DRAWN) -> list[go.Figure]:
+    """Residuals against x, their autocorrelation, their normal Q-Q plot.
+
+    What is drawn is thinned, never what is computed (the autocorrelation and its count use
+    every residual): the residuals against x from :func:`~evocov_core.figures.minmax_indices`
+    (at most ``max_points``, every peak kept), the Q-Q plot at most ``qq_points`` evenly along
+    the sorted residuals (the same rule on a sorted array: the first and last of each stretch,
+    so both tails' extremes are drawn).
+    """
     n = chk["residual"].size
+    shown = minmax_indices(chk["residual"], max_points)
+    qq = minmax_indices(chk["sample"], qq_points)
     trace = go.Scattergl if n >= WEBGL_FROM else go.Scatter
-    f1 = go.Figure(trace(x=chk["x"], y=chk["residual"], mode="markers", marker=dict(size=4)))
+    f1 = go.Figure(trace(x=chk["x"][shown], y=chk["residual"][shown], mode="markers", marker=dict(size=4)))
     f1.update_layout(title="Standardised residuals on the training data", height=260,
                      xaxis_title=str(ds.x_label), yaxis_title="(y − μ)/σ")
     f2 = go.Figure(go.Bar(x=chk["lags"], y=chk["acf"]))
@@ -93,9 +108,10 @@ def _residual_figures(chk: dict[str, np.ndarray], ds: Dataset) -> list[go.Figure
     for v in (band, -band):
         f2.add_hline(y=v, line_dash="dot", line_color="#888")
     f2.update_layout(title="Autocorrelation of the residuals (dotted: ±2/√n)", height=260, xaxis_title="lag")
-    f3 = go.Figure([trace(x=chk["theoretical"], y=chk["sample"], mode="markers", marker=dict(size=4),
+    f3 = go.Figure([trace(x=chk["theoretical"][qq], y=chk["sample"][qq], mode="markers", marker=dict(size=4),
                           name="residuals"),
-                    go.Scatter(x=chk["theoretical"], y=chk["theoretical"], mode="lines", name="normal",
+                    go.Scatter(x=chk["theoretical"][[0, -1]], y=chk["theoretical"][[0, -1]], mode="lines",
+                               name="normal",  # a straight line: its two ends
                                line=dict(dash="dot", color="#888"))])
     f3.update_layout(title="Normal Q-Q plot of the residuals", height=300, xaxis_title="normal quantile",
                      yaxis_title="residual", showlegend=False)
@@ -203,7 +219,21 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseli
     adds the classical forecasters (one input only), each within ``time_limit`` seconds, with
     ``season_lengths`` (steps) or the seasons read from the x spacing; ``classical_done``, those
     forecasts made already, are used instead (:func:`~evocov_core.compare.compare`).
+
+    Each GP is factorised once on its training points for all its predictions
+    (:func:`~evocov_core.model.shared_posteriors`); the baselines' curves are means only (drawn
+    dashed, no band); charts draw at most :data:`~evocov_core.figures.MAX_DRAWN` points per
+    trace (:func:`~evocov_core.figures.minmax_indices`), every number is computed on every point.
     """
+    with shared_posteriors():
+        return _report_html(kf, ds, title=title, baseline_budget=baseline_budget, seed=seed, workers=workers,
+                            classical=classical, season_lengths=season_lengths, time_limit=time_limit,
+                            classical_done=classical_done)
+
+
+def _report_html(kf: KernelFile, ds: Dataset, *, title: str | None, baseline_budget: float, seed: int,
+                 workers: int | None, classical: bool, season_lengths: Sequence[int] | None, time_limit: float,
+                 classical_done: ClassicalForecasts | None) -> str:
     model = FittedModel.from_file(kf, fallback_norm=ds.norm)
     k = kf.kernel
     figs: list[tuple[str, go.Figure]] = []
@@ -216,7 +246,7 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseli
         compared = list(comparison.baselines)
     else:
         compared = compare_with_baselines(kf, ds, baseline_budget=baseline_budget, seed=seed, workers=workers)
-    others = [(f"{r.name} mean", extrapolation_data(r.model, ds, extend=0.1)) for r in compared[1:]
+    others = [(f"{r.name} mean", extrapolation_data(r.model, ds, extend=0.1, band=False)) for r in compared[1:]
               if r.model is not None and ds.x.shape[1] == 1]
     lines = comparison_forecasts_data(comparison, ds) if comparison is not None and classical else None
     figs.append(("", extrapolation_figure(pred, ds, others=others, forecasts=lines)))
