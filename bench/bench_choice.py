@@ -48,7 +48,7 @@ MSTL, and it adds the rules on the search's own candidate set (the spectral and 
 whatever their BIC, :meth:`~evocov_core.search.common.Tracker.top`): ``tail-set`` (the tail
 score with the candidates' full-data values: the preset's choice when its head refits are cut to
 one evaluation, as on long series at ``quick``), ``origins-set``, ``origins-set-avg``,
-``bic-set`` and ``oracle-set``::
+``origins-set-logd`` (by the forecasts' summed log density), ``bic-set`` and ``oracle-set``::
 
     python -m bench.bench_choice --folder bench/results/long/quick-naive-seeds
 
@@ -323,6 +323,7 @@ def set_rules(records: pd.DataFrame, data: FitData) -> dict[str, float]:
     if np.isfinite(crps).any():
         out["origins-set"] = cands[int(np.argmin(np.where(np.isfinite(crps), crps, np.inf)))].test_rmse
     if np.isfinite(logd).any():
+        out["origins-set-logd"] = cands[int(np.argmax(np.where(np.isfinite(logd), logd, -np.inf)))].test_rmse
         w = np.where(np.isfinite(logd), np.exp(logd - np.max(logd[np.isfinite(logd)])), 0.0)
         keep = np.flatnonzero(w > 1e-4 * w.max())
         out["origins-set-avg"] = mixture_rmse(data, [cands[i] for i in keep], w[keep])

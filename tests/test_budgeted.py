@@ -533,12 +533,13 @@ def _long_cycles(n: int = 900, fit_points: int = 300) -> FitData:
     return FitData.from_dataset(Dataset.from_arrays(t, y, test_fraction=0.1), max_points=fit_points)
 
 
-@pytest.mark.parametrize("rule", ["bic", "origins"])
+@pytest.mark.parametrize("rule", ["bic", "origins", "origins_density"])
 def test_long_choice_rules_refit_nothing_and_calibrate_on_the_origins(rule: str) -> None:
     """On a long series, ``long_choice`` replaces ``choice``: ``bic`` returns the lowest valid BIC,
     ``origins`` the lowest mean CRPS of the forecasts from the origins; no candidate is refitted
     on the head, and the spread is calibrated on the origins' errors whatever ``calibration`` says."""
     from evocov_core.search.common import Tracker
+    from evocov_core.search.validate import origin_scores
 
     data = _long_cycles()
     assert data.on_subset
@@ -552,8 +553,11 @@ def test_long_choice_rules_refit_nothing_and_calibrate_on_the_origins(rule: str)
 
     with NoRefits(data, cfg.optim, search_stages(data, cfg)) as ex:
         chosen, rows, ensemble, calib = choose_model(data, fits, ex, seed=0, rule=rule, calibration="tail")
-    crps = [r["origins_crps"] for r in rows]
-    expected = 0 if rule == "bic" else int(np.nanargmin(crps))
+    scores = [origin_scores(data, f) for f in fits]
+    if rule == "origins":
+        assert [r["origins_crps"] for r in rows] == [sc.mean_crps for sc in scores]
+    expected = {"bic": 0, "origins": int(np.argmin([sc.mean_crps for sc in scores])),
+                "origins_density": int(np.argmax([sc.total_log_density for sc in scores]))}[rule]
     assert chosen is fits[expected] and rows[expected]["chosen"]
     assert all(math.isnan(r["tail_score"]) for r in rows)
     assert calib.rule == "origins" and calib.errors > 0 and calib.spread >= 1.0

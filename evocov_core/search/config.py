@@ -232,10 +232,11 @@ class SearchConfig:
         predict its last ``metric_split`` part (posterior LML). 1 = the lowest BIC.
     choice : {"tail", "origins", "refit_origins"}
         How those candidates are scored (:func:`~evocov_core.search.select.choose_model`).
-    long_choice : {"tail", "origins", "bic"}
+    long_choice : {"tail", "origins", "origins_density", "bic"}
         The rule instead of ``choice`` on data fitted on a subset (long series): ``origins``
-        scores the candidates' forecasts from four origins with their fitted values, ``bic``
-        takes the lowest BIC; neither refits, so the search keeps the refits' share of the budget.
+        (by CRPS) and ``origins_density`` (by log density) score the candidates' forecasts from
+        four origins with their fitted values, ``bic`` takes the lowest BIC; none refits, so the
+        search keeps the refits' share of the budget.
     calibration : {"none", "tail", "origins"}
         What the returned kernel's predictive spread is scaled by
         (:func:`~evocov_core.search.validate.calibrate`).
@@ -360,9 +361,10 @@ class SearchConfig:
                      "budgeted", choices=("tail", "origins", "refit_origins"))
     long_choice: str = _s("tail", "How it is chosen on long series", "On a series longer than the fit points "
                           "(fitted on a subset): tail, as above; origins: each kernel forecasts from four earlier "
-                          "points in time with its fitted values, the lowest mean CRPS wins; bic: the lowest BIC. "
-                          "Neither refits, so the search keeps the time the refits would take.", "budgeted",
-                          choices=("tail", "origins", "bic"))
+                          "points in time with its fitted values, the lowest mean CRPS wins; origins-density: "
+                          "the same, the most likely forecasts win; bic: the lowest BIC. None refits, so the "
+                          "search keeps the time the refits would take.", "budgeted",
+                          choices=("tail", "origins", "origins_density", "bic"))
     calibration: str = _s("none", "Interval calibration", "Widen the returned kernel's forecast intervals by what "
                           "its out-of-sample errors show. origins: refitted at four earlier points in time "
                           "(60-90 % of the training range), it forecasts the next 10 % each; tail: the model "

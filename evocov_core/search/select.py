@@ -63,7 +63,7 @@ __all__ = ["CHOICE_RULES", "EXPLODING_SPREAD", "INDEFINITE", "calibrate_returned
            "horizon_spread", "indefiniteness", "tail_score"]
 
 #: How :func:`choose_model` scores its candidates.
-CHOICE_RULES = ("tail", "origins", "refit_origins", "bic")
+CHOICE_RULES = ("tail", "origins", "origins_density", "refit_origins", "bic")
 
 #: Kernels with less than this weight are left out of the model average.
 MIN_WEIGHT = 1e-4
@@ -109,6 +109,9 @@ def choice_description(rule: str, k: int, split: float = 0.1) -> str:
     elif rule == "origins":
         how = (f"the one whose forecasts from four earlier points in time (60-90 % of the training range, the "
                f"next {split:.0%} each; its fitted values) have the lowest mean CRPS")
+    elif rule == "origins_density":
+        how = (f"the one whose forecasts from four earlier points in time (60-90 % of the training range, the "
+               f"next {split:.0%} each; its fitted values) are the most likely")
     elif rule == "bic":
         return f"The search ranks kernels by BIC; the returned kernel is the lowest-BIC one of the {k} compared."
     else:
@@ -203,7 +206,7 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     deadline : float, optional
         Wall-clock time by which the refits stop.
     should_stop : callable, optional
-    rule : {"tail", "origins", "refit_origins", "bic"}
+    rule : {"tail", "origins", "origins_density", "refit_origins", "bic"}
         ``tail``: the refit on the head scored on the tail (module docstring; on a long series by
         the tail's marginal densities, :func:`tail_score`). ``origins``: the
         lowest mean CRPS of the forecasts from the origins of
@@ -213,8 +216,10 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         stages, :func:`~evocov_core.search.stages.search_stages`), so that every forecast is
         out of sample; the chosen kernel's spread is calibrated on those forecasts' errors
         (``calibration="origins"`` then costs no further fit). On data fitted on a subset (a
-        long series, where a refit costs seconds) it is ``tail``. ``bic``: the lowest BIC (the model
-        average weighted by BIC). On data fitted on a subset, ``origins`` and ``bic`` calibrate the
+        long series, where a refit costs seconds) it is ``tail``. ``origins_density``: as ``origins``,
+        scored by the summed log predictive density of those forecasts (the model average's weights)
+        instead of their CRPS. ``bic``: the lowest BIC (the model average weighted by BIC). On data
+        fitted on a subset, ``origins``, ``origins_density`` and ``bic`` calibrate the
         chosen kernel's spread, whatever ``calibration`` asks, by its forecasts from the origins
         with its fitted values (no refit there: the errors are partly in sample).
     calibration : {"none", "tail", "origins"}
@@ -279,10 +284,11 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         raw = np.array([-f.bic if math.isfinite(f.bic) else -math.inf for f in cands])
         weigh = raw / 2.0  # BIC weights: exp(−BIC/2)
     else:
-        if rule == "origins":
+        if rule in ("origins", "origins_density"):
             origins = [origin_scores(data, f) for f in cands]
-        raw = np.array([-o.mean_crps for o in origins])  # higher is better, as the tail score
         weigh = np.array([o.total_log_density for o in origins])
+        # Higher is better, as the tail score.
+        raw = weigh if rule == "origins_density" else np.array([-o.mean_crps for o in origins])
     scores = np.where(eligible, raw, -np.inf)
     if np.isfinite(scores).any():
         best = int(np.argmax(np.where(np.isfinite(scores), scores, -np.inf)))
@@ -316,7 +322,7 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     total = sum(w for _, w in ensemble)
     if rule == "refit_origins" and calibration == "origins":
         calib = calibration_from_errors(origins[best].z, "origins")
-    elif rule in ("origins", "bic") and data.on_subset and calibration != "none":
+    elif rule in ("origins", "origins_density", "bic") and data.on_subset and calibration != "none":
         # A refit costs seconds here: the origins' forecasts with the fitted values.
         z = (origins[best] or origin_scores(data, cands[best])).z
         calib = calibration_from_errors(z, "origins")
