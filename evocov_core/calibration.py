@@ -18,10 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["CALIBRATIONS", "MAX_SPREAD", "Calibration", "rms_scale"]
+__all__ = ["CALIBRATIONS", "MAX_SPREAD", "RECORDED", "Calibration", "rms_scale"]
 
 #: What a factor can be learned from: nothing, the model choice's tail, several rolling origins.
 CALIBRATIONS = ("none", "tail", "origins")
+#: What a kernel file may record: also ``origins_fitted``, the forecasts from the origins with the
+#: kernel's fitted values, no refit (the model choice on a long series, where a refit costs seconds).
+RECORDED = (*CALIBRATIONS, "origins_fitted")
 #: The largest factor a kernel file may carry.
 MAX_SPREAD = 1e3
 
@@ -59,8 +62,8 @@ class Calibration:
     spread : float
         Factor on every predictive standard deviation (≥ 1; 1: as the GP says).
     rule : str
-        ``none``, ``tail`` or ``origins`` (:func:`evocov_core.search.validate.calibrate`): what
-        ``spread`` was learned from.
+        ``none``, ``tail`` or ``origins`` (:func:`evocov_core.search.validate.calibrate`), or
+        ``origins_fitted`` (:data:`RECORDED`): what ``spread`` was learned from.
     errors : int
         Out-of-sample forecast errors it was learned from.
     """
@@ -76,8 +79,9 @@ class Calibration:
         if self.errors < 5:
             return (f"Forecast intervals are the GP's own: {self.errors} out-of-sample errors are too few to "
                     "calibrate them.")
-        where = ("its refits at four earlier points in time" if self.rule == "origins"
-                 else "its refit on the first 90 % of the training range")
+        where = {"origins": "its refits at four earlier points in time",
+                 "origins_fitted": "its forecasts from four earlier points in time with its fitted values (partly "
+                                   "in sample)"}.get(self.rule, "its refit on the first 90 % of the training range")
         if self.spread <= 1.0:
             return (f"Forecast intervals are the GP's own: the {self.errors} out-of-sample errors of {where} "
                     "were no wider than it predicts.")
@@ -96,8 +100,8 @@ class Calibration:
         if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not (
                 math.isfinite(spread) and 1.0 <= spread <= MAX_SPREAD):
             raise ValueError("calibration 'spread' must be a number from 1 to 1000")
-        if rule not in CALIBRATIONS:
-            raise ValueError(f"calibration 'rule' must be one of {', '.join(CALIBRATIONS)}")
+        if rule not in RECORDED:
+            raise ValueError(f"calibration 'rule' must be one of {', '.join(RECORDED)}")
         if isinstance(errors, bool) or not isinstance(errors, int) or errors < 0:
             raise ValueError("calibration 'errors' must be a non-negative integer")
         return cls(float(spread), str(rule), errors)

@@ -560,19 +560,20 @@ def test_long_choice_rules_refit_nothing_and_calibrate_on_the_origins(rule: str)
                 "origins_density": int(np.argmax([sc.total_log_density for sc in scores]))}[rule]
     assert chosen is fits[expected] and rows[expected]["chosen"]
     assert all(math.isnan(r["tail_score"]) for r in rows)
-    assert calib.rule == "origins" and calib.errors > 0 and calib.spread >= 1.0
+    assert calib.rule == "origins_fitted" and calib.errors > 0 and calib.spread >= 1.0
+    assert "fitted values (partly in sample)" in (calib.describe() or "")
     assert math.isclose(sum(w for _, w in ensemble), 1.0)
     if rule == "bic":  # weighted by BIC: the lowest BIC weighs most
         assert max(ensemble, key=lambda fw: fw[1])[0] is fits[0]
     # The search keeps no time for head refits it will not make: none on a long series, one on a short one.
     assert Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n, data=data)._refits == 0
-    tail = _budgeted(select_top=3)
+    tail = _budgeted(select_top=3, long_choice="tail")
     assert Tracker("evocov", 1, None, None, 0, config=tail, n_train=data.n, data=data)._refits == 1
     assert Tracker("evocov", 1, None, None, 0, config=cfg, n_train=90, data=_series(90))._refits == 1
 
 
 def test_long_choice_applies_only_to_long_series() -> None:
-    """A whole search: on a long series the preset's ``long_choice="bic"`` returns the lowest BIC of
+    """A whole search: on a long series ``long_choice="bic"`` returns the lowest BIC of
     its candidates; on a short one the tail choice still decides (``choice``)."""
     data = _long_cycles()
     cfg = _budgeted(select_top=3, long_choice="bic", generations=2, population=6)

@@ -524,8 +524,14 @@ _QUICK: dict[str, dict] = {
 # Budgeted presets: what a dashboard user gets. The parts and their measured contribution:
 # bench/results/accuracy/ (``bench accuracy --variants ...``). Interval calibration from the
 # origins: pooled 95 % coverage 0.873 -> 0.942 on the development corpus (CRPS x1.02), 0.825 ->
-# 0.882 on TSDL (CRPS x1.06); bench/results/bench_calibration__*.md.
-_BUDGETED_PARTS = dict(cache_fits=True, data_bounds=True, select_top=5, changepoints=True, calibration="origins")
+# 0.882 on TSDL (CRPS x1.06); bench/results/bench_calibration__*.md. On long series the kernel is
+# chosen by its forecasts from four origins (long_choice="origins_density"): on the long-series
+# development set (bench/results/long-dev/quick-origins-density against long-dev/quick, seeds 0-2)
+# 1.049 -> 0.923 x the better of seasonal naive and MSTL, paired 0.943 (SE of the log 0.038), worst
+# single run 1.38 -> 2.14; on the long benchmark (long/quick-origins-density against
+# long/quick-naive-seeds) 0.880 -> 0.775, paired 0.875 (0.074). Short series are unchanged.
+_BUDGETED_PARTS = dict(cache_fits=True, data_bounds=True, select_top=5, changepoints=True, calibration="origins",
+                       long_choice="origins_density")
 _EVOLVE = dict(population=40, generations=100_000, mu=8, patience=3, d_min=3, d_max=8, psd_w=12, n_restarts=1,
                require_input=True, screen_points=240, promote_fraction=0.3, seed_fraction=0.5, p_expand=0.3,
                **_BUDGETED_PARTS)

@@ -325,7 +325,7 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     elif rule in ("origins", "origins_density", "bic") and data.on_subset and calibration != "none":
         # A refit costs seconds here: the origins' forecasts with the fitted values.
         z = (origins[best] or origin_scores(data, cands[best])).z
-        calib = calibration_from_errors(z, "origins")
+        calib = calibration_from_errors(z, "origins_fitted")
     else:
         calib = calibrate_returned(data, cands[best], heads[best], calibration, refit, seed, end, origins_cost)
     return cands[best], rows, tuple((f, w / total) for f, w in ensemble), calib
