@@ -33,11 +33,13 @@ __all__ = [
     "Factor",
     "FitStatus",
     "NumericalFailure",
+    "condition",
     "factorize",
     "inverse_from_factor",
     "lml",
     "lml_and_grad",
     "posterior",
+    "predict_conditioned",
 ]
 
 Array = NDArray[np.float64]
@@ -274,14 +276,7 @@ def posterior(kernel: Kernel, X_train: Array | Inputs, y: Array, theta: Array, l
     variance (returned as NaN), an n²·m triangular solve: what a test RMSE needs.
     """
     inputs = X_train if isinstance(X_train, Inputs) else Inputs(X_train)
-    K = covariance(kernel, inputs, theta)
-    noise = math.exp(log_noise)
-    if jitter is None:
-        f = factorize(K, noise)
-    else:
-        f = factorize(K, noise + jitter)
-        f = Factor(f.L, jitter + f.jitter)
-    alpha = f.solve(y)
+    f, alpha = condition(kernel, inputs, y, theta, log_noise, jitter=jitter)
     X_new = np.asarray(X_new, dtype=np.float64)
     if X_new.ndim == 1:
         X_new = X_new[:, None]
@@ -292,6 +287,28 @@ def posterior(kernel: Kernel, X_train: Array | Inputs, y: Array, theta: Array, l
             C = covariance(kernel, Inputs(X_new, toeplitz=False), theta) - V.T @ V
             mean = Ks @ alpha
         return Posterior(mean, np.clip(np.diag(C).copy(), 0.0, None), C)
+    return predict_conditioned(kernel, inputs, f, alpha, theta, X_new, mean_only=mean_only)
+
+
+def condition(kernel: Kernel, inputs: Inputs, y: Array, theta: Array, log_noise: float, *,
+              jitter: float | None = None) -> tuple[Factor, Array]:
+    """The Cholesky factor of ``K + σ²I`` on the training ``inputs`` and ``α = (K + σ²I)⁻¹ y``
+    (shape (n,)): what every prediction from these data shares (:func:`posterior`).
+    ``jitter`` reuses a known jitter (from a fit); ``None`` applies the ladder."""
+    K = covariance(kernel, inputs, theta)
+    noise = math.exp(log_noise)
+    if jitter is None:
+        f = factorize(K, noise)
+    else:
+        f = factorize(K, noise + jitter)
+        f = Factor(f.L, jitter + f.jitter)
+    return f, f.solve(y)
+
+
+def predict_conditioned(kernel: Kernel, inputs: Inputs, factor: Factor, alpha: Array, theta: Array,
+                        X_new: Array, *, mean_only: bool = False) -> Posterior:
+    """Posterior mean and latent variance at ``X_new`` (m, d) from :func:`condition`'s ``factor``
+    and ``alpha``, in blocks of :data:`POSTERIOR_BLOCK` rows (variance NaN with ``mean_only``)."""
     means, variances = [], []
     for i in range(0, max(1, X_new.shape[0]), POSTERIOR_BLOCK):
         Xb = X_new[i:i + POSTERIOR_BLOCK]
@@ -302,7 +319,7 @@ def posterior(kernel: Kernel, X_train: Array | Inputs, y: Array, theta: Array, l
             means.append(Ks @ alpha)
             if mean_only:
                 continue
-            V = solve_triangular(f.L, Ks.T, lower=True, check_finite=False)  # (n, b)
+            V = solve_triangular(factor.L, Ks.T, lower=True, check_finite=False)  # (n, b)
             variances.append(covariance_diag(kernel, Xb, theta) - np.einsum("ij,ij->j", V, V))
     mean = np.concatenate(means)
     if mean_only:

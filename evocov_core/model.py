@@ -22,12 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.linalg import solve_triangular
 
 from .averaging import mixture
 from .data import Dataset, Normalisation
-from .evaluate import Inputs, covariance, covariance_diag
-from .gp import POSTERIOR_BLOCK, Factor, factorize, posterior
+from .evaluate import Inputs
+from .gp import Factor, condition, posterior, predict_conditioned
 from .kernel import Kernel
 from .kernel_file import KernelFile, KernelFileError, dump_kernel_file, parse_kernel_file
 from .metrics import rmse
@@ -88,26 +87,16 @@ class _Conditioned:
 
     def posterior(self, kernel: Kernel, theta: Array, X_new: Array, *, mean_only: bool
                   ) -> tuple[Array, Array | None]:
-        """Mean and latent variance at ``X_new`` (m, d) (None with ``mean_only``): :func:`~evocov_core.gp.posterior`'s
-        block loop on the shared factor, each answer kept for the next call at the same inputs."""
+        """Mean and latent variance at ``X_new`` (m, d) (None with ``mean_only``) from the shared
+        factor (:func:`~evocov_core.gp.predict_conditioned`), each answer kept for the next call at
+        the same inputs."""
         key = _digest(X_new)
         done = self.at.get(key)
         if done is not None and (mean_only or done[1] is not None):
             return done
-        means, variances = [], []
-        for i in range(0, max(1, X_new.shape[0]), POSTERIOR_BLOCK):
-            Xb = X_new[i:i + POSTERIOR_BLOCK]
-            Ks = covariance(kernel, Inputs(Xb, self.inputs.X1), theta)  # (b, n)
-            with np.errstate(over="ignore", invalid="ignore"):
-                means.append(Ks @ self.alpha)
-                if mean_only:
-                    continue
-                V = solve_triangular(self.factor.L, Ks.T, lower=True, check_finite=False)  # (n, b)
-                variances.append(covariance_diag(kernel, Xb, theta) - np.einsum("ij,ij->j", V, V))
-        mean = np.concatenate(means)
-        var = None if mean_only else np.clip(np.concatenate(variances), 0.0, None)
-        self.at[key] = (mean, var)
-        return mean, var
+        post = predict_conditioned(kernel, self.inputs, self.factor, self.alpha, theta, X_new, mean_only=mean_only)
+        self.at[key] = (post.mean, None if mean_only else post.var)
+        return self.at[key]
 
 
 @dataclass(frozen=True)
@@ -221,10 +210,8 @@ class FittedModel(_PredictsDatasets):
             inputs = cache.get(xkey)
             if inputs is None:
                 inputs = cache[xkey] = Inputs(Xt)
-            theta = np.asarray(self.theta)
-            f = factorize(covariance(self.kernel, inputs, theta), math.exp(self.log_noise) + self.jitter)
-            f = Factor(f.L, self.jitter + f.jitter)  # as gp.posterior does with a known jitter
-            hit = cache[key] = _Conditioned(inputs, f, f.solve(yt), {})
+            f, alpha = condition(self.kernel, inputs, yt, np.asarray(self.theta), self.log_noise, jitter=self.jitter)
+            hit = cache[key] = _Conditioned(inputs, f, alpha, {})
         return hit
 
     def predict(self, X_train: ArrayLike, y_train: ArrayLike, X_new: ArrayLike) -> Prediction:

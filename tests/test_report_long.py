@@ -44,8 +44,8 @@ def test_shared_posteriors_factorise_once_and_give_the_same_numbers(monkeypatch)
     alone = model.predict(ds.X_train, ds.y_train, grid)
     alone_test = model.predict_dataset(ds)
     calls = []
-    real = model_module.factorize
-    monkeypatch.setattr(model_module, "factorize", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = model_module.condition
+    monkeypatch.setattr(model_module, "condition", lambda *a, **k: calls.append(1) or real(*a, **k))
     with shared_posteriors():
         rm = model.test_rmse(ds)  # the mean alone first, then the variances at the same points
         test = model.predict_dataset(ds)
