@@ -563,24 +563,27 @@ def _check_settings(runs: list[dict], budget: str, seconds: float, fit_points: i
 
 
 def _check_search_args(extra: Sequence[str]) -> None:
-    """Refuse ``extra`` options that the search command would refuse, or that the benchmark sets itself."""
-    import contextlib
-    import io
+    """Refuse ``extra`` options that the search command would refuse, or that the benchmark sets itself.
 
-    from ..cli import build_parser
-
+    The command's own parser judges them, in a child process as the trials run it (a file that
+    does not exist stops it right after parsing; ``evocov_core.cli`` is not imported here, since
+    it imports the benchmarks)."""
     own = {"--data", "--preset", "--time-budget", "--seed", "--test-fraction", "--workers", "--out", "--records",
            "--fit-points", "--replay", "--quiet"}
     taken = sorted(own & {e.split("=", 1)[0] for e in extra})
     if taken:
         raise BenchError(f"--search-args may not set {', '.join(taken)}: the benchmark sets them")
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err):
-            build_parser().parse_args(["search", "--data", "x.csv", "--out", "x.json", *extra])
-    except SystemExit:
-        lines = err.getvalue().strip().splitlines()
-        raise BenchError(f"--search-args: {lines[-1] if lines else 'refused by the search command'}") from None
+    if not extra:
+        return
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    probe = subprocess.run([sys.executable, "-m", "evocov_core", "search", "--data", str(root / "no-such-file.csv"),
+                            "--out", os.devnull, "--quiet", *extra], capture_output=True, text=True, cwd=root,
+                           timeout=120)
+    if probe.stderr.lstrip().startswith("usage:"):  # argparse refused them (a missing file is not that)
+        lines = probe.stderr.strip().splitlines()
+        raise BenchError(f"--search-args: {lines[-1] if lines else 'refused by the search command'}")
 
 
 # --- the command -----------------------------------------------------------------------------------
