@@ -575,12 +575,9 @@ def _check_search_args(extra: Sequence[str]) -> None:
         raise BenchError(f"--search-args may not set {', '.join(taken)}: the benchmark sets them")
     if not extra:
         return
-    import subprocess
-
     root = Path(__file__).resolve().parents[2]
-    probe = subprocess.run([sys.executable, "-m", "evocov_core", "search", "--data", str(root / "no-such-file.csv"),
-                            "--out", os.devnull, "--quiet", *extra], capture_output=True, text=True, cwd=root,
-                           timeout=120)
+    probe = run_measured([sys.executable, "-m", "evocov_core", "search", "--data", str(root / "no-such-file.csv"),
+                          "--out", os.devnull, "--quiet", *extra], cwd=root, timeout=120)
     if probe.stderr.lstrip().startswith("usage:"):  # argparse refused them (a missing file is not that)
         lines = probe.stderr.strip().splitlines()
         raise BenchError(f"--search-args: {lines[-1] if lines else 'refused by the search command'}")
