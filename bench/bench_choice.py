@@ -293,12 +293,12 @@ def search_set(fits: pd.DataFrame, k: int = 5) -> list[int]:
     """Rows of ``fits`` (lowest BIC first) that the search offered its model choice: the spectral
     seeds take at most ``k`` less :data:`~evocov_core.search.common.MIN_SEARCHED` places, as in
     :meth:`~evocov_core.search.common.Tracker.top`."""
-    from evocov_core.search.common import MIN_SEARCHED
+    from evocov_core.search.common import seed_places
     from evocov_core.search.spectral_seeds import SPECTRAL_SEED
 
     seeds = [int(i) for i in fits.index if fits.origin[i] == SPECTRAL_SEED]
     others = [int(i) for i in fits.index if fits.origin[i] != SPECTRAL_SEED]
-    n_seeds = min(len(seeds), max(k - min(MIN_SEARCHED, k // 2), k - len(others)))
+    n_seeds = seed_places(k, len(seeds), len(others))
     return sorted(seeds[:n_seeds] + others[:k - n_seeds])
 
 

@@ -733,8 +733,15 @@ class Tracker:
         fits = self._best_by_canonical.items()
         seeds = sorted((f for key, f in fits if key in self._spectral_keys), key=lambda f: f.bic)
         others = sorted((f for key, f in fits if key not in self._spectral_keys), key=lambda f: f.bic)
-        n_seeds = min(len(seeds), max(k - min(MIN_SEARCHED, k // 2), k - len(others)))
+        n_seeds = seed_places(k, len(seeds), len(others))
         return tuple(sorted(seeds[:n_seeds] + others[:k - n_seeds], key=lambda f: f.bic))
+
+
+def seed_places(k: int, n_seeds: int, n_others: int) -> int:
+    """How many of ``k`` model-choice places the spectral seeds take (:meth:`Tracker.top`): at most
+    ``k`` less :data:`MIN_SEARCHED` (less ``k // 2`` for a small ``k``), more where the search's own
+    ``n_others`` kernels cannot fill the rest."""
+    return min(n_seeds, max(k - min(MIN_SEARCHED, k // 2), k - n_others))
 
 
 def start_of(fit: FitResult | None) -> Start | None:
