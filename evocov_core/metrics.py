@@ -48,6 +48,7 @@ from .data import Dataset, Normalisation, split_mask
 from .evaluate import Inputs, covariance, covariance_diag, covariance_vjp
 from .gp import LOG_2PI, factorize, inverse_from_factor, lml, lml_and_grad
 from .kernel import Kernel
+from .seasons import calendar_periods
 from .spectrum import periodogram_peaks
 from .subset import DEFAULT_MAX_POINTS, DataSubset, plan_subset
 
@@ -129,6 +130,10 @@ class FitData:
         (:mod:`evocov_core.subset`); None when built from arrays directly.
     head : ndarray of bool, shape (n,), or None
         The model choice's head: the train-train part of ``split`` (None without a split).
+    calendar : tuple of float
+        Angular frequencies (model units) of the calendar's seasons when the first input is a
+        date (daily data: a week and a year; :func:`~evocov_core.seasons.calendar_periods`),
+        else empty. A subset keeps them.
     """
 
     X: Array
@@ -145,6 +150,7 @@ class FitData:
     span: float = 1.0
     approximation: DataSubset | None = None
     head: NDArray[np.bool_] | None = None
+    calendar: tuple[float, ...] = ()
 
     @property
     def n(self) -> int:
@@ -193,7 +199,7 @@ class FitData:
         return replace(FitData.from_arrays(X, y, X_test=X_test, y_test=y_test, y_mean=self.y_mean,
                                            y_std=self.y_std, split_fraction=0.0,
                                            frequency_peaks=self.frequency_peaks),
-                       step=self.step, span=self.span)
+                       step=self.step, span=self.span, calendar=self.calendar)
 
     @classmethod
     def from_dataset(cls, ds: Dataset, *, split_fraction: float = 0.1,
@@ -214,6 +220,8 @@ class FitData:
             score its values in the units they were fitted in.
         """
         nm = ds.norm if norm is None else norm
+        scale = float(nm.x_scale[0])
+        calendar = tuple(2.0 * math.pi * scale / p for p in calendar_periods(ds))  # x̃ = 1 + (x − offset)/scale
         X_test = nm.x_to_model(ds.X_test) if ds.n_test else None
         y_test = ds.y_test if ds.n_test else None
         X, y = nm.x_to_model(ds.X_train), nm.y_to_model(ds.y_train)
@@ -221,7 +229,7 @@ class FitData:
         if plan.exact:
             out = cls.from_arrays(X, y, X_test=X_test, y_test=y_test, y_mean=nm.y_mean, y_std=nm.y_std,
                                   split_fraction=split_fraction)
-            return replace(out, approximation=plan)
+            return replace(out, approximation=plan, calendar=calendar)
         omegas, weights = periodogram_peaks(X[:, 0], y)
         keep = plan.mask(X[:, 0])
         Xs, ys = X[keep], y[keep]
@@ -229,7 +237,7 @@ class FitData:
                               split_fraction=split_fraction, head=plan.head_mask(Xs[:, 0], split_fraction),
                               frequency_peaks=(tuple(map(float, omegas)), tuple(map(float, weights))))
         # Bounds and starting ranges are read from the sampling step of the whole series.
-        return replace(out, approximation=plan, step=median_step(X[:, 0]))
+        return replace(out, approximation=plan, step=median_step(X[:, 0]), calendar=calendar)
 
 
 def median_step(x: Array) -> float:

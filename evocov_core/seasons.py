@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 from .data import Dataset
 from .spectrum import periodogram_peaks
 
-__all__ = ["CLEAR_PEAK", "Seasons", "infer_seasons", "is_years", "parse_seasons"]
+__all__ = ["CLEAR_PEAK", "Seasons", "calendar_periods", "infer_seasons", "is_years", "parse_seasons"]
 
 DAY = 1.0 / 365.2425  # one day in decimal years (evocov_core.data's day-based dates)
 
@@ -139,6 +139,38 @@ def _periodogram(x: NDArray[np.float64], y: NDArray[np.float64], step: float) ->
     if steps < 2:
         return "no periodogram peak of 2 steps or more", ()
     return "periodogram", (steps,)
+
+
+def calendar_periods(ds: Dataset, *, tolerance: float = 0.1) -> tuple[float, ...]:
+    """The calendar seasons of a dated series' training part, in x units (decimal years), exactly.
+
+    The seasons of :data:`CALENDAR` for its step (daily data: a week and a year), as lengths of
+    time rather than whole steps: a year is 365.2425 days, not 365 steps, and a business-day
+    series' week is 7 days (5 steps). Empty when x is not in years or the step is in no row.
+
+    Parameters
+    ----------
+    ds : Dataset
+        One input column (time) or more (the first is read).
+    tolerance : float
+        As in :func:`infer_seasons`.
+
+    Returns
+    -------
+    tuple of float
+        Periods in decimal years, in the order of :data:`CALENDAR`'s seasons (shortest first).
+    """
+    if not is_years(ds):
+        return ()
+    x = ds.X_train[:, 0]
+    step, _ = _median_step(x)
+    known = _calendar(x, step, tolerance) if math.isfinite(step) else None
+    if known is None:
+        return ()
+    label, seasons = known
+    nominal = 7 * DAY / 5 if label == "business-day" else next(y for y, lab, _ in CALENDAR if lab == label)
+    # 365 days is a year, give or take the quarter day that a long record's phase needs.
+    return tuple(1.0 if abs(m * nominal - 1.0) < 0.01 else m * nominal for m in seasons)
 
 
 def infer_seasons(ds: Dataset, season_lengths: Sequence[int] | None = None, *, tolerance: float = 0.1) -> Seasons:

@@ -55,6 +55,22 @@ def test_seasons_from_dates(index: pd.DatetimeIndex, primary: int, secondary: tu
     assert not s.notes
 
 
+@pytest.mark.parametrize(("index", "periods_in_days"), [
+    (pd.date_range("2015-01-01", periods=3 * 365, freq="D"), (7.0, 365.2425)),  # a year, not 365 steps
+    (pd.bdate_range("2019-01-01", periods=300), (7.0,)),  # five steps, seven days
+    (pd.date_range("2020-03-01", periods=30 * 48, freq="30min"), (1.0, 7.0)),
+    (pd.date_range("1990-01-01", periods=120, freq="MS"), (365.2425,)),
+    (pd.date_range("1900-01-01", periods=60, freq="YS"), ()),
+])
+def test_calendar_periods_are_lengths_of_time(index: pd.DatetimeIndex, periods_in_days: tuple[float, ...]) -> None:
+    """The calendar's seasons in x units (decimal years) for the long-series seeds' periods."""
+    from evocov_core.seasons import calendar_periods
+
+    got = calendar_periods(dated(index))
+    assert [p / DAY for p in got] == pytest.approx(periods_in_days, rel=1e-9)
+    assert calendar_periods(Dataset.from_arrays(np.arange(300.0), np.zeros(300))) == ()  # plain numbers
+
+
 def test_a_season_the_training_part_cannot_hold_is_dropped_with_a_note() -> None:
     """One year of daily data: 7, and 365 is dropped (fewer than two years of training points)."""
     s = infer_seasons(dated(pd.date_range("2015-01-01", periods=365, freq="D")))

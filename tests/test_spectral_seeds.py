@@ -12,9 +12,11 @@ from evocov_core.kernel import Kernel, slot_roles
 from evocov_core.metrics import FitData
 from evocov_core.search import preset, run_evocov
 from evocov_core.search.spectral_seeds import (
+    CALENDAR_WEIGHT,
     LOCAL_LENGTHSCALE,
     MAX_PERIODS,
     NOISE,
+    PEAK_WEIGHT,
     PERIODIC_LENGTHSCALE,
     WANDER_LENGTHSCALE,
     clear_frequencies,
@@ -40,6 +42,36 @@ def test_clear_periods_are_both_cycles_strongest_first():
     periods = _periods(long)
     assert len(periods) == 2
     assert periods[0] == pytest.approx(48, rel=0.01) and periods[1] == pytest.approx(336, rel=0.01)
+
+
+def _daily(yearly: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """6,000 days from 2000: a weekly cycle with a strong half-week harmonic, a yearly cycle of
+    amplitude ``yearly``, noise; x as decimal years (a CSV's dates) and as plain day numbers."""
+    t = np.arange(6000.0)
+    rng = np.random.default_rng(5)
+    y = (3 * np.sin(2 * np.pi * t / 7) + 2 * np.sin(4 * np.pi * t / 7) + yearly * np.sin(2 * np.pi * t / 365.2425)
+         + 0.5 * rng.standard_normal(t.size))
+    return 2000.0 + t / 365.2425, t, y
+
+
+def test_a_harmonic_is_no_period_and_the_calendar_year_is_one_when_weak():
+    """The half-week peak (30 % of the power) belongs to the weekly cycle; the yearly cycle (2 % of
+    the power, under PEAK_WEIGHT) is clear on dates, at exactly 365.2425 days, and not on plain numbers."""
+    years, days, y = _daily(0.5)
+    dated = FitData.from_dataset(Dataset.from_arrays(years, y, name="d", x_kind="date"), max_points=1500)
+    peaks = [2 * math.pi / w / dated.step for w in dated.frequency_peaks[0]]
+    assert peaks[1] == pytest.approx(3.5, rel=0.01) and dated.frequency_peaks[1][1] > PEAK_WEIGHT  # a strong harmonic
+    i_year = next(i for i, p in enumerate(peaks) if abs(p / 365.25 - 1) < 0.03)
+    assert CALENDAR_WEIGHT <= dated.frequency_peaks[1][i_year] < PEAK_WEIGHT
+    assert _periods(dated) == pytest.approx([7.0, 365.2425], rel=1e-6)  # the calendar's exact season
+    assert clear_frequencies(dated) == dated.calendar  # ... its frequencies, weekly first (the stronger)
+    plain = FitData.from_dataset(Dataset.from_arrays(days, y, name="n"), max_points=1500)
+    assert plain.calendar == () and [round(p, 2) for p in _periods(plain)] == [7.0]
+    seeds = spectral_seeds(dated)
+    per_per = [k for k, _ in seeds if k.infix.count("sin^2") == 2]
+    assert len(per_per) == 1  # PER(week) + PER(year) + SE
+    weak = FitData.from_dataset(Dataset.from_arrays(years, _daily(0.3)[2], name="w", x_kind="date"), max_points=1500)
+    assert [round(p, 2) for p in _periods(weak)] == [7.0]  # under CALENDAR_WEIGHT: no yearly cycle
 
 
 def test_a_cycle_that_repeats_too_few_times_is_not_a_clear_period():

@@ -56,13 +56,22 @@ from ..library import compose, linear, matern12, periodic
 from ..metrics import FitData
 from ..optimize import Start
 
-__all__ = ["LOCAL_LENGTHSCALE", "MAX_PERIODS", "MIN_REPEATS", "PEAK_WEIGHT", "SPECTRAL_SEED", "WANDER_LENGTHSCALE",
-           "clear_frequencies", "local_periodic", "naive_seeds", "spectral_seeds", "wandering_trend"]
+__all__ = ["CALENDAR_WEIGHT", "HARMONICS", "LOCAL_LENGTHSCALE", "MAX_PERIODS", "MIN_REPEATS", "PEAK_WEIGHT",
+           "SPECTRAL_SEED", "WANDER_LENGTHSCALE", "clear_frequencies", "local_periodic", "naive_seeds",
+           "spectral_seeds", "wandering_trend"]
 
 #: A periodogram peak counts as a clear period above this share of the peaks' power.
 PEAK_WEIGHT = 0.1
 #: ... and when the period repeats at least this many times in the training series.
 MIN_REPEATS = 6
+#: A peak at one of the calendar's seasons of dated data counts above this share: a weekly or yearly
+#: cycle of daily data is expected, and a weak one still shapes a forecast a year long (the yearly
+#: cycle of daily Chicago L-train ridership holds 2 % of the power beside the weekly one).
+CALENDAR_WEIGHT = 0.01
+#: Peaks at these fractions of another's period are its harmonics (a week's half and third).
+HARMONICS = (2, 3)
+#: Relative tolerance of a harmonic ratio, and of a peak's period to a calendar season's.
+HARMONIC_TOLERANCE = 0.03
 #: Seeds use at most this many clear periods (strongest first).
 MAX_PERIODS = 2
 #: Starting periodic lengthscale: sharp, so that the likelihood pins the period it starts at
@@ -80,10 +89,16 @@ SPECTRAL_SEED = "spectral seed"
 
 
 def clear_frequencies(data: FitData) -> tuple[float, ...]:
-    """Angular frequencies (model units) of the data's clear periods, strongest peak first.
+    """Angular frequencies (model units) of the data's clear periods, strongest first.
 
     From the whole training series' periodogram (``data.frequency_peaks``, which a subset of
-    the data keeps); empty when the sampling step is unknown.
+    the data keeps); empty when the sampling step is unknown. Peaks at a half or a third of
+    another's period are that cycle's harmonics (a periodic kernel at the longer period has
+    them): their power counts for it and they are no period of their own. A cycle is clear when
+    it repeats at least :data:`MIN_REPEATS` times in the training series and holds at least
+    :data:`PEAK_WEIGHT` of the peaks' power, or :data:`CALENDAR_WEIGHT` at one of the calendar's
+    seasons of dated data (``data.calendar``: daily data's week and year), whose exact period
+    it then takes.
 
     Parameters
     ----------
@@ -94,12 +109,26 @@ def clear_frequencies(data: FitData) -> tuple[float, ...]:
     if not (math.isfinite(step) and step > 0):
         return ()
     n_total = data.approximation.n_total if data.approximation is not None else data.n
-    out = []
+    families: list[list[float]] = []  # [fundamental ω, summed weight], strongest peak first
     for omega, weight in zip(*data.frequency_peaks, strict=True):
-        period = 2.0 * math.pi / omega / step  # in sampling steps
-        if weight >= PEAK_WEIGHT and MIN_REPEATS * period <= n_total:
-            out.append(float(omega))
-    return tuple(out)
+        for fam in families:
+            ratio = max(omega, fam[0]) / min(omega, fam[0])
+            if any(abs(ratio - k) <= HARMONIC_TOLERANCE * k for k in HARMONICS):
+                fam[0] = min(fam[0], omega)  # the fundamental: the longer period
+                fam[1] += weight
+                break
+        else:
+            families.append([float(omega), float(weight)])
+    out = []
+    for omega, weight in sorted(families, key=lambda f: -f[1]):
+        if MIN_REPEATS * 2.0 * math.pi / omega / step > n_total:
+            continue
+        season = [c for c in data.calendar if abs(omega / c - 1.0) <= HARMONIC_TOLERANCE]
+        if season and weight >= CALENDAR_WEIGHT:
+            out.append(season[0])
+        elif weight >= PEAK_WEIGHT:
+            out.append(omega)
+    return tuple(dict.fromkeys(out))
 
 
 def _seed(structure: list | str | Kernel, omegas: tuple[float, ...], level: float) -> tuple[Kernel, Start]:
