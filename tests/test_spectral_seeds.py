@@ -182,9 +182,12 @@ def test_a_long_search_puts_the_spectral_seeds_first_in_place_of_gpss_seeds():
     cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none")
     ex = _Recorder()
     run_evocov(long, cfg, ex, seed=0)  # type: ignore[arg-type]
-    first = ex.batches[0]
-    assert all(t.stage == "screen" for t in first)
+    # The seeds are screened in a batch of their own, before the rest (their promotions would
+    # come between: this executor fits nothing, so there are none).
     seeds = spectral_seeds(long)
+    first = ex.batches[0] + ex.batches[1]
+    assert len(ex.batches[0]) == len(seeds)
+    assert all(t.stage == "screen" for t in first)
     assert [Kernel(t.tokens).canonical for t in first[:len(seeds)]] == [k.canonical for k, _ in seeds]
     assert [t.start for t in first[:len(seeds)]] == [s for _, s in seeds]
     n_seeds = round(cfg.seed_fraction * cfg.population)
@@ -217,7 +220,21 @@ def test_spectral_seeds_are_promoted_and_offered_to_the_choice_whatever_their_ra
     origins = [SPECTRAL_SEED] * len(seeds) + ["seed"] * len(others)
     tr = Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n, data=data)
     with SerialExecutor(data, cfg.optim, stages=search_stages(data, cfg)) as ex:
+        batches: list[list[tuple[str, int]]] = []
+        serial_map = ex.map
+
+        def map_and_record(tasks, *args, **kwargs):
+            batches.append([(t.stage, t.seed[2]) for t in tasks])
+            return serial_map(tasks, *args, **kwargs)
+
+        ex.map = map_and_record  # type: ignore[method-assign]
         fits = tr.evaluate(ex, kernels, starts, origins)
+    # The seeds are screened and promoted before the other kernels are screened, so that the
+    # budget reaches them first; then the others, and the best of them promoted.
+    n = len(seeds)
+    assert [sorted(b) for b in batches[:3]] == [[("screen", i) for i in range(n)], [("promote", i) for i in range(n)],
+                                                [("screen", i) for i in range(n, n + len(others))]]
+    assert len(batches) == 4 and {st for st, _ in batches[3]} == {"promote"} and min(i for _, i in batches[3]) >= n
     assert all(f.ok and f.n == data.n for f in fits[:len(seeds)])  # fitted on every fit point
     full = [f for f in fits[len(seeds):] if f.ok and f.n == data.n]
     ranked = len(seeds) + len(others)

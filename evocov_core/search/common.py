@@ -17,7 +17,8 @@ algorithm:
   subset of the training points (executor stage ``screen``, see
   :func:`~evocov_core.search.stages.search_stages`); the best ``promote_fraction`` of
   them by that BIC are fitted on all the data from the values found (stage ``promote``);
-  the others are recorded with status ``SCREENED_OUT`` and never selected.
+  the others are recorded with status ``SCREENED_OUT`` and never selected. A long series'
+  spectral seeds are screened and promoted first, before the rest of their batch is screened.
 """
 
 from __future__ import annotations
@@ -642,19 +643,48 @@ class Tracker:
                   ) -> tuple[dict[int, FitResult | None], set[int]]:
         """Screen ``todo`` on the subset, promote the best to full fits (see the module docstring).
 
+        The spectral seeds (long series) go first: screened and promoted before the other kernels
+        are screened, so that the budget reaches the kernels the model choice will be offered
+        whatever their rank. (Screened together, a first generation of 31 kernels on a 5,000-point
+        daily series spent 42 of 60 s screening, and the seeds' promotions got one evaluation each.)
+
         Returns the fit of each kernel and the indices that were only fitted on the subset.
         """
-        tasks = [Task(kernels[i].tokens, (self.seed, g, i, 1), starts[i], stage="screen", deadline=deadline)
-                 for i in todo]
-        screened = dict(zip(todo, self._map(executor, tasks), strict=True))
-        self.n_screen_fits += sum(1 for f in screened.values() if f is not None)
-        ranked = sorted((i for i in todo if screened[i] is not None and screened[i].ok),
-                        key=lambda i: screened[i].bic)  # type: ignore[union-attr]
-        n_up = max(1, math.ceil(self._promote * len(ranked))) if ranked else 0
-        # Spectral seeds are promoted first, whatever their rank (see top()).
-        forced = [i for i in ranked if origins[i] == SPECTRAL_SEED]
-        up = forced + [i for i in ranked if i not in forced][:max(0, n_up - len(forced))]
+        seeds = [i for i in todo if origins[i] == SPECTRAL_SEED]
+        rest = [i for i in todo if origins[i] != SPECTRAL_SEED]
         out: dict[int, FitResult | None] = {}
+        up: list[int] = []
+        ranked: list[int] = []
+        screened: dict[int, FitResult | None] = {}
+        for batch in (seeds, rest):
+            if not batch or (batch is rest and seeds and self.stopped):
+                continue
+            tasks = [Task(kernels[i].tokens, (self.seed, g, i, 1), starts[i], stage="screen", deadline=deadline)
+                     for i in batch]
+            got = dict(zip(batch, self._map(executor, tasks), strict=True))
+            screened.update(got)
+            self.n_screen_fits += sum(1 for f in got.values() if f is not None)
+            batch_ranked = sorted((i for i in batch if got[i] is not None and got[i].ok),
+                                  key=lambda i: got[i].bic)  # type: ignore[union-attr]
+            ranked += batch_ranked
+            if batch is seeds:
+                batch_up = batch_ranked  # promoted whatever their rank (see top())
+            else:
+                n_up = max(1, math.ceil(self._promote * len(ranked))) if ranked else 0
+                batch_up = batch_ranked[:max(0, n_up - len(up))]
+            for i in batch:
+                sf = got[i]
+                if sf is not None and not sf.ok:
+                    out[i] = sf  # failed on the subset: a numerical failure, recorded as such
+            if batch_up and not self.stopped:
+                dl = self._promote_deadline(len(batch_up), deadline)
+                tasks = [Task(kernels[i].tokens, (self.seed, g, i, 2), got[i].start(),  # type: ignore[union-attr]
+                              stage="promote", deadline=dl) for i in batch_up]
+                for i, f in zip(batch_up, self._map(executor, tasks), strict=True):
+                    if f is not None:
+                        out[i] = f
+            up += batch_up
+        ranked.sort(key=lambda i: screened[i].bic)  # type: ignore[union-attr]
         for r, i in enumerate(ranked, start=1):
             if i in out or i in up:
                 continue
@@ -662,17 +692,6 @@ class Tracker:
             assert sf is not None
             out[i] = replace(sf, status=FitStatus.SCREENED_OUT, bic=PENALTY, lml=math.nan, test_rmse=None, n=sf.n,
                              reason=f"screened out: BIC {sf.bic:.2f} on {sf.n} points, rank {r} of {len(ranked)}")
-        for i in todo:
-            sf = screened[i]
-            if sf is not None and not sf.ok:
-                out[i] = sf  # failed on the subset: a numerical failure, recorded as such
-        if not self.stopped:
-            deadline = self._promote_deadline(len(up), deadline)
-            tasks = [Task(kernels[i].tokens, (self.seed, g, i, 2), screened[i].start(),  # type: ignore[union-attr]
-                          stage="promote", deadline=deadline) for i in up]
-            for i, f in zip(up, self._map(executor, tasks), strict=True):
-                if f is not None:
-                    out[i] = f
         promoted_ok = any(out[i].ok for i in up if out.get(i) is not None)  # type: ignore[union-attr]
         if self.stopped and self.best is None and not promoted_ok and not self.cancelled:
             # Out of time (before the promotions or during them) with no full fit in the whole

@@ -19,7 +19,12 @@ lengthscale at the longest clear period, the noise at :data:`NOISE` of the varia
 random values for all but the frequencies, the weekly term of ``PER_1 + PER_2 + SE`` on taylor
 started smooth and slid to the half-week harmonic.) A clear period (:func:`clear_frequencies`)
 holds at least :data:`PEAK_WEIGHT` of the periodogram peaks' power and repeats at least :data:`MIN_REPEATS`
-times in the training series: a seasonal cycle, not the bend of a trend.
+times in the training series: a seasonal cycle, not the bend of a trend. A peak at a half or a
+third of a cycle's period is that cycle's harmonic, not a period of its own, and on dated data a
+calendar season (a daily series' week and year) is clear from :data:`CALENDAR_WEIGHT` of the power:
+daily US births' clear periods were a week and its half; a week and a year now, and
+``PER(week) + PER(year) + SE`` fitted on its fit points forecasts with test RMSE 542 where
+``PER(week) + SE`` gives 2,161 and MSTL 575.
 
 The search fits them on the fit points whatever their screening rank, and offers them to the
 model choice whatever their BIC (:meth:`~evocov_core.search.common.Tracker.top`): both rank
