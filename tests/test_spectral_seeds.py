@@ -167,7 +167,7 @@ def test_the_naive_seeds_setting_gives_short_series_the_naive_seeds_first():
 class _Recorder:
     """An executor that fits nothing and records the tasks it is given, batch by batch."""
 
-    stages = frozenset({"screen", "promote"})
+    stages = frozenset({"screen", "promote", "seed"})
 
     def __init__(self) -> None:
         self.batches: list[list] = []
@@ -182,12 +182,11 @@ def test_a_long_search_puts_the_spectral_seeds_first_in_place_of_gpss_seeds():
     cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none")
     ex = _Recorder()
     run_evocov(long, cfg, ex, seed=0)  # type: ignore[arg-type]
-    # The seeds are screened in a batch of their own, before the rest (their promotions would
-    # come between: this executor fits nothing, so there are none).
+    # The seeds are fitted on all the data from their values, unscreened, before the rest is screened.
     seeds = spectral_seeds(long)
     first = ex.batches[0] + ex.batches[1]
-    assert len(ex.batches[0]) == len(seeds)
-    assert all(t.stage == "screen" for t in first)
+    assert len(ex.batches[0]) == len(seeds) and all(t.stage == "seed" for t in ex.batches[0])
+    assert all(t.stage == "screen" for t in ex.batches[1])
     assert [Kernel(t.tokens).canonical for t in first[:len(seeds)]] == [k.canonical for k, _ in seeds]
     assert [t.start for t in first[:len(seeds)]] == [s for _, s in seeds]
     n_seeds = round(cfg.seed_fraction * cfg.population)
@@ -229,12 +228,13 @@ def test_spectral_seeds_are_promoted_and_offered_to_the_choice_whatever_their_ra
 
         ex.map = map_and_record  # type: ignore[method-assign]
         fits = tr.evaluate(ex, kernels, starts, origins)
-    # The seeds are screened and promoted before the other kernels are screened, so that the
-    # budget reaches them first; then the others, and the best of them promoted.
+    # The seeds are fitted on all the data from their own values, unscreened, before the other
+    # kernels are screened, so that the budget reaches them first; then the best others are promoted.
     n = len(seeds)
-    assert [sorted(b) for b in batches[:3]] == [[("screen", i) for i in range(n)], [("promote", i) for i in range(n)],
+    assert [sorted(b) for b in batches[:2]] == [[("seed", i) for i in range(n)],
                                                 [("screen", i) for i in range(n, n + len(others))]]
-    assert len(batches) == 4 and {st for st, _ in batches[3]} == {"promote"} and min(i for _, i in batches[3]) >= n
+    assert len(batches) == 3 and {st for st, _ in batches[2]} == {"promote"} and min(i for _, i in batches[2]) >= n
+    assert tr.n_screen_fits == len(others)
     assert all(f.ok and f.n == data.n for f in fits[:len(seeds)])  # fitted on every fit point
     full = [f for f in fits[len(seeds):] if f.ok and f.n == data.n]
     ranked = len(seeds) + len(others)
