@@ -160,21 +160,23 @@ def spectral_seeds(data: FitData, *, naive_everywhere: bool = False) -> list[tup
     -------
     list of (Kernel, Start)
         Empty unless the data are a subset of a long series (``data.approximation`` not
-        exact): the periodic structures at its clear periods (at most ``MAX_PERIODS + 1``), then
-        :func:`naive_seeds` (``M12 + LIN`` alone when there is no clear period). With
-        ``naive_everywhere`` (the setting ``naive_seeds``), data fitted exactly get the naive seeds.
+        exact). In the order they are fitted, which is the order the budget reaches them in: the
+        structure with every clear period (``PER_1 + PER_2 + SE``, with two), :func:`naive_seeds`
+        (``M12 + LIN`` alone when there is no clear period), then ``PER_i + SE`` for each clear
+        period (nested in the first: when the budget runs out, these go without). On taylor, the
+        local periodic seed fitted fifth got 16 evaluations and forecast with test RMSE 1,043
+        where 30 gave 519. With ``naive_everywhere`` (the setting ``naive_seeds``), data fitted
+        exactly get the naive seeds.
     """
     if not data.on_subset:
         return naive_seeds(data, always=True) if naive_everywhere else []
     omegas = clear_frequencies(data)[:MAX_PERIODS]
-    seeds = []
-    if omegas:
-        level = 2.0 * math.pi / min(omegas)  # the SE term drifts over about the longest period
-        for w in omegas:
-            seeds.append(_seed(["+", "PER", "SE"], (w,), level))
-        for a, b in combinations(omegas, 2):
-            seeds.append(_seed(["+", ["+", "PER", "PER"], "SE"], (a, b), level))
-    return seeds + naive_seeds(data, omegas)
+    if not omegas:
+        return naive_seeds(data, omegas)
+    level = 2.0 * math.pi / min(omegas)  # the SE term drifts over about the longest period
+    both = [_seed(["+", ["+", "PER", "PER"], "SE"], (a, b), level) for a, b in combinations(omegas, 2)]
+    each = [_seed(["+", "PER", "SE"], (w,), level) for w in omegas]
+    return both + naive_seeds(data, omegas) + each
 
 
 def naive_seeds(data: FitData, omegas: tuple[float, ...] | None = None, *,
