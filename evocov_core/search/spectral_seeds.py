@@ -26,11 +26,13 @@ daily US births' clear periods were a week and its half; a week and a year now, 
 ``PER(week) + PER(year) + SE`` fitted on its fit points forecasts with test RMSE 542 where
 ``PER(week) + SE`` gives 2,161 and MSTL 575.
 
-The search fits them on the fit points whatever their screening rank, and offers them to the
-model choice whatever their BIC (:meth:`~evocov_core.search.common.Tracker.top`): both rank
-kernels by how well they follow the data a few steps apart, which a forecast days ahead does not
-need; the choice, on a long series, scores the forecast of the tail point by point
-(:func:`~evocov_core.search.select.tail_score` with ``marginal``).
+The search fits them on the fit points first, from their given values and unscreened (stage
+``seed``; screening ranks kernels by how well they follow the data a few steps apart, which a
+forecast days ahead does not need, and a seed's values fitted on the screening subset start its
+full fit worse than its own), in the order :func:`spectral_seeds` returns them, and offers them
+to the model choice whatever their BIC (:meth:`~evocov_core.search.common.Tracker.top`); the
+choice, on a long series, scores their forecasts from four earlier origins
+(``long_choice``).
 
 Two more seeds are the Gaussian-process forms of the naive forecasts that are hard to beat on
 long series (:func:`naive_seeds`): a *local periodic* kernel, ``PER × M12`` at the longest clear
