@@ -149,6 +149,11 @@ def test_exact_data_get_no_spectral_seeds():
     assert FitData.from_dataset(_two_cycles(6000), max_points=1500).on_subset
     assert clear_frequencies(short)  # it has clear periods ...
     assert spectral_seeds(short) == []  # ... but gets no seeds from them
+    from evocov_core.search.stages import search_stages
+
+    cfg = preset("quick")
+    assert "seed" not in search_stages(short, cfg)  # its executor holds what it always held
+    assert "seed" in search_stages(FitData.from_dataset(_two_cycles(6000), max_points=1500), cfg)
 
 
 def test_the_naive_seeds_setting_gives_short_series_the_naive_seeds_first():

@@ -118,7 +118,8 @@ def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitDat
         stages["screen"] = (screen_subset(data, config.screen_points), _on_subset(optim))
     if config.screen_points > 0:
         stages["promote"] = (data, _refit(optim, 0.5))
-        stages["seed"] = (data, _refit(optim))
+        if data.on_subset or config.naive_seeds:  # where there are seeds (spectral_seeds)
+            stages["seed"] = (data, _refit(optim))
     if config.select_top > 1 and data.split is not None:
         stages["head"] = head_stage(data, optim)
         if config.choice == "refit_origins" and not data.on_subset:
