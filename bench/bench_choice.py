@@ -77,7 +77,7 @@ from evocov_core.metrics import FitData, coverage, crps_normal, rmse
 from evocov_core.optimize import NUMERIC_ERRORS, FitResult, FitStatus, OptimConfig, fit_kernel
 from evocov_core.search.select import INDEFINITE, indefiniteness, tail_score
 from evocov_core.search.stages import head_stage
-from evocov_core.search.validate import origin_scores, spread_scale
+from evocov_core.search.validate import origin_scores, spread_scale, stacking_weights
 
 KS = (5, 10, 20)
 
@@ -182,6 +182,9 @@ def replay(records: pd.DataFrame, data: FitData, preset: FitResult | None = None
                 out[name] = pool_fits[rows[int(np.argmin(np.where(np.isfinite(rc), rc, np.inf)))]].test_rmse
         if top5:
             out.update(refit_rules(data, [cands[i] for i in top5], [refitted[i] for i in top5]))
+        for name, rows in (("stack-refit-5", top5), ("stack-refit-10", top10), ("stack-refit-5+front", pool)):
+            if rows:
+                out[name] = stacked_rmse(data, [pool_fits[i] for i in rows], [refitted[i] for i in rows])
     for k in KS:
         c, ld = crps[:k], logd[:k]
         if not len(c):
@@ -198,6 +201,14 @@ def replay(records: pd.DataFrame, data: FitData, preset: FitResult | None = None
         out[f"origins-{k}-top3"] = mixture_rmse(data, [cands[i] for i in top], np.ones(len(top)))
         out[f"oracle-{k}"] = float(np.nanmin([f.test_rmse for f in cands[:k]]))
     return out
+
+
+def stacked_rmse(data: FitData, fits: list[FitResult], scores: list) -> float:
+    """Test RMSE of the mixture of ``fits`` whose weights maximise the log score of their refitted
+    rolling-origin forecasts (:func:`~evocov_core.search.validate.stacking_weights`)."""
+    w = stacking_weights(np.array([s.log_p for s in scores]))
+    keep = np.flatnonzero(w > 1e-4 * w.max())
+    return mixture_rmse(data, [fits[i] for i in keep], w[keep])
 
 
 def refit_rules(data: FitData, cands: list[FitResult], scores: list) -> dict[str, float]:
@@ -248,12 +259,15 @@ def horizon_means(data: FitData, fits: list[FitResult], points: int = 50) -> lis
     return out
 
 
-def diverse_rules(records: pd.DataFrame, data: FitData, optim: OptimConfig, seed: int) -> dict[str, float]:
+def diverse_rules(records: pd.DataFrame, data: FitData, optim: OptimConfig, seed: int,
+                  refit: OptimConfig | None = None) -> dict[str, float]:
     """The preset's tail choice over 5 candidates whose forecasts differ (``diverse-δ``: going down
     the BIC ranking, a kernel whose mean over the next tenth of the span is within ``δ`` data
     standard deviations, RMS, of one already taken is skipped), the equal mixture of those
     candidates (``diverse-δ-mix``) and the best of them on the test part (``oracle-diverse-δ``).
-    ``diverse-0`` is the preset's own candidate set: its tail choice replays the preset."""
+    ``diverse-0`` is the preset's own candidate set: its tail choice replays the preset. With
+    ``refit``, also the stacked mixture of those candidates (``stack-diverse-δ``: weights fitted on
+    their refitted rolling-origin forecasts, :func:`stacked_rmse`)."""
     fits = distinct_fits(records)
     cands = [as_fit(fits.loc[i], data.n) for i in range(min(DIVERSE_POOL, len(fits)))]
     means = horizon_means(data, cands)
@@ -266,6 +280,7 @@ def diverse_rules(records: pd.DataFrame, data: FitData, optim: OptimConfig, seed
             tails[i] = tail_score(data, h, marginal=data.on_subset)
         return tails[i]
 
+    origin: dict[int, object] = {}
     out: dict[str, float] = {}
     for delta in (0.0, *DELTAS):
         taken: list[int] = []
@@ -286,6 +301,11 @@ def diverse_rules(records: pd.DataFrame, data: FitData, optim: OptimConfig, seed
         out[name] = cands[best].test_rmse
         out[f"{name}-mix"] = mixture_rmse(data, [cands[i] for i in valid], np.ones(len(valid)))
         out[f"oracle-{name}"] = float(np.nanmin([cands[i].test_rmse for i in taken]))
+        if refit is not None and delta > 0:
+            for i in valid:
+                if i not in origin:
+                    origin[i] = origin_scores(data, cands[i], refit=refit, seed=(seed, 2, i))
+            out[f"stack-{name}"] = stacked_rmse(data, [cands[i] for i in valid], [origin[i] for i in valid])
     return out
 
 
@@ -366,11 +386,11 @@ def reference(folder: Path, data_dir: Path, names: list[str]) -> pd.Series:
     return pd.to_numeric(ets, errors="coerce")
 
 
-def folder_setup(folder: Path, data_dir: Path | None):
+def folder_setup(folder: Path, data_dir: Path | None, variant: str = "full"):
     """The data folder (``data_dir`` or the one the folder's ``run.json`` records) and the
-    ``full`` variant's settings at the folder's budget."""
+    ``variant``'s settings at the folder's budget."""
     runs = json.loads((folder / "run.json").read_text(encoding="utf-8"))["runs"]
-    return Path(data_dir or runs[-1]["data_dir"]).resolve(), variant_config("full", runs[-1]["budget"])
+    return Path(data_dir or runs[-1]["data_dir"]).resolve(), variant_config(variant, runs[-1]["budget"])
 
 
 def is_long(folder: Path) -> bool:
@@ -397,7 +417,7 @@ def replay_trial(job: tuple) -> list[dict]:
     if data.on_subset:
         res.update(set_rules(records, data))
     if diverse:
-        res.update(diverse_rules(records, data, config.optim, seed))
+        res.update(diverse_rules(records, data, config.optim, seed, refit))
     return [{"series": series, "seed": seed, "rule": r, "rmse": v} for r, v in res.items()]
 
 
@@ -409,18 +429,20 @@ def main() -> None:
                     "(slower: four fits per candidate)")
     ap.add_argument("--diverse", action="store_true", help="also the choices among kernels whose forecasts "
                     "differ (a head refit per candidate)")
+    ap.add_argument("--name", default=None, help="the report's name after bench_choice__ (default: the folder's)")
+    ap.add_argument("--variant", default="full", help="the variant whose trials are replayed (default: full)")
     ap.add_argument("--workers", type=int, default=1, help="trials replayed in parallel processes")
     args = ap.parse_args()
     threads = limit_threads()
     t0 = time.perf_counter()
     long = is_long(args.folder)
-    data_dir, config = (args.folder / "data", None) if long else folder_setup(args.folder, args.data_dir)
+    data_dir, config = (args.folder / "data", None) if long else folder_setup(args.folder, args.data_dir, args.variant)
     trials = None if long else read_trials(args.folder).set_index(["series", "variant", "seed"])
     jobs = long_jobs(args.folder, args.refit, args.diverse) if long else []
-    for path in [] if long else sorted((args.folder / "records").glob("*__full__seed*.csv.gz")):
+    for path in [] if long else sorted((args.folder / "records").glob(f"*__{args.variant}__seed*.csv.gz")):
         series, _, seed = path.name[:-len(".csv.gz")].split("__")
         seed = int(seed.removeprefix("seed"))
-        t = trials.loc[(series, "full", seed)]
+        t = trials.loc[(series, args.variant, seed)]
         if t.status == TrialStatus.OK:
             jobs.append((path, series, seed, float(t.test_rmse), float(t.bma_test_rmse),
                          args.folder / str(t.kernel_file), data_dir, config, args.refit, args.diverse))
@@ -438,7 +460,8 @@ def main() -> None:
     df = df[np.isfinite(df.rmse.astype(float))]  # a long folder's trials have no model average recorded
     refs = reference(args.folder, data_dir, sorted(df.series.unique()))
     df["ratio"] = df.rmse / refs.reindex(df.series).to_numpy()
-    out_csv = RESULTS_DIR / f"bench_choice__{args.folder.name}.csv"
+    name = args.name or args.folder.name
+    out_csv = RESULTS_DIR / f"bench_choice__{name}.csv"
     df.to_csv(out_csv, index=False)
     base = df[df.rule == "preset"].set_index(["series", "seed"]).rmse
     table, lines = [], []
@@ -471,7 +494,7 @@ def main() -> None:
                 "preset's CRPS; `-cal`: the spread scaled by the rolling-origin errors, "
                 "`evocov_core.search.validate.spread_scale`):",
                 md_table(["rule", "value", "trials"], cal), "```", *lines, "```"]
-    path = write_report(f"bench_choice__{args.folder.name}", "Model-choice rules, replayed on recorded fits",
+    path = write_report(f"bench_choice__{name}", "Model-choice rules, replayed on recorded fits",
                         sections, threads)
     print("\n".join(lines))
     print(f"wrote {path} and {out_csv}")

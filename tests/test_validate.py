@@ -14,7 +14,7 @@ from evocov_core.metrics import FitData, crps_normal
 from evocov_core.optimize import OptimConfig, fit_kernel
 from evocov_core.parallel import SerialExecutor
 from evocov_core.search.select import choose_model
-from evocov_core.search.validate import DEFAULT_ORIGINS, origin_scores, spread_scale
+from evocov_core.search.validate import DEFAULT_ORIGINS, origin_scores, spread_scale, stacking_weights
 
 
 def _fit(expr, data, seed=0):
@@ -41,6 +41,8 @@ def test_each_origin_is_the_posterior_from_the_points_before_it(airline):
     assert s.origins == (0.7,) and s.n_targets == (int(target.sum()),)
     assert s.crps[0] == pytest.approx(crps_normal(airline.y[target], post.mean, sd), rel=1e-9)
     assert np.allclose(s.z, (airline.y[target] - post.mean) / sd)
+    expected = -0.5 * s.z ** 2 - np.log(sd) - 0.5 * math.log(2 * math.pi)
+    assert np.allclose(s.log_p, expected) and s.log_density[0] == pytest.approx(expected.sum(), rel=1e-12)
     assert s.mean_crps == s.crps[0]
 
 
@@ -137,3 +139,36 @@ def test_refit_origins_without_the_origin_stages_is_an_error():
     lin, se = _fit(["+", "LIN", "C"], data), _fit("C", data)
     with SerialExecutor(data, OptimConfig()) as ex, pytest.raises(ValueError, match="origin stages"):
         choose_model(data, [se, lin], ex, seed=0, rule="refit_origins")
+
+
+def _normal_logpdf(y, mu, sd):
+    return -0.5 * ((y - mu) / sd) ** 2 - math.log(sd) - 0.5 * math.log(2 * math.pi)
+
+
+def test_stacking_recovers_the_mixing_weights_of_the_points():
+    """Points drawn 30 / 70 from two normals, the two candidates being exactly those normals: the
+    weights that maximise the log score are the mixing proportions (up to sampling noise), and a
+    third candidate that explains nothing better gets almost none."""
+    rng = np.random.default_rng(3)
+    y = np.where(rng.random(4000) < 0.3, rng.normal(0.0, 1.0, 4000), rng.normal(4.0, 1.0, 4000))
+    lp = np.array([_normal_logpdf(y, 0.0, 1.0), _normal_logpdf(y, 4.0, 1.0), _normal_logpdf(y, 2.0, 5.0)])
+    w = stacking_weights(lp)
+    assert w.shape == (3,) and w.sum() == pytest.approx(1.0) and np.all(w >= 0)
+    assert w[0] == pytest.approx(0.3, abs=0.03) and w[1] == pytest.approx(0.7, abs=0.03) and w[2] < 0.02
+
+    def score(v):
+        return np.sum(np.log(v @ np.exp(lp)))
+
+    for other in (np.eye(3)[0], np.eye(3)[1], np.full(3, 1 / 3), np.array([0.3, 0.7, 0.0])):
+        assert score(w) >= score(other) - 1e-6
+
+
+def test_stacking_ignores_failed_forecasts_and_unscored_points():
+    """A candidate whose forecasts all failed (−inf) gets weight 0; a point no candidate scores is
+    left out; with no scored point at all the weights are uniform."""
+    y = np.linspace(-1, 1, 50)
+    lp = np.array([_normal_logpdf(y, 0.0, 1.0), np.full(50, -np.inf)])
+    assert np.array_equal(stacking_weights(lp), [1.0, 0.0])
+    with_gap = np.column_stack([lp, [-np.inf, -np.inf]])
+    assert np.allclose(stacking_weights(with_gap), stacking_weights(lp))
+    assert np.allclose(stacking_weights(np.full((4, 3), -np.inf)), 0.25)

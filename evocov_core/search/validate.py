@@ -36,7 +36,8 @@ from ..metrics import FitData
 from ..optimize import FitResult, OptimConfig, fit_kernel
 
 __all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "calibrate", "calibration_from_errors",
-           "log_density", "origin_scores", "origin_windows", "rms_scale", "spread_scale", "tail_forecast"]
+           "log_density", "origin_scores", "origin_windows", "rms_scale", "spread_scale", "stacking_weights",
+           "tail_forecast"]
 
 #: Origins as shares of the training x-range (each forecasts the next ``horizon`` of it).
 DEFAULT_ORIGINS = (0.6, 0.7, 0.8, 0.9)
@@ -61,6 +62,9 @@ class OriginScores:
     z : ndarray of shape (sum of n_targets,)
         Standardised forecast errors ``(y − μ)/σ`` of every target, origin by origin (NaN where
         an origin failed): how well the predictive spread is calibrated (:func:`spread_scale`).
+    log_p : ndarray of shape (sum of n_targets,)
+        The marginal log predictive density of every target, in the same order (−inf where an
+        origin failed): what predictive weights are fitted on (:func:`stacking_weights`).
     """
 
     origins: tuple[float, ...]
@@ -68,6 +72,7 @@ class OriginScores:
     log_density: tuple[float, ...]
     n_targets: tuple[int, ...]
     z: NDArray[np.float64] = field(default_factory=lambda: np.empty(0), compare=False)
+    log_p: NDArray[np.float64] = field(default_factory=lambda: np.empty(0), compare=False)
 
     @property
     def mean_crps(self) -> float:
@@ -139,7 +144,7 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
     windows = origin_windows(data, origins, horizon)
     if refits is not None and len(refits) != len(windows):
         raise ValueError(f"{len(refits)} refits for {len(windows)} origins")
-    kept, crps, logd, counts, zs = [], [], [], [], []
+    kept, crps, logd, counts, zs, lps = [], [], [], [], [], []
     for j, (o, head, target) in enumerate(windows):
         f = None
         if refits is not None:
@@ -162,14 +167,17 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
                 yt = data.y[target]
                 c = float(np.mean(_crps_normal(yt, post.mean, sd)))
                 z = (yt - post.mean) / sd
-                ld = log_density(yt, post.mean, sd)
+                lp = -0.5 * z * z - np.log(sd) - 0.5 * math.log(2 * math.pi)
+                ld = float(np.sum(lp))
         except _NUMERIC:
             c, ld, z = math.inf, -math.inf, np.full(int(target.sum()), np.nan)
+            lp = np.full(z.size, -np.inf)
         zs.append(np.where(np.isfinite(z), z, np.nan))
+        lps.append(np.where(np.isfinite(lp), lp, -np.inf))
         crps.append(c if math.isfinite(c) else math.inf)
         logd.append(ld if math.isfinite(ld) else -math.inf)
     return OriginScores(tuple(kept), tuple(crps), tuple(logd), tuple(counts),
-                        np.concatenate(zs) if zs else np.empty(0))
+                        np.concatenate(zs) if zs else np.empty(0), np.concatenate(lps) if lps else np.empty(0))
 
 
 def spread_scale(z: NDArray[np.float64], level: float = 0.95, *, min_points: int = 10) -> float:
@@ -249,6 +257,40 @@ def tail_forecast(data: FitData, head_fit: FitResult) -> tuple[NDArray[np.float6
     post = posterior(head_fit.kernel, sp.inputs_t, sp.y_t, np.asarray(head_fit.theta), head_fit.log_noise, sp.X_v,
                      jitter=head_fit.jitter)
     return post.mean, np.sqrt(post.var + math.exp(head_fit.log_noise) + head_fit.jitter)
+
+
+def stacking_weights(log_p: NDArray[np.float64], *, max_iter: int = 1000, tol: float = 1e-9) -> NDArray[np.float64]:
+    """Weights of the mixture of K predictive distributions that maximise the summed log score
+    of held-out points (stacking of predictive distributions, Yao et al. 2018), by the EM
+    iteration for mixture weights (each step raises the objective, which is concave in the weights).
+
+    Parameters
+    ----------
+    log_p : ndarray of shape (K, m)
+        Log predictive density of each of ``m`` held-out points under each candidate (−inf where
+        a candidate's forecast failed). Points no candidate scores are left out.
+
+    Returns
+    -------
+    ndarray of shape (K,)
+        Non-negative weights summing to 1; uniform when no point is scored by any candidate.
+    """
+    lp = np.asarray(log_p, dtype=np.float64)
+    k = lp.shape[0]
+    lp = np.where(np.isfinite(lp), lp, -np.inf)
+    lp = lp[:, np.isfinite(lp).any(axis=0)]
+    w = np.full(k, 1.0 / k)
+    if lp.shape[1] == 0:
+        return w
+    p = np.exp(lp - lp.max(axis=0))  # each point's densities relative to its best candidate
+    for _ in range(max_iter):
+        resp = w[:, None] * p
+        resp /= resp.sum(axis=0)
+        new = resp.mean(axis=1)
+        if np.max(np.abs(new - w)) < tol:
+            return new
+        w = new
+    return w
 
 
 def log_density(y: NDArray[np.float64], mean: NDArray[np.float64], sd: NDArray[np.float64]) -> float:
