@@ -31,7 +31,10 @@ itself costs, which the search would have lost):
     as ``origins-K``, each kernel refitted at each origin first (one L-BFGS-B run from its
     full-data values, as the tail rule's refit), so that every forecast is out of sample
     (``choice = "refit_origins"`` in the search); ``+front`` adds the BIC-vs-q front, and
-    ``-logd``, ``-late``, ``-avg``, ``-top3`` are the variants of :func:`refit_rules`.
+    ``-logd``, ``-late``, ``-avg``, ``-top3`` are the variants of :func:`refit_rules`;
+``stack-refit-K``, ``stack-refit-5+front``, ``stack-diverse-δ`` (``--refit``)
+    the mixture of those candidates whose weights maximise the summed log density of their
+    refitted rolling-origin forecasts (stacking, :func:`stacked_rmse`).
 
 The test part is never used to choose. The test RMSE of a single kernel is the recorded one;
 of a mixture, that of its mean. Ratios are to the reference RMSE of the series: the best
@@ -41,6 +44,9 @@ published (TSDL, ``evocov_paper_rmse.csv``) or AutoETS fitted on the same traini
 Usage (from the repository root)::
 
     python -m bench.bench_choice --folder bench/results/corpus/quick-before --data-dir bench/corpus/series
+
+``--variant`` replays another variant's trials (``cp-by-expansion`` in the folders made before it
+became the preset), ``--name`` names the report (two folders may share a name).
 
 A ``bench long`` folder (its trials keep their records beside the kernel files) is replayed the
 same way, on the fit points the searches used; its reference is the better of seasonal naive and
