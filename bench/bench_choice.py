@@ -83,7 +83,7 @@ from evocov_core.metrics import FitData, coverage, crps_normal, rmse
 from evocov_core.optimize import NUMERIC_ERRORS, FitResult, FitStatus, OptimConfig, fit_kernel
 from evocov_core.search.select import INDEFINITE, indefiniteness, tail_score
 from evocov_core.search.stages import head_stage
-from evocov_core.search.validate import origin_scores, spread_scale, stacking_weights
+from evocov_core.search.validate import OriginScores, origin_scores, spread_scale, stacking_weights
 
 KS = (5, 10, 20)
 
@@ -144,10 +144,11 @@ def front(fits: pd.DataFrame) -> list[int]:
 
 
 def replay(records: pd.DataFrame, data: FitData, preset: FitResult | None = None, refit=None,
-           seed: int = 0) -> dict[str, float]:
+           seed: int = 0, refitted: dict[int, OriginScores] | None = None) -> dict[str, float]:
     """Each rule's test RMSE on one trial (module docstring); for single kernels also the 95 %
     coverage and CRPS, as the GP gives them and with the spread scaled by the rolling-origin
-    errors (``cov:``/``crps:`` and ``cov-cal:``/``crps-cal:`` keys)."""
+    errors (``cov:``/``crps:`` and ``cov-cal:``/``crps-cal:`` keys). ``refitted`` (by row of
+    :func:`distinct_fits`) receives the refitted origins' scores, for :func:`diverse_rules`."""
     fits = distinct_fits(records)
     cands = [as_fit(fits.loc[i], data.n) for i in range(min(max(KS), len(fits)))]
     scores = [origin_scores(data, f) for f in cands]
@@ -180,7 +181,8 @@ def replay(records: pd.DataFrame, data: FitData, preset: FitResult | None = None
         out["origins-5+front"] = pool_fits[best].test_rmse
     if refit is not None:
         pool_fits.update({i: cands[i] for i in range(min(10, len(cands)))})
-        refitted = {i: origin_scores(data, f, refit=refit, seed=(seed, 2, i)) for i, f in pool_fits.items()}
+        refitted = {} if refitted is None else refitted
+        refitted.update({i: origin_scores(data, f, refit=refit, seed=(seed, 2, i)) for i, f in pool_fits.items()})
         top5, top10 = list(range(min(5, len(cands)))), list(range(min(10, len(cands))))
         for name, rows in (("origins-refit-5", top5), ("origins-refit-5+front", pool), ("origins-refit-10", top10)):
             rc = np.array([refitted[i].mean_crps for i in rows])
@@ -266,14 +268,16 @@ def horizon_means(data: FitData, fits: list[FitResult], points: int = 50) -> lis
 
 
 def diverse_rules(records: pd.DataFrame, data: FitData, optim: OptimConfig, seed: int,
-                  refit: OptimConfig | None = None) -> dict[str, float]:
+                  refit: OptimConfig | None = None, refitted: dict[int, OriginScores] | None = None
+                  ) -> dict[str, float]:
     """The preset's tail choice over 5 candidates whose forecasts differ (``diverse-δ``: going down
     the BIC ranking, a kernel whose mean over the next tenth of the span is within ``δ`` data
     standard deviations, RMS, of one already taken is skipped), the equal mixture of those
     candidates (``diverse-δ-mix``) and the best of them on the test part (``oracle-diverse-δ``).
     ``diverse-0`` is the preset's own candidate set: its tail choice replays the preset. With
     ``refit``, also the stacked mixture of those candidates (``stack-diverse-δ``: weights fitted on
-    their refitted rolling-origin forecasts, :func:`stacked_rmse`)."""
+    their refitted rolling-origin forecasts, :func:`stacked_rmse`; those :func:`replay` made already
+    come in ``refitted``)."""
     fits = distinct_fits(records)
     cands = [as_fit(fits.loc[i], data.n) for i in range(min(DIVERSE_POOL, len(fits)))]
     means = horizon_means(data, cands)
@@ -286,7 +290,7 @@ def diverse_rules(records: pd.DataFrame, data: FitData, optim: OptimConfig, seed
             tails[i] = tail_score(data, h, marginal=data.on_subset)
         return tails[i]
 
-    origin: dict[int, object] = {}
+    origin = {} if refitted is None else refitted
     out: dict[str, float] = {}
     for delta in (0.0, *DELTAS):
         taken: list[int] = []
@@ -419,11 +423,12 @@ def replay_trial(job: tuple) -> list[dict]:
     kf = load_kernel_file(kernel_file)
     refit = head_stage(data, config.optim)[1] if with_refit else None
     records = pd.read_csv(path)
-    res = {"preset": preset_rmse, "bma": bma_rmse, **replay(records, data, kf.to_fit(data.n), refit, seed)}
+    refitted: dict[int, OriginScores] = {}
+    res = {"preset": preset_rmse, "bma": bma_rmse, **replay(records, data, kf.to_fit(data.n), refit, seed, refitted)}
     if data.on_subset:
         res.update(set_rules(records, data))
     if diverse:
-        res.update(diverse_rules(records, data, config.optim, seed, refit))
+        res.update(diverse_rules(records, data, config.optim, seed, refit, refitted))
     return [{"series": series, "seed": seed, "rule": r, "rmse": v} for r, v in res.items()]
 
 

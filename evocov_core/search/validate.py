@@ -167,7 +167,7 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
                 yt = data.y[target]
                 c = float(np.mean(_crps_normal(yt, post.mean, sd)))
                 z = (yt - post.mean) / sd
-                lp = -0.5 * z * z - np.log(sd) - 0.5 * math.log(2 * math.pi)
+                lp = _log_pdf(yt, post.mean, sd)
                 ld = float(np.sum(lp))
         except _NUMERIC:
             c, ld, z = math.inf, -math.inf, np.full(int(target.sum()), np.nan)
@@ -295,8 +295,12 @@ def stacking_weights(log_p: NDArray[np.float64], *, max_iter: int = 1000, tol: f
 
 def log_density(y: NDArray[np.float64], mean: NDArray[np.float64], sd: NDArray[np.float64]) -> float:
     """Sum of the normal log densities of ``y`` under independent marginals ``N(mean, sd²)``."""
+    return float(np.sum(_log_pdf(y, mean, sd)))
+
+
+def _log_pdf(y: NDArray[np.float64], mean: NDArray[np.float64], sd: NDArray[np.float64]) -> NDArray[np.float64]:
     z = (y - mean) / sd
-    return float(np.sum(-0.5 * z * z - np.log(sd) - 0.5 * math.log(2 * math.pi)))
+    return -0.5 * z * z - np.log(sd) - 0.5 * math.log(2 * math.pi)
 
 
 def _tail_errors(data: FitData, head_fit: FitResult) -> NDArray[np.float64]:
