@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 from scipy.special import ndtri
+from scipy.stats import norm
 
 from evocov_core.data import Dataset, load_bundled
 from evocov_core.library import compose
@@ -141,17 +142,13 @@ def test_refit_origins_without_the_origin_stages_is_an_error():
         choose_model(data, [se, lin], ex, seed=0, rule="refit_origins")
 
 
-def _normal_logpdf(y, mu, sd):
-    return -0.5 * ((y - mu) / sd) ** 2 - math.log(sd) - 0.5 * math.log(2 * math.pi)
-
-
 def test_stacking_recovers_the_mixing_weights_of_the_points():
     """Points drawn 30 / 70 from two normals, the two candidates being exactly those normals: the
     weights that maximise the log score are the mixing proportions (up to sampling noise), and a
     third candidate that explains nothing better gets almost none."""
     rng = np.random.default_rng(3)
     y = np.where(rng.random(4000) < 0.3, rng.normal(0.0, 1.0, 4000), rng.normal(4.0, 1.0, 4000))
-    lp = np.array([_normal_logpdf(y, 0.0, 1.0), _normal_logpdf(y, 4.0, 1.0), _normal_logpdf(y, 2.0, 5.0)])
+    lp = np.array([norm.logpdf(y, 0.0, 1.0), norm.logpdf(y, 4.0, 1.0), norm.logpdf(y, 2.0, 5.0)])
     w = stacking_weights(lp)
     assert w.shape == (3,) and w.sum() == pytest.approx(1.0) and np.all(w >= 0)
     assert w[0] == pytest.approx(0.3, abs=0.03) and w[1] == pytest.approx(0.7, abs=0.03) and w[2] < 0.02
@@ -167,7 +164,7 @@ def test_stacking_ignores_failed_forecasts_and_unscored_points():
     """A candidate whose forecasts all failed (−inf) gets weight 0; a point no candidate scores is
     left out; with no scored point at all the weights are uniform."""
     y = np.linspace(-1, 1, 50)
-    lp = np.array([_normal_logpdf(y, 0.0, 1.0), np.full(50, -np.inf)])
+    lp = np.array([norm.logpdf(y, 0.0, 1.0), np.full(50, -np.inf)])
     assert np.array_equal(stacking_weights(lp), [1.0, 0.0])
     with_gap = np.column_stack([lp, [-np.inf, -np.inf]])
     assert np.allclose(stacking_weights(with_gap), stacking_weights(lp))

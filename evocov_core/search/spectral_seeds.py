@@ -64,8 +64,8 @@ from ..metrics import FitData
 from ..optimize import Start
 
 __all__ = ["CALENDAR_WEIGHT", "HARMONICS", "LOCAL_LENGTHSCALE", "MAX_PERIODS", "MIN_REPEATS", "PEAK_WEIGHT",
-           "SPECTRAL_SEED", "WANDER_LENGTHSCALE", "clear_frequencies", "local_periodic", "naive_seeds",
-           "spectral_seeds", "wandering_trend"]
+           "SPECTRAL_SEED", "WANDER_LENGTHSCALE", "clear_frequencies", "local_periodic", "may_seed",
+           "naive_seeds", "spectral_seeds", "wandering_trend"]
 
 #: A periodogram peak counts as a clear period above this share of the peaks' power.
 PEAK_WEIGHT = 0.1
@@ -154,6 +154,12 @@ def _seed(structure: list | str | Kernel, omegas: tuple[float, ...], level: floa
     return kernel, Start(theta, math.log(NOISE))
 
 
+def may_seed(data: FitData, naive_everywhere: bool = False) -> bool:
+    """Whether :func:`spectral_seeds` can give ``data`` any seed: data fitted on a subset of a long
+    series, or any data with ``naive_everywhere`` (the search's ``seed`` stage exists only then)."""
+    return data.on_subset or naive_everywhere
+
+
 def spectral_seeds(data: FitData, *, naive_everywhere: bool = False) -> list[tuple[Kernel, Start]]:
     """Periodic GPSS structures with their frequencies started at the clear periods, and the naive
     forecasts' GP forms (module docstring).
@@ -203,7 +209,7 @@ def naive_seeds(data: FitData, omegas: tuple[float, ...] | None = None, *,
     -------
     list of (Kernel, Start)
     """
-    if not (data.on_subset or always):
+    if not may_seed(data, always):
         return []
     omegas = clear_frequencies(data)[:MAX_PERIODS] if omegas is None else omegas
     seeds = []

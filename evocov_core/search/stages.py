@@ -38,7 +38,7 @@ from ..metrics import SPLIT_METRICS, FitData
 from ..optimize import OptimConfig
 from ..parallel import Stages, make_executor
 from .config import SearchConfig
-from .spectral_seeds import clear_frequencies
+from .spectral_seeds import clear_frequencies, may_seed
 from .validate import origin_windows
 
 __all__ = ["head_stage", "origin_stage", "screen_mask", "screen_recent", "screen_subset", "search_executor",
@@ -118,7 +118,7 @@ def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitDat
         stages["screen"] = (screen_subset(data, config.screen_points), _on_subset(optim))
     if config.screen_points > 0:
         stages["promote"] = (data, _refit(optim, 0.5))
-        if data.on_subset or config.naive_seeds:  # where there are seeds (spectral_seeds)
+        if may_seed(data, config.naive_seeds):
             stages["seed"] = (data, _refit(optim))
     if config.select_top > 1 and data.split is not None:
         stages["head"] = head_stage(data, optim)
