@@ -156,6 +156,19 @@ def test_exact_data_get_no_spectral_seeds():
     assert "seed" in search_stages(FitData.from_dataset(_two_cycles(6000), max_points=1500), cfg)
 
 
+def test_seed_evals_caps_the_seed_stage_alone():
+    """``seed_evals`` sets the evaluations of the seeds' one L-BFGS-B run (0: ``max_evals``), and
+    no other stage's."""
+    from evocov_core.search.stages import search_stages
+
+    long = FitData.from_dataset(_two_cycles(6000), max_points=1500)
+    default = search_stages(long, preset("quick"))
+    capped = search_stages(long, preset("quick", seed_evals=250))
+    assert default["seed"][1].max_evals == preset("quick").max_evals
+    assert capped["seed"][1].max_evals == 250 and capped["seed"][1].n_restarts == 1
+    assert all(capped[k][1] == default[k][1] for k in default if k != "seed")
+
+
 def test_the_naive_seeds_setting_gives_short_series_the_naive_seeds_first():
     """``naive_seeds`` (the accuracy variant ``naive-seeds``): a series fitted exactly begins with the
     naive seeds too, in place of GPSS seeds; without it, as before."""

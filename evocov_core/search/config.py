@@ -223,6 +223,10 @@ class SearchConfig:
         restarts often, it made 2.1x the generations and a lower BIC in 20 of 26 trials, but
         not better forecasts (``bench/results/accuracy/standard-lags/``, 26 pairs: 1.006,
         standard error 0.12).
+    seed_evals : int
+        Cap on the evaluations of the one L-BFGS-B run that fits each seed of a long series
+        (the ``seed`` stage, :mod:`~evocov_core.search.stages`); 0 = ``max_evals``. At 60
+        evaluations taylor's seeds stop short of their optimum (``docs/long-series.md``, (g)).
     p_expand : float
         Probability that a mutation is a GPSS-style expansion (``S + B``, ``S × B`` of a
         subtree ``S`` with a base kernel ``B``, or ``B`` replacing a base-kernel subtree).
@@ -346,6 +350,9 @@ class SearchConfig:
                            "long series, with the GP forms of seasonal naive (a periodic kernel whose cycle "
                            "drifts, PER x M12, at the longest clear period) and of the random walk with drift "
                            "(M12 + LIN), offered to the model choice whatever their BIC.", "budgeted", _EVOCOV)
+    seed_evals: int = _s(0, "Evaluations of a spectral seed's fit", "Long series: the cap on the metric "
+                         "evaluations of the one L-BFGS-B run that fits each spectral or naive seed from its "
+                         "given values. 0 = as Max evaluations.", "budgeted", _EVOCOV, lo=0, hi=100_000)
     p_expand: float = _s(0.0, "GPSS expansions among mutations", "Probability that a mutation adds or multiplies "
                          "a base kernel, or swaps one.", "budgeted", _EVOCOV, lo=0.0, hi=1.0, step=0.05,
                          fmt="%.2f")

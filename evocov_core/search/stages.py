@@ -119,7 +119,8 @@ def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitDat
     if config.screen_points > 0:
         stages["promote"] = (data, _refit(optim, 0.5))
         if may_seed(data, config.naive_seeds):
-            stages["seed"] = (data, _refit(optim))
+            seed = _refit(optim)
+            stages["seed"] = (data, dataclasses.replace(seed, max_evals=config.seed_evals or seed.max_evals))
     if config.select_top > 1 and data.split is not None:
         stages["head"] = head_stage(data, optim)
         if config.choice == "refit_origins" and not data.on_subset:
