@@ -150,3 +150,82 @@ def test_vfe_bound_lies_below_the_exact_lml_and_its_gradient_is_right() -> None:
         e[j] = h
         fd = (vfe_lml(kernel, X, y, Z, (z + e)[:-1], (z + e)[-1]) - vfe_lml(kernel, X, y, Z, (z - e)[:-1], (z - e)[-1]))
         assert math.isclose(grad[j], fd / (2 * h), rel_tol=1e-4, abs_tol=1e-5), (j, grad[j], fd / (2 * h))
+
+
+def test_priors_follow_each_slots_role_and_leave_change_point_slots_free() -> None:
+    from bench.bench_priors import NOISE_PRIOR, PRIORS, prior
+    from evocov_core.kernel_file import parse_expression
+
+    k = parse_expression("changepoint(x, multiply(square(hp(hp0)), exp(multiply(-0.5, sq_dist(euc(x), hp1)))), "
+                         "exp(multiply(-0.5, sq_dist(spectral(x, hp2), hp3))), hp4, hp5)")
+    mean, precision = prior(k)
+    by_slot = dict(zip(k.slots, zip(mean, precision, strict=False), strict=False))
+    assert by_slot["hp1"] == (PRIORS["lengthscale"][0], 1.0)
+    assert by_slot["hp2"][0] == PRIORS["frequency"][0]
+    assert by_slot["hp3"][0] == PRIORS["periodic_lengthscale"][0]
+    assert by_slot["hp4"][1] == 0.0 and by_slot["hp5"][1] == 0.0  # location, steepness
+    assert (mean[-1], precision[-1]) == (NOISE_PRIOR[0], 1 / NOISE_PRIOR[1] ** 2)
+    assert np.allclose(prior(k, 0.5)[1], 4 * precision)
+
+
+def test_map_refit_moves_towards_the_prior_as_it_tightens() -> None:
+    from bench.bench_priors import map_refit
+    from evocov_core.metrics import FitData
+    from evocov_core.optimize import OptimConfig, fit_kernel
+
+    rng = np.random.default_rng(3)
+    x = np.linspace(1.0, 2.0, 40)
+    y = np.sin(9 * x) + 0.1 * rng.standard_normal(40)
+    x_test = np.linspace(2.02, 2.2, 8)
+    data = FitData.from_arrays(x[:, None], y, X_test=x_test[:, None], y_test=np.sin(9 * x_test))
+    optim = OptimConfig()
+    fit = fit_kernel(squared_exponential(), data, optim, np.random.default_rng(0))
+    loose_rmse, loose_move = map_refit(fit, data, optim, scale=1e4)
+    _, tight_move = map_refit(fit, data, optim, scale=0.05)
+    assert loose_move < 0.05 and math.isclose(loose_rmse, fit.test_rmse, rel_tol=0.05)
+    assert tight_move > 10 * loose_move
+
+
+def test_forecast_shape_tells_a_growing_kernel_from_a_stationary_one() -> None:
+    from bench.bench_forecast_shape import level_share, shape
+    from evocov_core.library import linear
+    from evocov_core.metrics import FitData
+    from evocov_core.optimize import FitResult, FitStatus
+
+    x = np.linspace(1.0, 2.0, 30)
+    y = 3 * x + 0.05 * np.sin(20 * x)
+    y = (y - y.mean()) / y.std()
+    data = FitData.from_arrays(x[:, None], y, X_test=np.array([[2.1], [2.2]]), y_test=np.array([10.0, 10.0]))
+
+    def fit(kernel, theta):
+        return FitResult(kernel=kernel, theta=tuple(theta), log_noise=math.log(1e-3), jitter=0.0,
+                         status=FitStatus.OK, reason="", metric="lml", metric_value=0.0, lml=0.0, bic=0.0,
+                         q=kernel.q, n=30, n_evals=0, seconds=0.0)
+
+    se = shape(data, fit(squared_exponential(), (0.0, math.log(0.05))))
+    lin = shape(data, fit(linear(), (math.log(1.5), 0.0)))  # zero at the centre of the data
+    assert se is not None and lin is not None
+    assert math.isclose(se["growth"], 1.0) and lin["growth"] > 1.1
+    # A short lengthscale reverts to the mean (0): far from the last fifth's rising line.
+    assert se["off_trend"] > 5 * lin["off_trend"]
+    assert lin["excursion"] > 0.0 and se["excursion"] == 0.0
+    # Test outputs far above both forecasts: the error is almost all level.
+    assert level_share(data, fit(squared_exponential(), (0.0, math.log(0.05)))) > 0.9
+
+
+def test_paired_choice_takes_the_smallest_feature_among_the_k_lowest_bic() -> None:
+    from bench.bench_forecast_shape import paired_choice
+
+    rows = []
+    for seed, (returned, rmses, offs) in enumerate([(2.0, [2.0, 1.0, 4.0], [0.5, 0.1, 0.0]),
+                                                    (1.0, [1.0, 4.0, 0.5], [0.2, 0.1, 0.9])]):
+        rows.append({"series": "s", "seed": seed, "rank": -1, "test_rmse": returned, "off_trend": 0.3})
+        rows += [{"series": "s", "seed": seed, "rank": i, "test_rmse": r, "off_trend": o}
+                 for i, (r, o) in enumerate(zip(rmses, offs, strict=True))]
+    df = pd.DataFrame(rows)
+    # k = 2: seed 0 takes rank 1 (1.0 against 2.0), seed 1 rank 1 (4.0 against 1.0).
+    assert paired_choice(df, "off_trend", 2) == (f"{math.exp((math.log(0.5) + math.log(4.0)) / 2):.3f}",
+                                                 f"{np.std([math.log(0.5), math.log(4.0)], ddof=1) / math.sqrt(2):.3f}",
+                                                 "1/1")
+    # k = 3: seed 0 takes rank 2 (4.0), seed 1 still rank 1.
+    assert paired_choice(df, "off_trend", 3)[2] == "0/2"
