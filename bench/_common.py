@@ -25,7 +25,8 @@ from evocov_core.benchmarks.common import cpu_model, md_table
 from evocov_core.provenance import git_state
 
 __all__ = ["RESULTS_DIR", "ROOT", "calibrate", "command_line", "interleaved", "limit_threads", "machine_info",
-           "parse_tuple", "per_call", "pool_summary", "report_ratio_table", "write_report"]
+           "map_jobs", "parse_tuple", "per_call", "pool_summary", "recorded_trials", "report_ratio_table",
+           "write_report"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,6 +39,28 @@ RESULTS_DIR = ROOT / "bench" / "results"
 def parse_tuple(text: str) -> tuple[float, ...]:
     """A records cell such as ``(-7.46, 6.16, 10.0)`` (``str`` of a tuple) as floats."""
     return tuple(float(v) for v in str(text).strip("()").split(",") if v.strip())
+
+
+def map_jobs(fn: Callable, jobs: Sequence, workers: int) -> list:
+    """``[fn(job) for job in jobs]``, in ``workers`` processes (one BLAS thread each) when more than one."""
+    if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers, initializer=limit_threads) as pool:
+            return list(pool.map(fn, jobs))
+    return [fn(job) for job in jobs]
+
+
+def recorded_trials(folder: Path, variant: str) -> list[tuple[Path, object]]:
+    """(records file, trial row) of each finished trial of ``variant`` in a ``bench accuracy --records``
+    folder that kept its records (the last row of a rerun trial counts)."""
+    from evocov_core.benchmarks.accuracy import read_trials
+    from evocov_core.benchmarks.common import TrialStatus
+
+    trials = read_trials(folder)
+    trials = trials[(trials.variant == variant) & (trials.status == TrialStatus.OK)]
+    out = [(folder / "records" / f"{t.series}__{variant}__seed{t.seed}.csv.gz", t) for t in trials.itertuples()]
+    return [(path, t) for path, t in out if path.is_file()]
 
 
 # --- threads ------------------------------------------------------------------------

@@ -73,7 +73,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import RESULTS_DIR, limit_threads, parse_tuple, write_report
+from bench._common import RESULTS_DIR, limit_threads, map_jobs, parse_tuple, write_report
 from evocov_core.benchmarks.accuracy import read_trials, variant_config
 from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
 from evocov_core.benchmarks.long import load_long
@@ -457,14 +457,7 @@ def main() -> None:
         if t.status == TrialStatus.OK:
             jobs.append((path, series, seed, float(t.test_rmse), float(t.bma_test_rmse),
                          args.folder / str(t.kernel_file), data_dir, config, args.refit, args.diverse))
-    if args.workers > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(args.workers, initializer=limit_threads) as pool:
-            results = list(pool.map(replay_trial, jobs))
-    else:
-        results = [replay_trial(job) for job in jobs]
-    rows = [row for res in results for row in res]
+    rows = [row for res in map_jobs(replay_trial, jobs, args.workers) for row in res]
     df = pd.DataFrame(rows)
     quality = df[df.rule.str.contains(":")].copy()
     df = df[~df.rule.str.contains(":")].copy()

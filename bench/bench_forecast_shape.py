@@ -47,10 +47,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import RESULTS_DIR, limit_threads, write_report
+from bench._common import RESULTS_DIR, limit_threads, map_jobs, recorded_trials, write_report
 from bench.bench_choice import as_fit, distinct_fits, folder_setup, reference, trial_data
-from evocov_core.benchmarks.accuracy import read_trials
-from evocov_core.benchmarks.common import TrialStatus, md_table
+from evocov_core.benchmarks.common import md_table
 from evocov_core.evaluate import covariance_diag
 from evocov_core.gp import posterior
 from evocov_core.kernel_file import load_kernel_file
@@ -161,19 +160,9 @@ def main() -> None:
     if args.report_only:
         df = pd.read_csv(out_csv)
     else:
-        trials = read_trials(args.folder)
-        trials = trials[(trials.variant == args.variant) & (trials.status == TrialStatus.OK)]
-        jobs = [(args.folder / "records" / f"{t.series}__{args.variant}__seed{t.seed}.csv.gz", t.series,
-                 int(t.seed), args.folder / str(t.kernel_file), data_dir, config) for t in trials.itertuples()]
-        jobs = [j for j in jobs if j[0].is_file()]
-        if args.workers > 1:
-            from concurrent.futures import ProcessPoolExecutor
-
-            with ProcessPoolExecutor(args.workers, initializer=limit_threads) as pool:
-                results = list(pool.map(trial_rows, jobs))
-        else:
-            results = [trial_rows(job) for job in jobs]
-        df = pd.DataFrame([row for res in results for row in res])
+        jobs = [(records, t.series, int(t.seed), args.folder / str(t.kernel_file), data_dir, config)
+                for records, t in recorded_trials(args.folder, args.variant)]
+        df = pd.DataFrame([row for res in map_jobs(trial_rows, jobs, args.workers) for row in res])
         df.to_csv(out_csv, index=False)
     refs = reference(args.folder, data_dir, sorted(df.series.unique()))
     cands = df[df["rank"] >= 0].copy()

@@ -48,10 +48,9 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
 
-from bench._common import RESULTS_DIR, limit_threads, write_report
+from bench._common import RESULTS_DIR, limit_threads, map_jobs, recorded_trials, write_report
 from bench.bench_choice import as_fit, distinct_fits, folder_setup, reference, trial_data
-from evocov_core.benchmarks.accuracy import read_trials
-from evocov_core.benchmarks.common import TrialStatus, geomean, md_table
+from evocov_core.benchmarks.common import geomean, md_table
 from evocov_core.gp import lml_and_grad, posterior
 from evocov_core.kernel import Kernel, slot_roles
 from evocov_core.kernel_file import load_kernel_file
@@ -143,21 +142,9 @@ def main() -> None:
     threads = limit_threads()
     scales = tuple(float(s) for s in args.scales.split(","))
     data_dir, config = folder_setup(args.folder, args.data_dir, args.variant)
-    trials = read_trials(args.folder)
-    trials = trials[(trials.variant == args.variant) & (trials.status == TrialStatus.OK)]
-    jobs = []
-    for t in trials.itertuples():
-        records = args.folder / "records" / f"{t.series}__{args.variant}__seed{t.seed}.csv.gz"
-        if records.is_file():
-            jobs.append((records, t.series, int(t.seed), args.folder / str(t.kernel_file), data_dir, config, scales))
-    if args.workers > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(args.workers, initializer=limit_threads) as pool:
-            results = list(pool.map(trial_rows, jobs))
-    else:
-        results = [trial_rows(job) for job in jobs]
-    df = pd.DataFrame([row for res in results for row in res])
+    jobs = [(records, t.series, int(t.seed), args.folder / str(t.kernel_file), data_dir, config, scales)
+            for records, t in recorded_trials(args.folder, args.variant)]
+    df = pd.DataFrame([row for res in map_jobs(trial_rows, jobs, args.workers) for row in res])
     name = args.name or args.folder.name
     df.to_csv(RESULTS_DIR / f"bench_priors__{name}.csv", index=False)
     refs = reference(args.folder, data_dir, sorted(df.series.unique()))

@@ -229,3 +229,19 @@ def test_paired_choice_takes_the_smallest_feature_among_the_k_lowest_bic() -> No
                                                  "1/1")
     # k = 3: seed 0 takes rank 2 (4.0), seed 1 still rank 1.
     assert paired_choice(df, "off_trend", 3)[2] == "0/2"
+
+
+def test_recorded_trials_keep_finished_trials_with_records_and_the_last_rerun(tmp_path) -> None:
+    from bench._common import map_jobs, recorded_trials
+
+    (tmp_path / "records").mkdir()
+    pd.DataFrame([{"series": "a", "variant": "full", "seed": 0, "status": "error", "kernel_file": ""},
+                  {"series": "a", "variant": "full", "seed": 0, "status": "ok", "kernel_file": "k/a.json"},
+                  {"series": "b", "variant": "full", "seed": 0, "status": "ok", "kernel_file": "k/b.json"},
+                  {"series": "a", "variant": "other", "seed": 0, "status": "ok", "kernel_file": "k/o.json"}]
+                 ).to_csv(tmp_path / "trials.csv", index=False)
+    for name in ("a__full__seed0", "a__other__seed0"):  # b kept no records
+        (tmp_path / "records" / f"{name}.csv.gz").write_bytes(b"")
+    found = recorded_trials(tmp_path, "full")
+    assert [(p.name, t.series, t.kernel_file) for p, t in found] == [("a__full__seed0.csv.gz", "a", "k/a.json")]
+    assert map_jobs(abs, [-1, 2, -3], workers=1) == [1, 2, 3]
