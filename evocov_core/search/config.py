@@ -226,7 +226,9 @@ class SearchConfig:
     seed_evals : int
         Cap on the evaluations of the one L-BFGS-B run that fits each seed of a long series
         (the ``seed`` stage, :mod:`~evocov_core.search.stages`); 0 = ``max_evals``. At 60
-        evaluations taylor's seeds stop short of their optimum (``docs/long-series.md``, (g)).
+        evaluations taylor's seeds stop short of their optimum (``docs/long-series.md``, (g)),
+        but 300 at ``quick`` was worse on the long-series development set (paired 1.076, SE of
+        the log 0.034; ``bench/results/long-dev/quick-seed-evals-300/``): every preset keeps 0.
     p_expand : float
         Probability that a mutation is a GPSS-style expansion (``S + B``, ``S × B`` of a
         subtree ``S`` with a base kernel ``B``, or ``B`` replacing a base-kernel subtree).
