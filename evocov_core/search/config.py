@@ -566,6 +566,8 @@ _SETTINGS = tuple((f.name, _field_type(str(f.type)), f.metadata["setting"]) for 
 # series, ratio to AutoETS): single runs 1.024 against 1.084 and 1.165, worst 4.69 against 5.88
 # and 10.85, paired 0.91 (SE of the log 0.07); on TSDL (accuracy/quick-35-cpexp against quick-27 and
 # quick-33, seeds 0-1) paired 1.01 (0.10), Call centre's late level shift found less often.
+# At one commit (corpus/quick-38-cp-everywhere against quick-35-cpexp): anywhere / by expansion paired
+# 1.099 (0.068); no threshold on the series' length gives change points anywhere a gain beyond noise.
 PRESETS = {"quick": _budgeted(60.0), "standard": _budgeted(300.0), "paper": _PAPER, "quick-fixed": _QUICK}
 
 
