@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import multivariate_normal
 
+from bench.bench_combine import origin_sets
 from bench.bench_gap import bootstrap, folder_ratios, needed_geomean, statistic
 from bench.bench_log_transform import lml_of_y, log_dataset
 from bench.bench_run_average import bic_pick_gains, full_trials
@@ -245,3 +246,17 @@ def test_recorded_trials_keep_finished_trials_with_records_and_the_last_rerun(tm
     found = recorded_trials(tmp_path, "full")
     assert [(p.name, t.series, t.kernel_file) for p, t in found] == [("a__full__seed0.csv.gz", "a", "k/a.json")]
     assert map_jobs(abs, [-1, 2, -3], workers=1) == [1, 2, 3]
+
+
+def test_combination_origins_train_before_each_cut_and_test_on_the_next_tenth() -> None:
+    ds = Dataset.from_arrays(np.arange(101.0), np.sin(np.arange(101.0)), test_fraction=0.1)
+    sets = origin_sets(ds)
+    x_train = ds.x[ds.train, 0]
+    assert len(sets) == 4
+    for o, s in zip((0.6, 0.7, 0.8, 0.9), sets, strict=True):
+        cut = x_train.min() + o * np.ptp(x_train)
+        assert np.all(s.x[s.train, 0] <= cut) and np.all(s.x[~s.train, 0] > cut)
+        # the targets are the training points of the next tenth of the range, never the test part
+        assert np.all(s.x[~s.train, 0] <= cut + 0.1 * np.ptp(x_train) + 1e-9)
+        assert s.x[:, 0].max() <= x_train.max()
+        assert np.array_equal(s.y, np.sin(s.x[:, 0]))  # the outputs travel with their inputs
