@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 from pathlib import Path
 
@@ -42,9 +43,10 @@ import numpy as np
 import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, map_jobs, write_report
-from bench.bench_choice import folder_setup, reference, trial_data
-from evocov_core.benchmarks.accuracy import read_trials
+from bench.bench_choice import folder_setup, is_long, reference, trial_data
+from evocov_core.benchmarks.accuracy import read_trials, variant_config
 from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
+from evocov_core.benchmarks.long import load_long
 from evocov_core.classical import classical_forecasts
 from evocov_core.data import Dataset
 from evocov_core.gp import posterior
@@ -53,21 +55,26 @@ from evocov_core.metrics import FitData, rmse
 from evocov_core.optimize import NUMERIC_ERRORS, Start, fit_kernel
 from evocov_core.search.validate import DEFAULT_ORIGINS
 
-#: The classical forecasters averaged with the kernel's forecast.
+#: The classical forecasters averaged with the kernel's forecast unless ``--models`` says otherwise.
 MODELS = ("AutoETS", "AutoTheta")
-#: Rules: name -> the forecasts averaged with equal weights.
-RULES = {
-    "gp": ("gp",),
-    "AutoETS": ("AutoETS",),
-    "AutoTheta": ("AutoTheta",),
-    "gp+ETS": ("gp", "AutoETS"),
-    "gp+Theta": ("gp", "AutoTheta"),
-    "gp+ETS+Theta": ("gp", "AutoETS", "AutoTheta"),
-    "ETS+Theta": ("AutoETS", "AutoTheta"),
-}
+#: Short names in the rules' names.
+SHORT = {"AutoETS": "ETS", "AutoTheta": "Theta", "AutoARIMA": "ARIMA", "SeasonalNaive": "SN"}
 
 
-def forecasts(ds: Dataset, fit, config, norm, seed: tuple[int, ...] | None) -> dict[str, np.ndarray]:
+def make_rules(models: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Rule name -> the forecasts it averages with equal weights: the kernel, each model, the kernel
+    with each, the kernel with all, all the models."""
+    short = [SHORT.get(m, m) for m in models]
+    rules = {"gp": ("gp",), **{m: (m,) for m in models}}
+    rules.update({f"gp+{s}": ("gp", m) for s, m in zip(short, models, strict=True)})
+    if len(models) > 1:
+        rules["gp+" + "+".join(short)] = ("gp", *models)
+        rules["+".join(short)] = tuple(models)
+    return rules
+
+
+def forecasts(ds: Dataset, fit, config, norm, seed: tuple[int, ...] | None,
+              models: tuple[str, ...]) -> dict[str, np.ndarray]:
     """Point forecasts of ``ds``'s test part (original units): the kernel's (refitted on ``ds``'s
     training part from its values when ``seed`` is given) and each classical model's."""
     data = FitData.from_dataset(ds, split_fraction=config.metric_split, max_points=config.fit_points, norm=norm)
@@ -87,8 +94,8 @@ def forecasts(ds: Dataset, fit, config, norm, seed: tuple[int, ...] | None) -> d
         out["gp"] = post.mean * data.y_std + data.y_mean
     except NUMERIC_ERRORS:
         pass
-    classical = classical_forecasts(ds, models=MODELS)
-    for name in MODELS:
+    classical = classical_forecasts(ds, models=models)
+    for name in models:
         f = classical.get(name)
         if f is not None and f.ok:
             out[name] = np.asarray(f.mean, dtype=np.float64)
@@ -111,38 +118,38 @@ def origin_sets(ds: Dataset) -> list[Dataset]:
 
 def trial_rows(job: tuple) -> list[dict]:
     """Rows (series, seed, rule, rmse, recorded) of one trial."""
-    series, seed, recorded, kernel_file, data_dir, config, validate = job
-    ds = load_series(data_dir, series)
+    series, seed, recorded, kernel_file, data_dir, config, validate, models = job
+    path = data_dir / f"{series}.csv"
+    ds = load_long(path) if path.is_file() else load_series(data_dir, series)
     fit = load_kernel_file(kernel_file).to_fit(trial_data(data_dir, config, series).n)
-    means = forecasts(ds, fit, config, None, None)
+    means = forecasts(ds, fit, config, None, None, models)
     y_test = ds.y[~ds.train]
+    rules = {r: parts for r, parts in make_rules(models).items() if all(p in means for p in parts)}
     rows = []
 
     def add(rule: str, mean: np.ndarray) -> None:
         rows.append({"series": series, "seed": seed, "rule": rule, "rmse": rmse(y_test, mean), "recorded": recorded})
 
-    for rule, parts in RULES.items():
-        if all(p in means for p in parts):
-            add(rule, np.mean([means[p] for p in parts], axis=0))
-    if validate and all(p in means for p in ("gp", *MODELS)):
-        sse = {rule: 0.0 for rule in RULES}
+    for rule, parts in rules.items():
+        add(rule, np.mean([means[p] for p in parts], axis=0))
+    if validate and "gp" in means:
+        sse = {rule: 0.0 for rule in rules}
         for i, ds_o in enumerate(origin_sets(ds)):
-            m = forecasts(ds_o, fit, config, ds.norm, (seed, i))
+            m = forecasts(ds_o, fit, config, ds.norm, (seed, i), models)
             y_o = ds_o.y[~ds_o.train]
-            for rule, parts in RULES.items():
+            for rule, parts in rules.items():
                 sse[rule] += (float(np.sum((np.mean([m[p] for p in parts], axis=0) - y_o) ** 2))
                               if all(p in m for p in parts) else math.inf)
         best = min(sse, key=lambda r: (sse[r], r))
-        add("val-best", np.mean([means[p] for p in RULES[best]], axis=0))
-        rows[-1].update({f"sse {r}": v for r, v in sse.items()})
-        best_gp = min((r for r in RULES if "gp" in RULES[r]), key=lambda r: (sse[r], r))
-        add("val-best-gp", np.mean([means[p] for p in RULES[best_gp]], axis=0))
+        add("val-best", np.mean([means[p] for p in rules[best]], axis=0))
+        rows[-1].update({"chosen": best, **{f"sse {r}": v for r, v in sse.items()}})
+        best_gp = min((r for r in rules if "gp" in rules[r]), key=lambda r: (sse[r], r))
+        add("val-best-gp", np.mean([means[p] for p in rules[best_gp]], axis=0))
         rows[-1]["chosen"] = best_gp
-        single = ("gp", *MODELS)
+        single = [p for p in ("gp", *models) if p in rules]
         inv = np.array([1.0 / max(sse[p], 1e-300) if math.isfinite(sse[p]) else 0.0 for p in single])
         w = inv / inv.sum() if inv.sum() > 0 else np.full(len(single), 1.0 / len(single))
         add("val-inverse", np.einsum("i,ij->j", w, np.array([means[p] for p in single])))
-        rows[-3]["chosen"] = best
         rows[-1]["chosen"] = " ".join(f"{p}:{v:.2f}" for p, v in zip(single, w, strict=True))
     return rows
 
@@ -155,13 +162,21 @@ def main() -> None:
     ap.add_argument("--name", default=None, help="the report's name after bench_combine__ (default: the folder's)")
     ap.add_argument("--workers", type=int, default=1, help="trials in parallel processes")
     ap.add_argument("--validate", action="store_true", help="add the rules whose weights four earlier origins choose")
+    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated classical models (classical.MODELS)")
     args = ap.parse_args()
     threads = limit_threads()
-    data_dir, config = folder_setup(args.folder, args.data_dir, args.variant)
-    trials = read_trials(args.folder)
-    trials = trials[(trials.variant == args.variant) & (trials.status == TrialStatus.OK)]
+    models = tuple(args.models.split(","))
+    if is_long(args.folder):  # a bench long folder: its series' CSVs and the preset at its budget
+        budget = json.loads((args.folder / "run.json").read_text(encoding="utf-8"))["runs"][-1]["budget"]
+        data_dir, config = args.folder / "data", variant_config("full", budget)
+        trials = pd.read_csv(args.folder / "trials.csv").drop_duplicates(["series", "seed"], keep="last")
+        trials = trials[trials.status == TrialStatus.OK]
+    else:
+        data_dir, config = folder_setup(args.folder, args.data_dir, args.variant)
+        trials = read_trials(args.folder)
+        trials = trials[(trials.variant == args.variant) & (trials.status == TrialStatus.OK)]
     jobs = [(t.series, int(t.seed), float(t.test_rmse), args.folder / str(t.kernel_file), data_dir, config,
-             args.validate)
+             args.validate, models)
             for t in trials.itertuples()]
     df = pd.DataFrame([row for res in map_jobs(trial_rows, jobs, args.workers) for row in res])
     name = args.name or args.folder.name

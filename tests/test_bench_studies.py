@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import multivariate_normal
 
-from bench.bench_combine import origin_sets
+from bench.bench_combine import make_rules, origin_sets
 from bench.bench_gap import bootstrap, folder_ratios, needed_geomean, statistic
 from bench.bench_log_transform import lml_of_y, log_dataset
 from bench.bench_run_average import bic_pick_gains, full_trials
@@ -260,3 +260,12 @@ def test_combination_origins_train_before_each_cut_and_test_on_the_next_tenth() 
         assert np.all(s.x[~s.train, 0] <= cut + 0.1 * np.ptp(x_train) + 1e-9)
         assert s.x[:, 0].max() <= x_train.max()
         assert np.array_equal(s.y, np.sin(s.x[:, 0]))  # the outputs travel with their inputs
+
+
+def test_combination_rules_average_the_kernel_with_each_model_and_with_all() -> None:
+    rules = make_rules(("AutoETS", "AutoTheta"))
+    assert rules["gp"] == ("gp",) and rules["AutoTheta"] == ("AutoTheta",)
+    assert rules["gp+ETS"] == ("gp", "AutoETS") and rules["gp+ETS+Theta"] == ("gp", "AutoETS", "AutoTheta")
+    assert rules["ETS+Theta"] == ("AutoETS", "AutoTheta") and len(rules) == 7
+    one = make_rules(("MSTL",))
+    assert set(one) == {"gp", "MSTL", "gp+MSTL"}  # no all-models rule with one model
