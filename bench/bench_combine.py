@@ -204,7 +204,8 @@ def main() -> None:
         __doc__.split("\n\n", 1)[1].split("Usage")[0].strip(),
         f"Folder `{args.folder}`, variant `{args.variant}`, {len(jobs)} trials; the recomputed GP test RMSE "
         f"differs from the recorded one by more than 0.1 % in {mismatch}. Ratios are test RMSE over the reference "
-        "RMSE of the series (the best published on TSDL, AutoETS on the same split on the development corpus); "
+        "RMSE of the series (the best published on TSDL, AutoETS on the same split on the development corpus, the "
+        "better of seasonal naive and MSTL on a `bench long` folder); "
         "`paired / gp` is the geometric mean, trial by trial, of the rule's test RMSE over the kernel's own, "
         "with the standard error of the mean log ratio.",
         summary, "```\n" + "\n".join(lines) + "\n```"], threads)
