@@ -360,16 +360,21 @@ def set_rules(records: pd.DataFrame, data: FitData) -> dict[str, float]:
     return out
 
 
-def long_jobs(folder: Path, with_refit: bool, diverse: bool) -> list[tuple]:
-    """The jobs of a ``bench long`` folder: its finished trials that kept their records."""
+def long_setup(folder: Path) -> tuple[object, pd.DataFrame]:
+    """A ``bench long`` folder's search settings (the preset of its last run's budget, with its fit
+    points) and its trials (the last row of a rerun trial)."""
     from evocov_core.search.config import preset
 
-    runs = json.loads((folder / "run.json").read_text(encoding="utf-8"))["runs"]
-    last = runs[-1]
+    last = json.loads((folder / "run.json").read_text(encoding="utf-8"))["runs"][-1]
     config = preset(last["budget"])
     if last.get("fit_points") is not None:
         config = dataclasses.replace(config, fit_points=int(last["fit_points"]))
-    trials = pd.read_csv(folder / "trials.csv").drop_duplicates(["series", "seed"], keep="last")
+    return config, pd.read_csv(folder / "trials.csv").drop_duplicates(["series", "seed"], keep="last")
+
+
+def long_jobs(folder: Path, with_refit: bool, diverse: bool) -> list[tuple]:
+    """The jobs of a ``bench long`` folder: its finished trials that kept their records."""
+    config, trials = long_setup(folder)
     jobs = []
     for t in trials.itertuples():
         path = folder / "kernels" / f"{t.series}__seed{t.seed}.records.csv"

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 from pathlib import Path
 
@@ -43,8 +42,8 @@ import numpy as np
 import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, map_jobs, write_report
-from bench.bench_choice import folder_setup, is_long, reference, trial_data
-from evocov_core.benchmarks.accuracy import read_trials, variant_config
+from bench.bench_choice import folder_setup, is_long, long_setup, reference, trial_data
+from evocov_core.benchmarks.accuracy import read_trials
 from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
 from evocov_core.benchmarks.long import load_long
 from evocov_core.classical import classical_forecasts
@@ -166,11 +165,9 @@ def main() -> None:
     args = ap.parse_args()
     threads = limit_threads()
     models = tuple(args.models.split(","))
-    if is_long(args.folder):  # a bench long folder: its series' CSVs and the preset at its budget
-        budget = json.loads((args.folder / "run.json").read_text(encoding="utf-8"))["runs"][-1]["budget"]
-        data_dir, config = args.folder / "data", variant_config("full", budget)
-        trials = pd.read_csv(args.folder / "trials.csv").drop_duplicates(["series", "seed"], keep="last")
-        trials = trials[trials.status == TrialStatus.OK]
+    if is_long(args.folder):  # a bench long folder: its series' CSVs and the settings its searches had
+        config, trials = long_setup(args.folder)
+        data_dir, trials = args.folder / "data", trials[trials.status == TrialStatus.OK]
     else:
         data_dir, config = folder_setup(args.folder, args.data_dir, args.variant)
         trials = read_trials(args.folder)
