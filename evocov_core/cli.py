@@ -277,15 +277,21 @@ def cmd_search(args: argparse.Namespace) -> int:
         spent = time.perf_counter() - t0 + _WRITE_RESERVE
         run_config = config.with_(time_budget=max(1.0, config.time_budget - spent))
     result = run_search(data, run_config, seed=seed, workers=args.workers, scheduler=args.scheduler,
-                        progress=_progress_printer(args.quiet), replay=log)
+                        progress=_progress_printer(args.quiet), replay=log, dataset=ds)
     best = result.best
     if best is None:
         raise CliError("no kernel could be fitted on these data")
+    from .search.combine import forecast_test_rmse
+
+    forecast_rmse = forecast_test_rmse(result, ds) if result.combination.combined else None
     doc = kernel_file_dict(best, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
                            test_fraction=ds.test_fraction, calibration=result.calibration,
+                           combination=result.combination,
                            extra_scores={"algorithm": config.algorithm, "seed": seed,
                                          "seconds": round(time.perf_counter() - t0, 3),
-                                         "evaluations": result.n_evaluations},
+                                         "evaluations": result.n_evaluations,
+                                         **({"forecast_test_rmse": forecast_rmse} if forecast_rmse is not None
+                                            else {})},
                            run=run_record(result, run_config, seed))
     if args.out is not None:
         _write_text(args.out, dump_kernel_file(doc))
@@ -312,6 +318,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     calibrated = result.calibration.describe()
     if calibrated:
         print(calibrated)
+    combined = result.combination.describe()
+    if combined:
+        print(combined + (f" Its test RMSE: {forecast_rmse:.6g}." if forecast_rmse is not None else ""))
     screened = f", {result.n_screen_fits} screening fits" if result.n_screen_fits else ""
     wrote = f"; wrote {args.out}" if args.out is not None else ""
     print(f"{result.n_evaluations} kernels fitted{screened} in {time.perf_counter() - t0:.1f} s{wrote}")

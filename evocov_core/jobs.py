@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from .calibration import Calibration
+from .combination import Combination
 from .data import Dataset
 from .kernel_file import kernel_file_dict
 from .metrics import FitData
@@ -34,6 +35,7 @@ from .model import FittedModel
 from .optimize import FitResult
 from .parallel import make_executor
 from .search import SearchConfig, explore_mutations, run_search, search_executor
+from .search.combine import forecast_test_rmse
 from .search.common import EvalRecord, GenerationStats, Progress, RunStatus
 from .store import RunStore
 
@@ -142,11 +144,12 @@ class Job:
 
 
 def _best_doc(fit: FitResult | None, ds: Dataset, extra: dict | None = None,
-              calibration: Calibration | None = None) -> dict | None:
+              calibration: Calibration | None = None, combination: Combination | None = None) -> dict | None:
     if fit is None or not fit.ok:
         return None
     return kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
-                            test_fraction=ds.test_fraction, extra_scores=extra, calibration=calibration)
+                            test_fraction=ds.test_fraction, extra_scores=extra, calibration=calibration,
+                            combination=combination)
 
 
 class JobManager:
@@ -263,12 +266,16 @@ class JobManager:
             self.store.add_generation(job.id, p.stats, p.evaluated, p.n_evaluations, doc)
 
     def _finish(self, job: Job, status: RunStatus, best: FitResult | None, elapsed: float | None, n_eval: int | None,
-                error: str = "", calibration: Calibration | None = None) -> None:
+                error: str = "", calibration: Calibration | None = None,
+                forecast: tuple[Combination, float | None] | None = None) -> None:
         # The store first: a page that sees the job ended must find its best kernel stored
         # (it offers "Open in Results" only then, and does not poll an ended job again).
         try:
             if self.store is not None:
-                doc = _best_doc(best, job.spec.dataset, calibration=calibration) if job.spec.kind == "search" else None
+                combination, rmse = forecast if forecast is not None else (None, None)
+                extra = {"forecast_test_rmse": rmse} if rmse is not None else None
+                doc = (_best_doc(best, job.spec.dataset, extra, calibration=calibration, combination=combination)
+                       if job.spec.kind == "search" else None)
                 self.store.finish_run(job.id, status, best_doc=doc, elapsed=elapsed, n_evaluations=n_eval,
                                       error=error or None, extra=job.extra or None)
         finally:
@@ -298,7 +305,8 @@ class JobManager:
             with make(data, spec.config, workers=spec.workers) as ex:
                 if spec.kind == "search":
                     res = run_search(data, spec.config, seed=spec.seed, executor=ex,
-                                     progress=lambda p: self._on_progress(job, p), should_stop=stop)
+                                     progress=lambda p: self._on_progress(job, p), should_stop=stop,
+                                     dataset=spec.dataset)
                     if res.selection or res.budget_spent:
                         with job.lock:
                             job.extra = _search_extra(res, spec.dataset)
@@ -320,8 +328,12 @@ class JobManager:
             with job.lock:
                 job.best = res.best if spec.kind == "search" else job.best
             status = RunStatus.INTERRUPTED if (res.status == RunStatus.CANCELLED and self._closing) else res.status
+            forecast = None
+            if spec.kind == "search":
+                rmse = forecast_test_rmse(res, spec.dataset) if res.combination.combined else None
+                forecast = (res.combination, rmse)
             self._finish(job, status, res.best, res.elapsed, res.n_evaluations,
-                         calibration=res.calibration if spec.kind == "search" else None)
+                         calibration=res.calibration if spec.kind == "search" else None, forecast=forecast)
         except Exception as exc:  # a job must never take the server down
             p = job.progress
             elapsed = p.elapsed if p else None

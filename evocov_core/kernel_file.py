@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .calibration import Calibration
+from .combination import Combination
 from .data import Normalisation
 from .gp import FitStatus
 from .grammar import DEFAULT_N_HYPER, TreeError, check_tree, symbol
@@ -205,6 +206,10 @@ class KernelFile:
     calibration : Calibration
         The factor on the forecast's spread and what it was learned from
         (:mod:`evocov_core.calibration`; none in files without it).
+    combination : Combination
+        Whether the search's forecast was the kernel's own or its average with classical
+        forecasts (:mod:`evocov_core.combination`; the kernel's own in files without it). A
+        prediction from the file is the kernel's: the classical forecasts are not in it.
     """
 
     kernel: Kernel
@@ -218,6 +223,7 @@ class KernelFile:
     approximation: DataSubset | None = None
     run: dict | None = None
     calibration: Calibration = field(default_factory=Calibration)
+    combination: Combination = field(default_factory=Combination)
 
     @property
     def q(self) -> int:
@@ -407,7 +413,14 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
             calib = Calibration.from_dict(doc["calibration"])
         except ValueError as exc:
             raise KernelFileError(str(exc)) from None
-    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores, commit, dirty, approx, run, calib)
+    combination = Combination()
+    if doc.get("combination") is not None:
+        try:
+            combination = Combination.from_dict(doc["combination"])
+        except ValueError as exc:
+            raise KernelFileError(str(exc)) from None
+    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores, commit, dirty, approx, run, calib,
+                      combination)
 
 
 def _git_fields(g: object) -> tuple[str | None, bool | None]:
@@ -437,7 +450,7 @@ def _finite_or_none(v: float | None) -> float | None:
 def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dataset: str | None = None,
                      n_test: int | None = None, test_fraction: float | None = None,
                      extra_scores: dict | None = None, n_train: int | None = None, run: dict | None = None,
-                     calibration: Calibration | None = None) -> dict:
+                     calibration: Calibration | None = None, combination: Combination | None = None) -> dict:
     """The JSON document for a fitted kernel.
 
     ``n_train``: the data set's training points. The file then records which of them the fit
@@ -445,6 +458,8 @@ def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dat
     :func:`~evocov_core.subset.plan_subset`), so that a prediction conditions on the same points.
     ``run``: what the search did (:func:`evocov_core.search.replay.run_record`).
     ``calibration``: the factor on the forecast's spread (:mod:`evocov_core.calibration`).
+    ``combination``: whether the search's forecast averaged the kernel's with classical ones
+    (:mod:`evocov_core.combination`).
     """
     from . import __version__
 
@@ -492,6 +507,7 @@ def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dat
         "git": git_state(),
         "approximation": approximation.to_dict() if approximation is not None else None,
         **({"calibration": calibration.to_dict()} if calibration is not None else {}),
+        **({"combination": combination.to_dict()} if combination is not None else {}),
         **({"run": run} if run is not None else {}),
     }
 

@@ -166,7 +166,7 @@ def test_a_rerun_runs_only_what_is_missing(tmp_path: Path, monkeypatch: pytest.M
 
     calls: list[tuple[int, float]] = []
 
-    def fake_search(data, config, *, seed: int, workers: int):
+    def fake_search(data, config, *, seed: int, workers: int, dataset=None):
         calls.append((seed, config.time_budget))
         fit = fit_kernel(squared_exponential(), data, config.optim, np.random.default_rng(seed))
         return SimpleNamespace(best=fit, best_bic=fit, ensemble=((fit, 1.0),), n_evaluations=1, n_screen_fits=0,
@@ -399,12 +399,13 @@ def test_a_corpus_folder_is_judged_against_autoets_and_its_classical_table_is_re
 
 
 def test_a_folder_from_before_the_new_columns_reports_and_resumes(tmp_path: Path) -> None:
-    """Committed folders' trials have no coverage or CRPS: the report shows "-"; resuming adds the columns."""
+    """Committed folders' trials have no coverage, CRPS or forecast: the report shows "-"; resuming adds the
+    columns."""
     import csv
 
     out = tmp_path / "out"
     out.mkdir()
-    old = [c for c in acc.TRIAL_COLUMNS if c not in ("coverage_95", "crps")]
+    old = [c for c in acc.TRIAL_COLUMNS if c not in ("coverage_95", "crps", "forecast_test_rmse", "forecast")]
     assert old == acc.TRIAL_COLUMNS[:len(old)]
     with open(out / "trials.csv", "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=old, extrasaction="ignore")
@@ -421,7 +422,8 @@ def test_a_folder_from_before_the_new_columns_reports_and_resumes(tmp_path: Path
     assert acc.upgrade_trials_file(out) and not acc.upgrade_trials_file(out)
     after = (out / "trials.csv").read_text(encoding="utf-8")
     assert after.splitlines()[0] == ",".join(acc.TRIAL_COLUMNS)
-    assert [line.removesuffix(",,") for line in after.splitlines()[1:]] == before.splitlines()[1:]
+    assert [line.removesuffix(",,,,") for line in after.splitlines()[1:]] == before.splitlines()[1:]
+    assert not any("forecast_" in line for line in res.summary)  # no trial recorded a forecast
     acc.trials_file(out).append({**_row("04-d", 0, rmse=4.0), "coverage_95": 0.9, "crps": 1.5})
     t = acc.read_trials(out)
     assert len(t) == len(_trials()) + 1 and t["coverage_95"].iloc[-1] == 0.9
@@ -601,7 +603,7 @@ def test_variants_are_renamed_when_a_preset_changes(tmp_path: Path, monkeypatch:
     from evocov_core.library import squared_exponential
     from evocov_core.optimize import fit_kernel
 
-    def fake_search(data, config, *, seed: int, workers: int):
+    def fake_search(data, config, *, seed: int, workers: int, dataset=None):
         fit = fit_kernel(squared_exponential(), data, config.optim, np.random.default_rng(seed))
         return SimpleNamespace(best=fit, best_bic=fit, ensemble=((fit, 1.0),), n_evaluations=1, n_screen_fits=0,
                                history=(None,), elapsed=0.01)
@@ -644,3 +646,24 @@ def test_variants_are_renamed_when_a_preset_changes(tmp_path: Path, monkeypatch:
     res = acc.accuracy(data_dir, out, seeds=1, variants=["full", "with-select"], argv=["z"], **quiet)
     assert json.loads((out / "run.json").read_text(encoding="utf-8"))["runs"][-1]["trials_run"] == 0
     assert "Variants renamed on" in res.path.read_text(encoding="utf-8")
+
+
+def test_forecast_line_reports_the_returned_forecast_and_pairs_it_with_the_kernel() -> None:
+    """Trials that record the forecast the search returned (kernel or average): its single-run figures and its
+    RMSE paired against the kernel's own, trial by trial."""
+    rows = [
+        {**_row("01-a", 0, rmse=10.0), "forecast_test_rmse": 5.0, "forecast": "kernel + AutoTheta"},  # ratio 0.5
+        {**_row("02-b", 0, rmse=1.0), "forecast_test_rmse": 1.0, "forecast": "kernel"},  # ratio 1
+        {**_row("04-d", 0, rmse=4.0), "forecast_test_rmse": 8.0, "forecast": "kernel + AutoETS + AutoTheta"},  # 2
+        _row("03-c", 0, rmse=2.0),  # an older trial: no forecast recorded, left out
+    ]
+    line = acc.forecast_line(pd.DataFrame(rows), _refs(), "full", prefix="corpus_")
+    got = dict(item.split("=") for item in line.split())
+    # Against the references 10, 1, 4: 0.5, 1, 2 -> geometric mean 1, worst 2.
+    assert float(got["corpus_forecast_single_run_geomean"]) == pytest.approx(1.0)
+    assert float(got["corpus_forecast_worst_single"]) == pytest.approx(2.0)
+    # Paired against the kernel: 0.5, 1, 2 -> 1, SE of the log = std(ln 0.5, 0, ln 2) / sqrt 3.
+    assert float(got["corpus_forecast_paired"]) == pytest.approx(1.0)
+    assert float(got["corpus_forecast_paired_se_log"]) == pytest.approx(np.log(2) / np.sqrt(3), rel=1e-3)
+    assert got["corpus_forecast_combined"] == "2/3"
+    assert acc.forecast_line(pd.DataFrame([_row("01-a", 0, rmse=1.0)]), _refs(), "full") is None

@@ -311,7 +311,7 @@ def test_choose_model_without_head_stage_keeps_lowest_bic(small: FitData) -> Non
     fits = sorted((fit_kernel(compose(s), small, cfg, np.random.default_rng(0)) for s in ("SE", "PER", "LIN")),
                   key=lambda f: f.bic)
     with SerialExecutor(small, cfg) as ex:
-        chosen, rows, ensemble, _ = choose_model(small, fits, ex, seed=0)
+        chosen, rows, ensemble, _, _ = choose_model(small, fits, ex, seed=0)
     assert chosen is fits[0] and rows == () and ensemble == ()
 
 
@@ -332,7 +332,7 @@ def test_choose_model_skips_an_indefinite_candidate(small: FitData, monkeypatch:
     scores = iter([100.0, 1.0, 3.0, 2.0])
     monkeypatch.setattr(select, "tail_score", lambda data, head, marginal=False: next(scores))
     with SerialExecutor(small, cfg.optim, search_stages(small, cfg)) as ex:
-        chosen, rows, ensemble, _ = choose_model(small, [bad, *fits], ex, seed=0)
+        chosen, rows, ensemble, _, _ = choose_model(small, [bad, *fits], ex, seed=0)
     assert [r["valid"] for r in rows] == [False, True, True, True]
     assert rows[0]["indefinite"] > INDEFINITE and rows[0]["weight"] == 0.0 and rows[0]["tail_score"] == 100.0
     assert chosen is fits[1] and rows[2]["chosen"]
@@ -342,7 +342,7 @@ def test_choose_model_skips_an_indefinite_candidate(small: FitData, monkeypatch:
     scores = iter([100.0, 1.0])
     worse = replace(bad, theta=(0.5,))
     with SerialExecutor(small, cfg.optim, search_stages(small, cfg)) as ex:
-        chosen, rows, _, _ = choose_model(small, [bad, worse], ex, seed=0)
+        chosen, rows, _, _, _ = choose_model(small, [bad, worse], ex, seed=0)
     assert chosen is bad and [r["valid"] for r in rows] == [False, False] and rows[0]["chosen"]
 
 
@@ -552,7 +552,7 @@ def test_long_choice_rules_refit_nothing_and_calibrate_on_the_origins(rule: str)
             raise AssertionError(f"no refit expected, got {len(tasks)} tasks")
 
     with NoRefits(data, cfg.optim, search_stages(data, cfg)) as ex:
-        chosen, rows, ensemble, calib = choose_model(data, fits, ex, seed=0, rule=rule, calibration="tail")
+        chosen, rows, ensemble, calib, _ = choose_model(data, fits, ex, seed=0, rule=rule, calibration="tail")
     scores = [origin_scores(data, f) for f in fits]
     if rule == "origins":
         assert [r["origins_crps"] for r in rows] == [sc.mean_crps for sc in scores]

@@ -83,7 +83,7 @@ class BlockingSearch:
     def wait_entered(self, seed: int) -> None:
         assert self._event(self.entered, seed).wait(TIMEOUT), f"search {seed} never started"
 
-    def __call__(self, data, config, *, seed, executor, progress=None, should_stop=None) -> SearchResult:
+    def __call__(self, data, config, *, seed, executor, progress=None, should_stop=None, dataset=None) -> SearchResult:
         with self.lock:
             self.calls.append(seed)
             self.in_progress += 1

@@ -100,6 +100,7 @@ __all__ = [
     "accuracy",
     "accuracy_report",
     "done_keys",
+    "forecast_line",
     "headline_table",
     "kernel_path",
     "parse_variants",
@@ -198,7 +199,7 @@ TRIAL_COLUMNS = [
     "series", "variant", "seed", "budget", "status", "n_train", "n_test", "budget_s", "wall_s", "wall_ratio",
     "elapsed_s", "test_rmse", "bma_test_rmse", "bic_test_rmse", "q", "bic", "ensemble_size", "n_evaluations",
     "n_screen_fits", "generations", "expression", "infix", "kernel_file", "host", "finished", "reason",
-    "coverage_95", "crps",
+    "coverage_95", "crps", "forecast_test_rmse", "forecast",
 ]
 TRIAL_KEY = ["series", "variant", "seed"]
 
@@ -433,7 +434,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
         data = FitData.from_dataset(ds, split_fraction=spec.config.metric_split,
                                     max_points=spec.config.fit_points)
         t0 = time.perf_counter()
-        result = search(data, spec.config, seed=spec.seed, workers=spec.workers)
+        result = search(data, spec.config, seed=spec.seed, workers=spec.workers, dataset=ds)
         wall = time.perf_counter() - t0
         row.update(wall_s=round(wall, 3), wall_ratio=round(wall / spec.budget_s, 4),
                    elapsed_s=round(float(result.elapsed), 3), n_evaluations=result.n_evaluations,
@@ -455,12 +456,19 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
                        expression=best.kernel.prefix,
                        infix=best.kernel.infix, kernel_file=kernel_path(spec.series, spec.variant, spec.seed),
                        **_predictive_scores(best, ds, getattr(result, "calibration", None)))
+            combination = getattr(result, "combination", None)
+            if combination is not None:
+                from ..search.combine import forecast_test_rmse
+
+                row.update(forecast_test_rmse=forecast_test_rmse(result, ds), forecast=combination.label)
             doc = kernel_file_dict(best, ds.norm, dataset=spec.series, n_test=ds.n_test, n_train=ds.n_train,
                                    test_fraction=ds.test_fraction, calibration=getattr(result, "calibration", None),
+                                   combination=combination,
                                    extra_scores={"variant": spec.variant, "seed": spec.seed, "budget": spec.budget,
                                                  "budget_seconds": spec.budget_s, "seconds": round(wall, 3),
                                                  "evaluations": result.n_evaluations,
-                                                 "bma_test_rmse": _finite(bma)})
+                                                 "bma_test_rmse": _finite(bma),
+                                                 "forecast_test_rmse": _finite(row.get("forecast_test_rmse"))})
     except Exception as exc:  # one failed trial must not stop the benchmark
         if t0 is not None and "wall_s" not in row:
             wall = time.perf_counter() - t0
@@ -596,7 +604,7 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
     out.mkdir(parents=True, exist_ok=True)
     _check_settings(read_runs(out / "run.json"), settings, out)
     if upgrade_trials_file(out):
-        say(f"{out}/trials.csv: added the columns {', '.join(TRIAL_COLUMNS[-2:])} (empty in its older rows)")
+        say(f"{out}/trials.csv: upgraded to today's columns (empty in its older rows)")
     (out / "kernels").mkdir(exist_ok=True)
 
     todo = pending_trials(names, names_v, seeds, done_keys(out))
@@ -678,7 +686,7 @@ def _finished(trials: pd.DataFrame, variant: str, columns: Iterable[str]) -> pd.
         return t
     t = t[(t["variant"] == variant) & t["status"].isin(COUNTED)].copy()
     failed = t["status"] != TrialStatus.OK
-    for col in ("test_rmse", "bic_test_rmse"):
+    for col in ("test_rmse", "bic_test_rmse", "forecast_test_rmse"):
         if col in t:
             t.loc[failed | t[col].isna(), col] = math.inf
     return t
@@ -831,6 +839,37 @@ def trial_summary(trials: pd.DataFrame, refs: pd.DataFrame, variant: str,
             if len(both):
                 vs[key] = geomean((both["ours"] / both["base"]).to_numpy(dtype=float))
     return TrialSummary(*single, median5, pooled, len(cov), vs)
+
+
+def forecast_line(trials: pd.DataFrame, refs: pd.DataFrame, variant: str, prefix: str = "") -> str | None:
+    """``variant=NAME forecast_single_run_geomean=… forecast_single_run_p90=… forecast_worst_single=…
+    forecast_median5_geomean=… forecast_paired=… forecast_paired_se_log=… forecast_combined=K/N``: the
+    single-run figures of the forecast the search returned (the kernel's, or its average with classical
+    forecasts: :mod:`evocov_core.combination`), its test RMSE paired trial by trial against the
+    kernel's own (geometric mean, standard error of the mean log) and the trials whose forecast was an
+    average; None when no trial of ``variant`` recorded a forecast (older folders)."""
+    if "forecast_test_rmse" not in trials or not len(trials):
+        return None
+    has = trials[(trials["variant"] == variant) & pd.to_numeric(trials["forecast_test_rmse"], errors="coerce").notna()]
+    if has.empty:
+        return None
+    t = _finished(trials, variant, ["test_rmse", "forecast_test_rmse"])
+    t = t[t.index.isin(has.index) | (t["status"] != TrialStatus.OK)]
+    ref = refs["best_published"].reindex(t["series"]).to_numpy(dtype=float)
+    ok = np.isfinite(ref) & (ref > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = pd.Series(t["forecast_test_rmse"].to_numpy(dtype=float)[ok] / ref[ok], index=t["series"].to_numpy()[ok])
+        lr = np.log(t["forecast_test_rmse"].to_numpy(dtype=float) / t["test_rmse"].to_numpy(dtype=float))
+    lr = lr[np.isfinite(lr)]
+    se = float(np.std(lr, ddof=1) / math.sqrt(lr.size)) if lr.size > 1 else math.nan
+    combined = int(has["forecast"].astype(str).str.contains("+", regex=False).sum())
+    items = [("single_run_geomean", geomean(r.to_numpy()) if len(r) else math.nan),
+             ("single_run_p90", _quantile(r.to_numpy(), 0.9) if len(r) else math.nan),
+             ("worst_single", float(r.max()) if len(r) else math.nan),
+             ("median5_geomean", geomean(r.groupby(level=0).median().to_numpy()) if len(r) else math.nan),
+             ("paired", math.exp(float(lr.mean())) if lr.size else math.nan), ("paired_se_log", se)]
+    return (f"variant={variant} " + " ".join(f"{prefix}forecast_{k}={fmt(v, 4, missing='nan')}" for k, v in items)
+            + f" {prefix}forecast_combined={combined}/{len(has)}")
 
 
 def summary_line(variant: str, summary: Summary, trials: TrialSummary | None = None, prefix: str = "") -> str:
@@ -1234,6 +1273,7 @@ def accuracy_report(out: Path, *, data_dir: Path | None = None, classical: bool 
     per_variant = {v: series_table(trials, refs, v) for v in variants}
     summary = [summary_line(v, summarize(per_variant[v]), trial_summary(trials, refs, v, base), prefix)
                for v in variants]
+    summary += [line for v in variants if (line := forecast_line(trials, refs, v, prefix))]
     last = runs[-1] if runs else {}
     where = (f"one of the {len(names)} series of `{data_dir}` (a development corpus: no published results) at "
              "its split" if corpus else "one of the 13 TSDL series at the published split")

@@ -11,9 +11,11 @@ import dataclasses
 import math
 import time
 
+from ..combination import Combination
 from ..data import Dataset
 from ..metrics import FitData
 from ..parallel import Executor
+from .combine import ClassicalBeside
 from .common import (
     CHOICE_EXTRA_EVALS,
     EvalRecord,
@@ -72,7 +74,7 @@ def search_data(ds: Dataset, config: SearchConfig) -> FitData:
 def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: Executor | None = None,
                workers: int | None = None, scheduler: str | None = None,
                progress: ProgressCallback | None = None, should_stop: StopCheck | None = None,
-               replay: RunLog | None = None) -> SearchResult:
+               replay: RunLog | None = None, dataset: Dataset | None = None) -> SearchResult:
     """Run ``config.algorithm`` on ``data`` and choose the kernel to return.
 
     Without ``executor``, one is made for the run with the stages ``config`` needs
@@ -86,12 +88,41 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
     A timed run's ``run_log`` (:class:`~evocov_core.search.replay.RunLog`) records where its
     clock stopped it; ``replay`` (such a log, with the run's settings and seed) reruns it
     without a clock and returns the same kernel and BIC on any machine.
+
+    With ``config.combine`` and the ``dataset`` that ``data`` was made from, the result's
+    ``combination`` says whether the forecast is the kernel's own or its average with classical
+    forecasts (:mod:`evocov_core.combination`); those are fitted beside the search
+    (:mod:`evocov_core.search.combine`), within the budget. Without ``dataset`` no combination is
+    made.
     """
     t0 = time.perf_counter()
-    if executor is not None:
-        return _run(data, config, executor, seed, progress, should_stop, t0, replay)
-    with search_executor(data, config, workers=workers, scheduler=scheduler) as ex:
-        return _run(data, config, ex, seed, progress, should_stop, t0, replay)
+    beside = None
+    if dataset is not None and config.combine and config.calibration == "origins":
+        beside = ClassicalBeside(dataset, data, config.combine)
+    try:
+        if executor is not None:
+            result = _run(data, config, executor, seed, progress, should_stop, t0, replay)
+        else:
+            with search_executor(data, config, workers=workers, scheduler=scheduler) as ex:
+                result = _run(data, config, ex, seed, progress, should_stop, t0, replay)
+    except BaseException:
+        if beside is not None:
+            beside.cancel()
+        raise
+    if dataset is not None and config.combine and beside is None:
+        why = "combining needs interval calibration from the origins, whose refits it reuses"
+        return dataclasses.replace(result, combination=Combination(reason=why))
+    if beside is None:
+        return result
+    if result.status == RunStatus.CANCELLED or result.best is None:
+        beside.cancel()
+        return result
+    until = None
+    if config.time_budget > 0 and replay is None:
+        until = time.time() + (t0 + config.time_budget - time.perf_counter())
+    combination, classical = beside.choose(result.origins, until=until)
+    return dataclasses.replace(result, combination=combination, classical=classical,
+                               elapsed=time.perf_counter() - t0)
 
 
 def _run(data: FitData, config: SearchConfig, executor: Executor, seed: int, progress: ProgressCallback | None,
@@ -121,15 +152,16 @@ def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, 
     if config.select_top <= 1 or len(result.candidates) <= 1:
         if result.best is None or not result.best.ok:
             return result
-        calib = calibrate_returned(data, result.best, None, config.calibration, refit, seed, end, origins_cost)
-        return dataclasses.replace(result, calibration=calib, elapsed=time.perf_counter() - t0)
+        calib, scored = calibrate_returned(data, result.best, None, config.calibration, refit, seed, end,
+                                           origins_cost)
+        return dataclasses.replace(result, calibration=calib, origins=scored, elapsed=time.perf_counter() - t0)
     if end is not None:
         # The refits stop early enough for the checks that follow them (long series: seconds).
         checks = len(result.candidates) * CHOICE_EXTRA_EVALS * result.eval_seconds
         deadline = end - (checks if math.isfinite(checks) else 0.0)
     rule = config.long_choice if data.on_subset else config.choice
-    chosen, rows, ensemble, calib = choose_model(
+    chosen, rows, ensemble, calib, scored = choose_model(
         data, result.candidates, executor, seed=seed, deadline=deadline, should_stop=should_stop, rule=rule,
         calibration=config.calibration, refit=refit, end=end, origins_cost=origins_cost)
     return dataclasses.replace(result, best=chosen or result.best, selection=rows, ensemble=ensemble,
-                               calibration=calib, elapsed=time.perf_counter() - t0)
+                               calibration=calib, origins=scored, elapsed=time.perf_counter() - t0)

@@ -34,6 +34,8 @@ from enum import StrEnum
 
 import numpy as np
 
+from ..classical import ClassicalForecasts
+from ..combination import Combination
 from ..kernel import Kernel
 from ..kernel_file import parse_expression
 from ..metrics import FitData
@@ -43,7 +45,7 @@ from ..scoring import PENALTY
 from ..subset import DEFAULT_MAX_POINTS, plan_subset
 from .replay import RunLog
 from .spectral_seeds import SPECTRAL_SEED
-from .validate import DEFAULT_ORIGINS, Calibration
+from .validate import DEFAULT_ORIGINS, Calibration, OriginScores
 
 __all__ = [
     "EVAL_COLUMNS",
@@ -324,6 +326,14 @@ class SearchResult:
     calibration : Calibration
         How much wider than the GP says the returned kernel's forecast intervals are
         (:func:`~evocov_core.search.validate.calibrate`).
+    origins : OriginScores or None
+        The returned kernel's out-of-sample forecasts from the four origins (its refits there) that
+        calibrated it; None when none were made.
+    combination : Combination
+        Whether the forecast is the kernel's own or its average with classical forecasts, and why
+        (:mod:`evocov_core.combination`; ``config.combine``).
+    classical : ClassicalForecasts or None
+        The classical forecasts of the test part the combination may average (None when none were made).
     """
 
     algorithm: str
@@ -345,6 +355,9 @@ class SearchResult:
     eval_seconds: float = math.nan
     run_log: RunLog = field(default_factory=RunLog)
     calibration: Calibration = field(default_factory=Calibration)
+    origins: OriginScores | None = None
+    combination: Combination = field(default_factory=Combination)
+    classical: ClassicalForecasts | None = None
 
 
 def fit_key(kernel: Kernel, start: Start | None, origin: str) -> str:

@@ -50,7 +50,7 @@ from .validate import (
     CALIBRATIONS,
     Calibration,
     OriginScores,
-    calibrate,
+    calibrate_scored,
     calibration_from_errors,
     log_density,
     origin_scores,
@@ -190,7 +190,8 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
                  deadline: float | None = None, should_stop: StopCheck | None = None, rule: str = "tail",
                  calibration: str = "none", refit: OptimConfig | None = None, end: float | None = None,
                  origins_cost: float = 0.0
-                 ) -> tuple[FitResult | None, tuple[dict, ...], tuple[tuple[FitResult, float], ...], Calibration]:
+                 ) -> tuple[FitResult | None, tuple[dict, ...], tuple[tuple[FitResult, float], ...], Calibration,
+                            OriginScores | None]:
     """Choose among ``candidates`` (lowest BIC first) by their tail score, or by their forecasts
     from several origins; calibrate the chosen kernel's predictive spread.
 
@@ -244,6 +245,10 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         The model average: kernels with their weights (tail scores; BIC without any).
     calibration : Calibration
         Of the chosen kernel's spread (``rule`` says which was made; ``none`` when no candidate).
+    origins : OriginScores or None
+        The chosen kernel's forecasts from the origins that calibrated it, when they were out of
+        sample (its refits there); None otherwise. What a forecast combination is chosen on
+        (:mod:`evocov_core.combine`).
     """
     if rule not in CHOICE_RULES:
         raise ValueError(f"rule must be one of {', '.join(CHOICE_RULES)}, got {rule!r}")
@@ -251,7 +256,7 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
     cands = [f for f in candidates if f is not None and f.ok]
     if not cands:
-        return None, (), (), Calibration()
+        return None, (), (), Calibration(), None
     windows = origin_windows(data) if rule == "refit_origins" else ()
     if rule == "refit_origins" and (data.on_subset or not windows):
         rule = "tail"
@@ -260,8 +265,8 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         raise ValueError("choice='refit_origins' needs an executor with the origin stages: make it with "
                          "search_executor(data, config) or pass search_stages(data, config)")
     if len(cands) == 1 or data.split is None or (rule == "tail" and "head" not in stages):
-        calib = calibrate_returned(data, cands[0], None, calibration, refit, seed, end, origins_cost)
-        return cands[0], (), (), calib
+        calib, scored = calibrate_returned(data, cands[0], None, calibration, refit, seed, end, origins_cost)
+        return cands[0], (), (), calib, scored
     heads: list[FitResult | None] = [None] * len(cands)
     origins: list[OriginScores | None] = [None] * len(cands)
     if rule == "tail":
@@ -320,22 +325,25 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     } for i, f in enumerate(cands))
     ensemble = tuple((f, float(w)) for f, w in zip(cands, weights, strict=True) if w >= MIN_WEIGHT)
     total = sum(w for _, w in ensemble)
+    scored: OriginScores | None = None
     if rule == "refit_origins" and calibration == "origins":
-        calib = calibration_from_errors(origins[best].z, "origins")
+        calib, scored = calibration_from_errors(origins[best].z, "origins"), origins[best]
     elif rule in ("origins", "origins_density", "bic") and data.on_subset and calibration != "none":
         # A refit costs seconds here: the origins' forecasts with the fitted values.
         z = (origins[best] or origin_scores(data, cands[best])).z
         calib = calibration_from_errors(z, "origins_fitted")
     else:
-        calib = calibrate_returned(data, cands[best], heads[best], calibration, refit, seed, end, origins_cost)
-    return cands[best], rows, tuple((f, w / total) for f, w in ensemble), calib
+        calib, scored = calibrate_returned(data, cands[best], heads[best], calibration, refit, seed, end,
+                                           origins_cost)
+    return cands[best], rows, tuple((f, w / total) for f, w in ensemble), calib, scored
 
 
 def calibrate_returned(data: FitData, fit: FitResult, head_fit: FitResult | None, calibration: str,
-                       refit: OptimConfig | None, seed: int, end: float | None, origins_cost: float) -> Calibration:
-    """:func:`~evocov_core.search.validate.calibrate` for the kernel a search returns: ``origins``
+                       refit: OptimConfig | None, seed: int, end: float | None, origins_cost: float
+                       ) -> tuple[Calibration, OriginScores | None]:
+    """:func:`~evocov_core.search.validate.calibrate_scored` for the kernel a search returns: ``origins``
     falls back to ``tail`` (``head_fit``, the model choice's refit, when there is one) when its
     refits, estimated at ``origins_cost`` seconds, would end after ``end`` (wall-clock time)."""
     if calibration == "origins" and (refit is None or (end is not None and time.time() + origins_cost > end)):
         calibration = "tail"
-    return calibrate(data, fit, calibration, head_fit=head_fit, refit=refit, seed=(seed, 7927), deadline=end)
+    return calibrate_scored(data, fit, calibration, head_fit=head_fit, refit=refit, seed=(seed, 7927), deadline=end)

@@ -35,9 +35,9 @@ from ..gp import NumericalFailure, posterior
 from ..metrics import FitData
 from ..optimize import FitResult, OptimConfig, fit_kernel
 
-__all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "calibrate", "calibration_from_errors",
-           "log_density", "origin_scores", "origin_windows", "rms_scale", "spread_scale", "stacking_weights",
-           "tail_forecast"]
+__all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "calibrate",
+           "calibrate_scored", "calibration_from_errors", "log_density", "origin_scores", "origin_windows",
+           "rms_scale", "spread_scale", "stacking_weights", "tail_forecast"]
 
 #: Origins as shares of the training x-range (each forecasts the next ``horizon`` of it).
 DEFAULT_ORIGINS = (0.6, 0.7, 0.8, 0.9)
@@ -65,6 +65,9 @@ class OriginScores:
     log_p : ndarray of shape (sum of n_targets,)
         The marginal log predictive density of every target, in the same order (−inf where an
         origin failed): what predictive weights are fitted on (:func:`stacking_weights`).
+    mean : ndarray of shape (sum of n_targets,)
+        The predictive mean at every target, in the same order (model units; NaN where an origin
+        failed): what a forecast combination is chosen on (:mod:`evocov_core.combine`).
     """
 
     origins: tuple[float, ...]
@@ -73,6 +76,7 @@ class OriginScores:
     n_targets: tuple[int, ...]
     z: NDArray[np.float64] = field(default_factory=lambda: np.empty(0), compare=False)
     log_p: NDArray[np.float64] = field(default_factory=lambda: np.empty(0), compare=False)
+    mean: NDArray[np.float64] = field(default_factory=lambda: np.empty(0), compare=False)
 
     @property
     def mean_crps(self) -> float:
@@ -144,7 +148,7 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
     windows = origin_windows(data, origins, horizon)
     if refits is not None and len(refits) != len(windows):
         raise ValueError(f"{len(refits)} refits for {len(windows)} origins")
-    kept, crps, logd, counts, zs, lps = [], [], [], [], [], []
+    kept, crps, logd, counts, zs, lps, mus = [], [], [], [], [], [], []
     for j, (o, head, target) in enumerate(windows):
         f = None
         if refits is not None:
@@ -169,15 +173,18 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
                 z = (yt - post.mean) / sd
                 lp = _log_pdf(yt, post.mean, sd)
                 ld = float(np.sum(lp))
+                mu = np.asarray(post.mean, dtype=np.float64)
         except _NUMERIC:
             c, ld, z = math.inf, -math.inf, np.full(int(target.sum()), np.nan)
-            lp = np.full(z.size, -np.inf)
+            lp, mu = np.full(z.size, -np.inf), np.full(z.size, np.nan)
+        mus.append(np.where(np.isfinite(mu), mu, np.nan))
         zs.append(np.where(np.isfinite(z), z, np.nan))
         lps.append(np.where(np.isfinite(lp), lp, -np.inf))
         crps.append(c if math.isfinite(c) else math.inf)
         logd.append(ld if math.isfinite(ld) else -math.inf)
     return OriginScores(tuple(kept), tuple(crps), tuple(logd), tuple(counts),
-                        np.concatenate(zs) if zs else np.empty(0), np.concatenate(lps) if lps else np.empty(0))
+                        np.concatenate(zs) if zs else np.empty(0), np.concatenate(lps) if lps else np.empty(0),
+                        np.concatenate(mus) if mus else np.empty(0))
 
 
 def spread_scale(z: NDArray[np.float64], level: float = 0.95, *, min_points: int = 10) -> float:
@@ -203,6 +210,13 @@ def spread_scale(z: NDArray[np.float64], level: float = 0.95, *, min_points: int
 def calibrate(data: FitData, fit: FitResult, rule: str, *, head_fit: FitResult | None = None,
               refit: OptimConfig | None = None, seed: Sequence[int] = (0,),
               deadline: float | None = None) -> Calibration:
+    """:func:`calibrate_scored`'s calibration alone."""
+    return calibrate_scored(data, fit, rule, head_fit=head_fit, refit=refit, seed=seed, deadline=deadline)[0]
+
+
+def calibrate_scored(data: FitData, fit: FitResult, rule: str, *, head_fit: FitResult | None = None,
+                     refit: OptimConfig | None = None, seed: Sequence[int] = (0,),
+                     deadline: float | None = None) -> tuple[Calibration, OriginScores | None]:
     """Learn the factor on ``fit``'s predictive spread from its out-of-sample forecast errors.
 
     ``tail``: the kernel refitted on the head of the training range (``head_fit``, the model
@@ -228,20 +242,22 @@ def calibrate(data: FitData, fit: FitResult, rule: str, *, head_fit: FitResult |
 
     Returns
     -------
-    Calibration
+    calibration : Calibration
         Never raises for numerical reasons (a forecast that fails adds no errors).
+    scores : OriginScores or None
+        With ``origins``, the forecasts from the origins the factor was learned from (out of sample
+        when ``refit`` is given): what a forecast combination is chosen on.
     """
     if rule not in CALIBRATIONS:
         raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {rule!r}")
     if rule == "none" or not fit.ok:
-        return Calibration()
+        return Calibration(), None
     if rule == "tail":
         if head_fit is None or not head_fit.ok or data.split is None:
-            return Calibration()
-        z = _tail_errors(data, head_fit)
-    else:
-        z = origin_scores(data, fit, refit=refit, seed=seed, deadline=deadline).z
-    return calibration_from_errors(z, rule)
+            return Calibration(), None
+        return calibration_from_errors(_tail_errors(data, head_fit), rule), None
+    scores = origin_scores(data, fit, refit=refit, seed=seed, deadline=deadline)
+    return calibration_from_errors(scores.z, rule), scores
 
 
 def calibration_from_errors(z: NDArray[np.float64], rule: str) -> Calibration:

@@ -1,0 +1,186 @@
+"""The classical forecasts a forecast combination is chosen with, made beside the search.
+
+:mod:`evocov_core.combination` says what is chosen and why. Here the forecasts are made:
+
+* The classical models (``config.combine``) are fitted, in one child process
+  (:func:`~evocov_core.classical.classical_forecasts_many`), on the whole training part and on the
+  points before each origin of :func:`~evocov_core.search.validate.origin_windows`. They start
+  with the search, in a thread that only waits on the child, so that their seconds overlap the
+  search's instead of following it; on short series they take a few seconds of one core.
+* The kernel's forecasts from the same origins are the interval calibration's out-of-sample
+  refits (:attr:`~evocov_core.search.common.SearchResult.origins`): no further fit.
+* After the search, :meth:`ClassicalBeside.choose` waits for the classical forecasts until the
+  time budget ends, stops the child if they are not ready, and chooses
+  (:func:`~evocov_core.combination.choose_members`).
+
+Long series (fitted on a subset) keep the kernel's forecast: there the long-series development
+set did not confirm the gain (``docs/long-series.md``). Classical models need one input (time)
+and a training part that precedes the test part; other data keep it too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..classical import ClassicalForecasts, classical_forecasts_many
+from ..combination import Combination, choose_members
+from ..data import Dataset
+from ..metrics import FitData, rmse
+from ..seasons import infer_seasons
+from .common import SearchResult
+from .validate import OriginScores, origin_windows
+
+__all__ = ["ORIGIN_TIME_LIMIT", "ClassicalBeside", "combined_test_mean", "eligibility", "forecast_test_rmse"]
+
+#: Seconds each classical model may take on each data set (the whole training part and each
+#: origin's head). AutoETS and AutoTheta take under 1 s on 1,300 points (``bench/results/``
+#: ``bench_classical.md``); a model that is slower than this is left out of the choice.
+ORIGIN_TIME_LIMIT = 10.0
+
+
+def eligibility(ds: Dataset, data: FitData) -> str:
+    """Why the forecast of a search on ``data`` (made from ``ds``) cannot be combined; empty when it can."""
+    if ds.x.shape[1] != 1:
+        return "classical forecasters take one input (time)"
+    if data.on_subset:
+        return "on long series the kernel's own forecast is kept (the long-series development set did not confirm " \
+               "the gain of combining)"
+    if data.n != ds.n_train or not np.all(ds.train[:ds.n_train]):
+        return "classical forecasters need a training part that precedes the test part"
+    if not origin_windows(data):
+        return "no earlier origin has points on both sides"
+    return ""
+
+
+class ClassicalBeside:
+    """The classical forecasts of the whole training part and of each origin's head, made in a
+    background thread from construction on (module docstring).
+
+    Parameters
+    ----------
+    ds : Dataset
+        The user's data (original units).
+    data : FitData
+        What the search fits (:func:`~evocov_core.search.search_data` of ``ds``).
+    models : sequence of str
+        Classical models (:data:`~evocov_core.classical.MODELS`); empty: nothing is made.
+    time_limit : float
+        Seconds per model and data set.
+    """
+
+    def __init__(self, ds: Dataset, data: FitData, models: Sequence[str], time_limit: float = ORIGIN_TIME_LIMIT):
+        self.models = tuple(models)
+        self.reason = eligibility(ds, data) if self.models else ""
+        self._ds, self._data = ds, data
+        self._stop = threading.Event()
+        self._out: tuple[ClassicalForecasts, ...] | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if not self.models or self.reason:
+            return
+        seasons = infer_seasons(ds)
+        x, y = ds.X_train, ds.y_train
+        cuts = []
+        for _, head, target in origin_windows(data):
+            keep = head | target
+            cuts.append(dataclasses.replace(ds, x=x[keep], y=y[keep], train=head[keep], notes=()))
+        self._targets = [y[target] for _, _, target in origin_windows(data)]
+
+        def work() -> None:
+            try:
+                self._out = classical_forecasts_many([ds, *cuts], season_lengths=seasons.lengths or (1,),
+                                                     time_limit=time_limit, models=self.models,
+                                                     should_stop=self._stop.is_set)
+            except BaseException as exc:  # re-raised in the caller's thread by choose()
+                self._error = exc
+
+        self._thread = threading.Thread(target=work, name="classical-beside", daemon=True)
+        self._thread.start()
+
+    def cancel(self) -> None:
+        """Stop the child (the search was cancelled)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def choose(self, origins: OriginScores | None, *, until: float | None = None
+               ) -> tuple[Combination, ClassicalForecasts | None]:
+        """Wait for the classical forecasts (until wall-clock time ``until``, then stop them) and
+        choose the combination from them and the kernel's forecasts from the origins.
+
+        Parameters
+        ----------
+        origins : OriginScores or None
+            The returned kernel's out-of-sample forecasts from the origins
+            (:attr:`~evocov_core.search.common.SearchResult.origins`).
+        until : float, optional
+            ``time.time()`` after which the forecasts still running are stopped.
+
+        Returns
+        -------
+        combination : Combination
+            The kernel alone with a reason when no choice could be made.
+        classical : ClassicalForecasts or None
+            The classical forecasts of the test part from the whole training part (None when none
+            were made): what the chosen average is made of.
+        """
+        if not self.models:
+            return Combination(), None
+        if self.reason:
+            return Combination(reason=self.reason), None
+        assert self._thread is not None
+        self._thread.join(None if until is None else max(0.0, until - time.time()))
+        if self._thread.is_alive():
+            self._stop.set()  # the child is killed within 0.1 s; its models are "cancelled"
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        full, *cuts = self._out or (None,)
+        if origins is None:
+            return Combination(reason="the kernel's forecasts from earlier origins were not made within the "
+                                      "budget"), full
+        windows = origin_windows(self._data)
+        if len(origins.n_targets) != len(windows) or len(cuts) != len(windows):
+            return Combination(reason="the kernel's forecasts from earlier origins are incomplete"), full
+        data = self._data
+        means = np.split(origins.mean * data.y_std + data.y_mean, np.cumsum(origins.n_targets)[:-1])
+        kernel = [m if m.size and np.all(np.isfinite(m)) else None for m in means]
+        classical = [{f.name: f.mean for f in c.forecasts if f.ok} for c in cuts]
+        combination = choose_members(kernel, classical, self._targets, self.models)
+        failed = [m for m in combination.models if full is None or not (f := full.get(m)) or not f.ok]
+        if failed:  # the chosen average has no forecast of the test part: the kernel's own
+            combination = dataclasses.replace(combination, members=combination.members[:1],
+                                              reason=f"{' and '.join(failed)} could not forecast the test part")
+        return combination, full
+
+
+def combined_test_mean(combination: Combination, kernel_mean: np.ndarray,
+                       classical: ClassicalForecasts | None) -> np.ndarray | None:
+    """The search's forecast of the test part (shape (h,)): ``kernel_mean`` or, when the combination
+    averages, its average with the classical members' forecasts (None when one is missing)."""
+    if not combination.combined:
+        return np.asarray(kernel_mean, dtype=np.float64)
+    if classical is None:
+        return None
+    return combination.mean(kernel_mean, {f.name: f.mean for f in classical.forecasts if f.ok})
+
+
+
+def forecast_test_rmse(result: SearchResult, ds: Dataset) -> float | None:
+    """Test RMSE (original units) of the forecast a search returns: its combination's when that
+    averages (:func:`combined_test_mean`), else the returned kernel's own; None without one."""
+    best = result.best
+    if best is None or not best.ok or ds.n_test == 0:
+        return None
+    if not result.combination.combined:
+        return best.test_rmse
+    from ..model import FittedModel
+
+    kernel_mean = FittedModel.from_fit(best, ds.norm, ds.n_train).predict_dataset(ds).mean
+    mean = combined_test_mean(result.combination, kernel_mean, result.classical)
+    return None if mean is None else rmse(ds.y[~ds.train], mean)
