@@ -21,6 +21,13 @@ rule with the lowest squared error summed over the origins, ``val-best-gp`` the 
 the rules that contain the kernel's forecast, ``val-inverse`` weights the three
 forecasts by the inverse of that error (Bates & Granger 1969).
 
+``val-best-gp`` is now what a budgeted search returns as its forecast
+(:mod:`evocov_core.combination`, the presets' ``combine``), with two differences: the kernel's
+origin forecasts are the interval calibration's refits (seeded by the search), and the classical
+models at every origin get the seasons read from the whole training part. ``bench accuracy``
+records that forecast (``forecast_test_rmse``); this script stays the way to study other rules on
+committed runs.
+
 Usage (from the repository root)::
 
     python -m bench.bench_combine --folder bench/results/corpus/quick-35-cpexp --variant cp-by-expansion \\

@@ -22,6 +22,7 @@ from dashboard.format import fmt, poll_every
 from dashboard.views import model_key
 from evocov_core.baselines import Compared, se_baseline
 from evocov_core.classical import DEFAULT_TIME_LIMIT, ClassicalForecasts, classical_forecasts, running_forecasts
+from evocov_core.combination import Combination
 from evocov_core.compare import forecast_comparison
 from evocov_core.data import Dataset
 from evocov_core.figures import comparison_forecasts_data
@@ -147,10 +148,11 @@ def _gp_rows(ds: Dataset, average: ModelAverage | None, se: Future, gpss: RunRec
 @st.cache_data(show_spinner=False, max_entries=32)
 def _comparison(cache_key: str, _ds: Dataset, _kernel: FittedModel, _average: ModelAverage | None, _se: Future,
                 _gpss: RunRecord | None, _gpss_job: Job | None, _classical: ClassicalForecasts,
-                _seconds: float | None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The comparison table and the classical forecasts to draw (``cache_key`` says what they are made of)."""
+                _seconds: float | None, _combination: Combination) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The comparison table and the classical (and combined) forecasts to draw (``cache_key`` says what
+    they are made of)."""
     comp = forecast_comparison(_ds, _kernel, baselines=_gp_rows(_ds, _average, _se, _gpss, _gpss_job),
-                               classical=_classical, kernel_seconds=_seconds)
+                               classical=_classical, kernel_seconds=_seconds, combination=_combination)
     return comp.table, comparison_forecasts_data(comp, _ds)
 
 
@@ -215,6 +217,7 @@ def comparison_section(run: RunRecord, ds: Dataset, best: FitResult, average: Mo
     given, limit, seasons = _settings(run.id, ds)
     fut = classical_future(ds, given, limit, seasons)
     kernel = FittedModel.from_fit(best, ds.norm, ds.n_train)
+    combination = run.best.combination if run.best is not None else Combination()
     classical_was_done = fut.done()
     waiting = not fut.done() or not se.done() or (gpss_job is not None and not gpss_job.snapshot().done)
 
@@ -222,8 +225,9 @@ def comparison_section(run: RunRecord, ds: Dataset, best: FitResult, average: Mo
         gpss_state = gpss.id if gpss is not None else (gpss_job.snapshot().status if gpss_job is not None else "")
         key = "|".join([run.id, dataset_fingerprint(ds), model_key(kernel, ds),
                         model_key(average, ds) if average is not None else "", _state(se), str(gpss_state),
-                        repr((seasons.lengths, limit, given)), _state(fut)])
-        return _comparison(key, ds, kernel, average, se, gpss, gpss_job, _classical(fut, ds, given), run.elapsed)
+                        repr((seasons.lengths, limit, given)), _state(fut), combination.label])
+        return _comparison(key, ds, kernel, average, se, gpss, gpss_job, _classical(fut, ds, given), run.elapsed,
+                           combination)
 
     @st.fragment(run_every=poll_every(waiting, 1.5))
     def table() -> None:

@@ -216,6 +216,10 @@ def best_tab(run: RunRecord, ds: Dataset, fc: Forecasts) -> None:
                   "average": "model average (mixture mean)", "lowest": "lowest-BIC kernel"}[forecast]
     se, gpss_runs, gpss_job = se_future(ds), runs_on_dataset(ds, algorithm="gpss"), gpss_baseline_job(ds)
     baselines(ds, shown_rmse, shown_what, se, gpss_runs, gpss_job)
+    combined = run.best.combination.describe() if run.best is not None else None
+    if combined:
+        st.caption(f":material/merge: {combined} Its test RMSE is the *forecast* row of the table below "
+                   "(search setting *Average the forecast with*).")
     dashed = comparison_section(run, ds, fc.best, fc.average, se, gpss_runs[0] if gpss_runs else None, gpss_job)
     if run.selection:
         selection_table(run)

@@ -37,6 +37,7 @@ from scipy.special import ndtri
 
 from .baselines import Compared, compare_with_baselines
 from .classical import DEFAULT_TIME_LIMIT, ClassicalForecast, ClassicalForecasts, classical_forecasts
+from .combination import Combination
 from .data import Dataset
 from .gp import NumericalFailure
 from .kernel_file import KernelFile
@@ -66,7 +67,8 @@ class MethodForecast:
     method : str
         ``"this kernel"``, ``"SE"``, ``"GPSS"``, ``"AutoARIMA"``...
     kind : str
-        ``"GP"`` or ``"classical"``.
+        ``"GP"``, ``"classical"`` or ``"combined"`` (the search's forecast when it averages the
+        kernel's with classical ones).
     x : ndarray of shape (h,)
         Test inputs, original units.
     mean : ndarray of shape (h,) or None
@@ -155,10 +157,30 @@ def _num(v: float | None) -> float:
     return float(v) if v is not None and math.isfinite(v) else math.nan
 
 
+def _combined(combination: Combination, kernel: MethodForecast, kernel_status: str,
+              classical: ClassicalForecasts | None) -> tuple[MethodForecast, str, str]:
+    """The search's forecast when it averages the kernel's with classical ones: a point forecast (no
+    interval), with the status of the parts it is made of."""
+    method = f"forecast ({combination.label})"
+    none = MethodForecast(method, "combined", kernel.x, None, None, None, None)
+    if kernel_status != "ok" or kernel.mean is None:
+        return none, "failed", f"{method}: the kernel has no forecast"
+    parts = [classical.get(m) if classical is not None else None for m in combination.models]
+    if classical is None:
+        return none, "skipped", f"{method}: the classical forecasts were not made"
+    if any(f is not None and f.status == "running" for f in parts):
+        return none, "running", ""
+    missing = [m for m, f in zip(combination.models, parts, strict=True) if f is None or not f.ok]
+    if missing:
+        return none, "failed", f"{method}: {' and '.join(missing)} has no forecast"
+    mean = combination.mean(kernel.mean, {f.name: f.mean for f in parts if f is not None})
+    return MethodForecast(method, "combined", kernel.x, mean, None, None, None), "ok", ""
+
+
 def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel | None, *,
                         baselines: Sequence[Compared] = (),
-                        classical: ClassicalForecasts | None = None, kernel_seconds: float | None = None
-                        ) -> Comparison:
+                        classical: ClassicalForecasts | None = None, kernel_seconds: float | None = None,
+                        combination: Combination | None = None) -> Comparison:
     """The comparison table of a kernel, GP baselines and classical forecasts on ``ds``'s test part.
 
     Pure: the same inputs give the same table. Nothing is fitted here but the posteriors of
@@ -179,6 +201,11 @@ def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel | None, *,
         From :func:`~evocov_core.classical.classical_forecasts` on the same ``ds``.
     kernel_seconds : float, optional
         The kernel's cost (e.g. its search's seconds), for the ``seconds`` column.
+    combination : Combination, optional
+        Whether the search's forecast averaged the kernel's with classical forecasts
+        (:mod:`evocov_core.combination`; default: a kernel file's own). When it did, a row
+        ``forecast (kernel + …)`` (kind ``combined``) follows the kernel's: the equal-weight average of
+        its forecast and those of ``classical``, a point forecast without an interval.
 
     Returns
     -------
@@ -186,6 +213,11 @@ def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel | None, *,
     """
     if ds.x.shape[1] != 1:
         raise ValueError("the forecast comparison is for one input (time)")
+    if classical is not None and (classical.x.shape != (ds.n_test,)
+                                  or not np.array_equal(classical.x, ds.X_test[:, 0])):
+        raise ValueError("the classical forecasts are for another test part than this data set's")
+    if combination is None and isinstance(kernel, KernelFile):
+        combination = kernel.combination
     model = (kernel if kernel is None or isinstance(kernel, FittedModel)
              else FittedModel.from_file(kernel, fallback_norm=ds.norm))
     y = ds.y_test
@@ -200,12 +232,14 @@ def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel | None, *,
         forecasts.append(fc)
 
     if model is not None:
-        add(*_gp("this kernel", model, ds, ""), kernel_seconds, model.kernel.infix)
+        own, status, reason = _gp("this kernel", model, ds, "")
+        add(own, status, reason, kernel_seconds, model.kernel.infix)
+        if combination is not None and combination.combined:
+            add(*_combined(combination, own, status, classical), kernel_seconds,
+                "equal-weight average, chosen on four earlier origins")
     for row in baselines:
         add(*_gp(row.name, row.model, ds, row.note, row.status), row.seconds, row.expression)
     if classical is not None:
-        if classical.x.shape != (ds.n_test,) or not np.array_equal(classical.x, ds.X_test[:, 0]):
-            raise ValueError("the classical forecasts are for another test part than this data set's")
         for f in classical.forecasts:
             add(_classical(f, classical.x), f.status, f.reason, f.seconds, f.settings)
     table = pd.DataFrame(rows, columns=list(COLUMNS))

@@ -442,11 +442,14 @@ def component_figure(component, x_display: pd.Series | np.ndarray, split: float 
     return fig
 
 
-def comparison_forecasts_data(comparison: Comparison, ds: Dataset, kind: str | None = "classical") -> pd.DataFrame:
+def comparison_forecasts_data(comparison: Comparison, ds: Dataset,
+                              kind: str | Sequence[str] | None = ("classical", "combined")) -> pd.DataFrame:
     """The test-range forecasts of a :class:`~evocov_core.compare.Comparison`, one row per method and point.
 
-    ``kind`` keeps the ``"classical"`` or ``"GP"`` methods only (None: all). Methods without a
-    forecast (failed, timed out, skipped) have no rows.
+    ``kind`` keeps the methods of that kind or kinds only (``"classical"``, ``"combined"``, ``"GP"``;
+    None: all); by default the classical forecasts and the search's combined forecast, which a
+    forecast figure draws dashed beside the kernel's. Methods without a forecast (failed, timed out,
+    skipped) have no rows.
 
     Returns
     -------
@@ -457,7 +460,7 @@ def comparison_forecasts_data(comparison: Comparison, ds: Dataset, kind: str | N
     cols = ["method", "kind", "x", "x_value", "mean", "lower", "upper"]
     parts = []
     for fc in comparison.forecasts:
-        if fc.mean is None or (kind is not None and fc.kind != kind):
+        if fc.mean is None or (kind is not None and fc.kind not in ((kind,) if isinstance(kind, str) else kind)):
             continue
         nan = np.full(fc.x.shape, np.nan)
         parts.append(pd.DataFrame({"method": fc.method, "kind": fc.kind, "x": _display_x(ds, fc.x), "x_value": fc.x,
@@ -491,6 +494,10 @@ def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = No
     if forecasts is not None and len(forecasts):
         for (name, d), color in zip(forecasts.groupby("method", sort=False), _CLASSICAL_COLORS * 4, strict=False):
             d = d.iloc[minmax_indices(d["mean"].to_numpy(), max_points)]
+            if "kind" in d and (d["kind"] == "combined").all():  # the search's forecast: an average with them
+                fig.add_trace(_scatter(len(d), x=d.x, y=d["mean"], mode="lines", name=str(name),
+                                       line=dict(color=_COLORS["mean"], width=2.5, dash="dot")))
+                continue
             fig.add_trace(_scatter(len(d), x=d.x, y=d["mean"], mode="lines", name=f"{name} (classical)",
                                    line=dict(color=color, width=1.5, dash="dash")))
     for part in ("train", "test"):

@@ -278,6 +278,11 @@ def _report_html(kf: KernelFile, ds: Dataset, *, title: str | None, baseline_bud
     calibrated = kf.calibration.describe()
     if calibrated:
         parts.append(f'<p class="calibration">{esc(calibrated)}</p>')
+    combined = kf.combination.describe()
+    if combined:
+        parts.append(f'<p class="combination">{esc(combined)}'
+                     + (" Its test RMSE is the <i>forecast</i> row of the comparison with classical forecasters."
+                        if kf.combination.combined else "") + "</p>")
     if comps:
         short = "".join(f"<li>{esc(c.sentence[0].upper() + c.sentence[1:])} ({c.explained:.0%} of the variance)"
                         "</li>" for c in comps)

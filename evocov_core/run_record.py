@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from .combination import Combination
 from .data import Dataset
 from .kernel_file import dump_kernel_file, parse_kernel_file
 from .optimize import FitResult
@@ -105,6 +106,16 @@ class KernelRecord:
         Raises :class:`~evocov_core.kernel_file.KernelFileError` if the stored document does not parse.
         """
         return parse_kernel_file(self.text).to_fit(n)
+
+    @property
+    def combination(self) -> Combination:
+        """Whether the run's forecast averaged this kernel's with classical forecasts
+        (:mod:`evocov_core.combination`); the kernel's own when the document records none or a
+        malformed one."""
+        try:
+            return Combination.from_dict(self.doc["combination"]) if self.doc.get("combination") else Combination()
+        except ValueError:
+            return Combination()
 
     def same_model(self, other: KernelRecord | None) -> bool:
         """Same tree, hyperparameter values and noise (what a forecast depends on)."""

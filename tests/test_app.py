@@ -573,12 +573,12 @@ def comparison_table(at: AppTest):
     return table
 
 
-def dashed_traces(at: AppTest) -> set[str]:
-    """Names of the dashed lines in the page's Plotly figures (from each figure's spec)."""
+def dashed_traces(at: AppTest, dash: str = "dash") -> set[str]:
+    """Names of the dashed (or ``dash``: dotted…) lines in the page's Plotly figures (from each figure's spec)."""
     import json
 
     return {t["name"] for chart in at.get("plotly_chart") for t in json.loads(chart.proto.spec)["data"]
-            if t.get("line", {}).get("dash") == "dash"}
+            if t.get("line", {}).get("dash") == dash}
 
 
 def resolve(pending: dict, kind: str, value=None, error: BaseException | None = None) -> tuple:
@@ -605,8 +605,13 @@ def test_results_page_compares_every_forecast(data_dir, no_background_fits):
     at.switch_page("pages/3_results.py").run()
     no_exception(at)
     view = comparison_table(at)
-    assert list(view.index) == ["this kernel", "model average", "SE", "GPSS", *MODELS]
-    assert set(view.loc[["SE", *MODELS], "status"]) == {"running…"}
+    # The one-level GPSS kernel forecast worse from the four earlier origins than its average with AutoETS
+    # and AutoTheta: the search's forecast is that average, a row after the kernel's.
+    combined = "forecast (kernel + AutoETS + AutoTheta)"
+    assert list(view.index) == ["this kernel", combined, "model average", "SE", "GPSS", *MODELS]
+    assert set(view.loc[["SE", combined, *MODELS], "status"]) == {"running…"}
+    assert any(c.startswith(":material/merge: The forecast is the kernel's averaged with equal weights with "
+                            "AutoETS and AutoTheta's: from 4 earlier points in time") for c in texts(at, "caption"))
     assert view.loc["this kernel", "status"] == "ok" and view.loc["this kernel", "test RMSE"] != "–"
     assert view.loc["GPSS", "status"] == "ok"  # the run itself is a GPSS run on these data
     assert "Seasons given to the classical forecasters (steps): **12 (monthly dates)**." in texts(at, "caption")
@@ -628,7 +633,15 @@ def test_results_page_compares_every_forecast(data_dir, no_background_fits):
             assert row["status"] == "skipped" and row["notes"].startswith(f"{m}: ") and "\n" not in row["notes"]
     assert set(view.loc[view.status == "ok"].index) >= {"SeasonalNaive", "AutoETS", "AutoARIMA", "AutoTheta"}
     assert list(view["best"]).count("★") == 1
+    # The average of the page's AutoETS and AutoTheta with the kernel: the forecast the search recorded.
+    from dashboard.format import fmt
+    from dashboard.runs import get_run
+
+    stored = get_run(jid).best.doc["scores"]["forecast_test_rmse"]
+    assert view.loc[combined, "kind"] == "combined" and view.loc[combined, "test RMSE"] == fmt(stored)
+    assert view.loc[combined, "95 % coverage"] == "–"  # a point forecast
     assert dashed_traces(at) == {f"{m} (classical)" for m in ("SeasonalNaive", "AutoETS", "AutoARIMA", "AutoTheta")}
+    assert dashed_traces(at, "dot") == {combined}  # drawn dotted, in the kernel's colour
     jobs = set(no_background_fits)
     at.run()
     assert set(no_background_fits) == jobs  # cached per data, split and seasons: nothing refitted

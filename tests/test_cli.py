@@ -162,6 +162,7 @@ def test_search_with_a_time_budget(series_csv: Path, tmp_path: Path) -> None:
     assert "among the 5 lowest-BIC ones, the one that best predicts the last 10% of the training range" in res.stdout
     kf = load_kernel_file(out)
     assert kf.q >= 2
+    assert kf.combination.describe() in res.stdout  # what the forecast is (the kernel's, an average) and why
     bad = cli("search", "--data", str(series_csv), "--time-budget", "-3", "--out", str(out))
     assert bad.returncode != 0 and "time_budget" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 

@@ -45,6 +45,14 @@ the per-series median (``median5_geomean``); the pooled coverage (``coverage_95`
 ``vs_snaive``: the geometric mean over the series of (median over the seeds of our test
 RMSE) / that classical forecaster's test RMSE on the same split.
 
+Trials also record the test RMSE of the forecast the search returned (``forecast_test_rmse``)
+and what it was (``forecast``: ``kernel``, or ``kernel + AutoTheta``… when the search averaged
+the kernel's forecast with classical ones: :mod:`evocov_core.combination`). Where they do, a
+second line per variant (:func:`forecast_line`) gives that forecast's single-run figures
+(``forecast_single_run_geomean``…), its RMSE paired against the kernel's own
+(``forecast_paired``, ``forecast_paired_se_log``) and ``forecast_combined=K/N``. The summary's
+other figures stay the kernel's.
+
 A folder of series without published results (the development corpus,
 ``bench/corpus/series``: no ``evocov_paper_rmse.csv``) is judged against AutoETS on the same
 split instead, and every summary key is prefixed ``corpus_`` (``corpus_single_run_geomean=…``).
@@ -642,6 +650,8 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
             say(f"[{i}/{len(todo)}] {s} {v} seed {k}: {row['status']} rmse={fmt(row.get('test_rmse'))} "
                 f"bma={fmt(row.get('bma_test_rmse'))} q={row.get('q', '-')} wall {fmt(row.get('wall_s'), 3)} s "
                 f"(×{fmt(row.get('wall_ratio'), 3)}) fits={row.get('n_evaluations', '-')}"
+                + (f" forecast={row['forecast']} {fmt(row.get('forecast_test_rmse'))}"
+                   if str(row.get("forecast", "kernel")).count("+") else "")
                 + (f" ({row.get('reason')})" if row["status"] != TrialStatus.OK else ""))
         completed = True
     finally:  # also on Ctrl-C; a killed process leaves its record without an end (shown as interrupted)
@@ -1293,7 +1303,11 @@ def accuracy_report(out: Path, *, data_dir: Path | None = None, classical: bool 
              "median (`median5`); the share of the test points inside the returned kernel's 95 % interval, "
              "pooled over the `coverage_trials` trials that recorded it; and `vs_*`, the geometric mean over the "
              "series of our median test RMSE / that classical forecaster's (`classical.csv`)"
-             + (": every key prefixed `corpus_`" if corpus else "") + ":", "",
+             + (": every key prefixed `corpus_`" if corpus else "") + ". A `forecast_` line, where the trials "
+             "recorded it, gives the same single-run figures for the forecast the search returned (the kernel's, or "
+             "its average with classical forecasts chosen on four earlier origins: `evocov_core/combination.py`), "
+             "that forecast's test RMSE paired trial by trial against the kernel's own (geometric mean and the "
+             "standard error of the mean log), and how many trials returned an average:", "",
              "```", *(summary or ["(no finished trial yet)"]), "```", ""]
     n_err = int((trials["status"] == TrialStatus.ERROR).sum()) if len(trials) else 0
     if n_err:
