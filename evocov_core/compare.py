@@ -165,9 +165,9 @@ def _combined(combination: Combination, kernel: MethodForecast, kernel_status: s
     none = MethodForecast(method, "combined", kernel.x, None, None, None, None)
     if kernel_status != "ok" or kernel.mean is None:
         return none, "failed", f"{method}: the kernel has no forecast"
-    parts = [classical.get(m) if classical is not None else None for m in combination.models]
     if classical is None:
         return none, "skipped", f"{method}: the classical forecasts were not made"
+    parts = [classical.get(m) for m in combination.models]
     if any(f is not None and f.status == "running" for f in parts):
         return none, "running", ""
     missing = [m for m, f in zip(combination.models, parts, strict=True) if f is None or not f.ok]

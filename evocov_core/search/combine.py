@@ -76,20 +76,19 @@ class ClassicalBeside:
     def __init__(self, ds: Dataset, data: FitData, models: Sequence[str], time_limit: float = ORIGIN_TIME_LIMIT):
         self.models = tuple(models)
         self.reason = eligibility(ds, data) if self.models else ""
-        self._ds, self._data = ds, data
+        self._data = data
         self._stop = threading.Event()
         self._out: tuple[ClassicalForecasts, ...] | None = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
-        if not self.models or self.reason:
+        self._windows = origin_windows(data) if self.models and not self.reason else ()
+        x, y = ds.X_train, ds.y_train
+        self._targets = [y[target] for _, _, target in self._windows]
+        if not self._windows:
             return
         seasons = infer_seasons(ds)
-        x, y = ds.X_train, ds.y_train
-        cuts = []
-        for _, head, target in origin_windows(data):
-            keep = head | target
-            cuts.append(dataclasses.replace(ds, x=x[keep], y=y[keep], train=head[keep], notes=()))
-        self._targets = [y[target] for _, _, target in origin_windows(data)]
+        cuts = [dataclasses.replace(ds, x=x[head | target], y=y[head | target], train=head[head | target], notes=())
+                for _, head, target in self._windows]
 
         def work() -> None:
             try:
@@ -144,7 +143,7 @@ class ClassicalBeside:
         if origins is None:
             return Combination(reason="the kernel's forecasts from earlier origins were not made within the "
                                       "budget"), full
-        windows = origin_windows(self._data)
+        windows = self._windows
         if len(origins.n_targets) != len(windows) or len(cuts) != len(windows):
             return Combination(reason="the kernel's forecasts from earlier origins are incomplete"), full
         data = self._data
