@@ -36,11 +36,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .calibration import Calibration
 from .combination import Combination
@@ -84,6 +84,8 @@ MAX_AVERAGE_KERNELS = 100
 
 _TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<num>-?[0-9]+(?:\.[0-9]+)?)|(?P<punct>[(),]))")
 _HEX = re.compile(r"[0-9a-f]{7,64}")
+
+T = TypeVar("T")
 
 
 class KernelFileError(ValueError):
@@ -407,20 +409,20 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
     run = doc.get("run")
     if run is not None and not isinstance(run, dict):
         raise KernelFileError("'run' must be an object")
-    calib = Calibration()
-    if doc.get("calibration") is not None:
-        try:
-            calib = Calibration.from_dict(doc["calibration"])
-        except ValueError as exc:
-            raise KernelFileError(str(exc)) from None
-    combination = Combination()
-    if doc.get("combination") is not None:
-        try:
-            combination = Combination.from_dict(doc["combination"])
-        except ValueError as exc:
-            raise KernelFileError(str(exc)) from None
+    calib = _optional(doc, "calibration", Calibration.from_dict, Calibration())
+    combination = _optional(doc, "combination", Combination.from_dict, Combination())
     return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores, commit, dirty, approx, run, calib,
                       combination)
+
+
+def _optional(doc: dict, key: str, parse: Callable[[object], T], default: T) -> T:
+    """``parse(doc[key])``, its ValueError a :class:`KernelFileError`; ``default`` when the key is absent or null."""
+    if doc.get(key) is None:
+        return default
+    try:
+        return parse(doc[key])
+    except ValueError as exc:
+        raise KernelFileError(str(exc)) from None
 
 
 def _git_fields(g: object) -> tuple[str | None, bool | None]:

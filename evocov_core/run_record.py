@@ -112,8 +112,9 @@ class KernelRecord:
         """Whether the run's forecast averaged this kernel's with classical forecasts
         (:mod:`evocov_core.combination`); the kernel's own when the document records none or a
         malformed one."""
+        stored = self.doc.get("combination")
         try:
-            return Combination.from_dict(self.doc["combination"]) if self.doc.get("combination") else Combination()
+            return Combination.from_dict(stored) if stored else Combination()
         except ValueError:
             return Combination()
 
