@@ -124,9 +124,10 @@ def origin_sets(ds: Dataset) -> list[Dataset]:
 
 def trial_rows(job: tuple) -> list[dict]:
     """Rows (series, seed, rule, rmse, recorded) of one trial."""
-    series, seed, recorded, kernel_file, data_dir, config, validate, models = job
-    path = data_dir / f"{series}.csv"
-    ds = load_long(path) if path.is_file() else load_series(data_dir, series)
+    series, seed, recorded, kernel_file, data_dir, config, validate, models, long = job
+    # A bench long folder's series are read as its searches read them; an accuracy folder's with their
+    # split and x kind (load_csv would infer other seasons for the classical models).
+    ds = load_long(data_dir / f"{series}.csv") if long else load_series(data_dir, series)
     fit = load_kernel_file(kernel_file).to_fit(trial_data(data_dir, config, series).n)
     means = forecasts(ds, fit, config, None, None, models)
     y_test = ds.y[~ds.train]
@@ -140,15 +141,18 @@ def trial_rows(job: tuple) -> list[dict]:
         add(rule, np.mean([means[p] for p in parts], axis=0))
     if validate and "gp" in means:
         sse = {rule: 0.0 for rule in rules}
+        per_origin = {}  # "sse<i> <rule>": origin i's squared error, for rules studied after the run
         for i, ds_o in enumerate(origin_sets(ds)):
             m = forecasts(ds_o, fit, config, ds.norm, (seed, i), models)
             y_o = ds_o.y[~ds_o.train]
             for rule, parts in rules.items():
-                sse[rule] += (float(np.sum((np.mean([m[p] for p in parts], axis=0) - y_o) ** 2))
-                              if all(p in m for p in parts) else math.inf)
+                e = (float(np.sum((np.mean([m[p] for p in parts], axis=0) - y_o) ** 2))
+                     if all(p in m for p in parts) else math.inf)
+                sse[rule] += e
+                per_origin[f"sse{i} {rule}"] = e
         best = min(sse, key=lambda r: (sse[r], r))
         add("val-best", np.mean([means[p] for p in rules[best]], axis=0))
-        rows[-1].update({"chosen": best, **{f"sse {r}": v for r, v in sse.items()}})
+        rows[-1].update({"chosen": best, **{f"sse {r}": v for r, v in sse.items()}, **per_origin})
         best_gp = min((r for r in rules if "gp" in rules[r]), key=lambda r: (sse[r], r))
         add("val-best-gp", np.mean([means[p] for p in rules[best_gp]], axis=0))
         rows[-1]["chosen"] = best_gp
@@ -172,7 +176,8 @@ def main() -> None:
     args = ap.parse_args()
     threads = limit_threads()
     models = tuple(args.models.split(","))
-    if is_long(args.folder):  # a bench long folder: its series' CSVs and the settings its searches had
+    long = is_long(args.folder)
+    if long:  # a bench long folder: its series' CSVs and the settings its searches had
         config, trials = long_setup(args.folder)
         data_dir, trials = args.folder / "data", trials[trials.status == TrialStatus.OK]
     else:
@@ -180,7 +185,7 @@ def main() -> None:
         trials = read_trials(args.folder)
         trials = trials[(trials.variant == args.variant) & (trials.status == TrialStatus.OK)]
     jobs = [(t.series, int(t.seed), float(t.test_rmse), args.folder / str(t.kernel_file), data_dir, config,
-             args.validate, models)
+             args.validate, models, long)
             for t in trials.itertuples()]
     df = pd.DataFrame([row for res in map_jobs(trial_rows, jobs, args.workers) for row in res])
     name = args.name or args.folder.name

@@ -468,7 +468,7 @@ def test_a_run_out_of_time_at_its_promotions_still_gets_a_full_fit() -> None:
 def test_the_choice_reserve_waits_for_two_candidates():
     """Time is kept for the model choice's refits only once there are two kernels to choose from:
     with none or one fitted, the search keeps fitting (its base share aside)."""
-    from evocov_core.search.common import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, Tracker
+    from evocov_core.search.common import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, END_SHARE, Tracker
 
     data = _series(CALIBRATE_ABOVE + 200)
     cfg = _budgeted(screen_points=0, time_budget=60.0, select_top=5, max_evals=5, n_screen=0)
@@ -480,10 +480,18 @@ def test_the_choice_reserve_waits_for_two_candidates():
         tr._eval_costs[:] = [1.0]  # as on a long series: a second per evaluation
         assert tr.choice_reserve() == pytest.approx(base)  # one kernel: nothing to choose
         tr.evaluate(ex, [compose("SE"), compose(["+", "SE", "PER"])], [None, None], ["seed", "seed"])
-    # Two distinct kernels (SE was a cache hit): the refits of two, run side by side or not.
+    # Two distinct kernels (SE was a cache hit): the head refits of two and the returned kernel's four
+    # refits at the origins (calibration="origins"), each round run side by side or not, ending by
+    # END_SHARE of the budget.
     tr._eval_costs[:] = [0.5]
-    rounds = math.ceil(2 / tr._workers)
-    assert tr.choice_reserve() == pytest.approx(0.5 * (rounds * cfg.max_evals + 2 * CHOICE_EXTRA_EVALS))
+    rounds = math.ceil(2 / tr._workers) + math.ceil(4 / tr._workers)
+    after = cfg.time_budget * (1.0 - END_SHARE)
+    assert tr.choice_reserve() == pytest.approx(0.5 * (rounds * cfg.max_evals + 2 * CHOICE_EXTRA_EVALS) + after)
+    # Without the calibration at the origins, only the head refits.
+    tail = Tracker("evocov", 1, None, None, 0, config=cfg.with_(calibration="tail"), n_train=data.n, data=data)
+    tail._eval_costs[:], tail._best_by_canonical = [0.5], dict(tr._best_by_canonical)
+    assert tail.choice_reserve() == pytest.approx(0.5 * (math.ceil(2 / tail._workers) * cfg.max_evals
+                                                         + 2 * CHOICE_EXTRA_EVALS) + after)
 
 
 def test_the_marginal_tail_score_judges_each_point_on_its_own(small: FitData) -> None:
@@ -509,7 +517,7 @@ def test_the_marginal_tail_score_judges_each_point_on_its_own(small: FitData) ->
 def test_promotions_stop_in_time_for_the_checks_of_the_candidates_they_make():
     """On a long series a check of a candidate costs CHOICE_EXTRA_EVALS slow evaluations: the
     promotions' deadline leaves them, for the kernels already fitted and those being promoted."""
-    from evocov_core.search.common import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, Tracker
+    from evocov_core.search.common import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, END_SHARE, Tracker
 
     data = _series(CALIBRATE_ABOVE + 200)
     cfg = _budgeted(screen_points=0, time_budget=60.0, select_top=5, max_evals=5, n_screen=0)

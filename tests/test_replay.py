@@ -38,6 +38,12 @@ def test_a_replay_returns_the_timed_runs_kernel_and_fits(series, budget, workers
     assert again.best.bic == timed.best.bic
     assert _signature(again) == _signature(timed)
     assert [r["canonical"] for r in again.selection] == [r["canonical"] for r in timed.selection]
+    # The returned kernel's refits at the origins (its calibration, the forecast combination's choice)
+    # ran on the executor, so they are replayed too.
+    assert again.calibration == timed.calibration
+    assert (again.origins is None) == (timed.origins is None)
+    if timed.origins is not None:
+        np.testing.assert_array_equal(again.origins.mean, timed.origins.mean)
     assert again.run_log == timed.run_log  # it used exactly the fits it was told to
 
 

@@ -135,6 +135,47 @@ def test_the_refitted_origins_choose_the_trend_and_calibrate_on_their_own_errors
     assert math.isclose(sum(w for _, w in ensemble), 1.0)
 
 
+def test_the_returned_kernels_origin_refits_run_on_the_executor():
+    """``calibration="origins"`` gives the search's executor the origin stages, so the returned
+    kernel's four refits run there (in parallel on a pool) with seeds of their own, and they
+    give the same forecasts and calibration as the same refits made one after another here."""
+    from evocov_core.search import preset
+    from evocov_core.search.replay import RecordingExecutor
+    from evocov_core.search.select import calibrate_returned
+    from evocov_core.search.stages import has_origin_stages, head_stage, origin_stage, search_executor
+
+    data = _trend_data()
+    fit = _fit(["+", "LIN", "SE"], data)
+    refit = head_stage(data, preset("quick").optim)[1]
+    assert not has_origin_stages(search_executor(data, preset("quick", calibration="tail"), workers=1))
+    with search_executor(data, preset("quick"), workers=1) as ex:
+        assert {origin_stage(o) for o in DEFAULT_ORIGINS} <= set(ex.stages) and has_origin_stages(ex)
+        rec = RecordingExecutor(ex)
+        calib, scores = calibrate_returned(data, fit, None, "origins", refit, 3, None, 0.0, rec)
+    here, here_scores = calibrate_returned(data, fit, None, "origins", refit, 3, None, 0.0)
+    assert set(rec.fits) == {(3, 7927, j) for j in range(len(DEFAULT_ORIGINS))}
+    assert calib.rule == "origins" and calib.errors == sum(scores.n_targets) > 0
+    np.testing.assert_allclose(scores.mean, here_scores.mean, rtol=1e-6, atol=1e-9)
+    assert calib.spread == pytest.approx(here.spread, rel=1e-6)
+    assert not np.allclose(scores.mean, origin_scores(data, fit).mean)  # refitted, not the full-data values
+
+
+def test_the_origin_refits_fall_back_to_the_tail_when_none_is_made():
+    """A cancelled run (or a replay of a run that made no origin refits) has no refit to calibrate on:
+    the spread falls back to the tail, and no origin forecasts are returned for a combination."""
+    from evocov_core.search import preset
+    from evocov_core.search.select import calibrate_returned
+    from evocov_core.search.stages import head_stage, search_executor
+
+    data = _trend_data()
+    fit = _fit(["+", "LIN", "SE"], data)
+    refit = head_stage(data, preset("quick").optim)[1]
+    with search_executor(data, preset("quick"), workers=1) as ex:
+        calib, scores = calibrate_returned(data, fit, None, "origins", refit, 3, None, 0.0, ex,
+                                           should_stop=lambda: True)
+    assert scores is None and calib.rule != "origins"
+
+
 def test_refit_origins_without_the_origin_stages_is_an_error():
     data = _trend_data()
     lin, se = _fit(["+", "LIN", "C"], data), _fit("C", data)

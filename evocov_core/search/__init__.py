@@ -18,6 +18,7 @@ from ..parallel import Executor
 from .combine import ClassicalBeside
 from .common import (
     CHOICE_EXTRA_EVALS,
+    END_SHARE,
     EvalRecord,
     GenerationStats,
     Progress,
@@ -34,7 +35,7 @@ from .gwtf import run_gwtf
 from .random_search import run_random_search
 from .replay import RecordingExecutor, ReplayExecutor, RunLog
 from .select import calibrate_returned, choose_model
-from .stages import head_stage, search_executor, search_stages
+from .stages import has_origin_stages, head_stage, search_executor, search_stages
 
 __all__ = [
     "ALGORITHMS",
@@ -145,15 +146,18 @@ def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, 
         return result
     deadline = end = None
     refit = head_stage(data, config.optim)[1]
-    # Four refits of one kernel at most, each with at most refit.max_evals evaluations.
-    origins_cost = 4 * refit.max_evals * result.eval_seconds if math.isfinite(result.eval_seconds) else 0.0
+    # Four refits of one kernel, each with at most refit.max_evals evaluations, in parallel on the
+    # executor's workers when it has the origin stages.
+    workers = max(1, int(getattr(executor, "workers", 1) or 1))
+    rounds = math.ceil(4 / workers) if has_origin_stages(executor) else 4
+    origins_cost = rounds * refit.max_evals * result.eval_seconds if math.isfinite(result.eval_seconds) else 0.0
     if config.time_budget > 0 and not replaying:
-        end = time.time() + (t0 + 0.97 * config.time_budget - time.perf_counter())
+        end = time.time() + (t0 + END_SHARE * config.time_budget - time.perf_counter())
     if config.select_top <= 1 or len(result.candidates) <= 1:
         if result.best is None or not result.best.ok:
             return result
         calib, scored = calibrate_returned(data, result.best, None, config.calibration, refit, seed, end,
-                                           origins_cost)
+                                           origins_cost, executor, should_stop)
         return dataclasses.replace(result, calibration=calib, origins=scored, elapsed=time.perf_counter() - t0)
     if end is not None:
         # The refits stop early enough for the checks that follow them (long series: seconds).

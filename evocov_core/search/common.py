@@ -394,7 +394,12 @@ def search_share(config: object) -> float:
     """
     if getattr(config, "time_budget", 0.0) <= 0:
         return 1.0
-    return 0.88 if getattr(config, "select_top", 1) > 1 else 0.97
+    return 0.88 if getattr(config, "select_top", 1) > 1 else END_SHARE
+
+
+#: Share of a time budget by which the model choice and the calibration end; the rest is for the
+#: model average's posterior and the result.
+END_SHARE = 0.97
 
 
 #: Evaluations the model choice costs per candidate beyond its head refit, in units of one
@@ -482,6 +487,11 @@ class Tracker:
             self._refits = int(getattr(config, "long_choice", "tail") == "tail")
         else:
             self._refits = len(DEFAULT_ORIGINS) if getattr(config, "choice", "tail") == "refit_origins" else 1
+        # The returned kernel's refits at the origins for its calibration (none on a long series,
+        # and none beyond the choice's own with choice="refit_origins").
+        self._calib_refits = len(DEFAULT_ORIGINS) if (
+            getattr(config, "calibration", "none") == "origins" and self._refits == 1
+            and not (data is not None and data.on_subset)) else 0
         self._eval_costs: list[float] = []  # seconds per evaluation of full-data fits
         self._workers = int(getattr(executor, "workers", 1) or 1)
         # Where the clock stopped the run (search.replay): logical checks and batches so far.
@@ -505,8 +515,9 @@ class Tracker:
         """Seconds to keep for the model choice: its share of the budget, or on long series,
         where one evaluation is slow, what its refits and checks are estimated to cost (the
         median seconds per evaluation of this run's full fits × the evaluations the choice
-        makes: one head refit per candidate, or four with ``choice="refit_origins"``), at most half
-        the budget. The choice refits the distinct kernels fitted so far, at
+        makes: one head refit per candidate, or four with ``choice="refit_origins"``, and four of the
+        returned kernel for ``calibration="origins"``, each round of refits spread over the
+        workers), at most half the budget. The choice refits the distinct kernels fitted so far, at
         most ``select_top``: a long series whose search has fitted two kernels keeps time for two.
         With fewer than two there is nothing to choose and nothing to refit, so the search goes on
         fitting (on taylor it used to stop at 60 % of a 60 s budget, keeping the rest for the
@@ -516,8 +527,11 @@ class Tracker:
         if self._top_k <= 1 or not self._eval_costs or k < 2:
             return base
         per_eval = float(np.median(self._eval_costs))
-        rounds = math.ceil(k * self._refits / max(1, self._workers))
-        estimate = per_eval * (rounds * self._head_evals + k * CHOICE_EXTRA_EVALS)
+        workers = max(1, self._workers)
+        rounds = math.ceil(k * self._refits / workers) + math.ceil(self._calib_refits / workers)
+        # The choice must end by END_SHARE of the budget, not at its end.
+        estimate = (per_eval * (rounds * self._head_evals + k * CHOICE_EXTRA_EVALS)
+                    + self.time_budget * (1.0 - END_SHARE))
         return min(max(base, estimate), self.time_budget * (1.0 - MIN_SEARCH_SHARE))
 
     def _update_stop(self, fits: Sequence[FitResult | None]) -> None:

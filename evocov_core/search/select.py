@@ -226,8 +226,9 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     calibration : {"none", "tail", "origins"}
         How the chosen kernel's spread is calibrated (:func:`~evocov_core.search.validate.calibrate`):
         ``tail`` reuses its head refit (with ``rule="tail"``), ``origins`` refits it with ``refit``
-        at four origins, or falls back to ``tail`` when ``origins_cost`` seconds would end after
-        ``end`` (wall-clock time).
+        at four origins, or falls back to ``tail`` when ``origins_cost`` seconds (the refits'
+        estimate at their cap of evaluations, scaled by the evaluations the head refits took) would end
+        after ``end`` (wall-clock time).
     refit, end, origins_cost : optional
         See ``calibration``.
 
@@ -265,7 +266,8 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         raise ValueError("choice='refit_origins' needs an executor with the origin stages: make it with "
                          "search_executor(data, config) or pass search_stages(data, config)")
     if len(cands) == 1 or data.split is None or (rule == "tail" and "head" not in stages):
-        calib, scored = calibrate_returned(data, cands[0], None, calibration, refit, seed, end, origins_cost)
+        calib, scored = calibrate_returned(data, cands[0], None, calibration, refit, seed, end, origins_cost,
+                                           executor, should_stop)
         return cands[0], (), (), calib, scored
     heads: list[FitResult | None] = [None] * len(cands)
     origins: list[OriginScores | None] = [None] * len(cands)
@@ -333,17 +335,46 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         z = (origins[best] or origin_scores(data, cands[best])).z
         calib = calibration_from_errors(z, "origins_fitted")
     else:
+        # The head refits are the same kind of fit as the origins' (one L-BFGS-B run from the full-data
+        # values on most of the points): the evaluations they took estimate the origins' better than
+        # the cap does.
+        evals = [h.n_evals for h in heads if h is not None and h.ok and h.n_evals > 0]
+        if evals and refit is not None:
+            origins_cost *= min(1.0, float(np.median(evals)) / refit.max_evals)
         calib, scored = calibrate_returned(data, cands[best], heads[best], calibration, refit, seed, end,
-                                           origins_cost)
+                                           origins_cost, executor, should_stop)
     return cands[best], rows, tuple((f, w / total) for f, w in ensemble), calib, scored
 
 
 def calibrate_returned(data: FitData, fit: FitResult, head_fit: FitResult | None, calibration: str,
-                       refit: OptimConfig | None, seed: int, end: float | None, origins_cost: float
+                       refit: OptimConfig | None, seed: int, end: float | None, origins_cost: float,
+                       executor: Executor | None = None, should_stop: StopCheck | None = None
                        ) -> tuple[Calibration, OriginScores | None]:
-    """:func:`~evocov_core.search.validate.calibrate_scored` for the kernel a search returns: ``origins``
-    falls back to ``tail`` (``head_fit``, the model choice's refit, when there is one) when its
-    refits, estimated at ``origins_cost`` seconds, would end after ``end`` (wall-clock time)."""
-    if calibration == "origins" and (refit is None or (end is not None and time.time() + origins_cost > end)):
+    """:func:`~evocov_core.search.validate.calibrate_scored` for the kernel a search returns.
+
+    ``origins`` refits the kernel at each origin, through ``executor`` when it has the origin
+    stages (:func:`~evocov_core.search.stages.needs_origin_stages`: the refits run in parallel
+    on its workers, each stopped at ``end``, and a replay repeats them), else one after another
+    in this process. It falls back to ``tail`` (``head_fit``, the model choice's refit, when there
+    is one) when less than half of ``origins_cost`` (the refits' estimated seconds) is left before
+    ``end`` (wall-clock time), or when none was made (a cancelled run, or a replay of a run that fell back).
+    """
+    # origins_cost counts every refit at its cap of evaluations and each stops at ``end`` with what it
+    # has: half of it left is enough for refits that move most of the way from the full-data values.
+    if calibration == "origins" and (refit is None or (end is not None and time.time() + 0.5 * origins_cost > end)):
         calibration = "tail"
-    return calibrate_scored(data, fit, calibration, head_fit=head_fit, refit=refit, seed=(seed, 7927), deadline=end)
+    if calibration != "origins" or executor is None:
+        return calibrate_scored(data, fit, calibration, head_fit=head_fit, refit=refit, seed=(seed, 7927),
+                                deadline=end)
+    windows = origin_windows(data)
+    stages = getattr(executor, "stages", ())
+    if not windows or any(origin_stage(o) not in stages for o, _, _ in windows):
+        return calibrate_scored(data, fit, calibration, head_fit=head_fit, refit=refit, seed=(seed, 7927),
+                                deadline=end)
+    tasks = [Task(fit.kernel.tokens, (seed, 7927, j), fit.start(), stage=origin_stage(o), deadline=end)
+             for j, (o, _, _) in enumerate(windows)]
+    refits = executor.map(tasks, should_stop)
+    if not any(r is not None for r in refits):
+        return calibrate_scored(data, fit, "tail", head_fit=head_fit)
+    scores = origin_scores(data, fit, refits=refits)
+    return calibration_from_errors(scores.z, "origins"), scores

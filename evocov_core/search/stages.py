@@ -41,8 +41,8 @@ from .config import SearchConfig
 from .spectral_seeds import clear_frequencies, may_seed
 from .validate import origin_windows
 
-__all__ = ["head_stage", "origin_stage", "screen_mask", "screen_recent", "screen_subset", "search_executor",
-           "search_stages"]
+__all__ = ["has_origin_stages", "head_stage", "needs_origin_stages", "origin_stage", "screen_mask",
+           "screen_recent", "screen_subset", "search_executor", "search_stages"]
 
 
 #: The screening subset's recent block covers this many of the data's longest clear period.
@@ -123,11 +123,22 @@ def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitDat
             stages["seed"] = (data, dataclasses.replace(seed, max_evals=config.seed_evals or seed.max_evals))
     if config.select_top > 1 and data.split is not None:
         stages["head"] = head_stage(data, optim)
-        if config.choice == "refit_origins" and not data.on_subset:
-            refit = _refit(_on_subset(optim))
-            for o, head, _ in origin_windows(data):
-                stages[origin_stage(o)] = (data.subset(head), refit)
+    if needs_origin_stages(data, config):
+        refit = _refit(_on_subset(optim))
+        for o, head, _ in origin_windows(data):
+            stages[origin_stage(o)] = (data.subset(head), refit)
     return stages
+
+
+def needs_origin_stages(data: FitData, config: SearchConfig) -> bool:
+    """Whether a search refits kernels at the origins of
+    :func:`~evocov_core.search.validate.origin_windows` through its executor: every candidate with
+    ``choice="refit_origins"``, the returned kernel with ``calibration="origins"`` (its four refits
+    then run in parallel on the workers). Not on data fitted on a subset, where a refit costs seconds."""
+    if data.on_subset:
+        return False
+    return ((config.choice == "refit_origins" and config.select_top > 1 and data.split is not None)
+            or config.calibration == "origins")
 
 
 def head_stage(data: FitData, optim: OptimConfig) -> tuple[FitData, OptimConfig]:
@@ -142,6 +153,11 @@ def head_stage(data: FitData, optim: OptimConfig) -> tuple[FitData, OptimConfig]
 def origin_stage(origin: float) -> str:
     """The name of the stage that refits on the training points up to ``origin``."""
     return f"origin:{origin:g}"
+
+
+def has_origin_stages(executor: object) -> bool:
+    """Whether ``executor`` refits at the origins (:func:`needs_origin_stages`)."""
+    return any(str(s).startswith("origin:") for s in getattr(executor, "stages", ()))
 
 
 def search_executor(data: FitData, config: SearchConfig, *, workers: int | None = None,
