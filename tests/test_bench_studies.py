@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy.stats import multivariate_normal
 
 from bench.bench_combine import make_rules, origin_sets
@@ -269,3 +270,24 @@ def test_combination_rules_average_the_kernel_with_each_model_and_with_all() -> 
     assert rules["ETS+Theta"] == ("AutoETS", "AutoTheta") and len(rules) == 7
     one = make_rules(("MSTL",))
     assert set(one) == {"gp", "MSTL", "gp+MSTL"}  # no all-models rule with one model
+
+
+def test_origin_rules_read_the_origins_as_documented() -> None:
+    """``bench_combine_rules.choose`` on one trial's errors (candidates × origins): the sum takes the
+    average whose total is lowest even when the kernel wins three origins; the rules that ask the
+    average to beat the kernel at most origins, or by a margin, keep the kernel there."""
+    from bench.bench_combine_rules import CANDIDATES, choose
+
+    # Rows: kernel, +ETS, +Theta, +both. The kernel is best at origins 0-2 by a little and far worse at 3.
+    e = np.array([[1.0, 1.0, 1.0, 10.0],
+                  [1.2, 1.2, 1.2, 2.0],
+                  [1.5, 1.5, 1.5, 3.0],
+                  [1.1, 1.1, 1.1, 6.0]])
+    assert CANDIDATES[0] == "gp"
+    assert choose(e, "sum") == 1  # 5.6 against 13.0
+    assert choose(e, "majority") == 0 and choose(e, "beat3") == 0 and choose(e, "last2") == 1
+    assert choose(e, "margin0.5") == 1 and choose(e, "margin0.4") == 0  # 5.6 < 0.5 × 13, not < 0.4 × 13
+    assert choose(e, "avg3unless3") == 0 and choose(e, "avg3unless4") == 3 and choose(e, "always3") == 3
+    assert choose(np.full((4, 4), np.inf), "sum") == 0  # nothing finite: the kernel alone
+    with pytest.raises(ValueError, match="unknown rule"):
+        choose(e, "best-on-test")
