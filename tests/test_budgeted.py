@@ -517,7 +517,7 @@ def test_the_marginal_tail_score_judges_each_point_on_its_own(small: FitData) ->
 def test_promotions_stop_in_time_for_the_checks_of_the_candidates_they_make():
     """On a long series a check of a candidate costs CHOICE_EXTRA_EVALS slow evaluations: the
     promotions' deadline leaves them, for the kernels already fitted and those being promoted."""
-    from evocov_core.search.common import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, END_SHARE, Tracker
+    from evocov_core.search.common import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, Tracker
 
     data = _series(CALIBRATE_ABOVE + 200)
     cfg = _budgeted(screen_points=0, time_budget=60.0, select_top=5, max_evals=5, n_screen=0)

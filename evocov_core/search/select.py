@@ -226,9 +226,10 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     calibration : {"none", "tail", "origins"}
         How the chosen kernel's spread is calibrated (:func:`~evocov_core.search.validate.calibrate`):
         ``tail`` reuses its head refit (with ``rule="tail"``), ``origins`` refits it with ``refit``
-        at four origins, or falls back to ``tail`` when ``origins_cost`` seconds (the refits'
-        estimate at their cap of evaluations, scaled by the evaluations the head refits took) would end
-        after ``end`` (wall-clock time).
+        at four origins (on the executor's origin stages when it has them), or falls back to ``tail``
+        when less than half of ``origins_cost`` seconds (the refits' estimate at their cap of
+        evaluations, scaled by the evaluations the head refits took) is left before ``end``
+        (wall-clock time) (:func:`calibrate_returned`).
     refit, end, origins_cost : optional
         See ``calibration``.
 
@@ -363,10 +364,7 @@ def calibrate_returned(data: FitData, fit: FitResult, head_fit: FitResult | None
     # has: half of it left is enough for refits that move most of the way from the full-data values.
     if calibration == "origins" and (refit is None or (end is not None and time.time() + 0.5 * origins_cost > end)):
         calibration = "tail"
-    if calibration != "origins" or executor is None:
-        return calibrate_scored(data, fit, calibration, head_fit=head_fit, refit=refit, seed=(seed, 7927),
-                                deadline=end)
-    windows = origin_windows(data)
+    windows = origin_windows(data) if calibration == "origins" and executor is not None else ()
     stages = getattr(executor, "stages", ())
     if not windows or any(origin_stage(o) not in stages for o, _, _ in windows):
         return calibrate_scored(data, fit, calibration, head_fit=head_fit, refit=refit, seed=(seed, 7927),
