@@ -35,7 +35,7 @@ from .gwtf import run_gwtf
 from .random_search import run_random_search
 from .replay import RecordingExecutor, ReplayExecutor, RunLog
 from .select import calibrate_returned, choose_model
-from .stages import has_origin_stages, head_stage, search_executor, search_stages
+from .stages import head_stage, search_executor, search_stages
 
 __all__ = [
     "ALGORITHMS",
@@ -146,18 +146,15 @@ def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, 
         return result
     deadline = end = None
     refit = head_stage(data, config.optim)[1]
-    # Four refits of one kernel, each with at most refit.max_evals evaluations, in parallel on the
-    # executor's workers when it has the origin stages.
-    workers = max(1, int(getattr(executor, "workers", 1) or 1))
-    rounds = math.ceil(4 / workers) if has_origin_stages(executor) else 4
-    origins_cost = rounds * refit.max_evals * result.eval_seconds if math.isfinite(result.eval_seconds) else 0.0
+    # One refit of the returned kernel at its cap of evaluations (calibrate_returned counts the rounds).
+    refit_cost = refit.max_evals * result.eval_seconds if math.isfinite(result.eval_seconds) else 0.0
     if config.time_budget > 0 and not replaying:
         end = time.time() + (t0 + END_SHARE * config.time_budget - time.perf_counter())
     if config.select_top <= 1 or len(result.candidates) <= 1:
         if result.best is None or not result.best.ok:
             return result
         calib, scored = calibrate_returned(data, result.best, None, config.calibration, refit, seed, end,
-                                           origins_cost, executor, should_stop)
+                                           refit_cost, executor, should_stop)
         return dataclasses.replace(result, calibration=calib, origins=scored, elapsed=time.perf_counter() - t0)
     if end is not None:
         # The refits stop early enough for the checks that follow them (long series: seconds).
@@ -166,6 +163,6 @@ def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, 
     rule = config.long_choice if data.on_subset else config.choice
     chosen, rows, ensemble, calib, scored = choose_model(
         data, result.candidates, executor, seed=seed, deadline=deadline, should_stop=should_stop, rule=rule,
-        calibration=config.calibration, refit=refit, end=end, origins_cost=origins_cost)
+        calibration=config.calibration, refit=refit, end=end, refit_cost=refit_cost)
     return dataclasses.replace(result, best=chosen or result.best, selection=rows, ensemble=ensemble,
                                calibration=calib, origins=scored, elapsed=time.perf_counter() - t0)

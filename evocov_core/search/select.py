@@ -45,9 +45,10 @@ from ..metrics import FitData, metric_value
 from ..optimize import FitResult, OptimConfig
 from ..parallel import Executor, Task
 from .common import StopCheck
-from .stages import origin_stage
+from .stages import has_origin_stages, origin_stage
 from .validate import (
     CALIBRATIONS,
+    DEFAULT_ORIGINS,
     Calibration,
     OriginScores,
     calibrate_scored,
@@ -189,7 +190,7 @@ def indefiniteness(data: FitData, fit: FitResult, horizon: float = 0.1) -> float
 def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Executor, *, seed: int,
                  deadline: float | None = None, should_stop: StopCheck | None = None, rule: str = "tail",
                  calibration: str = "none", refit: OptimConfig | None = None, end: float | None = None,
-                 origins_cost: float = 0.0
+                 refit_cost: float = 0.0
                  ) -> tuple[FitResult | None, tuple[dict, ...], tuple[tuple[FitResult, float], ...], Calibration,
                             OriginScores | None]:
     """Choose among ``candidates`` (lowest BIC first) by their tail score, or by their forecasts
@@ -227,10 +228,10 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         How the chosen kernel's spread is calibrated (:func:`~evocov_core.search.validate.calibrate`):
         ``tail`` reuses its head refit (with ``rule="tail"``), ``origins`` refits it with ``refit``
         at four origins (on the executor's origin stages when it has them), or falls back to ``tail``
-        when less than half of ``origins_cost`` seconds (the refits' estimate at their cap of
-        evaluations, scaled by the evaluations the head refits took) is left before ``end``
-        (wall-clock time) (:func:`calibrate_returned`).
-    refit, end, origins_cost : optional
+        when less than half of their estimated seconds is left before ``end`` (wall-clock time):
+        ``refit_cost`` (one refit at its cap of evaluations) scaled by the evaluations the head
+        refits took, times the rounds of refits (:func:`calibrate_returned`).
+    refit, end, refit_cost : optional
         See ``calibration``.
 
     Returns
@@ -267,7 +268,7 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         raise ValueError("choice='refit_origins' needs an executor with the origin stages: make it with "
                          "search_executor(data, config) or pass search_stages(data, config)")
     if len(cands) == 1 or data.split is None or (rule == "tail" and "head" not in stages):
-        calib, scored = calibrate_returned(data, cands[0], None, calibration, refit, seed, end, origins_cost,
+        calib, scored = calibrate_returned(data, cands[0], None, calibration, refit, seed, end, refit_cost,
                                            executor, should_stop)
         return cands[0], (), (), calib, scored
     heads: list[FitResult | None] = [None] * len(cands)
@@ -341,14 +342,14 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         # the cap does.
         evals = [h.n_evals for h in heads if h is not None and h.ok and h.n_evals > 0]
         if evals and refit is not None:
-            origins_cost *= min(1.0, float(np.median(evals)) / refit.max_evals)
+            refit_cost *= min(1.0, float(np.median(evals)) / refit.max_evals)
         calib, scored = calibrate_returned(data, cands[best], heads[best], calibration, refit, seed, end,
-                                           origins_cost, executor, should_stop)
+                                           refit_cost, executor, should_stop)
     return cands[best], rows, tuple((f, w / total) for f, w in ensemble), calib, scored
 
 
 def calibrate_returned(data: FitData, fit: FitResult, head_fit: FitResult | None, calibration: str,
-                       refit: OptimConfig | None, seed: int, end: float | None, origins_cost: float,
+                       refit: OptimConfig | None, seed: int, end: float | None, refit_cost: float,
                        executor: Executor | None = None, should_stop: StopCheck | None = None
                        ) -> tuple[Calibration, OriginScores | None]:
     """:func:`~evocov_core.search.validate.calibrate_scored` for the kernel a search returns.
@@ -357,12 +358,16 @@ def calibrate_returned(data: FitData, fit: FitResult, head_fit: FitResult | None
     stages (:func:`~evocov_core.search.stages.needs_origin_stages`: the refits run in parallel
     on its workers, each stopped at ``end``, and a replay repeats them), else one after another
     in this process. It falls back to ``tail`` (``head_fit``, the model choice's refit, when there
-    is one) when less than half of ``origins_cost`` (the refits' estimated seconds) is left before
-    ``end`` (wall-clock time), or when none was made (a cancelled run, or a replay of a run that fell back).
+    is one) when less than half of the refits' estimated seconds (``refit_cost`` seconds per refit,
+    times one round per worker or, in this process, one per origin) is left before ``end``
+    (wall-clock time), or when none was made (a cancelled run, or a replay of a run that fell back).
     """
-    # origins_cost counts every refit at its cap of evaluations and each stops at ``end`` with what it
+    n = len(DEFAULT_ORIGINS)
+    rounds = math.ceil(n / max(1, int(getattr(executor, "workers", 1) or 1))) if has_origin_stages(executor) else n
+    # The estimate counts every refit at its cap of evaluations and each stops at ``end`` with what it
     # has: half of it left is enough for refits that move most of the way from the full-data values.
-    if calibration == "origins" and (refit is None or (end is not None and time.time() + 0.5 * origins_cost > end)):
+    left = math.inf if end is None else end - time.time()
+    if calibration == "origins" and (refit is None or 0.5 * rounds * refit_cost > left):
         calibration = "tail"
     windows = origin_windows(data) if calibration == "origins" and executor is not None else ()
     stages = getattr(executor, "stages", ())
