@@ -163,7 +163,7 @@ def _combined(combination: Combination, kernel: MethodForecast, kernel_status: s
     interval), with the status of the parts it is made of."""
     method = f"forecast ({combination.label})"
     none = MethodForecast(method, "combined", kernel.x, None, None, None, None)
-    if kernel_status != "ok" or kernel.mean is None:
+    if (kernel_status != "ok" or kernel.mean is None) and combination.member_weights[0] > 0:
         return none, "failed", f"{method}: the kernel has no forecast"
     if classical is None:
         return none, "skipped", f"{method}: the classical forecasts were not made"
@@ -204,7 +204,7 @@ def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel | None, *,
     combination : Combination, optional
         Whether the search's forecast averaged the kernel's with classical forecasts
         (:mod:`evocov_core.combination`; default: a kernel file's own). When it did, a row
-        ``forecast (kernel + …)`` (kind ``combined``) follows the kernel's: the equal-weight average of
+        ``forecast (kernel 0.6 + …)`` (kind ``combined``) follows the kernel's: the weighted average of
         its forecast and those of ``classical``, a point forecast without an interval.
 
     Returns
@@ -236,7 +236,8 @@ def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel | None, *,
         add(own, status, reason, kernel_seconds, model.kernel.infix)
         if combination is not None and combination.combined:
             add(*_combined(combination, own, status, classical), kernel_seconds,
-                "equal-weight average, chosen on four earlier origins")
+                "equal-weight average, chosen on four earlier origins" if not combination.weights
+                else "weighted by the errors from four earlier origins")
     for row in baselines:
         add(*_gp(row.name, row.model, ds, row.note, row.status), row.seconds, row.expression)
     if classical is not None:

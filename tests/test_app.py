@@ -605,13 +605,19 @@ def test_results_page_compares_every_forecast(data_dir, no_background_fits):
     at.switch_page("pages/3_results.py").run()
     no_exception(at)
     view = comparison_table(at)
-    # The one-level GPSS kernel forecast worse from the four earlier origins than its average with AutoETS
-    # and AutoTheta: the search's forecast is that average, a row after the kernel's.
-    combined = "forecast (kernel + AutoETS + AutoTheta)"
+    # The one-level GPSS kernel's forecast leaves AutoETS's and AutoTheta's intervals: the search's forecast
+    # is theirs, weighted by their errors from four earlier origins, a row after the kernel's.
+    from dashboard.runs import get_run
+
+    combination = get_run(jid).best.combination
+    assert combination.guard.startswith("the kernel's forecast leaves AutoETS's and AutoTheta's 95 % intervals")
+    assert combination.member_weights[0] == 0 and combination.models == ("AutoETS", "AutoTheta")
+    combined = f"forecast ({combination.label})"
+    assert combined.startswith("forecast (AutoETS 0.")
     assert list(view.index) == ["this kernel", combined, "model average", "SE", "GPSS", *MODELS]
     assert set(view.loc[["SE", combined, *MODELS], "status"]) == {"running…"}
-    assert any(c.startswith(":material/merge: The forecast is the kernel's averaged with equal weights with "
-                            "AutoETS and AutoTheta's: from 4 earlier points in time") for c in texts(at, "caption"))
+    assert any(c.startswith(":material/merge: The forecast is AutoETS's and AutoTheta's, not the kernel's: the "
+                            "kernel's forecast leaves") for c in texts(at, "caption"))
     assert view.loc["this kernel", "status"] == "ok" and view.loc["this kernel", "test RMSE"] != "–"
     assert view.loc["GPSS", "status"] == "ok"  # the run itself is a GPSS run on these data
     assert "Seasons given to the classical forecasters (steps): **12 (monthly dates)**." in texts(at, "caption")
@@ -633,9 +639,8 @@ def test_results_page_compares_every_forecast(data_dir, no_background_fits):
             assert row["status"] == "skipped" and row["notes"].startswith(f"{m}: ") and "\n" not in row["notes"]
     assert set(view.loc[view.status == "ok"].index) >= {"SeasonalNaive", "AutoETS", "AutoARIMA", "AutoTheta"}
     assert list(view["best"]).count("★") == 1
-    # The average of the page's AutoETS and AutoTheta with the kernel: the forecast the search recorded.
+    # The weighted average of the page's AutoETS and AutoTheta: the forecast the search recorded.
     from dashboard.format import fmt
-    from dashboard.runs import get_run
 
     stored = get_run(jid).best.doc["scores"]["forecast_test_rmse"]
     assert view.loc[combined, "kind"] == "combined" and view.loc[combined, "test RMSE"] == fmt(stored)

@@ -1,5 +1,6 @@
-"""The search's forecast: the kernel's own or its equal-weight average with classical forecasts, chosen on
-earlier origins (evocov_core.combination, evocov_core.search.combine), and where it is recorded and shown."""
+"""The search's forecast: the kernel's and classical forecasts weighted by their errors from earlier origins,
+without the kernel's when it leaves the classical intervals (evocov_core.combination,
+evocov_core.search.combine), and where it is recorded and shown."""
 
 from __future__ import annotations
 
@@ -10,7 +11,15 @@ import numpy as np
 import pytest
 
 from evocov_core.classical import ClassicalForecast, ClassicalForecasts, classical_forecasts, classical_forecasts_many
-from evocov_core.combination import KERNEL, Combination, candidate_members, choose_members
+from evocov_core.combination import (
+    GUARD_HALF_WIDTHS,
+    KERNEL,
+    MIN_WEIGHT,
+    Combination,
+    interval_excess,
+    inverse_error_weights,
+    weigh_members,
+)
 from evocov_core.compare import forecast_comparison
 from evocov_core.data import Dataset, load_bundled
 from evocov_core.kernel_file import KernelFileError, dump_kernel_file, kernel_file_dict, parse_kernel_file
@@ -19,7 +28,14 @@ from evocov_core.metrics import FitData, rmse
 from evocov_core.model import FittedModel
 from evocov_core.optimize import OptimConfig, fit_kernel
 from evocov_core.search import preset, run_search, search_data, search_executor
-from evocov_core.search.combine import ClassicalBeside, combined_test_mean, eligibility, forecast_test_rmse
+from evocov_core.search.combine import (
+    ClassicalBeside,
+    combined_test_mean,
+    eligibility,
+    forecast_test_rmse,
+    guard_reason,
+    kernel_test_mean,
+)
 from evocov_core.search.validate import origin_windows
 from evocov_core.seasons import Seasons
 
@@ -35,50 +51,126 @@ def _series(n: int = 96, seed: int = 0) -> Dataset:
 # --- the choice -------------------------------------------------------------------------------------
 
 
-def test_the_candidates_are_the_kernel_alone_then_with_each_model_then_with_all():
-    assert candidate_members(("AutoETS", "AutoTheta")) == (
-        (KERNEL,), (KERNEL, "AutoETS"), (KERNEL, "AutoTheta"), (KERNEL, "AutoETS", "AutoTheta"))
-    assert candidate_members(("AutoETS",)) == ((KERNEL,), (KERNEL, "AutoETS"))
+def test_inverse_error_weights_follow_the_power_and_survive_extremes():
+    assert np.allclose(inverse_error_weights([1.0, 2.0], 2.0), [0.8, 0.2])  # 1 : 1/4
+    assert np.allclose(inverse_error_weights([1.0, 2.0], 1.0), [2 / 3, 1 / 3])  # Bates & Granger
+    assert np.allclose(inverse_error_weights([1.0, 2.0, 7.0], 0.0), [1 / 3] * 3)  # equal weights
+    assert np.allclose(inverse_error_weights([3.0, math.inf, 3.0]), [0.5, 0.0, 0.5])  # a failed member
+    assert np.allclose(inverse_error_weights([0.0, 1.0]), [1.0, 0.0])  # an exact forecast takes it all
+    w = inverse_error_weights([1e-300, 1e300], 4.0)  # no overflow, no NaN
+    assert np.all(np.isfinite(w)) and w[0] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="finite"):
+        inverse_error_weights([math.inf, math.nan])
 
 
-def test_the_average_with_the_lowest_error_from_the_origins_is_chosen():
+def test_members_are_weighted_by_their_errors_from_the_origins():
     y = [np.array([1.0, 2.0]), np.array([3.0, 3.0])]
-    kernel = [np.array([3.0, 4.0]), np.array([5.0, 5.0])]  # 2 too high everywhere
-    # Theta 2 too low: the kernel's average with it is exact; ETS is as far off as the kernel.
-    classical = [{"AutoETS": a + 2.0, "AutoTheta": a - 2.0} for a in y]
-    c = choose_members(kernel, classical, y, ("AutoETS", "AutoTheta"))
-    assert c.members == (KERNEL, "AutoTheta") and c.combined and c.origins == 2
-    sse = dict(c.origin_sse)
-    assert sse == {"kernel": 16.0, "kernel + AutoETS": 16.0, "kernel + AutoTheta": 0.0,
-                   "kernel + AutoETS + AutoTheta": pytest.approx(4 * (2 / 3) ** 2)}
-    assert np.allclose(c.mean(kernel[0], classical[0]), y[0])
+    kernel = [a + 1.0 for a in y]  # squared error 4 over the origins
+    classical = [{"AutoETS": a + 2.0, "AutoTheta": a - 0.5} for a in y]  # 16 and 1
+    c = weigh_members(kernel, classical, y, ("AutoETS", "AutoTheta"))
+    assert dict(c.origin_sse) == {"kernel": 4.0, "AutoETS": 16.0, "AutoTheta": 1.0} and c.origins == 2
+    # 1/16 : 1/256 : 1: ETS's 0.4 % is dropped and the rest renormalised.
+    assert c.members == (KERNEL, "AutoTheta") and c.weights == pytest.approx((1 / 17, 16 / 17))
+    assert c.combined and not c.guard and c.label == "kernel 0.06 + AutoTheta 0.94"
+    assert np.allclose(c.mean(kernel[0], classical[0]), (kernel[0] + 16 * classical[0]["AutoTheta"]) / 17)
+    # Power 0: every member, equal weights.
+    eq = weigh_members(kernel, classical, y, ("AutoETS", "AutoTheta"), power=0.0)
+    assert eq.members == (KERNEL, "AutoETS", "AutoTheta") and eq.weights == pytest.approx((1 / 3,) * 3)
 
 
-def test_ties_and_missing_forecasts_go_to_the_kernel_alone():
+def test_a_kernel_far_better_than_the_others_is_the_forecast_alone():
     y = [np.array([1.0, 2.0])]
-    same = choose_members([y[0] + 1], [{"AutoETS": y[0] + 1}], y, ("AutoETS",))
-    assert same.members == (KERNEL,) and not same.combined  # a tie: fewer members
-    # ETS failed at one origin: every average containing it is infinitely wrong.
-    y2 = [np.array([1.0]), np.array([2.0])]
-    c = choose_members([np.array([3.0]), np.array([4.0])], [{"AutoETS": np.array([1.0])}, {"AutoETS": None}], y2,
-                       ("AutoETS",))
-    assert c.members == (KERNEL,) and dict(c.origin_sse)["kernel + AutoETS"] == math.inf
-    # The kernel failed everywhere: nothing is finite, the kernel alone (and its own forecast) stays.
-    c = choose_members([None, None], [{"AutoETS": np.array([1.0])}] * 2, y2, ("AutoETS",))
-    assert c.members == (KERNEL,) and all(v == math.inf for _, v in c.origin_sse)
-    assert "no earlier origin" in choose_members([], [], [], ("AutoETS",)).reason
+    c = weigh_members([y[0] + 0.01], [{"AutoETS": y[0] + 1.0}], y, ("AutoETS",))
+    assert c.members == (KERNEL,) and c.weights == (1.0,) and not c.combined
+    assert c.describe().startswith("The forecast is the kernel's own: from 1 earlier points in time")
+    assert f"under {MIN_WEIGHT:.0%}" in c.describe()
+
+
+def test_missing_forecasts_and_failed_kernels_give_no_weight():
+    y = [np.array([1.0]), np.array([2.0])]
+    # ETS failed at one origin: its error is infinite, its weight 0.
+    c = weigh_members([np.array([3.0]), np.array([4.0])], [{"AutoETS": np.array([1.0])}, {"AutoETS": None}], y,
+                      ("AutoETS",))
+    assert c.members == (KERNEL,) and dict(c.origin_sse)["AutoETS"] == math.inf
+    # A forecast of the wrong length or with a NaN counts as failed too.
+    c = weigh_members([np.array([3.0]), np.array([4.0])], [{"AutoETS": np.array([1.0, 1.0])},
+                                                           {"AutoETS": np.array([np.nan])}], y, ("AutoETS",))
+    assert c.members == (KERNEL,)
+    # The kernel failed everywhere: ETS alone would be the forecast, but the kernel is listed with weight 0.
+    c = weigh_members([None, None], [{"AutoETS": np.array([1.0]), }, {"AutoETS": np.array([2.5])}], y, ("AutoETS",))
+    assert c.members == (KERNEL, "AutoETS") and c.weights == (0.0, 1.0)
+    # Nothing finite at all: the kernel's own, with a reason.
+    c = weigh_members([None, None], [{}, {}], y, ("AutoETS",))
+    assert c.members == (KERNEL,) and "no member had finite errors" in c.reason
+    assert "no earlier origin" in weigh_members([], [], [], ("AutoETS",)).reason
     with pytest.raises(ValueError, match="targets"):
-        choose_members([None], [{}, {}], y, ("AutoETS",))
+        weigh_members([None], [{}, {}], y, ("AutoETS",))
+
+
+def test_an_excluded_member_keeps_its_error_and_loses_its_weight():
+    y = [np.array([1.0, 2.0])]
+    kernel, classical = [y[0] + 0.1], [{"AutoETS": y[0] + 1.0, "AutoTheta": y[0] - 2.0}]
+    g = weigh_members(kernel, classical, y, ("AutoETS", "AutoTheta"), exclude=(KERNEL,), guard="it explodes")
+    assert g.members == (KERNEL, "AutoETS", "AutoTheta") and g.weights[0] == 0.0
+    assert g.weights[1:] == pytest.approx((16 / 17, 1 / 17)) and g.guard == "it explodes"
+    assert dict(g.origin_sse)["kernel"] == pytest.approx(0.02)
+    assert g.label == "AutoETS 0.94 + AutoTheta 0.06"
+    # The kernel's forecast does not enter the mean, even when it is not finite.
+    assert np.allclose(g.mean(np.array([np.nan, np.inf]), classical[0]),
+                       (16 * classical[0]["AutoETS"] + classical[0]["AutoTheta"]) / 17)
+    text = g.describe()
+    assert text.startswith("The forecast is AutoETS's and AutoTheta's, not the kernel's: it explodes.")
+    # Nothing left to replace the kernel: its own forecast, and the reason says why.
+    alone = weigh_members(kernel, [{}], y, ("AutoETS",), exclude=(KERNEL,), guard="it explodes")
+    assert alone.members == (KERNEL,) and "no classical forecast is there to replace it" in alone.reason
+
+
+def test_interval_excess_measures_how_far_outside_the_union_of_the_intervals():
+    lo1, hi1 = np.zeros(3), np.full(3, 2.0)
+    lo2, hi2 = np.full(3, -2.0), np.ones(3)  # the union: [-2, 2], half-width 2
+    assert interval_excess(np.array([0.0, 1.5, -1.9]), [lo1, lo2], [hi1, hi2]) == (0.0, -1)
+    assert interval_excess(np.array([0.0, 5.0, -4.0]), [lo1, lo2], [hi1, hi2]) == (1.5, 1)
+    assert interval_excess(np.array([0.0, np.nan, 0.0]), [lo1], [hi1]) == (math.inf, 1)
+    assert interval_excess(np.array([9.0]), [], []) == (0.0, -1)
+
+
+def _band(name: str, mean: np.ndarray, half: float) -> ClassicalForecast:
+    return ClassicalForecast(name, mean, mean - half, mean + half, "ok", "", 0.1)
+
+
+def test_the_guard_fires_only_beyond_the_set_number_of_half_widths():
+    flat = np.zeros(5)
+    bands = [_band("AutoETS", flat, 1.0), _band("AutoTheta", flat + 0.5, 1.0)]  # union [-1, 1.5]
+    inside = np.array([0.0, 0.5, 1.0, 1.4, 1.5])
+    assert guard_reason(inside, bands) == ""
+    just = np.r_[inside[:4], 1.5 + GUARD_HALF_WIDTHS * 1.25 - 1e-9]  # within one half-width (1.25)
+    assert guard_reason(just, bands) == ""
+    wild = np.r_[inside[:4], 1.5 + 3 * 1.25]
+    why = guard_reason(wild, bands)
+    assert why == ("the kernel's forecast leaves AutoETS's and AutoTheta's 95 % intervals by 3 half-widths at step 5 "
+                   "of 5")
+    assert "with no finite value" in guard_reason(np.r_[inside[:4], np.inf], bands)
+    # No interval to compare with, or no kernel forecast: no guard.
+    assert guard_reason(wild, [ClassicalForecast("AutoETS", flat, None, None, "ok", "", 0.1)]) == ""
+    assert guard_reason(None, bands) == ""
+    assert guard_reason(wild[:3], bands) == ""  # another horizon
 
 
 def test_the_description_says_which_forecast_and_why():
     assert Combination().describe() is None  # no combination asked for
+    weighted = Combination((KERNEL, "AutoETS", "AutoTheta"), (("kernel", 1.0), ("AutoETS", 2.0), ("AutoTheta", 3.0)),
+                           4, weights=(0.6, 0.25, 0.15))
+    text = weighted.describe()
+    assert text.startswith("The forecast weighs the kernel's, AutoETS's and AutoTheta's forecasts 0.60, 0.25, 0.15, "
+                           "by the inverse square of their summed squared errors from 4 earlier points in time")
+    assert "kernel 1; AutoETS 2; AutoTheta 3" in text
+    # Files written before weights: the equal-weight average their rule chose.
     own = Combination((KERNEL,), (("kernel", 1.0), ("kernel + AutoETS", 2.0)), 4)
     assert own.describe().startswith("The forecast is the kernel's own: from 4 earlier points in time")
     avg = Combination((KERNEL, "AutoTheta"), (("kernel", 3.0), ("kernel + AutoTheta", 2.0)), 4)
     text = avg.describe()
     assert "averaged with equal weights with AutoTheta's" in text and "2" in text and "3" in text
-    assert avg.label == "kernel + AutoTheta" and avg.models == ("AutoTheta",)
+    assert avg.label == "kernel + AutoTheta" and avg.models == ("AutoTheta",) and avg.member_weights == (0.5, 0.5)
     assert Combination(reason="a reason").describe() == "The forecast is the kernel's own: a reason."
     assert avg.mean(np.ones(3), {"AutoTheta": np.ones(2)}) is None  # another horizon: no average
     assert avg.mean(np.ones(3), {}) is None
@@ -95,9 +187,12 @@ def _doc(combination=None):
 
 
 def test_a_kernel_file_carries_the_combination_and_an_infinite_error_survives_json():
-    c = Combination((KERNEL, "AutoETS", "AutoTheta"), (("kernel", 2.5), ("kernel + AutoETS", math.inf)), 4)
+    c = Combination((KERNEL, "AutoETS", "AutoTheta"), (("kernel", 2.5), ("AutoETS", math.inf)), 4)
     kf = parse_kernel_file(dump_kernel_file(_doc(c)))
-    assert kf.combination == c
+    assert kf.combination == c  # an older file: no weights
+    weighted = Combination((KERNEL, "AutoETS"), (("kernel", 2.5), ("AutoETS", 1.0)), 4, weights=(0.0, 1.0),
+                           guard="the kernel's forecast leaves AutoETS's 95 % intervals by 4 half-widths")
+    assert parse_kernel_file(dump_kernel_file(_doc(weighted))).combination == weighted
     assert parse_kernel_file(dump_kernel_file(_doc())).combination == Combination()  # older files
 
 
@@ -105,7 +200,10 @@ def test_a_kernel_file_carries_the_combination_and_an_infinite_error_survives_js
     {"members": ["AutoETS"]}, {"members": ["kernel", "eval"]}, {"members": ["kernel", "AutoETS", "AutoETS"]},
     {"members": []}, {"members": ["kernel"], "origins": True}, {"members": ["kernel"], "origins": -1},
     {"members": ["kernel"], "origin_sse": {"kernel": -1.0}}, {"members": ["kernel"], "origin_sse": {"kernel": "x"}},
-    {"members": ["kernel"], "reason": "x" * 501}, ["kernel"]])
+    {"members": ["kernel"], "reason": "x" * 501}, ["kernel"], {"members": ["kernel", "AutoETS"], "weights": [1.0]},
+    {"members": ["kernel", "AutoETS"], "weights": [0.7, 0.7]}, {"members": ["kernel", "AutoETS"], "weights": [-1, 2]},
+    {"members": ["kernel", "AutoETS"], "weights": ["a", "b"]}, {"members": ["kernel"], "weights": [True]},
+    {"members": ["kernel"], "guard": 3}, {"members": ["kernel"], "guard": "x" * 501}])
 def test_a_malformed_combination_in_a_kernel_file_is_refused(bad):
     doc = _doc()
     doc["combination"] = bad
@@ -160,24 +258,34 @@ def searched():
     return ds, data, cfg, res
 
 
-def test_a_search_chooses_its_forecast_on_the_origins_as_the_post_hoc_study_did(searched):
+def test_a_search_weighs_its_forecast_on_the_origins_as_the_post_hoc_study_did(searched):
     """The classical forecasts at the origins are those of the cut series (bench/bench_combine.py's
-    origin_sets, fitted independently here), and the recorded errors are the averages' errors there."""
+    origin_sets, fitted independently here), the recorded errors are each member's there, and the weights
+    follow from them (and from the guard, on the forecast of the test part)."""
     from bench.bench_combine import origin_sets
 
     ds, data, cfg, res = searched
-    assert cfg.combine == ("AutoETS", "AutoTheta") and res.origins is not None
+    assert cfg.combine == ("AutoETS", "AutoTheta") and cfg.combine_guard and res.origins is not None
     c = res.combination
-    assert c.origins == 4 and c.reason == "" and len(c.origin_sse) == 4
+    assert c.origins == 4 and c.reason == "" and [k for k, _ in c.origin_sse] == [KERNEL, "AutoETS", "AutoTheta"]
     cuts = origin_sets(ds)
     ets = classical_forecasts_many(cuts, season_lengths=(12,), models=("AutoETS",))
+    sse = sum(float(np.sum((e.get("AutoETS").mean - cut.y_test) ** 2)) for e, cut in zip(ets, cuts, strict=True))
+    assert dict(c.origin_sse)["AutoETS"] == pytest.approx(sse, rel=1e-9)
     kernel = np.split(res.origins.mean * data.y_std + data.y_mean, np.cumsum(res.origins.n_targets)[:-1])
-    sse = sum(float(np.sum(((k + e.get("AutoETS").mean) / 2 - cut.y_test) ** 2))
-              for k, e, cut in zip(kernel, ets, cuts, strict=True))
-    assert dict(c.origin_sse)["kernel + AutoETS"] == pytest.approx(sse, rel=1e-9)
-    # The forecast's test RMSE follows the combination; the full-data classical forecasts are the page's.
+    own = sum(float(np.sum((k - cut.y_test) ** 2)) for k, cut in zip(kernel, cuts, strict=True))
+    assert dict(c.origin_sse)[KERNEL] == pytest.approx(own, rel=1e-9)
+    # The guard, on the page's classical forecasts of the test part, decides whether the kernel takes part.
     page = classical_forecasts(ds, models=("AutoETS", "AutoTheta"))
-    kernel_test = FittedModel.from_fit(res.best, ds.norm, ds.n_train).predict_dataset(ds).mean
+    kernel_test = kernel_test_mean(res.best, ds)
+    why = guard_reason(kernel_test, list(page.forecasts))
+    assert c.guard == why
+    w = inverse_error_weights([math.inf if (why and k == KERNEL) else v for k, v in c.origin_sse], cfg.combine_power)
+    kept = [i for i in range(3) if i == 0 or w[i] >= MIN_WEIGHT]
+    assert c.members == tuple(c.origin_sse[i][0] for i in kept)
+    if c.combined:
+        assert c.weights == pytest.approx(tuple(w[kept] / w[kept].sum()), abs=1e-12)
+    # The forecast's test RMSE follows the combination.
     expected = combined_test_mean(c, kernel_test, page)
     assert forecast_test_rmse(res, ds) == pytest.approx(rmse(ds.y_test, expected), rel=1e-9)
     if not c.combined:

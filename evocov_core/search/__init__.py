@@ -15,7 +15,7 @@ from ..combination import Combination
 from ..data import Dataset
 from ..metrics import FitData
 from ..parallel import Executor
-from .combine import ClassicalBeside
+from .combine import ClassicalBeside, kernel_test_mean
 from .common import (
     CHOICE_EXTRA_EVALS,
     END_SHARE,
@@ -121,7 +121,9 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
     until = None
     if config.time_budget > 0 and replay is None:
         until = time.time() + (t0 + config.time_budget - time.perf_counter())
-    combination, classical = beside.choose(result.origins, until=until)
+    kernel_mean = kernel_test_mean(result.best, dataset) if config.combine_guard else None
+    combination, classical = beside.choose(result.origins, until=until, kernel_mean=kernel_mean,
+                                           power=config.combine_power, guard=config.combine_guard)
     return dataclasses.replace(result, combination=combination, classical=classical,
                                elapsed=time.perf_counter() - t0)
 

@@ -10,8 +10,10 @@
 * The kernel's forecasts from the same origins are the interval calibration's out-of-sample
   refits (:attr:`~evocov_core.search.common.SearchResult.origins`): no further fit.
 * After the search, :meth:`ClassicalBeside.choose` waits for the classical forecasts until the
-  time budget ends, stops the child if they are not ready, and chooses
-  (:func:`~evocov_core.combination.choose_members`).
+  time budget ends, stops the child if they are not ready, and weighs the members
+  (:func:`~evocov_core.combination.weigh_members`), leaving the kernel out when its forecast of
+  the test part leaves the classical forecasts' intervals (the guard:
+  :func:`~evocov_core.combination.interval_excess`).
 
 Long series (fitted on a subset) keep the kernel's forecast: there the long-series development
 set did not confirm the gain (``docs/long-series.md``). Classical models need one input (time)
@@ -27,15 +29,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..classical import ClassicalForecasts, classical_forecasts_many
-from ..combination import Combination, choose_members
+from ..classical import ClassicalForecast, ClassicalForecasts, classical_forecasts_many
+from ..combination import GUARD_HALF_WIDTHS, KERNEL, POWER, Combination, interval_excess, weigh_members
 from ..data import Dataset
 from ..metrics import FitData, rmse
+from ..optimize import FitResult
 from ..seasons import infer_seasons
 from .common import SearchResult
 from .validate import OriginScores, origin_windows
 
-__all__ = ["ORIGIN_TIME_LIMIT", "ClassicalBeside", "combined_test_mean", "eligibility", "forecast_test_rmse"]
+__all__ = ["ORIGIN_TIME_LIMIT", "ClassicalBeside", "combined_test_mean", "eligibility", "forecast_test_rmse",
+           "guard_reason", "kernel_test_mean"]
 
 #: Seconds each classical model may take on each data set (the whole training part and each
 #: origin's head). AutoETS and AutoTheta take under 1 s on 1,300 points (``bench/results/``
@@ -107,10 +111,11 @@ class ClassicalBeside:
         if self._thread is not None:
             self._thread.join()
 
-    def choose(self, origins: OriginScores | None, *, until: float | None = None
+    def choose(self, origins: OriginScores | None, *, until: float | None = None,
+               kernel_mean: np.ndarray | None = None, power: float = POWER, guard: bool = True
                ) -> tuple[Combination, ClassicalForecasts | None]:
         """Wait for the classical forecasts (until wall-clock time ``until``, then stop them) and
-        choose the combination from them and the kernel's forecasts from the origins.
+        weigh the kernel and them by their forecasts from the origins.
 
         Parameters
         ----------
@@ -119,6 +124,15 @@ class ClassicalBeside:
             (:attr:`~evocov_core.search.common.SearchResult.origins`).
         until : float, optional
             ``time.time()`` after which the forecasts still running are stopped.
+        kernel_mean : ndarray of shape (h,), optional
+            The returned kernel's forecast of the test part (original units): what the guard checks
+            against the classical forecasts' intervals. None: no guard.
+        power : float
+            :func:`~evocov_core.combination.weigh_members`'s power.
+        guard : bool
+            Leave the kernel out when ``kernel_mean`` lies more than
+            :data:`~evocov_core.combination.GUARD_HALF_WIDTHS` half-widths outside every classical
+            member's 95 % interval at some step.
 
         Returns
         -------
@@ -126,7 +140,7 @@ class ClassicalBeside:
             The kernel alone with a reason when no choice could be made.
         classical : ClassicalForecasts or None
             The classical forecasts of the test part from the whole training part (None when none
-            were made): what the chosen average is made of.
+            were made): what the weighted average is made of.
         """
         if not self.models:
             return Combination(), None
@@ -150,12 +164,31 @@ class ClassicalBeside:
         means = np.split(origins.mean * data.y_std + data.y_mean, np.cumsum(origins.n_targets)[:-1])
         kernel = [m if m.size and np.all(np.isfinite(m)) else None for m in means]
         classical = [{f.name: f.mean for f in c.forecasts if f.ok} for c in cuts]
-        combination = choose_members(kernel, classical, self._targets, self.models)
-        failed = [m for m in combination.models if full is None or not (f := full.get(m)) or not f.ok]
-        if failed:  # the chosen average has no forecast of the test part: the kernel's own
-            combination = dataclasses.replace(combination, members=combination.members[:1],
-                                              reason=f"{' and '.join(failed)} could not forecast the test part")
+        ok = {m: f for m in self.models if full is not None and (f := full.get(m)) is not None and f.ok}
+        failed = tuple(m for m in self.models if m not in ok)  # no forecast of the test part: weight 0
+        why = guard_reason(kernel_mean, [ok[m] for m in self.models if m in ok]) if guard else ""
+        exclude = failed + ((KERNEL,) if why else ())
+        combination = weigh_members(kernel, classical, self._targets, self.models, power=power, exclude=exclude,
+                                    guard=why)
         return combination, full
+
+
+def guard_reason(kernel_mean: np.ndarray | None, classical: Sequence[ClassicalForecast]) -> str:
+    """Why the kernel's forecast ``kernel_mean`` (shape (h,), original units) is left out of the
+    combination: it lies more than :data:`~evocov_core.combination.GUARD_HALF_WIDTHS` half-widths
+    outside the union of the ``classical`` forecasts' 95 % intervals at some step. Empty when it does
+    not, or when there is nothing to check it against."""
+    bands = [f for f in classical if f.lower is not None and f.upper is not None
+             and np.shape(f.lower) == np.shape(f.upper) == np.shape(kernel_mean)]
+    if kernel_mean is None or not bands:
+        return ""
+    excess, step = interval_excess(kernel_mean, [f.lower for f in bands], [f.upper for f in bands])
+    if not excess > GUARD_HALF_WIDTHS:
+        return ""
+    by = "with no finite value" if not np.isfinite(excess) else f"by {excess:.3g} half-widths"
+    names = " and ".join(f"{f.name}'s" for f in bands)
+    return (f"the kernel's forecast leaves {names} 95 % intervals {by} at step {step + 1} of "
+            f"{np.size(kernel_mean)}")
 
 
 def combined_test_mean(combination: Combination, kernel_mean: np.ndarray,
@@ -169,6 +202,15 @@ def combined_test_mean(combination: Combination, kernel_mean: np.ndarray,
     return combination.mean(kernel_mean, {f.name: f.mean for f in classical.forecasts if f.ok})
 
 
+def kernel_test_mean(fit: FitResult, ds: Dataset) -> np.ndarray | None:
+    """The predictive mean of the fitted kernel ``fit`` on ``ds``'s test part (shape (h,), original
+    units); None when it has no fitted values."""
+    if fit is None or not fit.ok:
+        return None
+    from ..model import FittedModel  # model imports the search package
+
+    return FittedModel.from_fit(fit, ds.norm, ds.n_train).predict_mean(ds.X_train, ds.y_train, ds.X_test)
+
 
 def forecast_test_rmse(result: SearchResult, ds: Dataset) -> float | None:
     """Test RMSE (original units) of the forecast a search returns: its combination's when that
@@ -178,8 +220,5 @@ def forecast_test_rmse(result: SearchResult, ds: Dataset) -> float | None:
         return None
     if not result.combination.combined:
         return best.test_rmse
-    from ..model import FittedModel
-
-    kernel_mean = FittedModel.from_fit(best, ds.norm, ds.n_train).predict_dataset(ds).mean
-    mean = combined_test_mean(result.combination, kernel_mean, result.classical)
+    mean = combined_test_mean(result.combination, kernel_test_mean(best, ds), result.classical)
     return None if mean is None else rmse(ds.y[~ds.train], mean)

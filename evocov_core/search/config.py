@@ -381,12 +381,20 @@ class SearchConfig:
                           "own intervals. The forecast's mean is unchanged.", "budgeted",
                           choices=("none", "tail", "origins"))
     combine: tuple[str, ...] = _s((), "Average the forecast with", "Classical forecasters the kernel's forecast "
-                                  "may be averaged with (equal weights). The average, or the kernel alone, whose "
-                                  "forecasts from four earlier points in time (60-90 % of the training range, the "
-                                  "kernel refitted at each) had the lowest squared error is the forecast; the "
-                                  "kernel stays the explanation. Needs interval calibration from the origins (their "
-                                  "refits are reused). Not on long series. Empty: the kernel's own forecast.",
+                                  "is averaged with. Each forecast is weighted by its squared error from four "
+                                  "earlier points in time (60-90 % of the training range, the kernel refitted at "
+                                  "each) to the power −(weight power); the kernel stays the explanation. Needs "
+                                  "interval calibration from the origins (their refits are reused). Not on long "
+                                  "series. Empty: the kernel's own forecast.",
                                   "budgeted", choices=("AutoETS", "AutoTheta", "AutoARIMA", "SeasonalNaive"))
+    combine_power: float = _s(2.0, "Weight power", "Each forecast's weight in the average is proportional to its "
+                              "summed squared error from the earlier origins to the power −p: 0 gives equal "
+                              "weights, a large p all the weight to the best.", "budgeted", lo=0.0, hi=64.0,
+                              step=0.5, fmt="%.1f")
+    combine_guard: bool = _s(True, "Guard the forecast", "Leave the kernel's forecast out of the average when it "
+                             "lies outside every classical forecaster's 95 % interval by more than the interval's "
+                             "half-width at some step of the horizon: no classical model finds it plausible.",
+                             "budgeted")
     data_bounds: bool = _s(False, "Data-tied bounds", "No lengthscale below half the sampling step; periods "
                            "between two steps and the training span.", "budgeted")
     changepoints: bool = _s(False, "Change points", "Let random trees, mutations and expansions use ABCD's "
@@ -546,9 +554,9 @@ _QUICK: dict[str, dict] = {
 # 1.049 -> 0.923 x the better of seasonal naive and MSTL, paired 0.943 (SE of the log 0.038), worst
 # single run 1.38 -> 2.14; on the long benchmark (long/quick-origins-density against
 # long/quick-naive-seeds) 0.880 -> 0.775, paired 0.875 (0.074). Short series are unchanged.
-# The forecast is the kernel's, or its average with AutoETS's and/or AutoTheta's when that did better
-# from four earlier origins (evocov_core/combination.py): post hoc on committed runs, paired 0.931 (SE of
-# the log 0.039) on the development corpus, 0.979 (0.029) on TSDL (bench/results/bench_combine__*.md).
+# The forecast is the kernel's, AutoETS's and AutoTheta's, weighted by the inverse square of their
+# errors from four earlier origins, without the kernel's when it leaves their 95 % intervals
+# (evocov_core/combination.py; combine_power and combine_guard keep their defaults, 2 and on).
 _BUDGETED_PARTS = dict(cache_fits=True, data_bounds=True, select_top=5, changepoints=True, calibration="origins",
                        long_choice="origins_density", combine=("AutoETS", "AutoTheta"))
 _EVOLVE = dict(population=40, generations=100_000, mu=8, patience=3, d_min=3, d_max=8, psd_w=12, n_restarts=1,
