@@ -21,8 +21,9 @@ rule with the lowest squared error summed over the origins, ``val-best-gp`` the 
 the rules that contain the kernel's forecast, ``val-inverse`` weights the three
 forecasts by the inverse of that error (Bates & Granger 1969).
 
-``val-best-gp`` is now what a budgeted search returns as its forecast
-(:mod:`evocov_core.combination`, the presets' ``combine``), with two differences: the kernel's
+``val-best-gp`` was what a budgeted search returned as its forecast from b43bd69 to 1bf900b, when
+the weighted average of ``bench/bench_combine_weights.py`` replaced it (:mod:`evocov_core.combination`,
+the presets' ``combine``), with two differences: the kernel's
 origin forecasts are the interval calibration's refits (seeded by the search), and the classical
 models at every origin get the seasons read from the whole training part. ``bench accuracy``
 records that forecast (``forecast_test_rmse``); this script stays the way to study other rules on

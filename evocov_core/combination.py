@@ -21,13 +21,17 @@ horizon leaves the union of the classical members' 95 % intervals by more than
 plausible, the kernel's weight is 0: the forecast is the classical members', weighted as above
 (:func:`interval_excess`). The kernel stays the explanation of the series.
 
-Evidence, post hoc on the kernels of the committed `quick` runs with every origin refitted
-(``bench/bench_combine_weights.py``): test RMSE paired against the forecast those runs returned
-(the lowest-error equal-weight average): 0.957 (SE of the log 0.041) on the development corpus
-(61 series), which chose the rule, 0.913 (0.056) on TSDL (13 series × 5 seeds), which confirms it;
-the worst single run 5.6 → 2.95 × AutoETS on the corpus, 56 → 3.4 × the best published on TSDL.
-On long series (fitted on a subset) the long-series development set did not confirm combining
-(1.011, SE 0.025), so they keep the kernel's forecast.
+Evidence (``docs/studies.md``). Post hoc on the kernels of the `quick` runs before it, every origin
+refitted (``bench/bench_combine_weights.py``), test RMSE paired against the rule it replaced (the
+equal-weight average with the lowest summed error, on the same refits): 0.977 (SE of the log
+0.037) on the development corpus (61 series), which chose the weighting and could not tell power
+1 from 2; 0.895 (0.055) on TSDL (13 series × 5 seeds), which confirms it and lost with power 1.
+As a user gets it (``bench/results/corpus/quick-41-weights``, ``accuracy/quick-41-weights``): the
+forecast is paired 0.938 (0.046) and 0.956 (0.034) against its kernel's own; single runs 0.951 ×
+AutoETS on the corpus (0.983 before) and 1.385 × the best published on TSDL (1.542 before, whose
+worst run, 56 ×, the guard now catches). On long series (fitted on a subset) the long-series
+development set did not confirm combining (1.011, SE 0.025, for the rule of its day), so they keep
+the kernel's forecast.
 
 :class:`Combination` records the choice (the kernel file's ``combination``); it is a pure value.
 The forecasts are made by :mod:`evocov_core.search.combine`.

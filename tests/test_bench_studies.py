@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -291,3 +292,23 @@ def test_origin_rules_read_the_origins_as_documented() -> None:
     assert choose(np.full((4, 4), np.inf), "sum") == 0  # nothing finite: the kernel alone
     with pytest.raises(ValueError, match="unknown rule"):
         choose(e, "best-on-test")
+
+
+def test_combine_weights_reads_a_rerun_over_its_folder_and_sums_errors_over_origins(tmp_path) -> None:
+    """``bench_combine_weights``: a rerun trial replaces the folder's (the others stay); a member's error
+    summed over the origins is infinite where it had no (finite) forecast."""
+    from bench.bench_combine_weights import _sse, _trials
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    for folder, rows in ((old, [("a", 0, 1.0), ("b", 0, 2.0), ("b", 1, 3.0)]), (new, [("b", 0, 9.0)])):
+        folder.mkdir()
+        pd.DataFrame([{"series": s, "variant": "full", "seed": k, "status": "ok", "test_rmse": r,
+                       "forecast_test_rmse": r, "kernel_file": f"kernels/{s}__full__seed{k}.json"}
+                      for s, k, r in rows]).to_csv(folder / "trials.csv", index=False)
+    t = _trials(old, new)
+    assert [(r.series, r.seed, r.test_rmse, Path(r.folder).name) for r in t.itertuples()] == [
+        ("a", 0, 1.0, "old"), ("b", 0, 9.0, "new"), ("b", 1, 3.0, "old")]
+    origins = [({"kernel": np.array([1.0, 2.0]), "AutoETS": np.array([0.0, 0.0])}, np.array([1.0, 1.0])),
+               ({"kernel": np.array([3.0]), "AutoETS": np.array([np.nan])}, np.array([1.0]))]
+    assert _sse(origins, "kernel") == 1.0 + 4.0
+    assert _sse(origins, "AutoETS") == math.inf and _sse(origins, "AutoTheta") == math.inf

@@ -13,6 +13,7 @@ import pytest
 
 from evocov_core.data import Dataset, load_bundled
 from evocov_core.search import RunLog, preset, run_search, search_data
+from evocov_core.search.combine import forecast_test_rmse
 from evocov_core.search.replay import replay_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,6 +78,23 @@ def test_the_test_part_never_takes_part_in_a_choice():
     assert again.best.kernel.canonical == timed.best.kernel.canonical and again.best.bic == timed.best.bic
     assert [(r.canonical, r.bic) for r in again.records] == [(r.canonical, r.bic) for r in timed.records]
     assert again.best.test_rmse != timed.best.test_rmse  # the test part did change
+
+
+def test_the_forecast_combination_ignores_the_test_part():
+    """The forecast's weights and the guard are made from the training part alone: the classical models
+    and the kernel's refits at the origins see only training points, and the guard compares forecasts of
+    the test inputs, not their outputs. Scrambled test outputs give the same combination."""
+    ds = load_bundled("airline")
+    config = preset("quick-fixed").with_(population=8, mu=2, generations=2, calibration="origins",
+                                         combine=("AutoETS", "AutoTheta"))
+    y = ds.y.copy()
+    y[~ds.train] = np.random.default_rng(0).permutation(y[~ds.train]) * 3.0 + 100.0
+    other = Dataset.from_arrays(ds.x, y, test_fraction=ds.test_fraction)
+    a = run_search(search_data(ds, config), config, seed=0, workers=1, dataset=ds)
+    b = run_search(search_data(other, config), config, seed=0, workers=1, dataset=other)
+    assert a.combination.origins == 4 and not a.combination.reason
+    assert a.combination == b.combination and a.best.kernel.canonical == b.best.kernel.canonical
+    assert forecast_test_rmse(a, ds) != forecast_test_rmse(b, other)  # the test part did change
 
 
 def test_fixed_count_search_ignores_the_test_part():

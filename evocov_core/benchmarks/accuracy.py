@@ -46,8 +46,9 @@ the per-series median (``median5_geomean``); the pooled coverage (``coverage_95`
 RMSE) / that classical forecaster's test RMSE on the same split.
 
 Trials also record the test RMSE of the forecast the search returned (``forecast_test_rmse``)
-and what it was (``forecast``: ``kernel``, or ``kernel + AutoTheta``… when the search averaged
-the kernel's forecast with classical ones: :mod:`evocov_core.combination`). Where they do, a
+and what it was (``forecast``: ``kernel``, or ``kernel 0.62 + AutoTheta 0.38``… when the search
+weighed the kernel's forecast with classical ones, ``kernel + AutoTheta``… in folders made before
+weights: :mod:`evocov_core.combination`). Where they do, a
 second line per variant (:func:`forecast_line`) gives that forecast's single-run figures
 (``forecast_single_run_geomean``…), its RMSE paired against the kernel's own
 (``forecast_paired``, ``forecast_paired_se_log``) and ``forecast_combined=K/N``. The summary's
@@ -854,10 +855,10 @@ def trial_summary(trials: pd.DataFrame, refs: pd.DataFrame, variant: str,
 def forecast_line(trials: pd.DataFrame, refs: pd.DataFrame, variant: str, prefix: str = "") -> str | None:
     """``variant=NAME forecast_single_run_geomean=… forecast_single_run_p90=… forecast_worst_single=…
     forecast_median5_geomean=… forecast_paired=… forecast_paired_se_log=… forecast_combined=K/N``: the
-    single-run figures of the forecast the search returned (the kernel's, or its average with classical
-    forecasts: :mod:`evocov_core.combination`), its test RMSE paired trial by trial against the
-    kernel's own (geometric mean, standard error of the mean log) and the trials whose forecast was an
-    average; None when no trial of ``variant`` recorded a forecast (older folders)."""
+    single-run figures of the forecast the search returned (the kernel's, or its weighted average with
+    classical forecasts: :mod:`evocov_core.combination`), its test RMSE paired trial by trial against the
+    kernel's own (geometric mean, standard error of the mean log) and the trials whose forecast was not the
+    kernel's own; None when no trial of ``variant`` recorded a forecast (older folders)."""
     if "forecast_test_rmse" not in trials or not len(trials):
         return None
     has = trials[(trials["variant"] == variant) & pd.to_numeric(trials["forecast_test_rmse"], errors="coerce").notna()]
@@ -1305,9 +1306,10 @@ def accuracy_report(out: Path, *, data_dir: Path | None = None, classical: bool 
              "series of our median test RMSE / that classical forecaster's (`classical.csv`)"
              + (": every key prefixed `corpus_`" if corpus else "") + ". A `forecast_` line, where the trials "
              "recorded it, gives the same single-run figures for the forecast the search returned (the kernel's, or "
-             "its average with classical forecasts chosen on four earlier origins: `evocov_core/combination.py`), "
-             "that forecast's test RMSE paired trial by trial against the kernel's own (geometric mean and the "
-             "standard error of the mean log), and how many trials returned an average:", "",
+             "its average with classical forecasts weighted by their errors from four earlier origins: "
+             "`evocov_core/combination.py`), that forecast's test RMSE paired trial by trial against the kernel's "
+             "own (geometric mean and the standard error of the mean log), and how many trials returned another "
+             "forecast than the kernel's own:", "",
              "```", *(summary or ["(no finished trial yet)"]), "```", ""]
     n_err = int((trials["status"] == TrialStatus.ERROR).sum()) if len(trials) else 0
     if n_err:
