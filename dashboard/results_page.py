@@ -218,8 +218,10 @@ def best_tab(run: RunRecord, ds: Dataset, fc: Forecasts) -> None:
     baselines(ds, shown_rmse, shown_what, se, gpss_runs, gpss_job)
     combined = run.best.combination.describe() if run.best is not None else None
     if combined:
-        st.caption(f":material/merge: {combined} Its test RMSE is the *forecast* row of the table below "
-                   "(search setting *Average the forecast with*).")
+        row = (" Its test RMSE is the *forecast* row of the table below" if run.best.combination.combined
+               else "")
+        st.caption(f":material/merge: {combined}{row} (search settings *Average the forecast with*, *Weight "
+                   "power*, *Guard the forecast*).")
     dashed = comparison_section(run, ds, fc.best, fc.average, se, gpss_runs[0] if gpss_runs else None, gpss_job)
     if run.selection:
         selection_table(run)

@@ -209,8 +209,9 @@ class KernelFile:
         The factor on the forecast's spread and what it was learned from
         (:mod:`evocov_core.calibration`; none in files without it).
     combination : Combination
-        Whether the search's forecast was the kernel's own or its average with classical
-        forecasts (:mod:`evocov_core.combination`; the kernel's own in files without it). A
+        Whether the search's forecast was the kernel's own or its weighted average with classical
+        forecasts, with the weights and the guard's reason (:mod:`evocov_core.combination`; the
+        kernel's own in files without it). A
         prediction from the file is the kernel's: the classical forecasts are not in it.
     """
 
@@ -460,7 +461,7 @@ def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dat
     :func:`~evocov_core.subset.plan_subset`), so that a prediction conditions on the same points.
     ``run``: what the search did (:func:`evocov_core.search.replay.run_record`).
     ``calibration``: the factor on the forecast's spread (:mod:`evocov_core.calibration`).
-    ``combination``: whether the search's forecast averaged the kernel's with classical ones
+    ``combination``: how the search's forecast weighed the kernel's and classical ones
     (:mod:`evocov_core.combination`).
     """
     from . import __version__

@@ -153,6 +153,7 @@ def test_the_guard_fires_only_beyond_the_set_number_of_half_widths():
     # No interval to compare with, or no kernel forecast: no guard.
     assert guard_reason(wild, [ClassicalForecast("AutoETS", flat, None, None, "ok", "", 0.1)]) == ""
     assert guard_reason(None, bands) == ""
+    assert kernel_test_mean(None, _series()) is None  # no fitted kernel: nothing to guard
     assert guard_reason(wild[:3], bands) == ""  # another horizon
 
 

@@ -91,10 +91,10 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
     without a clock and returns the same kernel and BIC on any machine.
 
     With ``config.combine`` and the ``dataset`` that ``data`` was made from, the result's
-    ``combination`` says whether the forecast is the kernel's own or its average with classical
-    forecasts (:mod:`evocov_core.combination`); those are fitted beside the search
-    (:mod:`evocov_core.search.combine`), within the budget. Without ``dataset`` no combination is
-    made.
+    ``combination`` says how the forecast weighs the kernel's and the classical forecasts, and
+    whether the guard left the kernel's out (:mod:`evocov_core.combination`); those are fitted
+    beside the search (:mod:`evocov_core.search.combine`), within the budget. Without ``dataset``
+    no combination is made.
     """
     t0 = time.perf_counter()
     beside = None
@@ -121,7 +121,8 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
     until = None
     if config.time_budget > 0 and replay is None:
         until = time.time() + (t0 + config.time_budget - time.perf_counter())
-    kernel_mean = kernel_test_mean(result.best, dataset) if config.combine_guard else None
+    # The guard's input: the kernel's forecast of the test part (not computed where no combination is made).
+    kernel_mean = kernel_test_mean(result.best, dataset) if config.combine_guard and not beside.reason else None
     combination, classical = beside.choose(result.origins, until=until, kernel_mean=kernel_mean,
                                            power=config.combine_power, guard=config.combine_guard)
     return dataclasses.replace(result, combination=combination, classical=classical,

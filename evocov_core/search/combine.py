@@ -33,7 +33,7 @@ from ..classical import ClassicalForecast, ClassicalForecasts, classical_forecas
 from ..combination import GUARD_HALF_WIDTHS, KERNEL, POWER, Combination, interval_excess, weigh_members
 from ..data import Dataset
 from ..metrics import FitData, rmse
-from ..optimize import FitResult
+from ..optimize import NUMERIC_ERRORS, FitResult
 from ..seasons import infer_seasons
 from .common import SearchResult
 from .validate import OriginScores, origin_windows
@@ -202,14 +202,18 @@ def combined_test_mean(combination: Combination, kernel_mean: np.ndarray,
     return combination.mean(kernel_mean, {f.name: f.mean for f in classical.forecasts if f.ok})
 
 
-def kernel_test_mean(fit: FitResult, ds: Dataset) -> np.ndarray | None:
+def kernel_test_mean(fit: FitResult | None, ds: Dataset) -> np.ndarray | None:
     """The predictive mean of the fitted kernel ``fit`` on ``ds``'s test part (shape (h,), original
-    units); None when it has no fitted values."""
+    units); None when it has no fitted values or its posterior fails numerically."""
     if fit is None or not fit.ok:
         return None
     from ..model import FittedModel  # model imports the search package
 
-    return FittedModel.from_fit(fit, ds.norm, ds.n_train).predict_mean(ds.X_train, ds.y_train, ds.X_test)
+    try:
+        with np.errstate(all="ignore"):
+            return FittedModel.from_fit(fit, ds.norm, ds.n_train).predict_mean(ds.X_train, ds.y_train, ds.X_test)
+    except NUMERIC_ERRORS:
+        return None
 
 
 def forecast_test_rmse(result: SearchResult, ds: Dataset) -> float | None:

@@ -330,7 +330,7 @@ class SearchResult:
         The returned kernel's out-of-sample forecasts from the four origins (its refits there) that
         calibrated it; None when none were made.
     combination : Combination
-        Whether the forecast is the kernel's own or its average with classical forecasts, and why
+        Whether the forecast is the kernel's own or its weighted average with classical forecasts, and why
         (:mod:`evocov_core.combination`; ``config.combine``).
     classical : ClassicalForecasts or None
         The classical forecasts of the test part the combination may average (None when none were made).
