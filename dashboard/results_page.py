@@ -220,8 +220,10 @@ def best_tab(run: RunRecord, ds: Dataset, fc: Forecasts) -> None:
     if combined:
         row = (" Its test RMSE is the *forecast* row of the table below" if run.best.combination.combined
                else "")
-        st.caption(f":material/merge: {combined}{row} (search settings *Average the forecast with*, *Weight "
-                   "power*, *Guard the forecast*).")
+        members = ("*Average the forecast with*" if run.best.combination.refitted
+                   else "*On long series, average with*")
+        st.caption(f":material/merge: {combined}{row} (search settings {members}, *Weight power*, *Guard the "
+                   "forecast*).")
     dashed = comparison_section(run, ds, fc.best, fc.average, se, gpss_runs[0] if gpss_runs else None, gpss_job)
     if run.selection:
         selection_table(run)

@@ -110,6 +110,9 @@ class Combination:
     guard : str
         Why the kernel's forecast was left out (it leaves the classical forecasts' intervals); empty
         when it was not.
+    refitted : bool
+        The kernel's forecasts from the origins were made by refits there (short series); False: with
+        its fitted values (long series, where a refit costs seconds).
     """
 
     members: tuple[str, ...] = (KERNEL,)
@@ -118,6 +121,7 @@ class Combination:
     reason: str = ""
     weights: tuple[float, ...] = ()
     guard: str = ""
+    refitted: bool = True
 
     @property
     def combined(self) -> bool:
@@ -163,7 +167,8 @@ class Combination:
         if self.origins == 0:
             return None
         sse = dict(self.origin_sse)
-        where = f"from {self.origins} earlier points in time (the kernel refitted at each)"
+        how = "the kernel refitted at each" if self.refitted else "the kernel with its fitted values"
+        where = f"from {self.origins} earlier points in time ({how})"
         if not self.weights:  # an older file: the equal-weight average with the lowest summed error
             own = sse.get(KERNEL, math.inf)
             if not self.combined:
@@ -194,7 +199,8 @@ class Combination:
                 "origin_sse": {k: (v if math.isfinite(v) else None) for k, v in self.origin_sse},
                 **({"weights": list(self.weights)} if self.weights else {}),
                 **({"reason": self.reason} if self.reason else {}),
-                **({"guard": self.guard} if self.guard else {})}
+                **({"guard": self.guard} if self.guard else {}),
+                **({} if self.refitted else {"refitted": False})}
 
     @classmethod
     def from_dict(cls, d: object) -> Combination:
@@ -203,6 +209,9 @@ class Combination:
             raise ValueError("'combination' must be an object")
         members, origins, sse = d.get("members"), d.get("origins", 0), d.get("origin_sse", {})
         reason, guard, weights = d.get("reason", ""), d.get("guard", ""), d.get("weights", [])
+        refitted = d.get("refitted", True)
+        if not isinstance(refitted, bool):
+            raise ValueError("combination 'refitted' must be true or false")
         if (not isinstance(members, list) or not members or members[0] != KERNEL
                 or not all(isinstance(m, str) and m in MODELS for m in members[1:])
                 or len(set(members)) != len(members)):
@@ -228,7 +237,7 @@ class Combination:
         for name, text in (("reason", reason), ("guard", guard)):
             if not isinstance(text, str) or len(text) > _MAX_REASON:
                 raise ValueError(f"combination '{name}' must be a string of at most {_MAX_REASON} characters")
-        return cls(tuple(members), tuple(pairs), origins, reason, tuple(float(w) for w in weights), guard)
+        return cls(tuple(members), tuple(pairs), origins, reason, tuple(float(w) for w in weights), guard, refitted)
 
 
 def inverse_error_weights(sse: Sequence[float], power: float = POWER) -> Array:

@@ -120,7 +120,9 @@ def tiny(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return ["synthetic-tiny"]
 
 
-def _kernel_text(test_rmse: float) -> str:
+def _kernel_text(test_rmse: float, forecast_rmse: float | None = None) -> str:
+    """A kernel file; with ``forecast_rmse``, of a search whose forecast averaged the kernel with MSTL."""
+    from evocov_core.combination import Combination
     from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict
     from evocov_core.library import squared_exponential
     from evocov_core.optimize import FitResult, FitStatus
@@ -129,7 +131,13 @@ def _kernel_text(test_rmse: float) -> str:
     fit = FitResult(kernel=k, theta=(0.0, -1.0), log_noise=-2.0, jitter=0.0, status=FitStatus.OK, reason="",
                     metric="lml", metric_value=-10.0, lml=-10.0, bic=30.0, q=k.q, n=540, n_evals=20, seconds=1.0,
                     test_rmse=test_rmse)
-    return dump_kernel_file(kernel_file_dict(fit, None, n_train=540, extra_scores={"seconds": 3.0, "evaluations": 7}))
+    scores = {"seconds": 3.0, "evaluations": 7}
+    combination = None
+    if forecast_rmse is not None:
+        scores["forecast_test_rmse"] = forecast_rmse
+        combination = Combination(("kernel", "MSTL"), (("kernel", 2.0), ("MSTL", 1.0)), 4, weights=(0.2, 0.8),
+                                  refitted=False)
+    return dump_kernel_file(kernel_file_dict(fit, None, n_train=540, extra_scores=scores, combination=combination))
 
 
 class StandIn:
@@ -180,6 +188,25 @@ def test_trials_run_the_search_command_and_resume(tmp_path: Path, tiny: list[str
     with pytest.raises(BenchError, match=r"search arguments none; this run asks for .* --naive-seeds"):
         lb.long_bench(tmp_path, seeds=2, time_budget=5.0, fit_points=500, search_args=["--naive-seeds"],
                       log=lambda s: None, runner=again)
+
+
+def test_a_combined_forecast_is_what_a_trial_scores(tmp_path: Path, tiny: list[str]) -> None:
+    """With long_combine the search's forecast is the weighted average: the trial's RMSE and ratio are its,
+    the kernel's own is kept beside it."""
+    def run(argv, **kwargs) -> MeasuredRun:
+        Path(argv[argv.index("--out") + 1]).write_text(_kernel_text(3.0, forecast_rmse=1.0), encoding="utf-8")
+        return MeasuredRun(0, 5.0, 10**9, "7 kernels fitted in 5.0 s\n", "")
+
+    lb.long_bench(tmp_path, seeds=1, time_budget=5.0, log=lambda s: None, argv=["t"], runner=run)
+    row = pd.read_csv(tmp_path / "trials.csv").iloc[0]
+    assert row["test_rmse"] == 1.0 and row["kernel_test_rmse"] == 3.0 and row["ratio"] == 0.5
+    assert row["forecast"] == "kernel 0.20 + MSTL 0.80"
+    assert "kernel 0.20 + MSTL 0.80" in (tmp_path / "report.md").read_text(encoding="utf-8")
+    # A search whose forecast is the kernel's: both are the kernel's.
+    one = StandIn()
+    lb.long_bench(tmp_path / "b", seeds=1, time_budget=5.0, log=lambda s: None, argv=["t"], runner=one)
+    row = pd.read_csv(tmp_path / "b" / "trials.csv").iloc[0]
+    assert row["test_rmse"] == row["kernel_test_rmse"] == 1.0 and row["forecast"] == "kernel"
 
 
 def test_search_args_reach_every_command_and_are_checked(tmp_path: Path, tiny: list[str]) -> None:

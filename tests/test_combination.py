@@ -29,6 +29,7 @@ from evocov_core.model import FittedModel
 from evocov_core.optimize import OptimConfig, fit_kernel
 from evocov_core.search import preset, run_search, search_data, search_executor
 from evocov_core.search.combine import (
+    LONG_POINTS,
     ClassicalBeside,
     combined_test_mean,
     eligibility,
@@ -36,7 +37,7 @@ from evocov_core.search.combine import (
     guard_reason,
     kernel_test_mean,
 )
-from evocov_core.search.validate import origin_windows
+from evocov_core.search.validate import origin_masks, origin_windows
 from evocov_core.seasons import Seasons
 
 
@@ -310,12 +311,7 @@ def test_the_kernels_own_forecast_is_kept_with_a_reason_where_no_choice_can_be_m
     assert not res.combination.combined and "interval calibration" in res.combination.reason
     with search_executor(data, cfg, workers=1) as ex:  # without the data set: nothing is said
         assert run_search(data, cfg, seed=0, executor=ex).combination == Combination()
-    # A long series fitted on a subset, and two inputs.
-    long = _series(400)
-    sub = FitData.from_dataset(long, max_points=200)
-    assert "long series" in eligibility(long, sub)
-    beside = ClassicalBeside(long, sub, ("AutoETS",))
-    assert "long series" in beside.choose(None)[0].reason
+    # Two inputs.
     two = Dataset.from_arrays(np.c_[np.arange(30.0), np.arange(30.0) % 7], np.arange(30.0), test_fraction=0.1)
     assert "one input" in eligibility(two, FitData.from_dataset(two))
     assert ClassicalBeside(ds, data, ()).choose(None) == (Combination(), None)
@@ -353,3 +349,68 @@ def test_the_report_says_what_the_forecast_is():
     assert "<i>forecast</i> row" in text
     plain = report_html(dataclasses.replace(kf, combination=Combination()), ds, baseline_budget=0, classical=False)
     assert 'class="combination"' not in plain
+
+
+# --- long series ----------------------------------------------------------------------------------
+
+
+def test_origin_masks_over_any_times_are_the_search_datas_windows():
+    ds = _series(90)
+    data = FitData.from_dataset(ds)
+    for (o, head, target), (o2, head2, target2) in zip(origin_windows(data), origin_masks(ds.X_train[:, 0]),
+                                                       strict=True):
+        assert o == o2 and np.array_equal(head, head2) and np.array_equal(target, target2)
+
+
+@pytest.fixture(scope="module")
+def long_series() -> tuple[Dataset, FitData]:
+    """A series longer than the fit points and than LONG_POINTS: the search fits a subset of it."""
+    n = LONG_POINTS + 1200
+    rng = np.random.default_rng(3)
+    t = np.arange(n, dtype=np.float64)
+    ds = Dataset.from_arrays(t, 0.01 * t + 3 * np.sin(2 * np.pi * t / 24) + rng.standard_normal(n),
+                             test_fraction=0.1)
+    return ds, FitData.from_dataset(ds, max_points=300)
+
+
+def test_long_series_are_combined_from_the_kernels_forecasts_with_its_fitted_values(long_series):
+    ds, sub = long_series
+    assert sub.on_subset and eligibility(ds, sub) == ""
+    fit = fit_kernel(compose(["+", "PER", "SE"]), sub, OptimConfig(n_restarts=1, max_evals=40),
+                     np.random.default_rng(0))
+    beside = ClassicalBeside(ds, sub, ("AutoETS", "SeasonalNaive"))
+    # The origins' windows are over every training point, not only the subset's.
+    assert [w[1].shape for w in beside._windows] == [(ds.n_train,)] * 4
+    assert "no fitted kernel" in beside.choose(None, fit=None)[0].reason
+    means = beside.fitted_origin_means(fit)
+    targets = [ds.y_train[t] for _, _, t in beside._windows]
+    assert [m.shape for m in means] == [t.shape for t in targets]
+    # Conditioned on the points before each origin: as good as the fitted model's forecast from there.
+    model = FittedModel.from_fit(fit, ds.norm, ds.n_train)
+    head, target = beside._windows[-1][1:]
+    assert np.allclose(means[-1], model.predict_mean(ds.X_train[head], ds.y_train[head], ds.X_train[target]))
+    c, classical = beside.choose(None, fit=fit, kernel_mean=kernel_test_mean(fit, ds))
+    assert c.origins == 4 and not c.refitted and not c.reason
+    assert dict(c.origin_sse)[KERNEL] == pytest.approx(sum(float(np.sum((m - t) ** 2))
+                                                           for m, t in zip(means, targets, strict=True)))
+    assert "the kernel with its fitted values" in c.describe()
+    # The classical models saw the last LONG_POINTS training points.
+    assert classical.get("AutoETS").ok and classical.get("AutoETS").settings.endswith(f"; {LONG_POINTS} points")
+    assert Combination.from_dict(c.to_dict()) == c and c.to_dict()["refitted"] is False
+    with pytest.raises(ValueError, match="refitted"):
+        Combination.from_dict({**c.to_dict(), "refitted": "no"})
+
+
+def test_a_long_series_search_combines_with_its_own_members(long_series):
+    ds, _ = long_series
+    cfg = dataclasses.replace(_config(), fit_points=300, long_combine=("AutoETS",), combine=("AutoTheta",))
+    data = search_data(ds, cfg)
+    assert data.on_subset
+    with search_executor(data, cfg, workers=1) as ex:
+        res = run_search(data, cfg, seed=0, executor=ex, dataset=ds)
+    c = res.combination
+    assert c.origins == 4 and not c.refitted and set(c.models) <= {"AutoETS"}
+    assert [n for n, _ in c.origin_sse] == [KERNEL, "AutoETS"]
+    with search_executor(data, cfg, workers=1) as ex:  # no long_combine: the kernel's own, nothing said
+        alone = run_search(data, dataclasses.replace(cfg, long_combine=()), seed=0, executor=ex, dataset=ds)
+    assert alone.combination == Combination()

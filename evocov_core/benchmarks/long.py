@@ -453,7 +453,7 @@ TRIAL_COLUMNS = [
     "series", "seed", "budget", "fit_points", "status", "n", "n_train", "n_test", "n_used", "budget_s", "wall_s",
     "wall_ratio", "command_s", "peak_mem_gb", "test_rmse", "true_mean_rmse", "seasonal_naive_rmse", "mstl_rmse",
     "autoets_rmse", "best_baseline_rmse", "ratio", "n_evaluations", "n_screen_fits", "q", "infix", "approximation",
-    "kernel_file", "returncode", "host", "finished", "reason",
+    "kernel_file", "returncode", "host", "finished", "reason", "kernel_test_rmse", "forecast",
 ]
 TRIAL_KEY = ["series", "seed"]
 
@@ -510,9 +510,13 @@ def _trial(out: Path, name: str, seed: int, ds: Dataset, baselines: dict[str, fl
         tail = (res.stderr.strip().splitlines() or ["no output"])[-1]
         row.update(status=TrialStatus.ERROR, reason=row.get("reason") or f"exit status {res.returncode}: {tail}"[:300])
     else:
-        rmse = _num(kf.scores.get("test_rmse"))
+        # The forecast the search returned: the kernel's, or its weighted average with classical forecasts.
+        kernel_rmse = _num(kf.scores.get("test_rmse"))
+        combined = _num(kf.scores.get("forecast_test_rmse")) if kf.combination.combined else math.nan
+        rmse = combined if math.isfinite(combined) else kernel_rmse
         approx = kf.approximation
-        row.update(status=TrialStatus.OK, test_rmse=rmse,
+        row.update(status=TrialStatus.OK, test_rmse=rmse, kernel_test_rmse=kernel_rmse,
+                   forecast=kf.combination.label if math.isfinite(combined) else "kernel",
                    ratio=rmse / best if math.isfinite(best) and best > 0 else math.nan, q=kf.kernel.q,
                    infix=kf.kernel.infix, kernel_file=kernel_rel,
                    command_s=_num(kf.scores.get("seconds")),
@@ -784,15 +788,20 @@ def _trial_rows(trials: pd.DataFrame) -> list[str]:
     for r in t.to_dict("records"):
         infix = r.get("infix") if isinstance(r.get("infix"), str) else ""
         kernel = ("`" + (infix if len(infix) <= 70 else infix[:67] + "…").replace("|", "\\|") + "`") if infix else "-"
+        forecast = r.get("forecast") if isinstance(r.get("forecast"), str) else "kernel"
         rows.append([r["series"], int(r["seed"]), r["status"], fmt(r.get("test_rmse")), _ratio(r.get("ratio")),
+                     forecast if r["status"] == TrialStatus.OK else "-", fmt(r.get("kernel_test_rmse")),
                      fmt(r.get("wall_s"), 3), _ratio(r.get("wall_ratio")), fmt(r.get("command_s"), 3),
                      fmt(r.get("peak_mem_gb"), 3), fmt(r.get("n_evaluations"), 5), fmt(r.get("n_screen_fits"), 5),
                      fmt(r.get("q"), 3), kernel if r["status"] == TrialStatus.OK else str(r.get("reason", ""))[:80]])
     return ["## Trials", "",
             "wall s = the child command from its start to its exit; command s = what the command itself counted "
-            "(from its process start to writing the kernel file).", "",
-            md_table(["series", "seed", "status", "test RMSE", "ratio", "wall s", "wall ratio", "command s",
-                      "peak GB", "fits", "screen fits", "q", "returned kernel"], rows, "llllrrrrrrrrl"), ""]
+            "(from its process start to writing the kernel file); test RMSE = the returned forecast's, which is "
+            "the kernel's own or, with `long_combine`, its weighted average with classical forecasts (forecast; "
+            "kernel RMSE = the kernel's own).", "",
+            md_table(["series", "seed", "status", "test RMSE", "ratio", "forecast", "kernel RMSE", "wall s",
+                      "wall ratio", "command s", "peak GB", "fits", "screen fits", "q", "returned kernel"], rows,
+                     "llllrlrrrrrrrrl"), ""]
 
 
 def _baselines_section(out: Path) -> list[str]:

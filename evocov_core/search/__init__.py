@@ -90,7 +90,8 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
     clock stopped it; ``replay`` (such a log, with the run's settings and seed) reruns it
     without a clock and returns the same kernel and BIC on any machine.
 
-    With ``config.combine`` and the ``dataset`` that ``data`` was made from, the result's
+    With ``config.combine`` (``config.long_combine`` when ``data`` is a long series' subset) and
+    the ``dataset`` that ``data`` was made from, the result's
     ``combination`` says how the forecast weighs the kernel's and the classical forecasts, and
     whether the guard left the kernel's out (:mod:`evocov_core.combination`); those are fitted
     beside the search (:mod:`evocov_core.search.combine`), within the budget. Without ``dataset``
@@ -98,8 +99,10 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
     """
     t0 = time.perf_counter()
     beside = None
-    if dataset is not None and config.combine and config.calibration == "origins":
-        beside = ClassicalBeside(dataset, data, config.combine)
+    # Long series: their own members, and no refits at the origins to wait for (ClassicalBeside.choose).
+    models = config.long_combine if data.on_subset else config.combine
+    if dataset is not None and models and (data.on_subset or config.calibration == "origins"):
+        beside = ClassicalBeside(dataset, data, models)
     try:
         if executor is not None:
             result = _run(data, config, executor, seed, progress, should_stop, t0, replay)
@@ -110,7 +113,7 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
         if beside is not None:
             beside.cancel()
         raise
-    if dataset is not None and config.combine and beside is None:
+    if dataset is not None and models and beside is None:
         why = "combining needs interval calibration from the origins, whose refits it reuses"
         return dataclasses.replace(result, combination=Combination(reason=why))
     if beside is None:
@@ -124,7 +127,8 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
     # The guard's input: the kernel's forecast of the test part (not computed where no combination is made).
     kernel_mean = kernel_test_mean(result.best, dataset) if config.combine_guard and not beside.reason else None
     combination, classical = beside.choose(result.origins, until=until, kernel_mean=kernel_mean,
-                                           power=config.combine_power, guard=config.combine_guard)
+                                           power=config.combine_power, guard=config.combine_guard,
+                                           fit=result.best if data.on_subset else None)
     return dataclasses.replace(result, combination=combination, classical=classical,
                                elapsed=time.perf_counter() - t0)
 

@@ -15,9 +15,12 @@
   the test part leaves the classical forecasts' intervals (the guard:
   :func:`~evocov_core.combination.interval_excess`).
 
-Long series (fitted on a subset) keep the kernel's forecast: there the long-series development
-set did not confirm the gain (``docs/long-series.md``). Classical models need one input (time)
-and a training part that precedes the test part; other data keep it too.
+Long series (fitted on a subset) are combined with ``config.long_combine``'s models. There the
+search makes no refits at the origins (each costs seconds), so the kernel forecasts from each
+origin with its fitted values, conditioned on the subset the search would fit of the points before
+it (:meth:`ClassicalBeside.choose` with ``fit``); the classical models are fitted on every point
+before it, as on short series. Classical models need one input (time) and a training part that
+precedes the test part; other data keep the kernel's forecast.
 """
 
 from __future__ import annotations
@@ -36,29 +39,45 @@ from ..metrics import FitData, rmse
 from ..optimize import NUMERIC_ERRORS, FitResult
 from ..seasons import infer_seasons
 from .common import SearchResult
-from .validate import OriginScores, origin_windows
+from .validate import DEFAULT_ORIGINS, OriginScores, origin_masks, origin_windows
 
-__all__ = ["ORIGIN_TIME_LIMIT", "ClassicalBeside", "combined_test_mean", "eligibility", "forecast_test_rmse",
-           "guard_reason", "kernel_test_mean"]
+__all__ = ["LONG_POINTS", "ORIGIN_TIME_LIMIT", "ClassicalBeside", "combined_test_mean", "eligibility",
+           "forecast_test_rmse", "guard_reason", "kernel_test_mean"]
 
 #: Seconds each classical model may take on each data set (the whole training part and each
 #: origin's head). AutoETS and AutoTheta take under 1 s on 1,300 points (``bench/results/``
 #: ``bench_classical.md``); a model that is slower than this is left out of the choice.
 ORIGIN_TIME_LIMIT = 10.0
+#: Training points the classical models see on long series, before each origin and before the test
+#: part (the last ones).
+LONG_POINTS = 2000
 
 
 def eligibility(ds: Dataset, data: FitData) -> str:
     """Why the forecast of a search on ``data`` (made from ``ds``) cannot be combined; empty when it can."""
     if ds.x.shape[1] != 1:
         return "classical forecasters take one input (time)"
-    if data.on_subset:
-        return "on long series the kernel's own forecast is kept (the long-series development set did not confirm " \
-               "the gain of combining)"
-    if data.n != ds.n_train or not np.all(ds.train[:ds.n_train]):
+    if (not data.on_subset and data.n != ds.n_train) or not np.all(ds.train[:ds.n_train]):
         return "classical forecasters need a training part that precedes the test part"
-    if not origin_windows(data):
+    if not _windows(ds, data):
         return "no earlier origin has points on both sides"
     return ""
+
+
+def _recent(head: np.ndarray, n: int) -> np.ndarray:
+    """The last ``n`` points of the mask ``head`` (shape (m,))."""
+    idx = np.flatnonzero(head)
+    out = np.zeros_like(head)
+    out[idx[max(0, idx.size - n):]] = True
+    return out
+
+
+def _windows(ds: Dataset, data: FitData) -> tuple[tuple[float, np.ndarray, np.ndarray], ...]:
+    """The origins' windows over every training point of ``ds``: the search's own
+    (:func:`~evocov_core.search.validate.origin_windows`) unless it fits a subset."""
+    if not data.on_subset:
+        return origin_windows(data)
+    return origin_masks(ds.X_train[:, 0], DEFAULT_ORIGINS, data.split_fraction)
 
 
 class ClassicalBeside:
@@ -80,23 +99,30 @@ class ClassicalBeside:
     def __init__(self, ds: Dataset, data: FitData, models: Sequence[str], time_limit: float = ORIGIN_TIME_LIMIT):
         self.models = tuple(models)
         self.reason = eligibility(ds, data) if self.models else ""
-        self._data = data
+        self._data, self._ds = data, ds
         self._stop = threading.Event()
         self._out: tuple[ClassicalForecasts, ...] | None = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
-        self._windows = origin_windows(data) if self.models and not self.reason else ()
+        self._windows = _windows(ds, data) if self.models and not self.reason else ()
         x, y = ds.X_train, ds.y_train
         self._targets = [y[target] for _, _, target in self._windows]
         if not self._windows:
             return
         seasons = infer_seasons(ds)
-        cuts = [dataclasses.replace(ds, x=x[head | target], y=y[head | target], train=head[head | target], notes=())
-                for _, head, target in self._windows]
+        # On long series the models see the last LONG_POINTS points before each origin (and before the test
+        # part): on all of them AutoETS takes 6-10 s per fit, five fits a search.
+        last = LONG_POINTS if data.on_subset else ds.n_train
+        cuts = [dataclasses.replace(ds, x=x[keep], y=y[keep], train=head[keep], notes=())
+                for _, head, target in self._windows for keep in [_recent(head, last) | target]]
+        whole = np.ones(ds.n, dtype=bool)
+        whole[:max(0, ds.n_train - last)] = False  # the training part precedes the test part (eligibility)
+        full = ds if whole.all() else dataclasses.replace(ds, x=ds.x[whole], y=ds.y[whole], train=ds.train[whole],
+                                                           notes=())
 
         def work() -> None:
             try:
-                self._out = classical_forecasts_many([ds, *cuts], season_lengths=seasons.lengths or (1,),
+                self._out = classical_forecasts_many([full, *cuts], season_lengths=seasons.lengths or (1,),
                                                      time_limit=time_limit, models=self.models,
                                                      should_stop=self._stop.is_set)
             except BaseException as exc:  # re-raised in the caller's thread by choose()
@@ -112,8 +138,8 @@ class ClassicalBeside:
             self._thread.join()
 
     def choose(self, origins: OriginScores | None, *, until: float | None = None,
-               kernel_mean: np.ndarray | None = None, power: float = POWER, guard: bool = True
-               ) -> tuple[Combination, ClassicalForecasts | None]:
+               kernel_mean: np.ndarray | None = None, power: float = POWER, guard: bool = True,
+               fit: FitResult | None = None) -> tuple[Combination, ClassicalForecasts | None]:
         """Wait for the classical forecasts (until wall-clock time ``until``, then stop them) and
         weigh the kernel and them by their forecasts from the origins.
 
@@ -121,7 +147,7 @@ class ClassicalBeside:
         ----------
         origins : OriginScores or None
             The returned kernel's out-of-sample forecasts from the origins
-            (:attr:`~evocov_core.search.common.SearchResult.origins`).
+            (:attr:`~evocov_core.search.common.SearchResult.origins`). Not used on long series.
         until : float, optional
             ``time.time()`` after which the forecasts still running are stopped.
         kernel_mean : ndarray of shape (h,), optional
@@ -133,6 +159,9 @@ class ClassicalBeside:
             Leave the kernel out when ``kernel_mean`` lies more than
             :data:`~evocov_core.combination.GUARD_HALF_WIDTHS` half-widths outside every classical
             member's 95 % interval at some step.
+        fit : FitResult, optional
+            On long series, the returned kernel: it forecasts from each origin with its fitted
+            values (:meth:`fitted_origin_means`).
 
         Returns
         -------
@@ -154,15 +183,22 @@ class ClassicalBeside:
         if self._error is not None:
             raise self._error
         full, *cuts = self._out or (None,)
-        if origins is None:
+        windows = self._windows
+        if self._data.on_subset:
+            if fit is None or not fit.ok:
+                return Combination(reason="no fitted kernel to forecast from earlier origins"), full
+            kernel = self.fitted_origin_means(fit)
+        elif origins is None:
             return Combination(reason="the kernel's forecasts from earlier origins were not made within the "
                                       "budget"), full
-        windows = self._windows
-        if len(origins.n_targets) != len(windows) or len(cuts) != len(windows):
+        elif len(origins.n_targets) != len(windows):
             return Combination(reason="the kernel's forecasts from earlier origins are incomplete"), full
-        data = self._data
-        means = np.split(origins.mean * data.y_std + data.y_mean, np.cumsum(origins.n_targets)[:-1])
-        kernel = [m if m.size and np.all(np.isfinite(m)) else None for m in means]
+        else:
+            data = self._data
+            means = np.split(origins.mean * data.y_std + data.y_mean, np.cumsum(origins.n_targets)[:-1])
+            kernel = [m if m.size and np.all(np.isfinite(m)) else None for m in means]
+        if len(cuts) != len(windows):
+            return Combination(reason="the kernel's forecasts from earlier origins are incomplete"), full
         classical = [{f.name: f.mean for f in c.forecasts if f.ok} for c in cuts]
         ok = {m: f for m in self.models if full is not None and (f := full.get(m)) is not None and f.ok}
         failed = tuple(m for m in self.models if m not in ok)  # no forecast of the test part: weight 0
@@ -170,7 +206,27 @@ class ClassicalBeside:
         exclude = failed + ((KERNEL,) if why else ())
         combination = weigh_members(kernel, classical, self._targets, self.models, power=power, exclude=exclude,
                                     guard=why)
+        if self._data.on_subset:
+            combination = dataclasses.replace(combination, refitted=False)
         return combination, full
+
+
+    def fitted_origin_means(self, fit: FitResult) -> list[np.ndarray | None]:
+        """The kernel's forecast of each origin's target points (original units; None where it fails
+        numerically), with ``fit``'s values, conditioned on the points before the origin, or on the
+        subset of them a search would fit (:meth:`~evocov_core.model.FittedModel.from_fit`)."""
+        from ..model import FittedModel  # model imports the search package
+
+        ds, out = self._ds, []
+        x, y = ds.X_train, ds.y_train
+        for _, head, target in self._windows:
+            try:
+                with np.errstate(all="ignore"):
+                    m = FittedModel.from_fit(fit, ds.norm, int(head.sum())).predict_mean(x[head], y[head], x[target])
+            except NUMERIC_ERRORS:
+                m = None
+            out.append(m if m is not None and np.all(np.isfinite(m)) else None)
+        return out
 
 
 def guard_reason(kernel_mean: np.ndarray | None, classical: Sequence[ClassicalForecast]) -> str:

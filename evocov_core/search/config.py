@@ -384,9 +384,15 @@ class SearchConfig:
                                   "is averaged with. Each forecast is weighted by its squared error from four "
                                   "earlier points in time (60-90 % of the training range, the kernel refitted at "
                                   "each) to the power −(weight power); the kernel stays the explanation. Needs "
-                                  "interval calibration from the origins (their refits are reused). Not on long "
-                                  "series. Empty: the kernel's own forecast.",
+                                  "interval calibration from the origins (their refits are reused). Long series: "
+                                  "the next setting. Empty: the kernel's own forecast.",
                                   "budgeted", choices=("AutoETS", "AutoTheta", "AutoARIMA", "SeasonalNaive"))
+    long_combine: tuple[str, ...] = _s((), "On long series, average with", "On a series longer than the fit "
+                                       "points (fitted on a subset): classical forecasters the kernel's forecast is "
+                                       "averaged with, weighted as above; from each earlier point in time the kernel "
+                                       "forecasts with its fitted values (no refit: a refit there costs seconds). "
+                                       "Empty: the kernel's own forecast.", "budgeted",
+                                       choices=("MSTL", "AutoETS", "AutoTheta", "SeasonalNaive"))
     combine_power: float = _s(2.0, "Weight power", "Each forecast's weight in the average is proportional to its "
                               "summed squared error from the earlier origins to the power −p: 0 gives equal "
                               "weights, a large p all the weight to the best.", "budgeted", lo=0.0, hi=64.0,

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from scipy.special import ndtr
 
 from ..calibration import CALIBRATIONS, Calibration, rms_scale
@@ -36,8 +36,8 @@ from ..metrics import FitData
 from ..optimize import FitResult, OptimConfig, fit_kernel
 
 __all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "calibrate",
-           "calibrate_scored", "calibration_from_errors", "log_density", "origin_scores", "origin_windows",
-           "rms_scale", "spread_scale", "stacking_weights", "tail_forecast"]
+           "calibrate_scored", "calibration_from_errors", "log_density", "origin_masks", "origin_scores",
+           "origin_windows", "rms_scale", "spread_scale", "stacking_weights", "tail_forecast"]
 
 #: Origins as shares of the training x-range (each forecasts the next ``horizon`` of it).
 DEFAULT_ORIGINS = (0.6, 0.7, 0.8, 0.9)
@@ -99,12 +99,18 @@ def origin_windows(data: FitData, origins: Sequence[float] = DEFAULT_ORIGINS, ho
     """The origins of ``origins`` that have at least two points before them and one in the
     ``horizon`` after, each as ``(origin, head mask, target mask)`` over the training points
     (masks of shape (n,)); ``horizon`` defaults to ``data.split_fraction``."""
-    h = data.split_fraction if horizon is None else horizon
-    x = data.X[:, 0]
+    return origin_masks(data.X[:, 0], origins, data.split_fraction if horizon is None else horizon)
+
+
+def origin_masks(x: ArrayLike, origins: Sequence[float] = DEFAULT_ORIGINS, horizon: float = 0.1
+                 ) -> tuple[tuple[float, NDArray[np.bool_], NDArray[np.bool_]], ...]:
+    """:func:`origin_windows` over the times ``x`` (shape (n,)) of any training points: those of a
+    long series' every point, not only of the subset a search fits (any affine units of time)."""
+    x = np.asarray(x, dtype=np.float64)
     lo, span = float(x.min()), float(np.ptp(x))
     out = []
     for o in origins:
-        cut, end = lo + o * span, lo + min(1.0, o + h) * span
+        cut, end = lo + o * span, lo + min(1.0, o + horizon) * span
         head = x <= cut
         target = (x > cut) & (x <= end)
         if head.sum() >= 2 and target.any():
