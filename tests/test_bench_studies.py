@@ -312,3 +312,14 @@ def test_combine_weights_reads_a_rerun_over_its_folder_and_sums_errors_over_orig
                ({"kernel": np.array([3.0]), "AutoETS": np.array([np.nan])}, np.array([1.0]))]
     assert _sse(origins, "kernel") == 1.0 + 4.0
     assert _sse(origins, "AutoETS") == math.inf and _sse(origins, "AutoTheta") == math.inf
+
+
+def test_long_classical_keeps_the_last_training_points_and_the_whole_test_part() -> None:
+    from bench.bench_long_classical import last_points
+
+    t = np.arange(50.0)
+    ds = Dataset.from_arrays(t, np.sin(t), test_fraction=0.2)
+    cut = last_points(ds, 15)
+    assert cut.n_train == 15 and np.array_equal(cut.y_train, ds.y_train[-15:])
+    assert np.array_equal(cut.y_test, ds.y_test) and np.array_equal(cut.X_test, ds.X_test)
+    assert last_points(ds, 1000).n == ds.n  # fewer points than asked: every one
