@@ -323,3 +323,14 @@ def test_long_classical_keeps_the_last_training_points_and_the_whole_test_part()
     assert cut.n_train == 15 and np.array_equal(cut.y_train, ds.y_train[-15:])
     assert np.array_equal(cut.y_test, ds.y_test) and np.array_equal(cut.X_test, ds.X_test)
     assert last_points(ds, 1000).n == ds.n  # fewer points than asked: every one
+
+
+def test_long_weights_follow_the_power_and_the_guard() -> None:
+    from bench.bench_long_weights import weighted
+
+    means = {"kernel": np.array([1.0, 1.0]), "MSTL": np.array([3.0, 3.0])}
+    errors = {"kernel": 1.0, "MSTL": 2.0}
+    assert np.allclose(weighted(errors, means, 0.0, False), 2.0)  # equal weights
+    assert np.allclose(weighted(errors, means, 2.0, False), 0.8 * 1.0 + 0.2 * 3.0)  # 1 : 1/4
+    assert np.allclose(weighted(errors, means, 2.0, True), 3.0)  # the guard leaves the kernel out
+    assert np.allclose(weighted({"kernel": 1.0, "MSTL": 1e4}, means, 2.0, False), 1.0)  # under 1 %: dropped
