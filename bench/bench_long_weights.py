@@ -9,10 +9,16 @@ training points the search gave them (``evocov_core.search.combine``), the guard
 applied it (recorded). Nothing is refitted but the classical models, once per series; the power-2
 row is checked against the forecast RMSE each trial recorded.
 
+A folder whose searches did not combine (before 0215392, e.g. ``long/standard-seed-order``) gets the
+combination the presets make now, by the package's own ``ClassicalBeside`` on each returned kernel
+(the kernels do not depend on it: ``long-dev/quick-42-combine``'s were ``quick-seed-order``'s,
+paired 1.008); its ``recorded`` row is then the kernel's own.
+
 Usage (from the repository root; the folder's ``data/`` is rebuilt from the installed packages)::
 
     python -m bench.bench_long_weights --folder bench/results/long-dev/quick-42-combine --name long-dev
     python -m bench.bench_long_weights --folder bench/results/long/quick-42-combine --name long
+    python -m bench.bench_long_weights --folder bench/results/long/standard-seed-order --name long-standard
 
 Writes ``bench/results/bench_long_weights__<name>.md`` and ``…csv``.
 """
@@ -27,15 +33,19 @@ import numpy as np
 import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, write_report
+from bench.bench_choice import long_setup
 from bench.bench_long_classical import last_points
 from evocov_core.benchmarks.common import geomean, md_table
 from evocov_core.benchmarks.long import load_long, write_series
 from evocov_core.classical import classical_forecasts
-from evocov_core.combination import KERNEL, MIN_WEIGHT, inverse_error_weights
+from evocov_core.combination import KERNEL, MIN_WEIGHT, Combination, inverse_error_weights
+from evocov_core.data import Dataset
 from evocov_core.kernel_file import load_kernel_file
 from evocov_core.metrics import rmse
 from evocov_core.model import FittedModel
-from evocov_core.search.combine import LONG_POINTS
+from evocov_core.optimize import FitResult
+from evocov_core.search import SearchConfig, preset, search_data
+from evocov_core.search.combine import LONG_POINTS, ClassicalBeside
 from evocov_core.seasons import infer_seasons
 
 POWERS = (0.0, 1.0, 2.0, 3.0, 4.0, 8.0)
@@ -50,15 +60,24 @@ def weighted(errors: dict[str, float], means: dict[str, np.ndarray], power: floa
     return np.einsum("i,ij->j", w, np.array([means[n] for n in names]))
 
 
+def _product_combination(ds: Dataset, fit: FitResult, kernel_mean: np.ndarray, config: SearchConfig) -> Combination:
+    """What a search whose returned kernel is ``fit`` makes of it since the presets combine long series: the
+    package's own :class:`~evocov_core.search.combine.ClassicalBeside`, with the presets' members and power."""
+    members = preset("quick").long_combine
+    beside = ClassicalBeside(ds, search_data(ds, config), members)
+    return beside.choose(None, fit=fit, kernel_mean=kernel_mean)[0]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--folder", type=Path, required=True, help="a bench long folder run with long_combine")
+    ap.add_argument("--folder", type=Path, required=True, help="a bench long folder")
     ap.add_argument("--name", default=None, help="the report's name after bench_long_weights__")
     args = ap.parse_args()
     threads = limit_threads()
     trials = pd.read_csv(args.folder / "trials.csv").drop_duplicates(["series", "seed"], keep="last")
     trials = trials[trials.status == "ok"]
     write_series(args.folder / "data", list(trials.series.unique()))
+    config, _ = long_setup(args.folder)
     rows = []
     for series, group in trials.groupby("series", sort=False):
         ds = load_long(args.folder / "data" / f"{series}.csv")
@@ -68,11 +87,13 @@ def main() -> None:
         y = ds.y[~ds.train]
         for t in group.itertuples():
             kf = load_kernel_file(args.folder / str(t.kernel_file))
-            c = kf.combination
-            errors = {k: v for k, v in c.origin_sse if math.isfinite(v)}
-            n_fit = kf.approximation.n_used if kf.approximation is not None else ds.n_train
-            model = FittedModel.from_fit(kf.to_fit(n_fit), ds.norm, ds.n_train)
+            fit = kf.to_fit(kf.approximation.n_used if kf.approximation is not None else ds.n_train)
+            model = FittedModel.from_fit(fit, ds.norm, ds.n_train)
             means = {**classical, KERNEL: model.predict_mean(ds.X_train, ds.y_train, ds.X_test)}
+            c = kf.combination
+            if c.origins == 0:  # a search made without long_combine: the combination the presets make now
+                c = _product_combination(ds, fit, means[KERNEL], config)
+            errors = {k: v for k, v in c.origin_sse if math.isfinite(v)}
             row = {"series": series, "seed": int(t.seed), "best_baseline": float(t.best_baseline_rmse),
                    "recorded": float(t.test_rmse), "kernel": rmse(y, means[KERNEL]), "guard": bool(c.guard)}
             for p in POWERS:

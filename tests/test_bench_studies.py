@@ -334,3 +334,21 @@ def test_long_weights_follow_the_power_and_the_guard() -> None:
     assert np.allclose(weighted(errors, means, 2.0, False), 0.8 * 1.0 + 0.2 * 3.0)  # 1 : 1/4
     assert np.allclose(weighted(errors, means, 2.0, True), 3.0)  # the guard leaves the kernel out
     assert np.allclose(weighted({"kernel": 1.0, "MSTL": 1e4}, means, 2.0, False), 1.0)  # under 1 %: dropped
+
+
+def test_long_weights_make_the_presets_combination_for_a_folder_that_did_not_combine() -> None:
+    from bench.bench_long_weights import _product_combination
+    from evocov_core.library import compose
+    from evocov_core.metrics import FitData
+    from evocov_core.optimize import OptimConfig, fit_kernel
+    from evocov_core.search import preset
+
+    n = 2600
+    t = np.arange(n, dtype=np.float64)
+    ds = Dataset.from_arrays(t, np.sin(2 * np.pi * t / 24) + 0.1 * np.random.default_rng(0).standard_normal(n),
+                             test_fraction=0.1)
+    config = preset("quick", fit_points=400)
+    fit = fit_kernel(compose("PER"), FitData.from_dataset(ds, max_points=400), OptimConfig(n_restarts=1, max_evals=30),
+                     np.random.default_rng(0))
+    c = _product_combination(ds, fit, np.zeros(ds.n_test), config)
+    assert c.origins == 4 and not c.refitted and [m for m, _ in c.origin_sse] == ["kernel", "MSTL", "AutoETS"]
