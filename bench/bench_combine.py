@@ -80,10 +80,9 @@ def make_rules(models: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     return rules
 
 
-def forecasts(ds: Dataset, fit, config, norm, seed: tuple[int, ...] | None,
-              models: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """Point forecasts of ``ds``'s test part (original units): the kernel's (refitted on ``ds``'s
-    training part from its values when ``seed`` is given) and each classical model's."""
+def kernel_mean(ds: Dataset, fit, config, norm, seed: tuple[int, ...] | None) -> np.ndarray | None:
+    """The kernel's point forecast of ``ds``'s test part (original units; None when it fails numerically):
+    refitted on ``ds``'s training part from its values when ``seed`` is given, else with its values."""
     data = FitData.from_dataset(ds, split_fraction=config.metric_split, max_points=config.fit_points, norm=norm)
     if seed is not None:
         try:
@@ -93,14 +92,21 @@ def forecasts(ds: Dataset, fit, config, norm, seed: tuple[int, ...] | None,
                 fit = refit
         except NUMERIC_ERRORS:
             pass  # forecast with the full-data values
-    out = {}
     try:
         with np.errstate(all="ignore"):
             post = posterior(fit.kernel, data.inputs, data.y, np.asarray(fit.theta), fit.log_noise, data.X_test,
                              jitter=fit.jitter, mean_only=True)
-        out["gp"] = post.mean * data.y_std + data.y_mean
     except NUMERIC_ERRORS:
-        pass
+        return None
+    return post.mean * data.y_std + data.y_mean
+
+
+def forecasts(ds: Dataset, fit, config, norm, seed: tuple[int, ...] | None,
+              models: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Point forecasts of ``ds``'s test part (original units): the kernel's (:func:`kernel_mean`, key
+    ``gp``) and each classical model's."""
+    mean = kernel_mean(ds, fit, config, norm, seed)
+    out = {} if mean is None else {"gp": mean}
     classical = classical_forecasts(ds, models=models)
     for name in models:
         f = classical.get(name)

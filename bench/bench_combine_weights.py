@@ -50,17 +50,15 @@ import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, map_jobs, write_report
 from bench.bench_choice import folder_setup, is_long, long_setup, reference, trial_data
-from bench.bench_combine import origin_sets
+from bench.bench_combine import kernel_mean, origin_sets
 from evocov_core.benchmarks.accuracy import read_trials
 from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
 from evocov_core.benchmarks.long import load_long
 from evocov_core.classical import ClassicalForecast, classical_forecasts
 from evocov_core.combination import KERNEL, POWER, inverse_error_weights, weigh_members
 from evocov_core.data import Dataset
-from evocov_core.gp import posterior
 from evocov_core.kernel_file import load_kernel_file
-from evocov_core.metrics import FitData, rmse
-from evocov_core.optimize import NUMERIC_ERRORS, Start, fit_kernel
+from evocov_core.metrics import rmse
 from evocov_core.search.combine import guard_reason
 
 #: The classical models fitted at every origin, unless ``--models`` says otherwise.
@@ -81,25 +79,11 @@ def member_sets(models: tuple[str, ...], members: tuple[str, ...]) -> dict[str, 
 
 def _forecasts(ds: Dataset, fit, config, norm, seed: tuple[int, ...] | None, models: tuple[str, ...]
                ) -> tuple[dict[str, np.ndarray], dict[str, ClassicalForecast]]:
-    """The kernel's point forecast of ``ds``'s test part (refitted on its training part from its values when
-    ``seed`` is given) and every classical model's forecast, original units."""
-    data = FitData.from_dataset(ds, split_fraction=config.metric_split, max_points=config.fit_points, norm=norm)
-    if seed is not None:
-        try:
-            refit = fit_kernel(fit.kernel, data, config.optim, np.random.default_rng(seed),
-                               Start(tuple(fit.theta), fit.log_noise))
-            if refit.ok:
-                fit = refit
-        except NUMERIC_ERRORS:
-            pass  # forecast with the full-data values
-    means = {}
-    try:
-        with np.errstate(all="ignore"):
-            post = posterior(fit.kernel, data.inputs, data.y, np.asarray(fit.theta), fit.log_noise, data.X_test,
-                             jitter=fit.jitter, mean_only=True)
-        means[KERNEL] = post.mean * data.y_std + data.y_mean
-    except NUMERIC_ERRORS:
-        pass
+    """The kernel's point forecast of ``ds``'s test part (``bench_combine.kernel_mean``: refitted on its
+    training part from its values when ``seed`` is given) and every classical model's forecast, original
+    units."""
+    mean = kernel_mean(ds, fit, config, norm, seed)
+    means = {} if mean is None else {KERNEL: mean}
     classical = {f.name: f for f in classical_forecasts(ds, models=models).forecasts if f.ok}
     means.update({name: np.asarray(f.mean, dtype=np.float64) for name, f in classical.items()})
     return means, classical
