@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import replace
 
 import streamlit as st
 
+from dashboard import fits
 from dashboard.comparison import classical_for_report
-from dashboard.datasets import current_dataset
-from dashboard.format import fmt, polish
+from dashboard.datasets import current_dataset, dataset_fingerprint
+from dashboard.format import fmt, polish, poll_every
 from dashboard.runs import store
 from dashboard.views import show_kernel
 from evocov_core.data import Dataset
@@ -17,18 +19,18 @@ from evocov_core.figures import pareto_data, pareto_figure
 from evocov_core.kernel_file import KernelFileError, parse_kernel_file
 from evocov_core.model import FittedModel
 from evocov_core.optimize import FitResult
+from evocov_core.parallel import one_line
 from evocov_core.run_record import RunRecord
 from evocov_core.search import EvalRecord
 
 
 def report_tab(run: RunRecord, ds: Dataset) -> None:
-    """A self-contained HTML report of the returned kernel."""
+    """A self-contained HTML report of the returned kernel, made in the background."""
     st.caption(
         "One HTML file that opens offline: the forecast next to an SE kernel and a short GPSS search fitted "
         "on the same training data, the kernel's components with a sentence each, residual checks and the "
         "kernel itself (also `python -m evocov_core report`)."
     )
-    report_key = f"results_report_{run.id}"
     budget = st.number_input(
         "GPSS baseline budget (s)",
         min_value=0,
@@ -37,24 +39,47 @@ def report_tab(run: RunRecord, ds: Dataset) -> None:
         step=5,
         key="results_report_budget",
         help="Seconds for the GPSS search the kernel is compared with (0: the SE baseline only). "
-        "The report is written when it ends.",
+        "The report is written when it ends; it is made in the background, so other pages stay usable.",
     )
-    if run.best is not None and st.button("Make the report", key="results_make_report", icon=":material/article:"):
+    if run.best is None:
+        return
+    key = ("report", run.id, dataset_fingerprint(ds), float(budget))
+    best = run.best
+
+    def make() -> None:  # a callback, so the page drawn after the click already knows the report runs
         from evocov_core.report_html import report_html
 
-        with st.spinner("Fitting the baselines and writing the report…"):
-            st.session_state[report_key] = report_html(parse_kernel_file(run.best.text), ds,
-                                                       baseline_budget=float(budget),
-                                                       classical_done=classical_for_report(run.id, ds))
-    if report_key in st.session_state:
+        fits.background_report(key, report_html, parse_kernel_file(best.text), ds, baseline_budget=float(budget),
+                               classical_done=classical_for_report(run.id, ds))
+
+    fut = fits.existing_report(key)  # (after a click too: the callback runs before this)
+    st.button("Make the report", key="results_make_report", icon=":material/article:", on_click=make,
+              disabled=fut is not None and (not fut.done() or fut.exception() is None))
+    if fut is None:
+        return
+    started = st.session_state.setdefault(f"results_report_started_{key}", time.time())
+
+    @st.fragment(run_every=poll_every(not fut.done(), 1.5))
+    def ready() -> None:
+        if not fut.done():
+            gpss = f"; the GPSS baseline takes its {float(budget):g} s" if budget else ""
+            st.info(f"Fitting the baselines and writing the report in the background ({time.time() - started:.0f} s "
+                    f"so far{gpss}). Other pages stay usable, and the report waits here.",
+                    icon=":material/hourglass_top:")
+            return
+        if fut.exception() is not None:
+            st.error(f"The report could not be made: {one_line(fut.exception())}", icon=":material/error:")
+            return
         st.download_button(
             "Download the report (HTML)",
-            st.session_state[report_key],
+            fut.result(),
             file_name=f"evocov-report-{ds.name}-{run.id}.html",
             mime="text/html",
             key="results_report_download",
             icon=":material/download:",
         )
+
+    ready()
 
 
 def _clicked_row(event: object) -> int | None:

@@ -139,6 +139,8 @@ def _finite(v: float | None) -> float | None:
 
 
 def _comparison_html(rows: list[Compared], ds: Dataset) -> str:
+    model = rows[0].model if rows else None
+    on_subset = model is not None and model.approximation is not None and not model.approximation.exact
     table = comparison_table(rows).drop(columns="how")  # said under the table: it is prose
     if ds.n_test == 0:
         table = table.drop(columns="test RMSE")
@@ -153,8 +155,10 @@ def _comparison_html(rows: list[Compared], ds: Dataset) -> str:
     out += f'<script type="application/json" id="evocov-comparison">{data}</script>'
     notes = "".join(f"<li><b>{html.escape(r.name)}</b>: {html.escape(r.note)}</li>" for r in rows if r.note)
     return ("<h2>Against the baselines</h2><p>The same training data, the same units: BIC = −2·LML + q·log n "
-            "(lower is better); tail score: log-likelihood of the last 10 % of the training range after a refit "
-            "on the rest, as the search chooses its kernel (higher is better)"
+            "(lower is better); tail score: log-likelihood of the last 10 % of the training range "
+            + ("given the rest at the fitted values (no refit: a long series)" if on_subset else
+               "after a refit on the rest, as the search chooses its kernel")
+            + " (higher is better)"
             + ("; test RMSE on the held-out part" if ds.n_test else "") + ".</p>" + out
             + (f'<ul class="notes">{notes}</ul>' if notes else ""))
 

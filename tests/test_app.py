@@ -46,9 +46,11 @@ def no_background_fits(monkeypatch):
     pending: dict = {}
 
     def fake(key, fn, *args, **kwargs):
-        return pending.setdefault(key, Future())
+        fut = pending.setdefault(key, Future())
+        fut.call = (fn, args, kwargs)  # what its process would run (run_pending)
+        return fut
 
-    for lane in ("fit", "forecast"):
+    for lane in ("fit", "forecast", "report"):
         monkeypatch.setattr(fits, f"background_{lane}", fake)
         monkeypatch.setattr(fits, f"existing_{lane}", lambda key: pending.get(key))
     return pending
@@ -514,7 +516,7 @@ def test_runs_page_lists_a_stored_run(data_dir):
     assert row["status"] == "cancelled" and row["seed"] == 7 and row["dataset"] == "airline"
 
 
-def test_results_page_renders_a_finished_run(data_dir):
+def test_results_page_renders_a_finished_run(data_dir, no_background_fits):
     jid = tiny_search(data_dir)
     at = app().run()
     at.switch_page("pages/3_results.py").run()
@@ -530,7 +532,12 @@ def test_results_page_renders_a_finished_run(data_dir):
     at.number_input(key="results_report_budget").set_value(0).run()  # the SE baseline only: seconds
     at.button(key="results_make_report").click().run()
     no_exception(at)
-    report = at.session_state[f"results_report_{jid}"]
+    assert any("in the background" in str(m.value) for m in at.info)  # made in its own process: the page waits
+    assert not report_downloads(at) and at.button(key="results_make_report").disabled
+    report = run_pending(no_background_fits, "report")
+    at.run()
+    no_exception(at)
+    assert report_downloads(at), "no report download once it is made"
     assert report.startswith("<!DOCTYPE html>") and "What the kernel says" in report
     assert "Against the baselines" in report and "evocov-comparison" in report
     metrics = {m.label: m.value for m in at.metric}
@@ -579,6 +586,18 @@ def dashed_traces(at: AppTest, dash: str = "dash") -> set[str]:
 
     return {t["name"] for chart in at.get("plotly_chart") for t in json.loads(chart.proto.spec)["data"]
             if t.get("line", {}).get("dash") == dash}
+
+
+def run_pending(pending: dict, kind: str):
+    """Run the pending background job of this kind here, as its process would, and give it its result."""
+    [key] = [k for k, f in pending.items() if k[0] == kind and not f.done()]
+    fn, args, kwargs = pending[key].call
+    pending[key].set_result(fn(*args, **kwargs))
+    return pending[key].result()
+
+
+def report_downloads(at: AppTest) -> list:
+    return [e for e in at.get("download_button") if "report" in str(e.proto.label).lower()]
 
 
 def resolve(pending: dict, kind: str, value=None, error: BaseException | None = None) -> tuple:
@@ -831,6 +850,25 @@ def test_fit_runner_runs_in_a_child_process():
     assert runner.submit(("bad",), m.factorial, 3).result(timeout=120) == 6  # failures are retried
 
 
+def test_the_report_is_made_in_a_child_process(data_dir):
+    """What the Results page sends to the reports' lane (the kernel file, the data, the classical forecasts
+    made) crosses into the child process, and the report comes back."""
+    from dashboard.background import FitRunner
+    from evocov_core.classical import classical_forecasts
+    from evocov_core.data import load_bundled
+    from evocov_core.kernel_file import parse_kernel_file
+    from evocov_core.report_html import report_html
+    from evocov_core.store import RunStore
+
+    jid = tiny_search(data_dir)
+    ds = load_bundled("airline")
+    done = classical_forecasts(ds, models=("SeasonalNaive",), time_limit=60)
+    kf = parse_kernel_file(RunStore(data_dir).get_run(jid).best.text)
+    html = FitRunner(slots=1).submit(("report", jid), report_html, kf, ds, baseline_budget=0.0,
+                                     classical_done=done).result(timeout=300)
+    assert html.startswith("<!DOCTYPE html>") and "Against the baselines" in html and "SeasonalNaive" in html
+
+
 def test_explorer_base_from_a_kernel_file(data_dir):
     from evocov_core.kernel_file import dump_kernel_file
     from evocov_core.store import RunStore
@@ -996,7 +1034,7 @@ def test_the_report_uses_the_classical_forecasts_the_page_made(data_dir, no_back
     at.number_input(key="results_report_budget").set_value(0).run()
     at.button(key="results_make_report").click().run()
     no_exception(at)
-    report = at.session_state[f"results_report_{jid}"]
+    report = run_pending(no_background_fits, "report")
     rows = {r["method"]: r for r in json.loads(re.search(
         r'<script type="application/json" id="evocov-forecast-comparison">(.*?)</script>', report, re.S).group(1))}
     assert rows["AutoETS"]["status"] == "ok" and rows["AutoETS"]["test_rmse"] > 0

@@ -116,6 +116,7 @@ def test_the_report_of_a_long_series_draws_thinned_traces_and_scores_every_point
     rows = json.loads(re.search(r'id="evocov-comparison">(.*?)</script>', text).group(1))
     full = model.predict_dataset(ds)
     assert rows[0]["model"] == "this kernel"
+    assert "given the rest at the fitted values (no refit: a long series)" in text  # how its tail score is read
     assert rows[0]["test_rmse"] == pytest.approx(rmse(ds.y_test, full.mean), rel=1e-12)
     assert f"test RMSE {rmse(ds.y_test, full.mean):.4g}" in text
     outside = int(np.sum(np.abs(chk["acf"]) > 2 / math.sqrt(chk["residual"].size)))
@@ -155,3 +156,31 @@ def test_compare_fits_the_gps_while_the_classical_forecasters_run(monkeypatch):
     cols = ["method", "test_rmse", "coverage_95", "crps", "interval_score", "status"]
     assert both.table[cols].equals(again.table[cols]) and list(both.table["method"]) == ["this kernel", "SE",
                                                                                          "SeasonalNaive"]
+
+
+def test_the_tail_score_reads_a_long_series_fitted_values_and_refits_a_short_one(monkeypatch):
+    """On a long series' fit points the report's tail score is the tail given the head at the fitted values,
+    as the search's own choice reads them there (a refit on 1,800 points took most of the report's time);
+    a short series' is still refitted on the head."""
+    import evocov_core.search.stages as stages
+    from evocov_core import baselines
+    from evocov_core.metrics import metric_value
+    from evocov_core.optimize import Start
+    from evocov_core.search import preset
+
+    optim = preset("quick").optim
+    refits = []
+    real = stages.head_stage
+    monkeypatch.setattr(stages, "head_stage", lambda *a, **k: refits.append(1) or real(*a, **k))
+    for n, refitted in ((3000, False), (120, True)):
+        ds = _series(n)
+        kf = _kernel_file(ds)
+        model = FittedModel.from_file(kf)
+        data = baselines.training_data(ds, model.norm, approximation=model.approximation)
+        assert data.on_subset is not refitted
+        refits.clear()
+        score = baselines._tail(kf.kernel, Start(tuple(kf.theta), kf.log_noise), data, optim, (0, 1))
+        assert math.isfinite(score) and bool(refits) is refitted
+        at_values = metric_value("posterior_lml", kf.kernel, data, np.array([*kf.theta, kf.log_noise]))
+        if not refitted:
+            assert score == at_values
