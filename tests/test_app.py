@@ -1021,7 +1021,7 @@ def test_the_report_uses_the_classical_forecasts_the_page_made(data_dir, no_back
     from evocov_core.classical import classical_forecasts
     from evocov_core.data import load_bundled
 
-    jid = tiny_search(data_dir)
+    tiny_search(data_dir)
     at = app().run()
     at.switch_page("pages/3_results.py").run()
     done = classical_forecasts(load_bundled("airline"), time_limit=60)

@@ -352,3 +352,22 @@ def test_long_weights_make_the_presets_combination_for_a_folder_that_did_not_com
                      np.random.default_rng(0))
     c = _product_combination(ds, fit, np.zeros(ds.n_test), config)
     assert c.origins == 4 and not c.refitted and [m for m, _ in c.origin_sse] == ["kernel", "MSTL", "AutoETS"]
+
+
+def test_pooled_searches_weigh_like_one_search_and_share_the_kernels_weight() -> None:
+    """One kernel pooled is the product's weighting; K identical kernels crowd the classical members out
+    unless they share one weight, which then gives the one kernel's forecast."""
+    from bench.bench_pooled_searches import _weights, pooled
+    from evocov_core.combination import inverse_error_weights
+
+    k, ets, theta = np.array([1.0, 2.0]), np.array([3.0, 3.0]), np.array([5.0, 4.0])
+    classical = {"AutoETS": (4.0, ets), "AutoTheta": (2.0, theta)}
+    w = inverse_error_weights([1.0, 4.0, 2.0], 2.0)
+    one = pooled([(1.0, k)], classical, share=False)
+    assert np.allclose(one, w[0] * k + w[1] * ets + w[2] * theta)
+    assert np.allclose(pooled([(1.0, k)], classical, share=True), one)
+    three = pooled([(1.0, k)] * 3, classical, share=False)
+    assert np.abs(three - k).max() < np.abs(one - k).max()  # three votes for the kernel
+    assert np.allclose(pooled([(1.0, k)] * 3, classical, share=True), one)
+    assert np.allclose(pooled([], classical, share=False), _weights([4.0, 2.0]) @ np.array([ets, theta]))
+    assert _weights([1.0, 1e3]).tolist() == [1.0, 0.0]  # members under 1 % dropped, as the product does
