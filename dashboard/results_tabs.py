@@ -58,9 +58,12 @@ def report_tab(run: RunRecord, ds: Dataset) -> None:
     if fut is None:
         return
     started = st.session_state.setdefault(f"results_report_started_{key}", time.time())
+    was_done = fut.done()
 
-    @st.fragment(run_every=poll_every(not fut.done(), 1.5))
+    @st.fragment(run_every=poll_every(not was_done, 1.5))
     def ready() -> None:
+        if not was_done and fut.done():
+            st.rerun()  # the whole page: the button's state, and no more polling
         if not fut.done():
             gpss = f"; the GPSS baseline takes its {float(budget):g} s" if budget else ""
             st.info(f"Fitting the baselines and writing the report in the background ({time.time() - started:.0f} s "
