@@ -139,6 +139,9 @@ def test_finished_trials_are_skipped(tmp_path: Path) -> None:
     assert todo == [("02-solar", "full", 0), ("01-airline", "full", 1), ("01-airline", "no-seed", 1),
                     ("02-solar", "no-seed", 1)]
     assert acc.pending_trials(["01-airline"], ["full"], 1, done) == []
+    # --first-seed: only the later seeds (seed 0 of 02-solar is not due)
+    later = acc.pending_trials(["01-airline", "02-solar"], ["full"], 2, done, first_seed=1)
+    assert later == [("01-airline", "full", 1)]
 
 
 def _toy_data_dir(path: Path) -> Path:

@@ -372,7 +372,7 @@ def done_keys(out: Path) -> set[tuple[str, str, int]]:
 
 
 def pending_trials(series: Iterable[str], variants: Iterable[str], seeds: int,
-                   done: set[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+                   done: set[tuple[str, str, int]], first_seed: int = 0) -> list[tuple[str, str, int]]:
     """The trials still to run, in running order: seed, then variant, then series.
 
     With this order an interrupted run has already covered every series with the first
@@ -382,12 +382,14 @@ def pending_trials(series: Iterable[str], variants: Iterable[str], seeds: int,
     ----------
     series, variants : iterable of str
     seeds : int
-        K: seeds ``0 … K−1``.
+        K: seeds ``first_seed … K−1``.
     done : set of tuple
         Keys of the finished trials (:func:`done_keys`).
+    first_seed : int
+        The first seed (more seeds of a run, in a folder of their own).
     """
     series, variants = list(series), list(variants)
-    return [(s, v, k) for k in range(seeds) for v in variants for s in series if (s, v, k) not in done]
+    return [(s, v, k) for k in range(first_seed, seeds) for v in variants for s in series if (s, v, k) not in done]
 
 
 # --- one trial -------------------------------------------------------------------------------------
@@ -557,7 +559,8 @@ def _check_settings(runs: list[dict], settings: dict[str, dict], out: Path) -> N
 def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: float | None = None,
              seeds: int = 3, series: str | Sequence[str] | None = None, workers: int = 2,
              variants: str | Sequence[str] = "full", records: bool = False,
-             argv: Sequence[str] | None = None, log: Callable[[str], None] | None = None) -> AccuracyReport:
+             argv: Sequence[str] | None = None, log: Callable[[str], None] | None = None,
+             first_seed: int = 0) -> AccuracyReport:
     """Run (or resume) the accuracy benchmark into ``out``, then write its report.
 
     Parameters
@@ -571,7 +574,7 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
     time_budget : float, optional
         Seconds per search instead of the preset's.
     seeds : int
-        K: seeds ``0 … K−1`` per series and variant.
+        K: seeds ``first_seed … K−1`` per series and variant.
     series : str or sequence of str, optional
         Subset of the series (names, numbers or short names; default all).
     workers : int
@@ -585,6 +588,9 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
         The command line, for the records (default ``sys.argv[1:]``).
     log : callable, optional
         Progress lines (default: standard error).
+    first_seed : int
+        The first seed: ``--first-seed 1 --seeds 2`` adds seed 1 of a run whose seed 0 is in
+        another folder (made with other settings, so not resumable into it).
 
     Returns
     -------
@@ -599,6 +605,8 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
     say = log or (lambda s: print(s, file=sys.stderr, flush=True))
     if seeds < 1:
         raise BenchError(f"--seeds must be at least 1, got {seeds}")
+    if not 0 <= first_seed < seeds:
+        raise BenchError(f"--first-seed must be at least 0 and below --seeds ({seeds}), got {first_seed}")
     if workers < 1:
         raise BenchError(f"--workers must be at least 1, got {workers}")
     names_v = parse_variants(variants)
@@ -616,11 +624,12 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
         say(f"{out}/trials.csv: upgraded to today's columns (empty in its older rows)")
     (out / "kernels").mkdir(exist_ok=True)
 
-    todo = pending_trials(names, names_v, seeds, done_keys(out))
-    total = len(names) * len(names_v) * seeds
+    todo = pending_trials(names, names_v, seeds, done_keys(out), first_seed)
+    total = len(names) * len(names_v) * (seeds - first_seed)
     argv = list(sys.argv[1:] if argv is None else argv)
     run = {"command": command_line(argv), "argv": argv, "started": now_iso(), "budget": budget,
-           "budget_s": seconds, "time_budget_override": time_budget, "seeds": seeds, "series": names,
+           "budget_s": seconds, "time_budget_override": time_budget, "seeds": seeds, "first_seed": first_seed,
+           "series": names,
            "variants": names_v, "workers": workers, "data_dir": str(data_dir), "settings": settings,
            "machine": machine_info(), "git": git_state()}
     run_index = append_run(out / "run.json", run)

@@ -142,6 +142,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                    help="seconds per search instead of the preset's")
     r.add_argument("--seeds", type=int, default=3, help="K: seeds 0..K-1 per series and variant (default 3)")
+    r.add_argument("--first-seed", type=int, default=0, metavar="S",
+                   help="run seeds S..K-1 only (default 0): more seeds of a run, in a folder of their own")
     r.add_argument("--series", default=None, help="comma-separated subset, e.g. 01-airline,03-mauna (default: all)")
     r.add_argument("--workers", type=int, default=2, help="processes of each search (default 2; 1 = in this "
                                                           "process); searches never overlap")
@@ -273,7 +275,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
 
         res = accuracy(a.data_dir, a.out, budget=a.budget, time_budget=a.time_budget, seeds=a.seeds,
                        series=a.series, workers=a.workers, variants=a.variants, records=a.records,
-                       argv=argv)
+                       argv=argv, first_seed=a.first_seed)
         for line in res.summary:
             print(line)
         print(f"wrote {res.path}")
