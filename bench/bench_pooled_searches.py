@@ -29,7 +29,10 @@ searches' own forecasts in log (1: no better than any one of them).
 Usage (from the repository root)::
 
     python -m bench.bench_pooled_searches --folder bench/results/accuracy/quick-41-weights \\
-        --data-dir ../shared/data/tsdl --k 2,3,5 --name tsdl-quick-41
+        --data-dir ../shared/data/tsdl --k 1,2,3,5 --name tsdl-quick-41
+    python -m bench.bench_pooled_searches --folder bench/results/corpus/quick-41-weights \\
+        --folder bench/results/corpus/quick-43-seed1 --data-dir bench/corpus/series --k 1,2 \\
+        --name corpus-quick-41-43
 
 Writes ``bench/results/bench_pooled_searches__<name>.md`` and ``…csv``.
 """
@@ -84,13 +87,13 @@ def pooled(kernels: list[tuple[float, np.ndarray]], classical: dict[str, tuple[f
     return np.einsum("i,ij->j", w, np.array([m for _, m in members]))
 
 
-def series_rows(folder: Path, data_dir: Path, series: str, group: pd.DataFrame, ks: list[int], ref: float) -> list:
+def series_rows(data_dir: Path, series: str, group: pd.DataFrame, ks: list[int], ref: float) -> list:
     ds = load_series(data_dir, series)
     y = np.asarray(ds.y_test, dtype=np.float64)
     seeds: dict[int, dict] = {}
     models: tuple[str, ...] = ()
     for t in group.itertuples():
-        kf = load_kernel_file(folder / str(t.kernel_file))
+        kf = load_kernel_file(Path(t.folder) / str(t.kernel_file))
         c = kf.combination
         # A search that made no origins (out of time) forecast with its kernel alone: it joins a pool only
         # through its own forecast (no error to weigh its kernel by).
@@ -134,25 +137,31 @@ def series_rows(folder: Path, data_dir: Path, series: str, group: pd.DataFrame, 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--folder", type=Path, required=True, help="a bench accuracy folder with several seeds")
+    ap.add_argument("--folder", type=Path, required=True, action="append",
+                    help="a bench accuracy folder with several seeds; repeated: the seeds of several folders "
+                         "(more seeds run with --first-seed), the first one's data and reference")
     ap.add_argument("--data-dir", type=Path, default=None, help="default: the one its run.json records")
     ap.add_argument("--k", default="2,3,5", help="comma-separated numbers of searches")
     ap.add_argument("--name", default=None, help="the report's name after bench_pooled_searches__")
     args = ap.parse_args()
     threads = limit_threads()
-    data_dir, _ = folder_setup(args.folder, args.data_dir)
-    trials = read_trials(args.folder)
+    folders = list(args.folder)
+    data_dir, _ = folder_setup(folders[0], args.data_dir)
+    trials = pd.concat([read_trials(f).assign(folder=str(f)) for f in folders], ignore_index=True)
     trials = trials[(trials.variant == "full") & (trials.status == TrialStatus.OK)]
+    twice = trials[trials.duplicated(["series", "seed"], keep=False)]
+    if len(twice):
+        where = twice[["series", "seed", "folder"]].head().values.tolist()
+        raise SystemExit(f"a series and seed in two folders: {where}")
     names = list(trials.series.unique())
-    refs = reference(args.folder, data_dir, names)
+    refs = reference(folders[0], data_dir, names)
     ks = sorted({int(v) for v in args.k.split(",")})
     rows = []
     for series, group in trials.groupby("series", sort=True):
-        rows += series_rows(args.folder, data_dir, series, group, [k for k in ks if k <= len(group)],
-                            float(refs[series]))
+        rows += series_rows(data_dir, series, group, [k for k in ks if k <= len(group)], float(refs[series]))
         print(series, flush=True)
     df = pd.DataFrame(rows)
-    name = args.name or args.folder.name
+    name = args.name or folders[0].name
     df.to_csv(RESULTS_DIR / f"bench_pooled_searches__{name}.csv", index=False)
     table, lines = [], []
     for k in ks:
@@ -173,7 +182,8 @@ def main() -> None:
     check = float(df.check.abs().max())
     write_report(f"bench_pooled_searches__{name}", "K independent searches weighed together", [
         __doc__.split("\n\n", 1)[1].split("Usage")[0].strip(),
-        f"Folder `{args.folder}`, {len(names)} series, {len(trials)} trials. Each seed's own forecast recomputed "
+        f"Folder{'s' * (len(folders) > 1)} {', '.join(f'`{f}`' for f in folders)}, {len(names)} series, "
+        f"{len(trials)} trials. Each seed's own forecast recomputed "
         f"against its recorded `forecast_test_rmse`: largest relative difference {check:.2g}.",
         md_table(["K", "rule", "single runs: geomean", "p90", "worst", "paired / one search (SE over series)",
                   "series lower"], table, "rlrrrrr"),
