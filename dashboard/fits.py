@@ -1,11 +1,11 @@
 """Reference fits (SE baseline, fixed structures) and classical forecasts in the background, shared by
 every session.
 
-Three lanes, each one child process at a time: the GP fits, the classical forecasters
+Three lanes, each one child process at a time: the GP fits; the classical forecasters
 (:func:`evocov_core.classical.classical_forecasts`, seconds each), so that a long SE fit never
-holds the classical rows of the Results page back, and the HTML reports (their baselines take
-the GPSS budget the user sets, and tens of seconds on a long series). Callers look these functions up on the
-module (``fits.background_fit(...)``), so a test can replace them.
+holds the classical rows of the Results page back; and the HTML reports, whose baselines take
+the GPSS budget the user sets (tens of seconds on a long series). Callers look these functions
+up on the module (``fits.background_fit(...)``), so a test can replace them.
 """
 
 from __future__ import annotations
