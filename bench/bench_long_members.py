@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, write_report
-from bench.bench_choice import long_setup
+from bench.bench_long_weights import finished_trials
 from evocov_core.benchmarks.common import geomean, md_table
-from evocov_core.benchmarks.long import load_long, write_series
+from evocov_core.benchmarks.long import load_long
 from evocov_core.combination import KERNEL, Combination
 from evocov_core.kernel_file import load_kernel_file
 from evocov_core.metrics import rmse
@@ -60,9 +60,7 @@ def weigh(beside: ClassicalBeside, members: tuple[str, ...], fit, kernel_mean: n
 
 def kernel_weight(c: Combination) -> float:
     """The kernel's weight in the forecast (0 when left out; equal weights when none are recorded)."""
-    if KERNEL not in c.members:
-        return 0.0
-    return c.weights[c.members.index(KERNEL)] if c.weights else 1.0 / len(c.members)
+    return dict(zip(c.members, c.member_weights, strict=True)).get(KERNEL, 0.0)
 
 
 def main() -> None:
@@ -73,10 +71,7 @@ def main() -> None:
     threads = limit_threads()
     presets = preset("quick").long_combine
     assert SETS[0] == presets, (SETS[0], presets)
-    trials = pd.read_csv(args.folder / "trials.csv").drop_duplicates(["series", "seed"], keep="last")
-    trials = trials[trials.status == "ok"]
-    write_series(args.folder / "data", list(trials.series.unique()))
-    config, _ = long_setup(args.folder)
+    trials, config = finished_trials(args.folder)
     every = tuple(dict.fromkeys(m for s in SETS for m in s))
     rows = []
     for series, group in trials.groupby("series", sort=False):

@@ -68,16 +68,22 @@ def _product_combination(ds: Dataset, fit: FitResult, kernel_mean: np.ndarray, c
     return beside.choose(None, fit=fit, kernel_mean=kernel_mean)[0]
 
 
+def finished_trials(folder: Path) -> tuple[pd.DataFrame, SearchConfig]:
+    """A ``bench long`` folder's finished trials (a rerun counted once), its series rebuilt into its
+    ``data/``, and the searches' settings."""
+    trials = pd.read_csv(folder / "trials.csv").drop_duplicates(["series", "seed"], keep="last")
+    trials = trials[trials.status == "ok"]
+    write_series(folder / "data", list(trials.series.unique()))
+    return trials, long_setup(folder)[0]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--folder", type=Path, required=True, help="a bench long folder")
     ap.add_argument("--name", default=None, help="the report's name after bench_long_weights__")
     args = ap.parse_args()
     threads = limit_threads()
-    trials = pd.read_csv(args.folder / "trials.csv").drop_duplicates(["series", "seed"], keep="last")
-    trials = trials[trials.status == "ok"]
-    write_series(args.folder / "data", list(trials.series.unique()))
-    config, _ = long_setup(args.folder)
+    trials, config = finished_trials(args.folder)
     rows = []
     for series, group in trials.groupby("series", sort=False):
         ds = load_long(args.folder / "data" / f"{series}.csv")
