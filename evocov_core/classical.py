@@ -61,8 +61,9 @@ from .data import Dataset
 from .parallel import TimedResult, run_with_time_limits
 from .seasons import Seasons, infer_seasons
 
-__all__ = ["DEFAULT_TIME_LIMIT", "LEVEL", "MODELS", "SETTINGS", "ClassicalForecast", "ClassicalForecasts",
-           "ModelSettings", "classical_forecasts", "classical_forecasts_many", "running_forecasts"]
+__all__ = ["COMBINE_MODELS", "DEFAULT_TIME_LIMIT", "LEVEL", "MODELS", "SETTINGS", "ClassicalForecast",
+           "ClassicalForecasts", "ModelSettings", "classical_forecasts", "classical_forecasts_many",
+           "running_forecasts"]
 
 Array = NDArray[np.float64]
 
@@ -73,6 +74,10 @@ DEFAULT_TIME_LIMIT = 30.0
 #: The prediction interval, in percent.
 LEVEL = 95
 MODELS = ("SeasonalNaive", "AutoETS", "AutoARIMA", "AutoTheta", "MSTL")
+#: Models fitted only to study them as members of the forecast combination
+#: (``bench/bench_classical_members.py``: they gained on the development corpus and lost on TSDL, so
+#: no preset uses them); not shown among the classical forecasters, not accepted in a kernel file.
+COMBINE_MODELS = ("AutoCES", "DynamicOptimizedTheta")
 #: Seasons above this many steps: statsforecast's ETS ignores them; MSTL takes over.
 LONG_SEASON = 24
 #: AutoARIMA's seasonal AR and MA orders stay at most 1 for seasons above this many steps.
@@ -104,6 +109,8 @@ SETTINGS: dict[str, ModelSettings] = {
     "AutoARIMA": ModelSettings(1_000, 96, "seasonal ARIMA is too slow on seasons over 96 steps"),
     "AutoTheta": ModelSettings(5_000),
     "MSTL": ModelSettings(10_000),
+    "AutoCES": ModelSettings(5_000),
+    "DynamicOptimizedTheta": ModelSettings(5_000),
 }
 
 
@@ -203,6 +210,10 @@ def _model(name: str, seasons: tuple[int, ...]) -> object:
         return sf.AutoARIMA(season_length=m, approximation=None, **long)
     if name == "AutoTheta":
         return sf.AutoTheta(season_length=m)
+    if name == "AutoCES":
+        return sf.AutoCES(season_length=m)
+    if name == "DynamicOptimizedTheta":
+        return sf.DynamicOptimizedTheta(season_length=m)
     if name == "MSTL":
         return sf.MSTL(season_length=list(seasons), trend_forecaster=sf.AutoETS(model="ZZN"))
     raise ValueError(f"unknown model {name!r}")

@@ -371,3 +371,23 @@ def test_pooled_searches_weigh_like_one_search_and_share_the_kernels_weight() ->
     assert np.allclose(pooled([(1.0, k)] * 3, classical, share=True), one)
     assert np.allclose(pooled([], classical, share=False), _weights([4.0, 2.0]) @ np.array([ets, theta]))
     assert _weights([1.0, 1e3]).tolist() == [1.0, 0.0]  # members under 1 % dropped, as the product does
+
+
+def test_classical_members_group_weigh_and_cap_as_documented() -> None:
+    """A group is the mean or median of the members that forecast; weighing at the product's power is
+    the product's weighting; a cap holds the kernel's weight and shares the rest as before."""
+    from bench.bench_classical_members import capped, group_forecast, sse, weighed
+    from evocov_core.combination import inverse_error_weights
+
+    a, b, c = np.array([1.0, 2.0]), np.array([3.0, 6.0]), np.array([8.0, 7.0])
+    assert np.allclose(group_forecast("median", [a, b, c, None]), [3.0, 6.0])
+    assert np.allclose(group_forecast("mean", [a, None, c]), [4.5, 4.5]) and group_forecast("mean", [None]) is None
+    assert sse([a, b], [np.zeros(2), np.ones(2)]) == 1 + 4 + 4 + 25 and sse([a, None], [a, a]) == math.inf
+    w = inverse_error_weights([1.0, 2.0, 4.0], 2.0)
+    assert np.allclose(weighed([(1.0, a), (2.0, b), (4.0, c)]), w @ np.array([a, b, c]))
+    assert np.allclose(weighed([(1.0, a), (2.0, b)], 0.0), (a + b) / 2)  # power 0: equal weights
+    assert np.allclose(weighed([(1.0, a), (2.0, None)]), a)  # a member without a forecast has no weight
+    held = capped([(1.0, a), (2.0, b), (4.0, c)], 0.5)
+    rest = w[1:] / w[1:].sum() * 0.5
+    assert w[0] > 0.5 and np.allclose(held, 0.5 * a + rest @ np.array([b, c]))
+    assert np.allclose(capped([(4.0, a), (1.0, b)], 0.5), weighed([(4.0, a), (1.0, b)]))  # under the cap: unchanged

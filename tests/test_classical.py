@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from evocov_core.baselines import se_baseline
-from evocov_core.classical import MODELS, classical_forecasts
+from evocov_core.classical import COMBINE_MODELS, MODELS, classical_forecasts
 from evocov_core.compare import COLUMNS, forecast_comparison
 from evocov_core.data import Dataset, load_bundled
 from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict, load_kernel_file
@@ -171,6 +171,14 @@ def test_each_model_forecasts_a_seasonal_series(seasonal: Dataset, seasonal_fore
     assert mstl.status == "skipped" and mstl.mean is None and "\n" not in mstl.reason
     assert mstl.reason.startswith("MSTL: needs two seasons")
     assert len(r.startup) == 1 and r.startup[0] > 0  # one child served every model
+
+
+def test_the_models_a_combination_may_add_forecast_a_seasonal_series(seasonal: Dataset) -> None:
+    r = classical_forecasts(seasonal, models=COMBINE_MODELS, time_limit=60)
+    assert [f.name for f in r.forecasts] == list(COMBINE_MODELS) and not set(COMBINE_MODELS) & set(MODELS)
+    for f in r.forecasts:
+        _check_forecast(f, seasonal)
+        assert f.settings == f"season 12; {seasonal.n_train} points"
 
 
 def test_mstl_runs_with_two_seasons() -> None:

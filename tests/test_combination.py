@@ -36,6 +36,7 @@ from evocov_core.search.combine import (
     forecast_test_rmse,
     guard_reason,
     kernel_test_mean,
+    origin_datasets,
 )
 from evocov_core.search.validate import origin_masks, origin_windows
 from evocov_core.seasons import Seasons
@@ -338,6 +339,16 @@ def test_origin_windows_of_the_search_data_are_the_cut_series():
         assert np.array_equal(ds.y_train[head], cut.y_train) and np.array_equal(ds.y_train[target], cut.y_test)
 
 
+def test_the_classical_models_see_each_origins_head_and_forecast_its_targets():
+    ds = _series(90)
+    data = FitData.from_dataset(ds)
+    full, cuts = origin_datasets(ds, data)
+    assert full is ds and len(cuts) == len(origin_windows(data)) == 4
+    for (_, head, target), cut in zip(origin_windows(data), cuts, strict=True):
+        assert np.array_equal(cut.y_train, ds.y_train[head]) and np.array_equal(cut.y_test, ds.y_train[target])
+        assert np.array_equal(cut.X_test, ds.X_train[target])
+
+
 def test_the_report_says_what_the_forecast_is():
     from evocov_core.report_html import report_html
 
@@ -371,6 +382,17 @@ def long_series() -> tuple[Dataset, FitData]:
     ds = Dataset.from_arrays(t, 0.01 * t + 3 * np.sin(2 * np.pi * t / 24) + rng.standard_normal(n),
                              test_fraction=0.1)
     return ds, FitData.from_dataset(ds, max_points=300)
+
+
+def test_on_long_series_the_classical_models_see_the_last_points_before_each_origin(long_series):
+    ds, sub = long_series
+    full, cuts = origin_datasets(ds, sub)
+    assert full.n_train == LONG_POINTS and np.array_equal(full.y_test, ds.y_test)
+    assert np.array_equal(full.y_train, ds.y_train[-LONG_POINTS:])
+    for (_, head, target), cut in zip(origin_masks(ds.X_train[:, 0]), cuts, strict=True):
+        kept = min(LONG_POINTS, int(head.sum()))
+        assert cut.n_train == kept and np.array_equal(cut.y_train, ds.y_train[head][-kept:])
+        assert np.array_equal(cut.y_test, ds.y_train[target])
 
 
 def test_long_series_are_combined_from_the_kernels_forecasts_with_its_fitted_values(long_series):

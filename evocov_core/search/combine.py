@@ -42,7 +42,8 @@ from .common import SearchResult
 from .validate import DEFAULT_ORIGINS, OriginScores, origin_masks, origin_windows
 
 __all__ = ["LONG_POINTS", "ORIGIN_TIME_LIMIT", "ClassicalBeside", "combined_test_mean", "eligibility",
-           "forecast_test_rmse", "guard_reason", "kernel_test_mean"]
+           "forecast_test_rmse", "guard_reason", "kernel_test_mean",
+           "origin_datasets"]
 
 #: Seconds each classical model may take on each data set (the whole training part and each
 #: origin's head). AutoETS and AutoTheta take under 1 s on 1,300 points (``bench/results/``
@@ -82,6 +83,34 @@ def _windows(ds: Dataset, data: FitData) -> tuple[tuple[float, np.ndarray, np.nd
     return origin_masks(ds.X_train[:, 0], DEFAULT_ORIGINS, data.split_fraction)
 
 
+def origin_datasets(ds: Dataset, data: FitData,
+                    windows: Sequence[tuple[float, np.ndarray, np.ndarray]] | None = None
+                    ) -> tuple[Dataset, list[Dataset]]:
+    """What the classical models are fitted on beside a search on ``data`` (made from ``ds``): the
+    whole training part with its test part, and each origin's head with that origin's targets as its
+    test part (``windows``: the search's origins, :func:`origin_windows` or, on long series, over
+    every training point). On long series each sees only the last :data:`LONG_POINTS` points before
+    the origin or the test part: on up to 10,000 AutoETS takes 3-11 s a fit, and a search makes five.
+
+    Returns
+    -------
+    full : Dataset
+        ``ds``, or its last points (long series).
+    cuts : list of Dataset
+        One per window, in order.
+    """
+    windows = _windows(ds, data) if windows is None else windows
+    x, y = ds.X_train, ds.y_train
+    last = LONG_POINTS if data.on_subset else ds.n_train
+    cuts = [dataclasses.replace(ds, x=x[keep], y=y[keep], train=head[keep], notes=())
+            for _, head, target in windows for keep in [_recent(head, last) | target]]
+    whole = np.ones(ds.n, dtype=bool)
+    whole[:max(0, ds.n_train - last)] = False  # the training part precedes the test part (eligibility)
+    full = ds if whole.all() else dataclasses.replace(ds, x=ds.x[whole], y=ds.y[whole], train=ds.train[whole],
+                                                       notes=())
+    return full, cuts
+
+
 class ClassicalBeside:
     """The classical forecasts of the whole training part and of each origin's head, made in a
     background thread from construction on (module docstring).
@@ -107,20 +136,11 @@ class ClassicalBeside:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._windows = _windows(ds, data) if self.models and not self.reason else ()
-        x, y = ds.X_train, ds.y_train
-        self._targets = [y[target] for _, _, target in self._windows]
+        self._targets = [ds.y_train[target] for _, _, target in self._windows]
         if not self._windows:
             return
         seasons = infer_seasons(ds)
-        # On long series the models see the last LONG_POINTS points before each origin (and before the test
-        # part): on up to 10,000 AutoETS takes 3-11 s a fit, and a search makes five.
-        last = LONG_POINTS if data.on_subset else ds.n_train
-        cuts = [dataclasses.replace(ds, x=x[keep], y=y[keep], train=head[keep], notes=())
-                for _, head, target in self._windows for keep in [_recent(head, last) | target]]
-        whole = np.ones(ds.n, dtype=bool)
-        whole[:max(0, ds.n_train - last)] = False  # the training part precedes the test part (eligibility)
-        full = ds if whole.all() else dataclasses.replace(ds, x=ds.x[whole], y=ds.y[whole], train=ds.train[whole],
-                                                           notes=())
+        full, cuts = origin_datasets(ds, data, self._windows)
 
         def work() -> None:
             try:
