@@ -47,7 +47,7 @@ from bench.bench_pooled_searches import _weights
 from evocov_core.benchmarks.accuracy import read_trials
 from evocov_core.benchmarks.common import TrialStatus, load_series, md_table
 from evocov_core.classical import classical_forecasts_many
-from evocov_core.combination import KERNEL, MIN_WEIGHT, POWER, inverse_error_weights
+from evocov_core.combination import KERNEL, MIN_WEIGHT, POWER, SHORT_KERNEL_WEIGHT, inverse_error_weights
 from evocov_core.kernel_file import load_kernel_file
 from evocov_core.metrics import FitData, rmse
 from evocov_core.model import FittedModel
@@ -68,7 +68,10 @@ PRODUCT = "kernel + E + T"
 #: Powers other than the product's tried with every model as a member and with the mean of them.
 POWERS = (0.0, 1.0)
 #: The kernel's weight at most this, beside the product's members (the rest share the remainder).
-CAPS = (0.5, 0.67)
+CAPS = (0.5, 0.67)  # 0.5: SHORT_KERNEL_WEIGHT
+#: The same at SHORT_KERNEL_WEIGHT on series of at most this many training points only (the presets'
+#: ``combine_short`` is 100 since this study).
+SHORT_CUTS = (60, 80, 100, 150)
 
 
 def _label(models: tuple[str, ...]) -> str:
@@ -175,6 +178,10 @@ def series_rows(job: tuple) -> list[dict]:
             for cap in CAPS:
                 values[f"{PRODUCT}, kernel at most {cap:g}"] = rmse(
                     y, capped([(ksse, kmean), *((errors[m], test[m]) for m in ("AutoETS", "AutoTheta"))], cap))
+            held = values[f"{PRODUCT}, kernel at most {SHORT_KERNEL_WEIGHT:g}"]
+            for cut in SHORT_CUTS:
+                values[f"{PRODUCT}, kernel at most {SHORT_KERNEL_WEIGHT:g} up to {cut} points"] = (
+                    held if ds.n_train <= cut else values[PRODUCT])
             g = group_label(*GROUPS[-1])
             for power in POWERS:
                 values[f"kernel + {' + '.join(SHORT[m] for m in MODELS)}, power {power:g}"] = rmse(
@@ -201,7 +208,8 @@ def rule_names() -> list[str]:
             + [f"kernel vs {group_label(h, ms)}" for h, ms in GROUPS]
             + [r for p in POWERS for r in (f"kernel + {' + '.join(SHORT[m] for m in MODELS)}, power {p:g}",
                                            f"kernel vs {g}, power {p:g}")]
-            + [f"{PRODUCT}, kernel at most {c:g}" for c in CAPS])
+            + [f"{PRODUCT}, kernel at most {c:g}" for c in CAPS]
+            + [f"{PRODUCT}, kernel at most {SHORT_KERNEL_WEIGHT:g} up to {c} points" for c in SHORT_CUTS])
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ from evocov_core.combination import (
     GUARD_HALF_WIDTHS,
     KERNEL,
     MIN_WEIGHT,
+    SHORT_KERNEL_WEIGHT,
     Combination,
     interval_excess,
     inverse_error_weights,
@@ -125,6 +126,51 @@ def test_an_excluded_member_keeps_its_error_and_loses_its_weight():
     # Nothing left to replace the kernel: its own forecast, and the reason says why.
     alone = weigh_members(kernel, [{}], y, ("AutoETS",), exclude=(KERNEL,), guard="it explodes")
     assert alone.members == (KERNEL,) and "no classical forecast is there to replace it" in alone.reason
+
+
+def test_on_a_short_series_the_kernels_weight_is_held_and_the_others_share_the_rest():
+    y = [np.array([1.0, 2.0])]
+    kernel, classical = [y[0] + 0.1], [{"AutoETS": y[0] + 1.0, "AutoTheta": y[0] - 2.0}]
+    free = weigh_members(kernel, classical, y, ("AutoETS", "AutoTheta"))
+    assert free.weights[0] > 0.99 and free.held == ""
+    g = weigh_members(kernel, classical, y, ("AutoETS", "AutoTheta"), max_kernel_weight=SHORT_KERNEL_WEIGHT,
+                      held="few points")
+    ets, theta = inverse_error_weights([2.0, 8.0])  # the classical members' errors: 2 and 8
+    assert g.members == (KERNEL, "AutoETS", "AutoTheta") and g.held == "few points"
+    assert g.weights == pytest.approx((0.5, 0.5 * ets, 0.5 * theta))
+    assert "The kernel's weight is held at 0.50: few points." in g.describe()
+    assert Combination.from_dict(g.to_dict()) == g and g.to_dict()["held"] == "few points"
+    # Under the cap nothing changes, and nothing is said.
+    even = [{"AutoETS": y[0] + 0.1, "AutoTheta": y[0] - 0.1}]
+    same = weigh_members(kernel, even, y, ("AutoETS", "AutoTheta"), max_kernel_weight=0.5, held="few points")
+    assert same.weights == pytest.approx((1 / 3,) * 3) and same.held == "" and "held" not in same.to_dict()
+    # A guarded kernel has weight 0 whatever the cap.
+    out = weigh_members(kernel, classical, y, ("AutoETS", "AutoTheta"), exclude=(KERNEL,), guard="it explodes",
+                        max_kernel_weight=0.5, held="few points")
+    assert out.weights[0] == 0.0 and out.held == ""
+    with pytest.raises(ValueError, match="max_kernel_weight"):
+        weigh_members(kernel, classical, y, ("AutoETS",), max_kernel_weight=0.0)
+    with pytest.raises(ValueError, match="held"):
+        Combination.from_dict({**g.to_dict(), "held": 3})
+
+
+def test_a_search_holds_the_kernel_on_series_no_longer_than_its_setting():
+    """ClassicalBeside.choose with a kernel that forecast every origin exactly: all the weight, unless the
+    series has at most ``short`` training points."""
+    import types
+
+    ds = _series(60)
+    data = FitData.from_dataset(ds)
+    beside = ClassicalBeside(ds, data, ("AutoETS", "SeasonalNaive"))
+    targets = np.concatenate([ds.y_train[t] for _, _, t in origin_windows(data)])
+    exact = types.SimpleNamespace(mean=(targets - data.y_mean) / data.y_std,
+                                  n_targets=tuple(int(t.sum()) for _, _, t in origin_windows(data)))
+    free, _ = beside.choose(exact, guard=False, short=ds.n_train - 1)
+    assert free.members == (KERNEL,) and free.held == ""
+    held, _ = beside.choose(exact, guard=False, short=ds.n_train)
+    assert held.weights[0] == pytest.approx(SHORT_KERNEL_WEIGHT) and sum(held.weights[1:]) == pytest.approx(0.5)
+    assert held.held == f"on {ds.n_train} training points the errors from the earlier origins are too few to trust more"
+    assert preset("quick").combine_short == preset("standard").combine_short == 100
 
 
 def test_interval_excess_measures_how_far_outside_the_union_of_the_intervals():

@@ -128,7 +128,8 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
     kernel_mean = kernel_test_mean(result.best, dataset) if config.combine_guard and not beside.reason else None
     combination, classical = beside.choose(result.origins, until=until, kernel_mean=kernel_mean,
                                            power=config.combine_power, guard=config.combine_guard,
-                                           fit=result.best if data.on_subset else None)
+                                           fit=result.best if data.on_subset else None,
+                                           short=0 if data.on_subset else config.combine_short)
     return dataclasses.replace(result, combination=combination, classical=classical,
                                elapsed=time.perf_counter() - t0)
 

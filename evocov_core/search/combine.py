@@ -33,7 +33,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..classical import ClassicalForecast, ClassicalForecasts, classical_forecasts_many
-from ..combination import GUARD_HALF_WIDTHS, KERNEL, POWER, Combination, interval_excess, weigh_members
+from ..combination import (
+    GUARD_HALF_WIDTHS,
+    KERNEL,
+    POWER,
+    SHORT_KERNEL_WEIGHT,
+    Combination,
+    interval_excess,
+    weigh_members,
+)
 from ..data import Dataset
 from ..metrics import FitData, rmse
 from ..optimize import NUMERIC_ERRORS, FitResult
@@ -161,7 +169,7 @@ class ClassicalBeside:
 
     def choose(self, origins: OriginScores | None, *, until: float | None = None,
                kernel_mean: np.ndarray | None = None, power: float = POWER, guard: bool = True,
-               fit: FitResult | None = None) -> tuple[Combination, ClassicalForecasts | None]:
+               fit: FitResult | None = None, short: int = 0) -> tuple[Combination, ClassicalForecasts | None]:
         """Wait for the classical forecasts (until wall-clock time ``until``, then stop them) and
         weigh the kernel and them by their forecasts from the origins.
 
@@ -184,6 +192,9 @@ class ClassicalBeside:
         fit : FitResult, optional
             On long series, the returned kernel: it forecasts from each origin with its fitted
             values (:meth:`fitted_origin_means`).
+        short : int
+            On a series of at most this many training points the kernel's weight is held at
+            :data:`~evocov_core.combination.SHORT_KERNEL_WEIGHT` (0: never).
 
         Returns
         -------
@@ -226,8 +237,11 @@ class ClassicalBeside:
         failed = tuple(m for m in self.models if m not in ok)  # no forecast of the test part: weight 0
         why = guard_reason(kernel_mean, [ok[m] for m in self.models if m in ok]) if guard else ""
         exclude = failed + ((KERNEL,) if why else ())
+        n = self._ds.n_train
+        held = (f"on {n} training points the errors from the earlier origins are too few to trust more"
+                if n <= short else "")
         combination = weigh_members(kernel, classical, self._targets, self.models, power=power, exclude=exclude,
-                                    guard=why)
+                                    guard=why, max_kernel_weight=SHORT_KERNEL_WEIGHT if held else 1.0, held=held)
         if self._data.on_subset:
             combination = dataclasses.replace(combination, refitted=False)
         return combination, full

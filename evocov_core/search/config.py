@@ -401,6 +401,11 @@ class SearchConfig:
                              "lies outside every classical forecaster's 95 % interval by more than the interval's "
                              "half-width at some step of the horizon: no classical model finds it plausible.",
                              "budgeted")
+    combine_short: int = _s(0, "Short series: hold the kernel at half", "On a series of at most this many "
+                            "training points the kernel's weight in the average is at most one half (the others "
+                            "share the rest as their errors say): each earlier point in time then forecasts a "
+                            "handful of points, too few to trust the kernel more. 0: never.", "budgeted",
+                            lo=0, hi=100_000)
     data_bounds: bool = _s(False, "Data-tied bounds", "No lengthscale below half the sampling step; periods "
                            "between two steps and the training span.", "budgeted")
     changepoints: bool = _s(False, "Change points", "Let random trees, mutations and expansions use ABCD's "
@@ -563,11 +568,15 @@ _QUICK: dict[str, dict] = {
 # The forecast is the kernel's, AutoETS's and AutoTheta's, weighted by the inverse square of their
 # errors from four earlier origins, without the kernel's when it leaves their 95 % intervals
 # (evocov_core/combination.py; combine_power and combine_guard keep their defaults, 2 and on).
+# On series of at most 100 training points the kernel's weight is at most one half (combine_short):
+# post hoc on the development corpus (bench/results/bench_classical_members__corpus.md, seeds 0-1)
+# paired 0.981 (SE of the log 0.013), worst single run 5.32 -> 2.86 x AutoETS; flat for 60-150 points;
+# TSDL has no series that short.
 # On long series, the kernel's, MSTL's and AutoETS's (long_combine): on the long-series development
 # set (bench/results/long-dev/quick-42-combine, seeds 0-2) paired 0.954 (SE of the log 0.032) against
 # the kernel's own, 0.903 -> 0.871 x the better of seasonal naive and MSTL, worst single run 2.03 -> 1.29.
 _BUDGETED_PARTS = dict(cache_fits=True, data_bounds=True, select_top=5, changepoints=True, calibration="origins",
-                       long_choice="origins_density", combine=("AutoETS", "AutoTheta"),
+                       long_choice="origins_density", combine=("AutoETS", "AutoTheta"), combine_short=100,
                        long_combine=("MSTL", "AutoETS"))
 _EVOLVE = dict(population=40, generations=100_000, mu=8, patience=3, d_min=3, d_max=8, psd_w=12, n_restarts=1,
                require_input=True, screen_points=240, promote_fraction=0.3, seed_fraction=0.5, p_expand=0.3,
