@@ -171,6 +171,10 @@ def trend_rho(x: NDArray[np.float64], y: NDArray[np.float64], spec: Spec) -> flo
         x = x[off:off + len(level)]
     else:
         level = y
+    # Ranks of a moving average: levels equal in exact arithmetic differ in their last bits from one
+    # numpy's summation to another's (US accidental deaths: -0.581 or -0.579); 12 significant digits
+    # keep such ties tied on every machine.
+    level = np.asarray([float(f"{v:.12g}") for v in level])
     return float(spearmanr(x, level).statistic)
 
 
