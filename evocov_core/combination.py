@@ -321,8 +321,8 @@ def weigh_members(kernel: Sequence[Array | None], classical: Sequence[Mapping[st
         Why the kernel is excluded, recorded as :attr:`Combination.guard`.
     max_kernel_weight : float
         The kernel's weight is at most this (before members under :data:`MIN_WEIGHT` are dropped);
-        the other members share the rest in the proportions their errors give them. Below 1 on short
-        series (:data:`SHORT_KERNEL_WEIGHT`).
+        the other members share the rest in the proportions their errors give them (equally when the
+        kernel's error is 0). Below 1 on short series (:data:`SHORT_KERNEL_WEIGHT`).
     held : str
         Why the kernel's weight is held, recorded as :attr:`Combination.held` when it was.
 
@@ -357,10 +357,12 @@ def weigh_members(kernel: Sequence[Array | None], classical: Sequence[Mapping[st
                else f"{guard}, but no classical forecast is there to replace it")
         return Combination(origin_sse=pairs, origins=len(targets), reason=why)
     w = inverse_error_weights(usable, power)
-    rest = float(w[1:].sum())
-    capped = bool(w[0] > max_kernel_weight and rest > 0)
+    # The others share what the kernel gives up as their errors say (equally when a kernel with no error
+    # at all had taken everything).
+    others = w[1:] if w[1:].sum() > 0 else np.isfinite(usable[1:]).astype(np.float64)
+    capped = bool(w[0] > max_kernel_weight and others.sum() > 0)
     if capped:
-        w = np.concatenate([[max_kernel_weight], w[1:] * ((1.0 - max_kernel_weight) / rest)])
+        w = np.concatenate([[max_kernel_weight], others * ((1.0 - max_kernel_weight) / others.sum())])
     keep = [i for i in range(len(names)) if i == 0 or w[i] >= MIN_WEIGHT]
     if w[0] < MIN_WEIGHT and KERNEL not in exclude:
         w[0] = 0.0  # the kernel did far worse: listed (first, as every file lists it) with weight 0

@@ -148,6 +148,9 @@ def test_on_a_short_series_the_kernels_weight_is_held_and_the_others_share_the_r
     out = weigh_members(kernel, classical, y, ("AutoETS", "AutoTheta"), exclude=(KERNEL,), guard="it explodes",
                         max_kernel_weight=0.5, held="few points")
     assert out.weights[0] == 0.0 and out.held == ""
+    # A kernel with no error at all would take everything: the others share the rest equally.
+    perfect = weigh_members([y[0]], classical, y, ("AutoETS", "AutoTheta"), max_kernel_weight=0.5, held="few")
+    assert perfect.weights == pytest.approx((0.5, 0.25, 0.25)) and perfect.held == "few"
     with pytest.raises(ValueError, match="max_kernel_weight"):
         weigh_members(kernel, classical, y, ("AutoETS",), max_kernel_weight=0.0)
     with pytest.raises(ValueError, match="held"):
