@@ -20,9 +20,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evocov_core.benchmarks.common import cpu_model, md_table
 from evocov_core.provenance import git_state
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["RESULTS_DIR", "ROOT", "calibrate", "command_line", "interleaved", "limit_threads", "machine_info",
            "map_jobs", "parse_tuple", "per_call", "pool_summary", "recorded_trials", "report_ratio_table",
@@ -61,6 +65,23 @@ def recorded_trials(folder: Path, variant: str) -> list[tuple[Path, object]]:
     trials = trials[(trials.variant == variant) & (trials.status == TrialStatus.OK)]
     out = [(folder / "records" / f"{t.series}__{variant}__seed{t.seed}.csv.gz", t) for t in trials.itertuples()]
     return [(path, t) for path, t in out if path.is_file()]
+
+
+def folders_trials(folders: Sequence[Path]) -> pd.DataFrame:
+    """The finished ``full`` trials of several ``bench accuracy`` folders (more seeds of one run, made
+    with ``--first-seed``), each row with its ``folder``; SystemExit when a series and seed is in two."""
+    import pandas as pd
+
+    from evocov_core.benchmarks.accuracy import read_trials
+    from evocov_core.benchmarks.common import TrialStatus
+
+    trials = pd.concat([read_trials(f).assign(folder=str(f)) for f in folders], ignore_index=True)
+    trials = trials[(trials.variant == "full") & (trials.status == TrialStatus.OK)]
+    twice = trials[trials.duplicated(["series", "seed"], keep=False)]
+    if len(twice):
+        where = twice[["series", "seed", "folder"]].head().values.tolist()
+        raise SystemExit(f"a series and seed in two folders: {where}")
+    return trials
 
 
 # --- threads ------------------------------------------------------------------------

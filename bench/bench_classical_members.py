@@ -41,11 +41,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import RESULTS_DIR, limit_threads, map_jobs, write_report
+from bench._common import RESULTS_DIR, folders_trials, limit_threads, map_jobs, write_report
 from bench.bench_choice import folder_setup, reference
 from bench.bench_pooled_searches import _weights
-from evocov_core.benchmarks.accuracy import read_trials
-from evocov_core.benchmarks.common import TrialStatus, load_series, md_table
+from evocov_core.benchmarks.common import load_series, md_table
 from evocov_core.classical import classical_forecasts_many
 from evocov_core.combination import KERNEL, MIN_WEIGHT, POWER, SHORT_KERNEL_WEIGHT, inverse_error_weights
 from evocov_core.kernel_file import load_kernel_file
@@ -225,8 +224,7 @@ def main() -> None:
     threads = limit_threads()
     folders = list(args.folder)
     data_dir, config = folder_setup(folders[0], args.data_dir)
-    trials = pd.concat([read_trials(f).assign(folder=str(f)) for f in folders], ignore_index=True)
-    trials = trials[(trials.variant == "full") & (trials.status == TrialStatus.OK)]
+    trials = folders_trials(folders)
     names = sorted(trials.series.unique())
     refs = reference(folders[0], data_dir, names)
     jobs = [(data_dir, config, s, g.to_dict("records"), float(refs[s]), args.cache)

@@ -47,10 +47,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import RESULTS_DIR, limit_threads, write_report
+from bench._common import RESULTS_DIR, folders_trials, limit_threads, write_report
 from bench.bench_choice import folder_setup, reference
-from evocov_core.benchmarks.accuracy import read_trials
-from evocov_core.benchmarks.common import TrialStatus, load_series, md_table
+from evocov_core.benchmarks.common import load_series, md_table
 from evocov_core.classical import classical_forecasts
 from evocov_core.combination import KERNEL, MIN_WEIGHT, POWER, inverse_error_weights
 from evocov_core.kernel_file import load_kernel_file
@@ -147,12 +146,7 @@ def main() -> None:
     threads = limit_threads()
     folders = list(args.folder)
     data_dir, _ = folder_setup(folders[0], args.data_dir)
-    trials = pd.concat([read_trials(f).assign(folder=str(f)) for f in folders], ignore_index=True)
-    trials = trials[(trials.variant == "full") & (trials.status == TrialStatus.OK)]
-    twice = trials[trials.duplicated(["series", "seed"], keep=False)]
-    if len(twice):
-        where = twice[["series", "seed", "folder"]].head().values.tolist()
-        raise SystemExit(f"a series and seed in two folders: {where}")
+    trials = folders_trials(folders)
     names = list(trials.series.unique())
     refs = reference(folders[0], data_dir, names)
     ks = sorted({int(v) for v in args.k.split(",")})
