@@ -100,7 +100,7 @@ def weighed(members: list[tuple[float, np.ndarray | None]], power: float = POWER
     """The forecast of members ``(origin error, test forecast)``, weighed as the product weighs them
     (at another ``power``: members with a finite error share by ``sse ** -power``)."""
     usable = [(s if f is not None else math.inf) for s, f in members]
-    w = _weights(usable) if power == POWER else _weights_at(usable, power)
+    w = _weights(usable, power)
     return np.einsum("i,ij->j", w[w > 0], np.array([f for (_, f), wi in zip(members, w, strict=True) if wi > 0]))
 
 
@@ -114,12 +114,6 @@ def capped(members: list[tuple[float, np.ndarray | None]], cap: float) -> np.nda
     w = np.where(w < MIN_WEIGHT, 0.0, w)
     w = w / w.sum()
     return np.einsum("i,ij->j", w[w > 0], np.array([f for (_, f), wi in zip(members, w, strict=True) if wi > 0]))
-
-
-def _weights_at(sse: list[float], power: float) -> np.ndarray:
-    w = inverse_error_weights(sse, power)
-    w = np.where(w < MIN_WEIGHT, 0.0, w)
-    return w / w.sum()
 
 
 def _classical(ds, full, cuts, cache: Path | None, series: str):

@@ -62,9 +62,10 @@ RULES = ("one search", "pooled", "pooled, kernels share one weight", "lowest ori
          "mean of the K forecasts")
 
 
-def _weights(sse: list[float]) -> np.ndarray:
-    """The product's weights of members with these summed errors (under MIN_WEIGHT dropped)."""
-    w = inverse_error_weights(sse, POWER)
+def _weights(sse: list[float], power: float = POWER) -> np.ndarray:
+    """The product's weights of members with these summed errors (under MIN_WEIGHT dropped), at the
+    product's power unless ``power`` says otherwise."""
+    w = inverse_error_weights(sse, power)
     w = np.where(w < MIN_WEIGHT, 0.0, w)
     return w / w.sum()
 
