@@ -14,7 +14,7 @@ errors), AutoETS and AutoTheta are fitted on the same points as beside the searc
 as the product weighs it, held and not. The kernel keeps its recorded guard. Nothing here sees the
 test part but the scores.
 
-Usage (from the repository root; about 10 minutes on two cores)::
+Usage (from the repository root; about a minute on two cores)::
 
     python -m bench.bench_short_origins --folder bench/results/corpus/quick-41-weights \\
         --folder bench/results/corpus/quick-43-seed1 --data-dir bench/corpus/series --workers 2 --name corpus

@@ -341,7 +341,7 @@ def compare_with_baselines(kf: KernelFile, ds: Dataset, *, baseline_budget: floa
     se_done, gpss_done : FittedBaseline, optional
         Baselines fitted already (the dashboard's background SE fit, a finished GPSS run on these
         data), scored here as they are instead of fitting them again: on the 100,000-point series
-        of ``bench_dashboard_long`` the report's own SE fit takes about 10 s and its GPSS search
+        of ``bench_dashboard_long`` the report's own SE fit takes 5-10 s and its GPSS search
         its budget. ``gpss_done`` replaces the GPSS search whatever ``baseline_budget`` is.
 
     Returns
