@@ -20,14 +20,14 @@ from dashboard import fits
 from dashboard.datasets import dataset_fingerprint
 from dashboard.format import fmt, poll_every
 from dashboard.views import model_key
-from evocov_core.baselines import Compared, se_baseline
+from evocov_core.baselines import Compared, FittedBaseline, se_baseline
 from evocov_core.classical import DEFAULT_TIME_LIMIT, ClassicalForecasts, classical_forecasts, running_forecasts
 from evocov_core.combination import Combination
 from evocov_core.compare import forecast_comparison
 from evocov_core.data import Dataset
 from evocov_core.figures import comparison_forecasts_data
 from evocov_core.jobs import Job
-from evocov_core.kernel_file import KernelFileError
+from evocov_core.kernel_file import KernelFile, KernelFileError
 from evocov_core.metrics import FitData
 from evocov_core.model import FittedModel, ModelAverage
 from evocov_core.optimize import FitResult
@@ -100,6 +100,33 @@ def classical_for_report(run_id: str, ds: Dataset) -> ClassicalForecasts | None:
     if fut is None or not fut.done() or fut.exception() is not None:
         return None
     return fut.result()
+
+
+def baselines_for_report(ds: Dataset, kf: KernelFile, gpss: RunRecord | None
+                         ) -> tuple[FittedBaseline | None, FittedBaseline | None]:
+    """The GP baselines the page has fitted already, for the report to score instead of fitting its own:
+    ``(SE, GPSS)``, each None when it is not done, failed, or was fitted on other points or in other units
+    than the report compares ``kf`` on (:meth:`~evocov_core.baselines.FittedBaseline.fits`).
+
+    The SE fit is :func:`se_future`'s, the same seeded fit the report would make, so the report is the same
+    with it (but for the SE row's seconds: spent elsewhere); ``gpss``, a finished GPSS run on ``ds``, then
+    stands for the report's own GPSS search."""
+    se = None
+    fut = fits.existing_fit(("se", dataset_fingerprint(ds)))
+    if fut is not None and fut.done() and fut.exception() is None:
+        candidate = FittedBaseline(fut.result(), ds.norm)
+        se = candidate if candidate.fit.ok and candidate.fits(kf, ds) else None
+    found = None
+    if gpss is not None and gpss.best is not None and gpss.dataset is not None:
+        try:
+            fit = gpss.best.to_fit(ds.n_train)
+        except (KernelFileError, ValueError):
+            fit = None
+        if fit is not None:
+            candidate = FittedBaseline(fit, gpss.dataset.norm, seconds=gpss.elapsed,
+                                       note=f"GPSS run {gpss.id} on these data (the Results page's GPSS baseline)")
+            found = candidate if candidate.fits(kf, ds) else None
+    return se, found
 
 
 def _state(fut: Future) -> str:

@@ -9,10 +9,10 @@ from dataclasses import replace
 import streamlit as st
 
 from dashboard import fits
-from dashboard.comparison import classical_for_report
+from dashboard.comparison import baselines_for_report, classical_for_report
 from dashboard.datasets import current_dataset, dataset_fingerprint
 from dashboard.format import fmt, polish, poll_every
-from dashboard.runs import store
+from dashboard.runs import runs_on_dataset, store
 from dashboard.views import show_kernel
 from evocov_core.data import Dataset
 from evocov_core.figures import pareto_data, pareto_figure
@@ -25,32 +25,50 @@ from evocov_core.search import EvalRecord
 
 
 def report_tab(run: RunRecord, ds: Dataset) -> None:
-    """A self-contained HTML report of the returned kernel, made in the background."""
+    """A self-contained HTML report of the returned kernel, made in the background.
+
+    The report scores the GP baselines the Results page has fitted already (its SE fit, a finished GPSS run
+    on these data) instead of fitting its own (:func:`~dashboard.comparison.baselines_for_report`), as it
+    takes the classical forecasts the page has made: with all three done, a report of a 100,000-point
+    series is written in seconds instead of its GPSS budget and an SE fit.
+    """
     st.caption(
         "One HTML file that opens offline: the forecast next to an SE kernel and a short GPSS search fitted "
         "on the same training data, the kernel's components with a sentence each, residual checks and the "
         "kernel itself (also `python -m evocov_core report`)."
     )
-    budget = st.number_input(
-        "GPSS baseline budget (s)",
-        min_value=0,
-        max_value=600,
-        value=20,
-        step=5,
-        key="results_report_budget",
-        help="Seconds for the GPSS search the kernel is compared with (0: the SE baseline only). "
-        "The report is written when it ends; it is made in the background, so other pages stay usable.",
-    )
     if run.best is None:
         return
-    key = ("report", run.id, dataset_fingerprint(ds), float(budget))
     best = run.best
+    kf = parse_kernel_file(best.text)
+    # Another GPSS run on these data (a GPSS run's own report does not compare it with itself).
+    gpss_runs = [g for g in runs_on_dataset(ds, algorithm="gpss") if g.id != run.id]
+    gpss_run = baselines_for_report(ds, kf, gpss_runs[0] if gpss_runs else None)[1]
+    if gpss_run is not None:
+        st.caption(f"GPSS baseline: {gpss_run.note}, test RMSE {fmt(gpss_run.fit.test_rmse)}. The report scores "
+                   "its kernel and runs no GPSS search of its own.")
+        budget, gpss_key = 0.0, gpss_run.note
+    else:
+        budget = float(st.number_input(
+            "GPSS baseline budget (s)",
+            min_value=0,
+            max_value=600,
+            value=20,
+            step=5,
+            key="results_report_budget",
+            help="Seconds for the GPSS search the kernel is compared with (0: the SE baseline only). "
+            "The report is written when it ends; it is made in the background, so other pages stay usable. "
+            "With a finished GPSS run on these data (the Best kernel tab's button), the report uses it instead.",
+        ))
+        gpss_key = ""
+    key = ("report", run.id, dataset_fingerprint(ds), budget, gpss_key)
 
     def make() -> None:  # a callback, so the page drawn after the click already knows the report runs
         from evocov_core.report_html import report_html
 
-        fits.background_report(key, report_html, parse_kernel_file(best.text), ds, baseline_budget=float(budget),
-                               classical_done=classical_for_report(run.id, ds))
+        se_done, gpss_done = baselines_for_report(ds, kf, gpss_runs[0] if gpss_runs else None)
+        fits.background_report(key, report_html, kf, ds, baseline_budget=budget,
+                               classical_done=classical_for_report(run.id, ds), se_done=se_done, gpss_done=gpss_done)
 
     fut = fits.existing_report(key)  # (after a click too: the callback runs before this)
     st.button("Make the report", key="results_make_report", icon=":material/article:", on_click=make,
@@ -65,7 +83,7 @@ def report_tab(run: RunRecord, ds: Dataset) -> None:
         if not was_done and fut.done():
             st.rerun()  # the whole page: the button's state, and no more polling
         if not fut.done():
-            gpss = f"; the GPSS baseline takes its {float(budget):g} s" if budget else ""
+            gpss = f"; the GPSS baseline takes its {budget:g} s" if budget else ""
             st.info(f"Fitting the baselines and writing the report in the background ({time.time() - started:.0f} s "
                     f"so far{gpss}). Other pages stay usable, and the report waits here.",
                     icon=":material/hourglass_top:")

@@ -23,10 +23,11 @@ from .metrics import FitData, metric_value
 from .model import FittedModel, ModelAverage
 from .optimize import NUMERIC_ERRORS, FitResult, OptimConfig, Start, fit_kernel
 from .scoring import bic
-from .subset import DEFAULT_MAX_POINTS, DataSubset
+from .subset import DEFAULT_MAX_POINTS, DataSubset, plan_subset
 
-__all__ = ["BASELINE_POINTS", "Compared", "baseline_subset", "compare_with_baselines", "fit_fixed", "fit_structure",
-           "gpss_baseline", "gpss_config", "refine", "se_baseline", "training_data"]
+__all__ = ["BASELINE_POINTS", "Compared", "FittedBaseline", "baseline_subset", "compare_with_baselines",
+           "comparison_units", "fit_fixed", "fit_structure", "gpss_baseline", "gpss_config", "refine", "se_baseline",
+           "training_data"]
 
 #: Above this many training points the SE and GPSS baselines search on a subset of this size
 #: and refine their winner on all the data (:func:`baseline_subset`, :func:`refine`). On the
@@ -147,8 +148,45 @@ def training_data(ds: Dataset, norm: Normalisation, split_fraction: float = 0.1,
     :data:`~evocov_core.subset.DEFAULT_MAX_POINTS`), so that the kernel and its baselines are
     scored on the same points, and no exact GP is built on every point.
     """
-    limit = DEFAULT_MAX_POINTS if approximation is None else (0 if approximation.exact else approximation.n_used)
-    return FitData.from_dataset(ds, split_fraction=split_fraction, max_points=limit, norm=norm)
+    return FitData.from_dataset(ds, split_fraction=split_fraction, max_points=_limit(approximation), norm=norm)
+
+
+def _limit(approximation: DataSubset | None) -> int:
+    return DEFAULT_MAX_POINTS if approximation is None else (0 if approximation.exact else approximation.n_used)
+
+
+def comparison_units(kf: KernelFile, ds: Dataset) -> tuple[Normalisation, int]:
+    """The model units and the number of training points :func:`compare_with_baselines` scores
+    ``kf`` and its baselines on: what a :class:`FittedBaseline` must have been fitted with."""
+    return kf.normalisation or ds.norm, plan_subset(ds.n_train, _limit(kf.approximation)).n_used
+
+
+@dataclass(frozen=True)
+class FittedBaseline:
+    """A GP baseline fitted already, for :func:`compare_with_baselines` to score instead of fitting
+    its own: the dashboard's background SE fit, a finished GPSS run's kernel.
+
+    Attributes
+    ----------
+    fit : FitResult
+        Fitted on the training part of the data set compared on, in the model units of ``norm``:
+        on every point, or on a long series the ``fit.n`` of them that
+        :meth:`~evocov_core.metrics.FitData.from_dataset` keeps under that limit.
+    norm : Normalisation
+    note : str
+        How it was obtained, for the comparison row.
+    seconds : float or None
+        Wall seconds it took (None: not known).
+    """
+
+    fit: FitResult
+    norm: Normalisation
+    note: str = ""
+    seconds: float | None = None
+
+    def fits(self, kf: KernelFile, ds: Dataset) -> bool:
+        """Whether it was fitted on the points and in the units ``kf`` is compared on (:func:`comparison_units`)."""
+        return (self.norm, self.fit.n) == comparison_units(kf, ds)
 
 
 @dataclass(frozen=True)
@@ -278,7 +316,8 @@ def _row(name: str, fit: FitResult, data: FitData, ds: Dataset, norm: Normalisat
 
 
 def compare_with_baselines(kf: KernelFile, ds: Dataset, *, baseline_budget: float = 20.0, seed: int = 0,
-                           workers: int | None = 1) -> list[Compared]:
+                           workers: int | None = 1, se_done: FittedBaseline | None = None,
+                           gpss_done: FittedBaseline | None = None) -> list[Compared]:
     """The kernel file's model next to an SE kernel and a GPSS search fitted on the same training data.
 
     Every model is scored the same way, in the kernel file's normalisation: BIC on the training
@@ -299,14 +338,30 @@ def compare_with_baselines(kf: KernelFile, ds: Dataset, *, baseline_budget: floa
     seed : int
     workers : int or None
         Processes for the GPSS search (1 = in this process).
+    se_done, gpss_done : FittedBaseline, optional
+        Baselines fitted already (the dashboard's background SE fit, a finished GPSS run on these
+        data), scored here as they are instead of fitting them again: on the 100,000-point series
+        of ``bench_dashboard_long`` the report's own SE fit takes 5-10 s and its GPSS search
+        its budget. ``gpss_done`` replaces the GPSS search whatever ``baseline_budget`` is.
 
     Returns
     -------
     list of Compared
-        This kernel, SE, then GPSS (when ``baseline_budget > 0``).
+        This kernel, SE, then GPSS (when ``baseline_budget > 0`` or ``gpss_done`` is given).
+
+    Raises
+    ------
+    ValueError
+        When a baseline given was fitted on other points or in other units than the kernel is
+        compared on (:meth:`FittedBaseline.fits`).
     """
     from .search import preset
 
+    for name, done in (("SE", se_done), ("GPSS", gpss_done)):
+        if done is not None and not done.fits(kf, ds):
+            n = comparison_units(kf, ds)[1]
+            raise ValueError(f"the {name} baseline given was fitted on {done.fit.n:,} points, or in other units, "
+                             f"not on the {n:,} training points the kernel is compared on")
     model = FittedModel.from_file(kf, fallback_norm=ds.norm)
     norm = model.norm
     data = training_data(ds, norm, approximation=model.approximation)
@@ -327,11 +382,18 @@ def compare_with_baselines(kf: KernelFile, ds: Dataset, *, baseline_budget: floa
     small = baseline_subset(data)
     # On many points both baselines search on a subset and are refined on all of them.
     where = "" if small is None else f" on {small.n:,} of the {data.n:,} points, refined on all of them"
-    t0 = time.perf_counter()
-    se = se_baseline(data, seed=seed)
-    rows.append(_row("SE", se, data, ds, norm, optim, (seed, 7919, 1),
-                     f"squared exponential + noise, fitted by LML (5 restarts{where})", time.perf_counter() - t0))
-    if baseline_budget > 0:
+    se_note = f"squared exponential + noise, fitted by LML (5 restarts{where})"
+    if se_done is not None:
+        rows.append(_row("SE", se_done.fit, data, ds, norm, optim, (seed, 7919, 1), se_done.note or se_note,
+                         se_done.seconds))
+    else:
+        t0 = time.perf_counter()
+        se = se_baseline(data, seed=seed)
+        rows.append(_row("SE", se, data, ds, norm, optim, (seed, 7919, 1), se_note, time.perf_counter() - t0))
+    if gpss_done is not None:
+        rows.append(_row("GPSS", gpss_done.fit, data, ds, norm, optim, (seed, 7919, 2), gpss_done.note,
+                         gpss_done.seconds))
+    elif baseline_budget > 0:
         t0 = time.perf_counter()
         result = gpss_baseline(data if small is None else small, baseline_budget, seed=seed, workers=workers)
         best = result.best

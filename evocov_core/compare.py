@@ -35,7 +35,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.special import ndtri
 
-from .baselines import Compared, compare_with_baselines
+from .baselines import Compared, FittedBaseline, compare_with_baselines
 from .classical import DEFAULT_TIME_LIMIT, ClassicalForecast, ClassicalForecasts, classical_forecasts
 from .combination import Combination
 from .data import Dataset
@@ -290,7 +290,8 @@ def forecast_scores(model: FittedModel | ModelAverage, ds: Dataset) -> ForecastS
 def compare(kf: KernelFile, ds: Dataset, *, baseline_budget: float = 20.0, seed: int = 0,
             season_lengths: Sequence[int] | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
             workers: int | None = 1, classical: bool = True,
-            classical_done: ClassicalForecasts | None = None) -> Comparison:
+            classical_done: ClassicalForecasts | None = None, se_done: FittedBaseline | None = None,
+            gpss_done: FittedBaseline | None = None) -> Comparison:
     """Fit the SE and GPSS baselines and the classical forecasters on ``ds``, and compare with ``kf``.
 
     Parameters
@@ -315,6 +316,9 @@ def compare(kf: KernelFile, ds: Dataset, *, baseline_budget: float = 20.0, seed:
         The classical forecasts of ``ds`` made already (the dashboard's Results page runs them
         in the background): used as they are, with their own seasons and time limit, instead of
         fitting them again (27 s on the 100,000-point series of ``bench_dashboard_long``).
+    se_done, gpss_done : FittedBaseline, optional
+        GP baselines fitted already, scored as they are
+        (:func:`~evocov_core.baselines.compare_with_baselines`).
 
     Returns
     -------
@@ -335,7 +339,8 @@ def compare(kf: KernelFile, ds: Dataset, *, baseline_budget: float = 20.0, seed:
             pool.shutdown(wait=False)
         else:
             fc = run()
-    rows = compare_with_baselines(kf, ds, baseline_budget=baseline_budget, seed=seed, workers=workers)
+    rows = compare_with_baselines(kf, ds, baseline_budget=baseline_budget, seed=seed, workers=workers,
+                                  se_done=se_done, gpss_done=gpss_done)
     if pending is not None:  # (should the baselines raise, the thread ends on its own)
         fc = pending.result()
     out = forecast_comparison(ds, rows[0].model or kf, baselines=rows[1:], classical=fc,

@@ -33,7 +33,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from scipy.stats import norm as normal
 
-from .baselines import Compared, compare_with_baselines
+from .baselines import Compared, FittedBaseline, compare_with_baselines
 from .classical import DEFAULT_TIME_LIMIT, ClassicalForecasts
 from .compare import Comparison, compare
 from .data import Dataset
@@ -215,14 +215,18 @@ def forecast_table_html(comparison: Comparison, ds: Dataset) -> str:
 def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseline_budget: float = 20.0,
                 seed: int = 0, workers: int | None = 1, classical: bool = True,
                 season_lengths: Sequence[int] | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
-                classical_done: ClassicalForecasts | None = None) -> str:
+                classical_done: ClassicalForecasts | None = None, se_done: FittedBaseline | None = None,
+                gpss_done: FittedBaseline | None = None) -> str:
     """The report as one HTML document (Plotly embedded once; opens with no network).
 
     ``baseline_budget`` seconds go to the GPSS baseline (0 leaves it out; the SE baseline takes
     seconds); ``seed`` seeds both, so the same inputs give the same report. ``classical``
     adds the classical forecasters (one input only), each within ``time_limit`` seconds, with
     ``season_lengths`` (steps) or the seasons read from the x spacing; ``classical_done``, those
-    forecasts made already, are used instead (:func:`~evocov_core.compare.compare`).
+    forecasts made already, are used instead (:func:`~evocov_core.compare.compare`); ``se_done`` and
+    ``gpss_done``, GP baselines fitted already (the dashboard's SE fit, a finished GPSS run), are
+    scored as they are instead of fitted again
+    (:func:`~evocov_core.baselines.compare_with_baselines`; ``gpss_done`` replaces the GPSS search).
 
     Each GP is factorised once on its training points for all its predictions
     (:func:`~evocov_core.model.shared_posteriors`); the baselines' curves are means only (drawn
@@ -232,12 +236,13 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseli
     with shared_posteriors():
         return _report_html(kf, ds, title=title, baseline_budget=baseline_budget, seed=seed, workers=workers,
                             classical=classical, season_lengths=season_lengths, time_limit=time_limit,
-                            classical_done=classical_done)
+                            classical_done=classical_done, se_done=se_done, gpss_done=gpss_done)
 
 
 def _report_html(kf: KernelFile, ds: Dataset, *, title: str | None, baseline_budget: float, seed: int,
                  workers: int | None, classical: bool, season_lengths: Sequence[int] | None, time_limit: float,
-                 classical_done: ClassicalForecasts | None) -> str:
+                 classical_done: ClassicalForecasts | None, se_done: FittedBaseline | None,
+                 gpss_done: FittedBaseline | None) -> str:
     model = FittedModel.from_file(kf, fallback_norm=ds.norm)
     k = kf.kernel
     figs: list[tuple[str, go.Figure]] = []
@@ -246,10 +251,11 @@ def _report_html(kf: KernelFile, ds: Dataset, *, title: str | None, baseline_bud
     if ds.x.shape[1] == 1:
         comparison = compare(kf, ds, baseline_budget=baseline_budget, seed=seed, season_lengths=season_lengths,
                              time_limit=time_limit, workers=workers, classical=classical,
-                             classical_done=classical_done)
+                             classical_done=classical_done, se_done=se_done, gpss_done=gpss_done)
         compared = list(comparison.baselines)
     else:
-        compared = compare_with_baselines(kf, ds, baseline_budget=baseline_budget, seed=seed, workers=workers)
+        compared = compare_with_baselines(kf, ds, baseline_budget=baseline_budget, seed=seed, workers=workers,
+                                          se_done=se_done, gpss_done=gpss_done)
     others = [(f"{r.name} mean", extrapolation_data(r.model, ds, extend=0.1, band=False)) for r in compared[1:]
               if r.model is not None and ds.x.shape[1] == 1]
     lines = comparison_forecasts_data(comparison, ds) if comparison is not None and classical else None

@@ -1014,6 +1014,48 @@ def test_a_search_on_a_long_upload_shows_its_approximation():
     assert any(line in c for c in texts(at, "caption")), texts(at, "caption")
 
 
+def test_the_report_scores_the_gp_baselines_the_page_fitted(data_dir, no_background_fits, monkeypatch):
+    """With the page's SE fit done and another GPSS run on these data finished, the report fits no GP
+    baseline: it scores those (on a 100,000-point series they took its GPSS budget and an SE fit). Its SE row
+    is the one it would have made; its GPSS row is the other run's kernel, and the tab says so."""
+    import evocov_core.baselines as baselines_module
+    from dashboard.runs import get_run
+    from evocov_core.baselines import se_baseline
+    from evocov_core.data import load_bundled
+    from evocov_core.metrics import FitData
+
+    other = tiny_search(data_dir)
+    jid = tiny_search(data_dir)
+    ds = load_bundled("airline")
+    at = app().run()
+    at.switch_page("pages/3_results.py").run()
+    no_exception(at)
+    assert at.query_params.get("run") == jid
+    assert any(c.startswith(f"GPSS baseline: GPSS run {other} on these data") for c in texts(at, "caption"))
+    assert not [n for n in at.number_input if n.key == "results_report_budget"]  # no search of its own to budget
+    se = se_baseline(FitData.from_dataset(ds))
+    resolve(no_background_fits, "se", se)
+    at.run()
+
+    def no_fit(*_a, **_k):
+        raise AssertionError("the report fitted a GP baseline again")
+
+    monkeypatch.setattr(baselines_module, "se_baseline", no_fit)
+    monkeypatch.setattr(baselines_module, "gpss_baseline", no_fit)
+    at.button(key="results_make_report").click().run()
+    no_exception(at)
+    report = run_pending(no_background_fits, "report")
+    rows = {r["model"]: r for r in json.loads(re.search(
+        r'<script type="application/json" id="evocov-comparison">(.*?)</script>', report, re.S).group(1))}
+    assert rows["SE"]["bic"] == pytest.approx(se.bic, rel=1e-12) and rows["SE"]["note"].startswith("squared exp")
+    gpss = get_run(other).best
+    assert rows["GPSS"]["expression"] == gpss.infix
+    assert rows["GPSS"]["note"] == f"GPSS run {other} on these data (the Results page's GPSS baseline)"
+    at.run()
+    no_exception(at)
+    assert report_downloads(at)
+
+
 def test_the_report_uses_the_classical_forecasts_the_page_made(data_dir, no_background_fits, monkeypatch):
     """Once the Results page's background classical forecasts are done, the report shows them instead of
     fitting them again (on 100,000 points that took minutes)."""

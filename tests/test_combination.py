@@ -345,6 +345,20 @@ def test_a_search_weighs_its_forecast_on_the_origins_as_the_post_hoc_study_did(s
         assert forecast_test_rmse(res, ds) == res.best.test_rmse
 
 
+def test_the_short_origins_study_refits_the_kernel_at_the_origins_as_the_search_did(searched):
+    """bench/bench_short_origins.py refits the returned kernel at each origin itself (to try other origins); at
+    the presets' four it gets the search's own recorded errors, so its other origin sets compare with them."""
+    from bench.bench_short_origins import _kernel_errors
+    from evocov_core.search.stages import head_stage
+    from evocov_core.search.validate import DEFAULT_ORIGINS
+
+    _ds, data, cfg, res = searched
+    refit = head_stage(data, cfg.optim)[1]
+    recorded = dict(res.combination.origin_sse)[KERNEL]
+    assert _kernel_errors(data, res.best, refit, 0, DEFAULT_ORIGINS) == pytest.approx(recorded, rel=1e-9)
+    assert _kernel_errors(data, res.best, refit, 0, (0.5, 0.6, 0.7, 0.8, 0.9)) != pytest.approx(recorded, rel=1e-3)
+
+
 def test_the_same_seed_gives_the_same_forecast(searched):
     ds, data, cfg, res = searched
     with search_executor(data, cfg, workers=1) as ex:

@@ -184,3 +184,48 @@ def test_the_tail_score_reads_a_long_series_fitted_values_and_refits_a_short_one
         at_values = metric_value("posterior_lml", kf.kernel, data, np.array([*kf.theta, kf.log_noise]))
         if not refitted:
             assert score == at_values
+
+
+def test_baselines_fitted_already_are_scored_as_they_are_and_refused_on_other_points(monkeypatch):
+    """The dashboard's SE fit and a finished GPSS run, given to the comparison: no baseline is fitted, the SE
+    row is the one the comparison makes itself (the same seeded fit), the GPSS row is the given kernel's; a
+    baseline fitted on other points or in other units is refused, not scored against the wrong data."""
+    import dataclasses
+
+    from evocov_core import baselines
+
+    ds = _series(1200)
+    kf = _kernel_file(ds, points=300)
+    norm, n = baselines.comparison_units(kf, ds)
+    assert n == 300 and norm == ds.norm  # the file's normalisation read back is the data set's: reusable
+    own = baselines.compare_with_baselines(kf, ds, baseline_budget=0)
+    data = baselines.training_data(ds, norm, approximation=kf.approximation)
+    se = baselines.FittedBaseline(baselines.se_baseline(data), norm)
+    other = fit_kernel(compose(["+", "SE", "LIN"]), data, OptimConfig(n_restarts=1, max_evals=15),
+                       np.random.default_rng(1))
+    gpss = baselines.FittedBaseline(other, norm, note="GPSS run x", seconds=61.0)
+    assert se.fits(kf, ds) and gpss.fits(kf, ds)
+
+    def no_fit(*_a, **_k):
+        raise AssertionError("a baseline was fitted again")
+
+    monkeypatch.setattr(baselines, "se_baseline", no_fit)
+    monkeypatch.setattr(baselines, "gpss_baseline", no_fit)
+    rows = baselines.compare_with_baselines(kf, ds, baseline_budget=5.0, se_done=se, gpss_done=gpss)
+    assert [r.name for r in rows] == ["this kernel", "SE", "GPSS"]
+    for a in ("expression", "q", "bic", "tail_score", "test_rmse", "note"):
+        assert getattr(rows[1], a) == getattr(own[1], a), a
+    assert rows[1].seconds is None and rows[0].bic == own[0].bic
+    assert rows[2].expression == other.kernel.infix and rows[2].bic == other.bic
+    assert rows[2].note == "GPSS run x" and rows[2].seconds == 61.0
+    assert rows[2].test_rmse == FittedModel.from_fit(other, norm, ds.n_train).test_rmse(ds)
+    # Without one, the comparison would fit it: here, the patched function says so.
+    with pytest.raises(AssertionError, match="fitted again"):
+        baselines.compare_with_baselines(kf, ds, baseline_budget=0, gpss_done=gpss)
+    # Fitted on 400 points, or in other units: refused.
+    wider = baselines.FittedBaseline(dataclasses.replace(se.fit, n=400), norm)
+    shifted = baselines.FittedBaseline(se.fit, dataclasses.replace(norm, y_mean=norm.y_mean + 1.0))
+    for wrong in (wider, shifted):
+        assert not wrong.fits(kf, ds)
+        with pytest.raises(ValueError, match="not on the 300 training points the kernel is compared on"):
+            baselines.compare_with_baselines(kf, ds, baseline_budget=0, se_done=wrong)
