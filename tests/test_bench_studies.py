@@ -391,3 +391,34 @@ def test_classical_members_group_weigh_and_cap_as_documented() -> None:
     rest = w[1:] / w[1:].sum() * 0.5
     assert w[0] > 0.5 and np.allclose(held, 0.5 * a + rest @ np.array([b, c]))
     assert np.allclose(capped([(4.0, a), (1.0, b)], 0.5), weighed([(4.0, a), (1.0, b)]))  # under the cap: unchanged
+
+
+def test_mean_function_is_the_limit_of_a_vague_linear_term_and_holds_the_kernels_together() -> None:
+    """A flat prior on the line's coefficients is the zero-mean GP whose kernel adds s²(1 + x x') as s
+    grows (Rasmussen & Williams §2.7); no basis is the plain posterior mean; two kernel members share the hold."""
+    from bench.bench_mean_function import held, mean_forecast
+    from evocov_core.combination import inverse_error_weights
+    from evocov_core.data import Normalisation
+    from evocov_core.model import FittedModel
+
+    rng = np.random.default_rng(3)
+    x = np.sort(rng.uniform(1.0, 2.0, 15))[:, None]
+    y = 2.0 * x[:, 0] + np.sin(8 * x[:, 0]) + rng.normal(0, 0.05, 15)
+    xs = np.linspace(2.0, 2.5, 6)[:, None]
+    theta, noise = np.array([0.0, math.log(0.2)]), 0.01
+    norm = Normalisation((0.0,), (1.0,), 0.0, 1.0)
+    model = FittedModel(squared_exponential(), tuple(theta), math.log(noise), 0.0, norm)
+    k = covariance(squared_exponential(), Inputs(x), theta) + noise * np.eye(15)
+    ks = covariance(squared_exponential(), Inputs(xs, x), theta)
+    assert np.allclose(mean_forecast(model, x, y, xs, 0), ks @ np.linalg.solve(k, y))
+    s2 = 1e6  # vague: the line's prior variance
+    big = k + s2 * (1 + x @ x.T)
+    limit = (ks + s2 * (1 + xs @ x.T)) @ np.linalg.solve(big, y)
+    line = mean_forecast(model, x, y, xs, 2)
+    assert np.allclose(line, limit, rtol=1e-4, atol=1e-4)
+    assert not np.allclose(line, mean_forecast(model, x, y, xs, 0), atol=1e-2)  # the line carries the trend on
+    a, b, c = np.array([1.0, 2.0]), np.array([3.0, 6.0]), np.array([8.0, 7.0])
+    w = inverse_error_weights([1.0, 1.0, 4.0], 2.0)
+    assert np.allclose(held([(1.0, a), (1.0, b), (4.0, c)], 2, 1.0), w @ np.array([a, b, c]))
+    assert w[:2].sum() > 0.5
+    assert np.allclose(held([(1.0, a), (1.0, b), (4.0, c)], 2, 0.5), 0.25 * a + 0.25 * b + 0.5 * c)
