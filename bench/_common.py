@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["RESULTS_DIR", "ROOT", "calibrate", "command_line", "interleaved", "limit_threads", "machine_info",
-           "map_jobs", "parse_tuple", "per_call", "pool_summary", "recorded_trials", "report_ratio_table",
-           "write_report"]
+           "map_jobs", "paired_rules_table", "parse_tuple", "per_call", "pool_summary", "recorded_trials",
+           "report_ratio_table", "write_report"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -220,6 +220,38 @@ def report_ratio_table(script: str, title: str, doc: str, table: str, line: str,
     print(table)
     print(f"wrote {path}")
     print(line)
+
+
+def paired_rules_table(df: pd.DataFrame, base_rule: str, rules: Sequence[str], base_label: str,
+                       key: str = "paired_vs_product") -> tuple[str, list[str]]:
+    """A post hoc study's rules, each paired against ``base_rule``, as a markdown table and summary lines.
+
+    ``df`` has one row per trial and rule (columns ``series``, ``seed``, ``rule``, ``ratio``: the test
+    RMSE over the reference). Per rule: the single runs' geometric mean (over series of each series'
+    mean log over its seeds), their 90th percentile and worst, the paired ratio against ``base_rule``
+    (the geometric mean over series of each series' mean log ratio) with the standard error of that
+    mean, and how many series it lowers and raises. ``base_label`` names the base in the table's
+    header, ``key`` the paired ratio in the lines.
+    """
+    import numpy as np
+
+    base = df[df.rule == base_rule].set_index(["series", "seed"]).ratio
+    table, lines = [], []
+    for rule in rules:
+        d = df[df.rule == rule].set_index(["series", "seed"]).ratio
+        log = np.log(d)
+        per_series = (log - np.log(base.loc[d.index])).groupby("series").mean()
+        single = math.exp(log.groupby("series").mean().mean())
+        se = float(per_series.std(ddof=1) / math.sqrt(len(per_series))) if len(per_series) > 1 else math.nan
+        paired = math.exp(per_series.mean())
+        p90, worst = float(d.quantile(0.9)), float(d.max())
+        table.append([rule, f"{single:.3f}", f"{p90:.2f}", f"{worst:.2f}", f"{paired:.3f} ({se:.3f})",
+                      f"{int((per_series < -1e-9).sum())} / {int((per_series > 1e-9).sum())}"])
+        lines.append(f"rule={rule.replace(' ', '_')} single_run_geomean={single:.4f} "
+                     f"p90={p90:.3f} worst={worst:.3f} {key}={paired:.4f} se_log={se:.4f}")
+    md = md_table(["rule", "single runs: geomean", "p90", "worst", f"paired / {base_label} (SE over series)",
+                   "series lower / higher"], table, "lrrrrr")
+    return md, lines
 
 
 def write_report(script: str, title: str, sections: Sequence[str], threads: dict[str, str]) -> Path:

@@ -41,10 +41,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import RESULTS_DIR, folders_trials, limit_threads, map_jobs, write_report
+from bench._common import RESULTS_DIR, folders_trials, limit_threads, map_jobs, paired_rules_table, write_report
 from bench.bench_choice import folder_setup, reference
 from bench.bench_pooled_searches import _weights
-from evocov_core.benchmarks.common import load_series, md_table
+from evocov_core.benchmarks.common import load_series
 from evocov_core.classical import classical_forecasts_many
 from evocov_core.combination import KERNEL, MIN_WEIGHT, POWER, SHORT_KERNEL_WEIGHT, inverse_error_weights
 from evocov_core.kernel_file import load_kernel_file
@@ -226,19 +226,7 @@ def main() -> None:
     df = pd.DataFrame([r for rows in map_jobs(series_rows, jobs, args.workers) for r in rows])
     name = args.name or folders[0].name
     df.to_csv(RESULTS_DIR / f"bench_classical_members__{name}.csv", index=False)
-    base = df[df.rule == PRODUCT].set_index(["series", "seed"]).ratio
-    table, lines = [], []
-    for rule in df.rule.unique():
-        d = df[df.rule == rule].set_index(["series", "seed"]).ratio
-        log = np.log(d)
-        per_series = (log - np.log(base.loc[d.index])).groupby("series").mean()
-        single = math.exp(log.groupby("series").mean().mean())
-        se = float(per_series.std(ddof=1) / math.sqrt(len(per_series)))
-        paired = math.exp(per_series.mean())
-        table.append([rule, f"{single:.3f}", f"{d.quantile(0.9):.2f}", f"{d.max():.2f}", f"{paired:.3f} ({se:.3f})",
-                      f"{int((per_series < -1e-9).sum())} / {int((per_series > 1e-9).sum())}"])
-        lines.append(f"rule={rule.replace(' ', '_')} single_run_geomean={single:.4f} p90={d.quantile(0.9):.3f} "
-                     f"worst={d.max():.3f} paired_vs_product={paired:.4f} se_log={se:.4f}")
+    table, lines = paired_rules_table(df, PRODUCT, list(df.rule.unique()), "product")
     check, check_sse = float(df.check.abs().max()), float(df.check_sse.abs().max())
     write_report(f"bench_classical_members__{name}", "Which classical forecasts the kernel is weighed with", [
         __doc__.split("\n\n", 1)[1].split("Usage")[0].strip(),
@@ -247,8 +235,7 @@ def main() -> None:
         f"largest relative difference {check:.2g}; AutoETS's and AutoTheta's origin errors against the "
         f"recorded ones: {check_sse:.2g}. Ratios: test RMSE over the folder's reference; paired against the "
         "product, the geometric mean over series of each series' mean log ratio over its seeds.",
-        md_table(["rule", "single runs: geomean", "p90", "worst", "paired / product (SE over series)",
-                  "series lower / higher"], table, "lrrrrr"),
+        table,
         "```\n" + "\n".join(lines) + "\n```"], threads)
     print("\n".join(lines))
 

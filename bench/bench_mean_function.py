@@ -36,10 +36,10 @@ import numpy as np
 import pandas as pd
 from scipy.linalg import cho_factor, cho_solve
 
-from bench._common import RESULTS_DIR, folders_trials, limit_threads, map_jobs, write_report
+from bench._common import RESULTS_DIR, folders_trials, limit_threads, map_jobs, paired_rules_table, write_report
 from bench.bench_choice import folder_setup, reference
 from bench.bench_classical_members import capped, sse, weighed
-from evocov_core.benchmarks.common import load_series, md_table
+from evocov_core.benchmarks.common import load_series
 from evocov_core.classical import classical_forecasts_many
 from evocov_core.combination import KERNEL, MIN_WEIGHT, POWER, SHORT_KERNEL_WEIGHT, inverse_error_weights
 from evocov_core.evaluate import Inputs, covariance
@@ -151,25 +151,6 @@ def series_rows(job: tuple) -> list[dict]:
     return rows
 
 
-def summary(df: pd.DataFrame, base_rule: str, rules) -> tuple[list[list[str]], list[str]]:
-    """Single runs' geometric mean, p90, worst and the paired ratio against ``base_rule`` (SE over series)."""
-    base = df[df.rule == base_rule].set_index(["series", "seed"]).ratio
-    table, lines = [], []
-    for rule in rules:
-        d = df[df.rule == rule].set_index(["series", "seed"]).ratio.replace(math.inf, np.nan).dropna()
-        log = np.log(d)
-        per_series = (log - np.log(base.loc[d.index])).groupby("series").mean()
-        single = math.exp(log.mean())
-        se = float(per_series.std(ddof=1) / math.sqrt(len(per_series)))
-        paired = math.exp(per_series.mean())
-        table.append([rule, f"{single:.3f}", f"{d.quantile(0.9):.2f}", f"{d.max():.2f}",
-                      f"{paired:.3f} ({se:.3f})",
-                      f"{int((per_series < -1e-9).sum())} / {int((per_series > 1e-9).sum())}"])
-        lines.append(f"rule={rule.replace(' ', '_').replace(',', '')} single_run_geomean={single:.4f} "
-                     f"p90={d.quantile(0.9):.3f} worst={d.max():.3f} paired={paired:.4f} se_log={se:.4f}")
-    return table, lines
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--folder", type=Path, required=True, action="append",
@@ -200,16 +181,14 @@ def main() -> None:
              "The weighted forecast, paired against the zero mean's (kernel origin errors from the fitted values)"),
             ("forecast, recorded", [*(f"forecast, {b}" for b in BASES), "forecast, zero and line"],
              "The weighted forecast, paired against what the search returned")]:
-        table, more = summary(df, base, rules)
-        sections += [f"**{title}**",
-                     md_table(["rule", "single runs: geomean", "p90", "worst", f"paired / {base} (SE)",
-                               "series lower / higher"], table, "lrrrrr")]
+        table, more = paired_rules_table(df, base, rules, base, key="paired")
+        sections += [f"**{title}**", table]
         lines += more
-    for b in ("level", "line", "zero and line"):
-        if df[df.n_train <= SHORT].series.nunique() < 2:
-            break
-        short = summary(df[df.n_train <= SHORT], "forecast, zero", [f"forecast, {b}"])[1]
-        lines += [f"short(<= {SHORT}) {s}" for s in short]
+    short = df[df.n_train <= SHORT]
+    if short.series.nunique() > 1:
+        lines += [f"short(<= {SHORT}) {s}" for s in paired_rules_table(
+            short, "forecast, zero", [f"forecast, {b}" for b in ("level", "line", "zero and line")], "zero",
+            key="paired")[1]]
     sections.append("```\n" + "\n".join(lines) + "\n```")
     write_report(f"bench_mean_function__{name}", "A mean function under the returned kernels", sections, threads)
     print("\n".join(lines))

@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import RESULTS_DIR, folders_trials, limit_threads, map_jobs, write_report
+from bench._common import RESULTS_DIR, folders_trials, limit_threads, map_jobs, paired_rules_table, write_report
 from bench.bench_choice import folder_setup, reference
 from bench.bench_classical_members import capped, sse, weighed
-from evocov_core.benchmarks.common import load_series, md_table
+from evocov_core.benchmarks.common import load_series
 from evocov_core.classical import classical_forecasts_many
 from evocov_core.combination import KERNEL, SHORT_KERNEL_WEIGHT
 from evocov_core.kernel_file import load_kernel_file
@@ -64,8 +64,7 @@ def _kernel_errors(data: FitData, fit, refit, seed: int, origins) -> float:
     scores = origin_scores(data, fit, origins=origins, refit=refit, seed=(seed, 7927))
     if not np.all(np.isfinite(scores.mean)):
         return math.inf
-    means = np.split(scores.mean * data.y_std + data.y_mean, np.cumsum(scores.n_targets)[:-1])
-    return sse(list(means), _targets(data, origin_windows(data, origins)))
+    return sse(scores.window_means(data), _targets(data, origin_windows(data, origins)))
 
 
 def _targets(data: FitData, windows) -> list[np.ndarray]:
@@ -149,19 +148,7 @@ def main() -> None:
     df = pd.DataFrame([r for rows in map_jobs(series_rows, jobs, args.workers) for r in rows])
     name = args.name or folders[0].name
     df.to_csv(RESULTS_DIR / f"bench_short_origins__{name}.csv", index=False)
-    base = df[df.rule == PRODUCT].set_index(["series", "seed"]).ratio
-    table, lines = [], []
-    for rule in df.rule.unique():
-        d = df[df.rule == rule].set_index(["series", "seed"]).ratio
-        log = np.log(d)
-        per_series = (log - np.log(base.loc[d.index])).groupby("series").mean()
-        single = math.exp(log.groupby("series").mean().mean())
-        se = float(per_series.std(ddof=1) / math.sqrt(len(per_series)))
-        paired = math.exp(per_series.mean())
-        table.append([rule, f"{single:.3f}", f"{d.quantile(0.9):.2f}", f"{d.max():.2f}", f"{paired:.3f} ({se:.3f})",
-                      f"{int((per_series < -1e-9).sum())} / {int((per_series > 1e-9).sum())}"])
-        lines.append(f"rule={rule.replace(' ', '_')} single_run_geomean={single:.4f} p90={d.quantile(0.9):.3f} "
-                     f"worst={d.max():.3f} paired_vs_product={paired:.4f} se_log={se:.4f}")
+    table, lines = paired_rules_table(df, PRODUCT, list(df.rule.unique()), "product")
     kernel_check = float(df.check_sse.abs().max())
     unheld_check = float(df.check_unheld.abs().max())
     write_report(f"bench_short_origins__{name}", "More origins to weigh the kernel on short series", [
@@ -173,8 +160,7 @@ def main() -> None:
         f"{unheld_check:.2g}. "
         "Ratios: test RMSE over AutoETS's on the same split; paired against the product (four origins, held), "
         "the geometric mean over series of each series' mean log ratio over its seeds.",
-        md_table(["rule", "single runs: geomean", "p90", "worst", "paired / product (SE over series)",
-                  "series lower / higher"], table, "lrrrrr"),
+        table,
         "```\n" + "\n".join(lines) + "\n```"], threads)
     print("\n".join(lines))
 

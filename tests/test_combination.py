@@ -39,7 +39,7 @@ from evocov_core.search.combine import (
     kernel_test_mean,
     origin_datasets,
 )
-from evocov_core.search.validate import origin_masks, origin_windows
+from evocov_core.search.validate import OriginScores, origin_masks, origin_windows
 from evocov_core.seasons import Seasons
 
 
@@ -160,15 +160,14 @@ def test_on_a_short_series_the_kernels_weight_is_held_and_the_others_share_the_r
 def test_a_search_holds_the_kernel_on_series_no_longer_than_its_setting():
     """ClassicalBeside.choose with a kernel that forecast every origin almost exactly: all the weight,
     unless the series has at most ``short`` training points."""
-    import types
-
     ds = _series(60)
     data = FitData.from_dataset(ds)
     beside = ClassicalBeside(ds, data, ("AutoETS", "SeasonalNaive"))
     targets = np.concatenate([ds.y_train[t] for _, _, t in origin_windows(data)])
     close = targets + 0.01 * np.cos(np.arange(targets.size))  # far better than any classical model
-    exact = types.SimpleNamespace(mean=(close - data.y_mean) / data.y_std,
-                                  n_targets=tuple(int(t.sum()) for _, _, t in origin_windows(data)))
+    windows = origin_windows(data)
+    exact = OriginScores(tuple(o for o, _, _ in windows), (0.0,) * len(windows), (0.0,) * len(windows),
+                         tuple(int(t.sum()) for _, _, t in windows), mean=(close - data.y_mean) / data.y_std)
     free, _ = beside.choose(exact, guard=False, short=ds.n_train - 1)
     assert free.members == (KERNEL,) and free.held == ""
     held, _ = beside.choose(exact, guard=False, short=ds.n_train)

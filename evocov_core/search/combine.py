@@ -227,9 +227,7 @@ class ClassicalBeside:
         elif len(origins.n_targets) != len(windows):
             return Combination(reason="the kernel's forecasts from earlier origins are incomplete"), full
         else:
-            data = self._data
-            means = np.split(origins.mean * data.y_std + data.y_mean, np.cumsum(origins.n_targets)[:-1])
-            kernel = [m if m.size and np.all(np.isfinite(m)) else None for m in means]
+            kernel = [m if m.size and np.all(np.isfinite(m)) else None for m in origins.window_means(self._data)]
         if len(cuts) != len(windows):
             return Combination(reason="the kernel's forecasts from earlier origins are incomplete"), full
         classical = [{f.name: f.mean for f in c.forecasts if f.ok} for c in cuts]

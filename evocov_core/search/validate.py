@@ -87,6 +87,11 @@ class OriginScores:
     def total_log_density(self) -> float:
         return float(np.sum(self.log_density)) if self.log_density else -math.inf
 
+    def window_means(self, data: FitData) -> list[NDArray[np.float64]]:
+        """:attr:`mean` split origin by origin, in the original units of ``data`` (the data scored):
+        one array of shape (n_targets[i],) per origin."""
+        return np.split(self.mean * data.y_std + data.y_mean, np.cumsum(self.n_targets)[:-1])
+
 
 def _crps_normal(y: NDArray[np.float64], mu: NDArray[np.float64], sd: NDArray[np.float64]) -> NDArray[np.float64]:
     z = (y - mu) / sd
