@@ -143,15 +143,44 @@ def _check_comparison_args(args: argparse.Namespace) -> None:
         raise CliError(f"--season-length takes whole numbers of steps of at least 1, got {bad[0]}")
 
 
+def _gpss_done(args: argparse.Namespace, kf, ds):
+    """``--gpss-kernel``: a GPSS search's kernel file on these data, as the GPSS baseline (None without it).
+
+    Refused with a message when it was not found by GPSS or was fitted on other points or in other
+    units than ``kf`` is compared on."""
+    from .baselines import FittedBaseline, comparison_units
+    from .kernel_file import load_kernel_file
+
+    if not args.gpss_kernel:
+        return None
+    g = load_kernel_file(args.gpss_kernel)
+    found_by = g.scores.get("algorithm")
+    if found_by != "gpss":
+        raise CliError(f"--gpss-kernel takes the kernel file of a GPSS search (search --algorithm gpss --out FILE); "
+                       f"{args.gpss_kernel} was written by {found_by or 'no recorded search'}")
+    seconds = g.scores.get("seconds")
+    done = FittedBaseline(g.to_fit(ds.n_train), g.normalisation or ds.norm,
+                          note=f"the GPSS search in {args.gpss_kernel}",
+                          seconds=float(seconds) if isinstance(seconds, (int, float)) else None)
+    if not done.fits(kf, ds):
+        n = comparison_units(kf, ds)[1]
+        raise CliError(f"--gpss-kernel: {args.gpss_kernel} was fitted on {done.fit.n:,} points or in other units, not "
+                       f"on the {n:,} training points of these data the kernel is compared on (same data file, same "
+                       "--test-fraction)")
+    return done
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from .report_html import report_html
 
     _check_comparison_args(args)
     kf, ds = _kernel_and_data(args)
+    gpss = _gpss_done(args, kf, ds)
     _write_text(args.out, report_html(kf, ds, baseline_budget=args.baseline_budget, seed=args.seed,
                                       classical=args.classical, season_lengths=args.season_length,
-                                      time_limit=args.time_limit))
-    print(f"wrote {args.out}: forecast against the SE" + (" and GPSS" if args.baseline_budget > 0 else "")
+                                      time_limit=args.time_limit, gpss_done=gpss))
+    print(f"wrote {args.out}: forecast against the SE"
+          + (" and GPSS" if args.baseline_budget > 0 or gpss is not None else "")
           + " baselines" + (" and the classical forecasters" if args.classical else "")
           + f", components, residual checks and the kernel of {kf.kernel.infix}")
     return 0
@@ -179,7 +208,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if ds.x.shape[1] != 1:
         raise CliError("compare forecasts a time series: the data need one input column")
     result = compare(kf, ds, baseline_budget=args.baseline_budget, seed=args.seed, season_lengths=args.season_length,
-                     time_limit=args.time_limit)
+                     time_limit=args.time_limit, gpss_done=_gpss_done(args, kf, ds))
     table = result.table
     if args.out:
         _write_text(args.out, table.to_csv(index=False))
@@ -378,6 +407,12 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_default: float | None = 0
     p.add_argument("--keep-duplicates", action="store_true", help="keep repeated x values instead of averaging")
 
 
+def _add_gpss_kernel_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpss-kernel", metavar="FILE",
+                   help="the kernel file of a GPSS search on these data (search --algorithm gpss --out FILE): the "
+                        "GPSS baseline, scored as it is instead of searching again (--baseline-budget is then unused)")
+
+
 def _add_classical_args(p: argparse.ArgumentParser) -> None:
     from .classical import DEFAULT_TIME_LIMIT
 
@@ -426,6 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds for the GPSS baseline the kernel is compared with (default 20; 0 = no GPSS, "
                         "the SE baseline only)")
     p.add_argument("--seed", type=int, default=0, help="seed of the baselines (same inputs, same report)")
+    _add_gpss_kernel_arg(p)
     _add_classical_args(p)
     p.add_argument("--no-classical", dest="classical", action="store_false",
                    help="leave the classical forecasters (statsforecast) out")
@@ -438,6 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline-budget", type=float, default=20.0, metavar="SECONDS",
                    help="seconds for the GPSS baseline (default 20; 0 = no GPSS, the SE baseline only)")
     p.add_argument("--seed", type=int, default=0, help="seed of the GP baselines (same inputs, same table)")
+    _add_gpss_kernel_arg(p)
     _add_classical_args(p)
     p.set_defaults(func=cmd_compare)
 

@@ -268,6 +268,40 @@ def test_report_compares_with_the_se_and_gpss_baselines(airline_kernel: Path, tm
     assert [r["model"] for r in _comparison(page)[0]] == ["this kernel", "SE"]
 
 
+def test_report_and_compare_score_a_gpss_search_given_instead_of_searching_again(airline_kernel: Path,
+                                                                                 tmp_path: Path) -> None:
+    """``--gpss-kernel``: the GPSS row is that search's kernel, scored with no search of its own; a kernel
+    file not found by GPSS, or fitted on another split, is refused with a message."""
+    gpss = tmp_path / "gpss.json"
+    res = cli("search", "--data", "data/airline.csv", "--algorithm", "gpss", "--time-budget", "3", "--out", str(gpss))
+    assert res.returncode == 0, res.stderr
+    found = load_kernel_file(gpss)
+    page = tmp_path / "r.html"
+    res = cli("report", "--kernel", str(airline_kernel), "--data", "data/airline.csv", "--out", str(page),
+              "--gpss-kernel", str(gpss), "--no-classical")
+    assert res.returncode == 0, res.stderr
+    rows = _comparison(page)[0]
+    assert [r["model"] for r in rows] == ["this kernel", "SE", "GPSS"]
+    assert rows[2]["expression"] == found.kernel.infix and str(gpss) in rows[2]["note"]
+    assert rows[2]["test_rmse"] == pytest.approx(found.scores["test_rmse"], rel=1e-6)
+    table = tmp_path / "c.csv"
+    res = cli("compare", "--kernel", str(airline_kernel), "--data", "data/airline.csv", "--out", str(table),
+              "--gpss-kernel", str(gpss))
+    assert res.returncode == 0, res.stderr
+    gp = pd.read_csv(table).set_index("method")
+    assert gp.loc["GPSS", "test_rmse"] == pytest.approx(found.scores["test_rmse"], rel=1e-6)
+    # Not a GPSS search's file; a GPSS search on another split.
+    res = cli("report", "--kernel", str(airline_kernel), "--data", "data/airline.csv", "--out", str(page),
+              "--gpss-kernel", str(airline_kernel))
+    assert res.returncode != 0 and "takes the kernel file of a GPSS search" in res.stderr
+    other = tmp_path / "gpss20.json"
+    assert cli("search", "--data", "data/airline.csv", "--algorithm", "gpss", "--time-budget", "2",
+               "--test-fraction", "0.2", "--out", str(other)).returncode == 0
+    res = cli("report", "--kernel", str(airline_kernel), "--data", "data/airline.csv", "--out", str(page),
+              "--gpss-kernel", str(other))
+    assert res.returncode != 0 and "training points of these data" in res.stderr
+
+
 def _other_value(name: str, typ: type, meta, default, algorithm: str = "evocov"):
     """A value of setting ``name`` other than ``default`` that the quick-fixed preset accepts alone."""
     from evocov_core.search import ConfigError, preset
