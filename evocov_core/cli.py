@@ -305,10 +305,14 @@ def cmd_search(args: argparse.Namespace) -> int:
         # at 100,000 rows) and writing the result come out of it too.
         spent = time.perf_counter() - t0 + _WRITE_RESERVE
         run_config = config.with_(time_budget=max(1.0, config.time_budget - spent))
+    ready = time.perf_counter() - t0
     result = run_search(data, run_config, seed=seed, workers=args.workers, scheduler=args.scheduler,
                         progress=_progress_printer(args.quiet), replay=log, dataset=ds)
     best = result.best
     if best is None:
+        if config.time_budget > 0 and log is None and result.n_evaluations == 0:
+            raise CliError(f"no kernel was fitted within the {config.time_budget:g} s time budget, of which starting "
+                           f"and reading the data took {ready:.1f} s: raise --time-budget")
         raise CliError("no kernel could be fitted on these data")
     from .search.combine import forecast_test_rmse
 

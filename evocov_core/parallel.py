@@ -276,18 +276,29 @@ class PoolRunner(_Closes):
         return _collect(futures, should_stop, on_result)
 
     def close(self) -> None:
+        # The pool's own worker processes (CPython keeps them by pid), taken before shutdown drops them.
+        processes = dict(getattr(self._pool, "_processes", None) or {})
+        running = any(f.running() for f in self._futures)
         self._pool.shutdown(wait=False, cancel_futures=True)
-        if any(f.running() for f in self._futures):
-            self._end_workers()
+        self._end_workers(processes, every=running)
         self._futures = []
 
-    def _end_workers(self) -> None:
-        """Terminate the workers (SIGTERM): their running calls' results would never be read."""
+    def _end_workers(self, processes: dict, every: bool) -> None:
+        """Terminate (SIGTERM) the workers still starting, which would otherwise fail to read their
+        start-up arguments once this process has exited and print a traceback; with ``every``, the
+        started ones too: their running calls' results would never be read."""
         import signal
 
+        started = set()
         while not self._pids.empty():
+            started.add(self._pids.get())
+        for pid in started if every else ():
             with contextlib.suppress(OSError):  # already gone
-                os.kill(self._pids.get(), signal.SIGTERM)
+                os.kill(pid, signal.SIGTERM)
+        for pid, proc in processes.items():
+            if pid not in started:
+                with contextlib.suppress(OSError, ValueError):  # already gone, or closed
+                    proc.terminate()
 
 
 def _dask_call(*values: Any) -> Any:

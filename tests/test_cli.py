@@ -268,12 +268,22 @@ def test_report_compares_with_the_se_and_gpss_baselines(airline_kernel: Path, tm
     assert [r["model"] for r in _comparison(page)[0]] == ["this kernel", "SE"]
 
 
+def test_a_budget_too_short_to_fit_anything_says_so_without_a_traceback(tmp_path: Path) -> None:
+    """Starting Python and reading the data come out of the budget; the pool's workers, still starting when
+    the search gives up, are ended instead of failing after the command has exited."""
+    res = cli("search", "--data", "data/airline.csv", "--time-budget", "1", "--out", str(tmp_path / "k.json"))
+    assert "Traceback" not in res.stderr, res.stderr
+    if res.returncode != 0:  # a fast machine may still fit a kernel in the second left
+        assert "no kernel was fitted within the 1 s time budget" in res.stderr and "raise --time-budget" in res.stderr
+
+
 def test_report_and_compare_score_a_gpss_search_given_instead_of_searching_again(airline_kernel: Path,
                                                                                  tmp_path: Path) -> None:
     """``--gpss-kernel``: the GPSS row is that search's kernel, scored with no search of its own; a kernel
     file not found by GPSS, or fitted on another split, is refused with a message."""
     gpss = tmp_path / "gpss.json"
-    res = cli("search", "--data", "data/airline.csv", "--algorithm", "gpss", "--time-budget", "3", "--out", str(gpss))
+    res = cli("search", "--data", "data/airline.csv", "--algorithm", "gpss", "--time-budget", "10",
+              "--out", str(gpss))
     assert res.returncode == 0, res.stderr
     found = load_kernel_file(gpss)
     page = tmp_path / "r.html"
@@ -295,7 +305,7 @@ def test_report_and_compare_score_a_gpss_search_given_instead_of_searching_again
               "--gpss-kernel", str(airline_kernel))
     assert res.returncode != 0 and "takes the kernel file of a GPSS search" in res.stderr
     other = tmp_path / "gpss20.json"
-    assert cli("search", "--data", "data/airline.csv", "--algorithm", "gpss", "--time-budget", "2",
+    assert cli("search", "--data", "data/airline.csv", "--algorithm", "gpss", "--time-budget", "10",
                "--test-fraction", "0.2", "--out", str(other)).returncode == 0
     res = cli("report", "--kernel", str(airline_kernel), "--data", "data/airline.csv", "--out", str(page),
               "--gpss-kernel", str(other))
