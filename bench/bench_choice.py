@@ -73,7 +73,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import RESULTS_DIR, limit_threads, map_jobs, parse_tuple, write_report
+from bench._common import RESULTS_DIR, folders_trials, limit_threads, map_jobs, parse_tuple, write_report
 from evocov_core.benchmarks.accuracy import read_trials, variant_config
 from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
 from evocov_core.benchmarks.long import load_long
@@ -399,6 +399,30 @@ def reference(folder: Path, data_dir: Path, names: list[str]) -> pd.Series:
     table = classical_scores(folder, data_dir, names)
     ets = table[table.model == "AutoETS"].set_index("series")["test_rmse"]
     return pd.to_numeric(ets, errors="coerce")
+
+
+def add_folder_study_args(ap: argparse.ArgumentParser, script: str,
+                          folder_help: str = "a bench accuracy folder") -> None:
+    """The arguments of a post hoc study over ``bench accuracy`` folders: ``--folder`` (repeated),
+    ``--data-dir``, ``--workers`` and ``--name`` (the report's name after ``<script>__``)."""
+    ap.add_argument("--folder", type=Path, required=True, action="append",
+                    help=f"{folder_help}; repeated: the seeds of several folders (the first one's data)")
+    ap.add_argument("--data-dir", type=Path, default=None, help="default: the one its run.json records")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--name", default=None, help=f"the report's name after {script}__")
+
+
+def folder_study_jobs(args: argparse.Namespace, *extra, keep=None) -> tuple[list[Path], pd.DataFrame, list[tuple]]:
+    """What :func:`add_folder_study_args`' arguments name: the folders, their trials (``keep``: a filter of
+    them) and one job per series, ``(data_dir, config, series, trial records, reference RMSE, *extra)``."""
+    folders = list(args.folder)
+    data_dir, config = folder_setup(folders[0], args.data_dir)
+    trials = folders_trials(folders)
+    if keep is not None:
+        trials = keep(trials)
+    refs = reference(folders[0], data_dir, sorted(trials.series.unique()))
+    jobs = [(data_dir, config, s, g.to_dict("records"), float(refs[s]), *extra) for s, g in trials.groupby("series")]
+    return folders, trials, jobs
 
 
 def folder_setup(folder: Path, data_dir: Path | None, variant: str = "full"):

@@ -41,8 +41,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import RESULTS_DIR, folders_trials, limit_threads, map_jobs, paired_rules_table, write_report
-from bench.bench_choice import folder_setup, reference
+from bench._common import RESULTS_DIR, limit_threads, map_jobs, paired_rules_table, write_report
+from bench.bench_choice import add_folder_study_args, folder_study_jobs
 from bench.bench_pooled_searches import _weights
 from evocov_core.benchmarks.common import load_series
 from evocov_core.classical import classical_forecasts_many
@@ -207,22 +207,13 @@ def rule_names() -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--folder", type=Path, required=True, action="append",
-                    help="a bench accuracy folder; repeated: the seeds of several folders (the first one's data)")
-    ap.add_argument("--data-dir", type=Path, default=None, help="default: the one its run.json records")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--name", default=None, help="the report's name after bench_classical_members__")
+    add_folder_study_args(ap, "bench_classical_members")
     ap.add_argument("--cache", type=Path, default=None,
                     help="a folder keeping each series' classical forecasts between runs (a scratch folder)")
     args = ap.parse_args()
     threads = limit_threads()
-    folders = list(args.folder)
-    data_dir, config = folder_setup(folders[0], args.data_dir)
-    trials = folders_trials(folders)
+    folders, trials, jobs = folder_study_jobs(args, args.cache)
     names = sorted(trials.series.unique())
-    refs = reference(folders[0], data_dir, names)
-    jobs = [(data_dir, config, s, g.to_dict("records"), float(refs[s]), args.cache)
-            for s, g in trials.groupby("series")]
     df = pd.DataFrame([r for rows in map_jobs(series_rows, jobs, args.workers) for r in rows])
     name = args.name or folders[0].name
     df.to_csv(RESULTS_DIR / f"bench_classical_members__{name}.csv", index=False)

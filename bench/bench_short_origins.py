@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import RESULTS_DIR, folders_trials, limit_threads, map_jobs, paired_rules_table, write_report
-from bench.bench_choice import folder_setup, reference
+from bench._common import RESULTS_DIR, limit_threads, map_jobs, paired_rules_table, write_report
+from bench.bench_choice import add_folder_study_args, folder_study_jobs
 from bench.bench_classical_members import capped, sse, weighed
 from evocov_core.benchmarks.common import load_series
 from evocov_core.classical import classical_forecasts_many
@@ -128,23 +128,14 @@ def series_rows(job: tuple) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--folder", type=Path, required=True, action="append",
-                    help="a bench accuracy folder made before the hold (the kernel files' weights unheld); "
-                         "repeated: the seeds of several folders (the first one's data)")
-    ap.add_argument("--data-dir", type=Path, default=None, help="default: the one its run.json records")
+    add_folder_study_args(ap, "bench_short_origins", "a bench accuracy folder made before the hold (the kernel "
+                                                     "files' weights unheld)")
     ap.add_argument("--max-train", type=int, default=MAX_TRAIN, help=f"at most this many training points "
                                                                      f"(default {MAX_TRAIN})")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--name", default=None, help="the report's name after bench_short_origins__")
     args = ap.parse_args()
     threads = limit_threads()
-    folders = list(args.folder)
-    data_dir, config = folder_setup(folders[0], args.data_dir)
-    trials = folders_trials(folders)
-    trials = trials[trials.n_train.astype(int) <= args.max_train]
+    folders, trials, jobs = folder_study_jobs(args, keep=lambda t: t[t.n_train.astype(int) <= args.max_train])
     names = sorted(trials.series.unique())
-    refs = reference(folders[0], data_dir, names)
-    jobs = [(data_dir, config, s, g.to_dict("records"), float(refs[s])) for s, g in trials.groupby("series")]
     df = pd.DataFrame([r for rows in map_jobs(series_rows, jobs, args.workers) for r in rows])
     name = args.name or folders[0].name
     df.to_csv(RESULTS_DIR / f"bench_short_origins__{name}.csv", index=False)
