@@ -104,13 +104,15 @@ def weighed(members: list[tuple[float, np.ndarray | None]], power: float = POWER
     return np.einsum("i,ij->j", w[w > 0], np.array([f for (_, f), wi in zip(members, w, strict=True) if wi > 0]))
 
 
-def capped(members: list[tuple[float, np.ndarray | None]], cap: float) -> np.ndarray:
-    """As :func:`weighed`, with the first member's (the kernel's) weight at most ``cap``."""
+def capped(members: list[tuple[float, np.ndarray | None]], cap: float, kernels: int = 1) -> np.ndarray:
+    """As :func:`weighed`, with the first member's (the kernel's) weight at most ``cap``; with
+    ``kernels``, the first ``kernels`` members' summed weight (the others share the rest in their
+    proportions)."""
     usable = [(s if f is not None else math.inf) for s, f in members]
     w = inverse_error_weights(usable, POWER)
-    rest = w[1:].sum()
-    if w[0] > cap and rest > 0:
-        w = np.concatenate([[cap], w[1:] / rest * (1 - cap)])
+    k, rest = w[:kernels].sum(), w[kernels:].sum()
+    if k > cap and rest > 0:
+        w = np.concatenate([w[:kernels] / k * cap, w[kernels:] / rest * (1 - cap)])
     w = np.where(w < MIN_WEIGHT, 0.0, w)
     w = w / w.sum()
     return np.einsum("i,ij->j", w[w > 0], np.array([f for (_, f), wi in zip(members, w, strict=True) if wi > 0]))

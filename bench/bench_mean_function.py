@@ -41,7 +41,7 @@ from bench.bench_choice import add_folder_study_args, folder_study_jobs
 from bench.bench_classical_members import capped, sse, weighed
 from evocov_core.benchmarks.common import load_series
 from evocov_core.classical import classical_forecasts_many
-from evocov_core.combination import KERNEL, MIN_WEIGHT, POWER, SHORT_KERNEL_WEIGHT, inverse_error_weights
+from evocov_core.combination import KERNEL, SHORT_KERNEL_WEIGHT
 from evocov_core.evaluate import Inputs, covariance
 from evocov_core.kernel_file import load_kernel_file
 from evocov_core.metrics import FitData, rmse
@@ -83,18 +83,6 @@ def mean_forecast(model: FittedModel, X: np.ndarray, y: np.ndarray, Xs: np.ndarr
     with np.errstate(over="ignore", invalid="ignore"):
         m = Ks @ cho_solve(c, r) + _basis(Xs, p) @ beta
     return m if np.all(np.isfinite(m)) else None
-
-
-def held(members: list[tuple[float, np.ndarray | None]], kernels: int, cap: float) -> np.ndarray:
-    """The product's weighting of members ``(origin error, test forecast)`` whose first ``kernels`` are
-    kernels, their summed weight at most ``cap`` (the others share the rest in their proportions)."""
-    w = inverse_error_weights([(s if f is not None else math.inf) for s, f in members], POWER)
-    k, rest = w[:kernels].sum(), w[kernels:].sum()
-    if k > cap and rest > 0:
-        w = np.concatenate([w[:kernels] / k * cap, w[kernels:] / rest * (1 - cap)])
-    w = np.where(w < MIN_WEIGHT, 0.0, w)
-    w = w / w.sum()
-    return np.einsum("i,ij->j", w[w > 0], np.array([f for (_, f), wi in zip(members, w, strict=True) if wi > 0]))
 
 
 def series_rows(job: tuple) -> list[dict]:
@@ -140,8 +128,9 @@ def series_rows(job: tuple) -> list[dict]:
             f = capped(members, SHORT_KERNEL_WEIGHT) if n <= SHORT else weighed(members)
             values[f"forecast, {name}"] = rmse(y, f)
         both = [kernels["zero"], kernels["line"], *members[1:]]
+        cap = SHORT_KERNEL_WEIGHT if n <= SHORT else 1.0
         values["forecast, zero and line"] = (values["forecast, zero"] if not any(math.isfinite(m[0]) for m in both)
-                                             else rmse(y, held(both, 2, SHORT_KERNEL_WEIGHT if n <= SHORT else 1.0)))
+                                             else rmse(y, capped(both, cap, kernels=2)))
         values["forecast, recorded"] = float(t["forecast_test_rmse"])
         rows += [{"series": series, "seed": int(t["seed"]), "n_train": n, "rule": r, "rmse": v, "ratio": v / ref,
                   "kernel_weight": dict(zip(c.members, c.weights, strict=True)).get(KERNEL, 0.0) if c.weights

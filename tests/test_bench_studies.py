@@ -396,7 +396,8 @@ def test_classical_members_group_weigh_and_cap_as_documented() -> None:
 def test_mean_function_is_the_limit_of_a_vague_linear_term_and_holds_the_kernels_together() -> None:
     """A flat prior on the line's coefficients is the zero-mean GP whose kernel adds s²(1 + x x') as s
     grows (Rasmussen & Williams §2.7); no basis is the plain posterior mean; two kernel members share the hold."""
-    from bench.bench_mean_function import held, mean_forecast
+    from bench.bench_classical_members import capped
+    from bench.bench_mean_function import mean_forecast
     from evocov_core.combination import inverse_error_weights
     from evocov_core.data import Normalisation
     from evocov_core.model import FittedModel
@@ -419,6 +420,6 @@ def test_mean_function_is_the_limit_of_a_vague_linear_term_and_holds_the_kernels
     assert not np.allclose(line, mean_forecast(model, x, y, xs, 0), atol=1e-2)  # the line carries the trend on
     a, b, c = np.array([1.0, 2.0]), np.array([3.0, 6.0]), np.array([8.0, 7.0])
     w = inverse_error_weights([1.0, 1.0, 4.0], 2.0)
-    assert np.allclose(held([(1.0, a), (1.0, b), (4.0, c)], 2, 1.0), w @ np.array([a, b, c]))
+    assert np.allclose(capped([(1.0, a), (1.0, b), (4.0, c)], 1.0, kernels=2), w @ np.array([a, b, c]))
     assert w[:2].sum() > 0.5
-    assert np.allclose(held([(1.0, a), (1.0, b), (4.0, c)], 2, 0.5), 0.25 * a + 0.25 * b + 0.5 * c)
+    assert np.allclose(capped([(1.0, a), (1.0, b), (4.0, c)], 0.5, kernels=2), 0.25 * a + 0.25 * b + 0.5 * c)
