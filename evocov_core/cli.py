@@ -55,14 +55,42 @@ def _dataset(args: argparse.Namespace, test_fraction: float | None = None):
     ds = load_csv(args.data, x=args.x, y=args.y, test_fraction=tf, max_points=None,
                   duplicates="keep" if getattr(args, "keep_duplicates", False) else "average")
     validate_split(ds.test_fraction, ds.n_train)
+    for note in ds.notes:  # what reading changed (rows sorted, repeated x averaged, rows dropped)
+        print(f"note: {args.data}: {note}", file=sys.stderr)
     return ds
 
 
-def _write_text(path: str, text: str) -> None:
+def _check_out(path: str | None, flag: str = "--out") -> None:
+    """Refuse an output path that cannot be written, before any work (a search can take hours)."""
+    if path is None:
+        return
     p = Path(path)
-    if p.parent and not p.parent.exists():
-        raise CliError(f"folder {p.parent} does not exist")
-    p.write_text(text, encoding="utf-8")
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise CliError(f"{flag} {path} is a folder; give a file name")
+    if not parent.is_dir():
+        raise CliError(f"{flag} {path}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise CliError(f"{flag} {path}: no permission to write there")
+
+
+def _write_text(path: str, text: str) -> None:
+    _check_out(path)
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def _int_in(lo: int, hi: int, what: str):
+    """An argparse type: a whole number from ``lo`` to ``hi``."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} takes a whole number, got {text!r}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{what} takes {lo} to {hi}, got {v}")
+        return v
+
+    return parse
 
 
 def _progress_printer(quiet: bool):
@@ -104,11 +132,31 @@ def cmd_check_kernel(args: argparse.Namespace) -> int:
 
 def _kernel_and_data(args: argparse.Namespace):
     """``--kernel`` and the data, split as the kernel file was scored unless ``--test-fraction`` says otherwise."""
+    from .data import DataError, units_mismatch, validate_split
     from .kernel_file import load_kernel_file
 
+    _check_out(getattr(args, "out", None))
     kf = load_kernel_file(args.kernel)
-    tf = kf.scores.get("test_fraction")
-    return kf, _dataset(args, float(tf) if isinstance(tf, (int, float)) and args.test_fraction is None else None)
+    if args.test_fraction is None:
+        tf = kf.scores.get("test_fraction")
+        if isinstance(tf, (int, float)) and not isinstance(tf, bool):
+            try:
+                validate_split(float(tf))
+            except DataError as exc:
+                raise CliError(f"{args.kernel} was scored with test fraction {tf}, which these data cannot take "
+                               f"({exc}); pass --test-fraction") from None
+            args.test_fraction = float(tf)
+        else:  # not recorded (a file written by hand): the search's default
+            args.test_fraction = 0.1
+    ds = _dataset(args)
+    if kf.normalisation is not None:
+        if len(kf.normalisation.x_offset) != ds.x.shape[1]:
+            raise CliError(f"{args.kernel} was fitted on {len(kf.normalisation.x_offset)} input column(s); "
+                           f"these data have {ds.x.shape[1]}")
+        if (far := units_mismatch(kf.normalisation, ds.norm)) is not None:
+            print(f"warning: {args.kernel} was fitted on other data: {far}; its hyperparameters may not suit "
+                  "these data (search again on them)", file=sys.stderr)
+    return kf, ds
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -286,11 +334,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter() - process_seconds()  # the budget counts from the process start
     kf = log = None
+    _check_out(args.records, "--records")
     if args.replay:
         kf, config, seed, log, ds = _replay_setup(args)
     else:
         if args.out is None:
             raise CliError("--out FILE is required (the kernel file to write)")
+        _check_out(args.out)
         if args.test_fraction is None:
             args.test_fraction = 0.1
         config, seed = _config_from_args(args), args.seed
@@ -374,6 +424,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from .parallel import make_executor
     from .search import explore_mutations, preset, search_data
 
+    _check_out(args.out)
     kf = load_kernel_file(args.kernel)
     ds = _dataset(args)
     config = preset("quick", "evocov", metric=args.metric.replace("-", "_"))
@@ -428,7 +479,8 @@ def _add_classical_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_exec_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workers", type=int, default=None, help="worker processes (default: every core; 1 = serial)")
+    p.add_argument("--workers", type=_int_in(1, 1024, "--workers"), default=None,
+                   help="worker processes, 1 to 1024 (default: one per core; 1 = serial)")
     p.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -447,7 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check-kernel", help="validate a kernel file")
     p.add_argument("kernel")
-    p.add_argument("--w", type=int, default=20, help="random data sets of the PSD check")
+    p.add_argument("--w", type=_int_in(1, 1000, "--w"), default=20,
+                   help="random data sets of the PSD check, 1 to 1000 (default 20)")
     p.set_defaults(func=cmd_check_kernel)
 
     p = sub.add_parser("predict", help="predict with a kernel file")
@@ -516,6 +569,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     from .dask_setup import DaskSetupError
     from .data import DataError
+    from .gp import NumericalFailure
     from .kernel_file import KernelFileError
     from .search.config import ConfigError
 
@@ -527,6 +581,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except (CliError, DataError, KernelFileError, ConfigError, DaskSetupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except NumericalFailure as exc:
+        # A search scores such kernels as failed fits; a kernel file given to predict, report or
+        # compare has only its own values, which do not work on these data.
+        print(f"error: the kernel's covariance cannot be used on these data ({exc}); check that the kernel file "
+              "was fitted on them, or search again on them", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # ``... | head``: the reader closed the pipe; not an error of ours. Point stdout at

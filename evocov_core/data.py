@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
@@ -68,6 +69,8 @@ DATA_DIR = _bundled_dir()
 MIN_POINTS = 10
 #: Largest magnitude accepted in a column: squares of 1e150 already overflow float64.
 MAX_ABS_VALUE = 1e100
+#: Smallest standard deviation of a column to model (below it, variances underflow).
+MIN_SPREAD = 1e-100
 #: The most points a table may give unless the caller says otherwise (the Data page's default).
 #: Fits never use more than a search's ``fit_points`` of them (an exact GP on a subset of the
 #: data, :mod:`evocov_core.subset`), so this bounds only reading, drawing and forecasting:
@@ -98,14 +101,19 @@ class Normalisation:
         lo = X.min(axis=0)
         span = X.max(axis=0) - lo
         span = np.where(span > 0, span, 1.0)
-        std = float(np.std(y))
-        return cls(tuple(map(float, lo)), tuple(map(float, span)), float(np.mean(y)), std if std > 0 else 1.0)
+        mean = float(np.mean(y))
+        std = spread(y)
+        return cls(tuple(map(float, lo)), tuple(map(float, span)), mean, std if std > 0 else 1.0)
 
     def x_to_model(self, X: ArrayLike) -> Array:
         """Inputs (n, d) in original units -> model units."""
         A = np.asarray(X, dtype=np.float64)
         if A.ndim == 1:
             A = A[:, None]
+        if A.shape[1] != len(self.x_offset):
+            # Broadcasting would turn one input column into as many as the normalisation has.
+            raise DataError(f"the inputs have {A.shape[1]} column(s) but the normalisation (of the kernel "
+                            f"file, or of the data it was fitted on) has {len(self.x_offset)}")
         return 1.0 + (A - np.asarray(self.x_offset)) / np.asarray(self.x_scale)
 
     def y_to_model(self, y: ArrayLike) -> Array:
@@ -176,6 +184,30 @@ def split_mask(x: Array, test_fraction: float) -> NDArray[np.bool_]:
     cutoff = lo + (1.0 - test_fraction) * (hi - lo)
     return t <= cutoff
 
+
+
+def units_mismatch(fitted: Normalisation, data: Normalisation) -> str | None:
+    """How far data normalised by ``data`` lie from those ``fitted`` was made on, or None when near.
+
+    A kernel's hyperparameters live in the model units of the data it was fitted on: there its
+    training values have mean 0 and spread 1, and its inputs run from 1 to 2. Other data in those
+    units with a mean beyond ±5, a spread or an input span off by more than 10×, or inputs
+    starting more than 10 spans away, are data the kernel has never seen.
+    """
+    if len(fitted.x_offset) != len(data.x_offset):
+        return f"{len(fitted.x_offset)} input column(s), these data {len(data.x_offset)}"
+    mean = (data.y_mean - fitted.y_mean) / fitted.y_std
+    ratio = data.y_std / fitted.y_std
+    if abs(mean) > 5 or not 0.1 <= ratio <= 10:
+        return (f"in its units these data's values have mean {mean:.3g} and spread {ratio:.3g} "
+                "(0 and 1 on its own data)")
+    columns = zip(fitted.x_offset, fitted.x_scale, data.x_offset, data.x_scale, strict=True)
+    for j, (o1, s1, o2, s2) in enumerate(columns):
+        start, span = 1.0 + (o2 - o1) / s1, s2 / s1
+        if abs(start - 1.0) > 10 or not 0.1 <= span <= 10:
+            col = f"input {j + 1}" if len(fitted.x_offset) > 1 else "the input"
+            return f"in its units {col} runs from {start:.3g} to {start + span:.3g} (1 to 2 on its own data)"
+    return None
 
 @dataclass(frozen=True)
 class Dataset:
@@ -320,9 +352,54 @@ class Dataset:
 # --- reading files ---------------------------------------------------------------
 
 
+def spread(y: ArrayLike) -> float:
+    """The standard deviation of ``y``; below 1e-140, where squares lose their digits, computed on
+    ``y`` scaled to at most 1 about its mean, so that values of 1e-200 keep their spread."""
+    a = np.asarray(y, dtype=np.float64)
+    if a.size == 0:
+        return 0.0
+    plain = float(np.std(a))
+    if plain >= 1e-140:
+        return plain
+    dev = a - np.mean(a)
+    scale = float(np.max(np.abs(dev)))
+    return scale * float(np.std(dev / scale)) if scale > 0 else 0.0
+
+
+def parse_dates(values: pd.Series) -> pd.Series:
+    """Date strings or datetimes -> naive UTC timestamps (NaT where a value is no date).
+
+    One format for the whole column, inferred from its first value as pandas does, so that a
+    column is never read partly month first and partly day first: ``01/02/2020`` is 1 February
+    unless another value (``13/01/2020``) only reads day first, and then every value is read day
+    first. Times with an offset or a zone (``+01:00``, ``Z``, a daylight-saving change) are
+    converted to UTC. Only when no single format fits is each value read on its own.
+    """
+    if pd.api.types.is_datetime64_any_dtype(values):
+        d = values
+    else:
+        d = None
+        for dayfirst in (False, True):
+            try:
+                with warnings.catch_warnings():
+                    # "Could not infer format": pandas then reads each value on its own, as below.
+                    warnings.simplefilter("ignore", UserWarning)
+                    d = pd.to_datetime(values, dayfirst=dayfirst, utc=True)
+                break
+            except (ValueError, TypeError, OverflowError):
+                continue
+        if d is None:
+            d = pd.to_datetime(values, errors="coerce", format="mixed", utc=True)
+    if getattr(d.dt, "tz", None) is not None:
+        d = d.dt.tz_convert("UTC").dt.tz_localize(None)
+    return d
+
+
 def dates_to_decimal_years(values: pd.Series) -> Array:
     """Dates -> decimal years (exact monthly grid when every date is a month start)."""
     d = pd.to_datetime(values)
+    if getattr(d.dt, "tz", None) is not None:
+        d = d.dt.tz_convert("UTC").dt.tz_localize(None)
     if bool((d.dt.day == 1).all()) and bool((d.dt.hour == 0).all()):
         return (d.dt.year + (d.dt.month - 1) / 12.0).to_numpy(dtype=np.float64)
     days = (d - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=1)
@@ -344,8 +421,8 @@ def _looks_like_dates(s: pd.Series) -> bool:
     if sample.empty:
         return False
     try:
-        parsed = pd.to_datetime(sample, errors="coerce", format="mixed")
-    except (ValueError, TypeError):
+        parsed = parse_dates(sample)
+    except (ValueError, TypeError, OverflowError):
         return False
     return bool(parsed.notna().mean() > 0.9)
 
@@ -432,7 +509,23 @@ def date_columns(df: pd.DataFrame) -> list[str]:
 def _samples(s: pd.Series, k: int = 3) -> str:
     """A few of a column's values that are not numbers, quoted and shortened, for messages."""
     bad = s[pd.to_numeric(s, errors="coerce").isna() & s.notna()].astype(str).unique()[:k]
+    if len(bad) == 0:  # e.g. True/False, which pandas reads as numbers but a model should not
+        bad = s.dropna().astype(str).unique()[:k]
     return ", ".join(repr(v if len(v) <= 30 else v[:30] + "…") for v in bad)
+
+
+def _decimal_comma_hint(df: pd.DataFrame) -> str:
+    """A hint when a text column reads as numbers once its decimal commas are points (``0,5``)."""
+    for c in df.columns:
+        col = df[c]
+        if pd.api.types.is_numeric_dtype(col) or not col.notna().any():
+            continue
+        text = col.dropna().astype(str).head(50)
+        if text.str.contains(",").any() and pd.to_numeric(text.str.replace(",", ".", regex=False),
+                                                          errors="coerce").notna().all():
+            return (f"; column {c!r} holds numbers written with a decimal comma ({text.iloc[0]!r}): "
+                    "save the file with decimal points")
+    return ""
 
 
 def guess_columns(df: pd.DataFrame) -> tuple[str | None, str]:
@@ -444,12 +537,14 @@ def guess_columns(df: pd.DataFrame) -> tuple[str | None, str]:
     """
     nums = numeric_columns(df)
     if not nums:
-        raise DataError("no numeric column to model; the file needs at least one column of numbers")
+        raise DataError("no numeric column to model; the file needs at least one column of numbers"
+                        + _decimal_comma_hint(df))
     dates = date_columns(df)
     last = df.columns[-1] if len(df.columns) else None
     if last is not None and last not in nums and last not in dates and len(df.columns) > 1:
         raise DataError(
-            f"the last column {last!r} is not numeric (values such as {_samples(df[last])}); "
+            f"the last column {last!r} is not numeric (values such as {_samples(df[last])}"
+            f"{_decimal_comma_hint(df[[last]])}); "
             f"choose the column to model{' among ' + ', '.join(map(repr, nums)) if nums else ''} "
             "(Data page: value column; command line: --y NAME), or fix the file")
     if dates:
@@ -491,7 +586,7 @@ def dataset_from_frame(
         xv = pd.Series(np.arange(len(df), dtype=np.float64))
         kind, x_label = "number", "row"
     elif _looks_like_dates(df[x]):
-        parsed = pd.to_datetime(df[x], errors="coerce", format="mixed")
+        parsed = parse_dates(df[x])
         xv = pd.Series(np.full(len(df), np.nan))
         ok = parsed.notna()
         xv[ok] = dates_to_decimal_years(parsed[ok])
@@ -519,6 +614,12 @@ def dataset_from_frame(
                 f"{label} column {col or 'row'!r} has values up to {big:.3g}: squares and variances of such "
                 "numbers overflow floating point; rescale the column (e.g. divide it by "
                 f"1e{int(format(big, 'e').split('e')[1]) - 3}) and try again")
+    small = spread(ya)
+    if 0 < small < MIN_SPREAD:
+        raise DataError(
+            f"column {y!r} varies by only {small:.3g} (standard deviation): variances of such numbers "
+            "underflow floating point; rescale the column (e.g. multiply it by "
+            f"1e{-int(format(small, 'e').split('e')[1])}) and try again")
     ds = Dataset.from_arrays(xa, ya, name=name, test_fraction=test_fraction, duplicates=duplicates,
                              x_label=x_label, y_label=y, x_kind=kind, notes=tuple(notes))
     if max_points is not None and ds.n > max_points:

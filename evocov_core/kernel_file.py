@@ -72,6 +72,8 @@ __all__ = [
 ]
 
 FORMAT = "evocov-kernel"
+#: Largest |log| of a hyperparameter value a file may hold (1e±100; a search stays within e^±10).
+MAX_ABS_LOG_VALUE = 100 * math.log(10.0)
 VERSION = 1
 #: The bloat limit o_max of the paper: deeper trees are refused.
 MAX_DEPTH = 40
@@ -347,6 +349,10 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
         value = _number(entry.get("value") if isinstance(entry, dict) else entry, f"hyperparameter {s}",
                         positive=True)
         t = math.log(value)
+        if abs(t) > MAX_ABS_LOG_VALUE:
+            raise KernelFileError(
+                f"hyperparameter {s} = {value:g} is outside 1e-100 to 1e100: no search writes such a value "
+                "(it fits within e^-10 to e^10), and squaring it would overflow or underflow")
         if isinstance(entry, dict) and "log_value" in entry:
             # Prefer the stored log value (exact round trip: exp(log(exp(t))) can differ
             # from exp(t) in the last bit), once checked against the value.

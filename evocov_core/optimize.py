@@ -303,7 +303,9 @@ def init_ranges(data: FitData) -> dict[str, tuple[float, float]]:
     h = data.step if math.isfinite(data.step) else median_step(data.X[:, 0])
     return {
         "frequency": (math.log(math.pi), max(math.log(math.pi) + 0.5, math.log(math.pi / h))),
-        "lengthscale": (math.log(h), math.log(10.0)),
+        # The max: inputs in another data set's units (a kernel file on other data) can space
+        # their points more than 10 apart, and the range must not turn over.
+        "lengthscale": (math.log(h), max(math.log(h) + 0.5, math.log(10.0))),
         "periodic_lengthscale": (-3.0, 3.0),
         "shift": (math.log(0.1), math.log(3.0)),
         "scale": (-3.0, 3.0),

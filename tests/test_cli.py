@@ -385,3 +385,47 @@ def test_a_search_budget_counts_from_the_process_start() -> None:
                             "process_seconds; print(process_seconds())"], capture_output=True, text=True,
                            cwd=Path(__file__).resolve().parents[1], timeout=120, check=True)
     assert 0.5 <= float(fresh.stdout) <= time.perf_counter() - t0 + 0.05
+
+
+def test_a_kernel_file_on_data_it_cannot_serve_gets_one_line(airline_kernel: Path, tmp_path: Path) -> None:
+    """A file with no recorded split takes the default one; reading notes (rows sorted) are printed;
+    data far from the kernel's units get a warning, and a covariance that fails there an error line,
+    not a traceback."""
+    doc = json.loads(airline_kernel.read_text())
+    doc["scores"].pop("test_fraction", None)
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(doc))
+    shuffled = tmp_path / "shuffled.csv"
+    pd.read_csv("data/airline.csv").sample(frac=1.0, random_state=0).to_csv(shuffled, index=False)
+    res = cli("predict", "--kernel", str(bare), "--data", str(shuffled), "--out", str(tmp_path / "p.csv"))
+    assert res.returncode == 0, res.stderr
+    assert len(pd.read_csv(tmp_path / "p.csv")) == 15  # the default 10 % of Airline's 144 months
+    assert "note:" in res.stderr and "sorted" in res.stderr
+    # exp of a linear kernel, in Airline's units, on inputs near 1e98: the covariance overflows.
+    doc["expression"] = "exp(dot_prod(euc(x), hp0, hp1))"
+    doc["hyperparameters"] = {"hp0": {"value": 0.5}, "hp1": {"value": 2.0}}
+    doc["q"] = 3
+    lin = tmp_path / "explin.json"
+    lin.write_text(json.dumps(doc))
+    far = tmp_path / "far.csv"
+    pd.DataFrame({"x": np.arange(40) * 1e98, "y": np.sin(np.arange(40) / 3.0)}).to_csv(far, index=False)
+    res = cli("predict", "--kernel", str(lin), "--data", str(far), "--out", str(tmp_path / "q.csv"))
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert f"warning: {lin} was fitted on other data" in res.stderr
+    assert "error: the kernel's covariance cannot be used on these data" in res.stderr
+
+
+def test_outputs_and_counts_that_cannot_work_are_refused_before_any_work(tmp_path: Path) -> None:
+    """An --out or --records that cannot be written is refused before the data are read (the data file
+    here does not even exist), not after a search of hours; --workers and --w out of range likewise."""
+    missing = tmp_path / "no-such-folder"
+    for extra, message in ((["--out", str(missing / "k.json")], f"folder {missing} does not exist"),
+                           (["--out", str(tmp_path)], "is a folder; give a file name"),
+                           (["--out", str(tmp_path / "k.json"), "--records", str(missing / "r.csv")],
+                            f"--records {missing / 'r.csv'}: folder {missing} does not exist")):
+        res = cli("search", "--data", str(tmp_path / "absent.csv"), *extra)
+        assert res.returncode == 2 and message in res.stderr, res.stderr
+    res = cli("search", "--data", "data/airline.csv", "--out", str(tmp_path / "k.json"), "--workers", "0")
+    assert res.returncode == 2 and "--workers takes 1 to 1024, got 0" in res.stderr
+    res = cli("check-kernel", str(tmp_path / "k.json"), "--w", "0")
+    assert res.returncode == 2 and "--w takes 1 to 1000, got 0" in res.stderr

@@ -437,3 +437,53 @@ def test_long_series_load_whole_by_default():
     data = _csv(_series(30_000))
     ds = load_csv(io.BytesIO(data))
     assert ds.n == 30_000 and not ds.notes and MAX_POINTS >= 200_000
+
+
+def test_a_day_first_column_is_read_day_first_throughout():
+    """01/02/2020 is ambiguous; 13/01/2020 is not: the whole column takes the one format that reads
+    every value, instead of a value-by-value guess that scrambles the order of the days."""
+    days = pd.date_range("2020-01-01", periods=30, freq="D")
+    text = "date,y\n" + "".join(f"{d:%d/%m/%Y},{i}\n" for i, d in enumerate(days))
+    ds = load_csv(io.BytesIO(text.encode()), test_fraction=0.1)
+    assert ds.x_kind == "date" and not ds.notes  # nothing needed sorting
+    np.testing.assert_allclose(ds.x[:, 0], dates_to_decimal_years(pd.Series(days)))
+    np.testing.assert_array_equal(ds.y, np.arange(30.0))
+
+
+@pytest.mark.parametrize("stamps", [
+    [f"2020-01-01T{h:02d}:00:00+01:00" for h in range(24)],
+    [f"2020-01-01T{h:02d}:00:00Z" for h in range(24)],
+    # a daylight-saving change inside the column: +01:00, then +02:00
+    [f"2021-03-28T{h:02d}:00:00+01:00" for h in range(2)] + [f"2021-03-28T{h:02d}:00:00+02:00" for h in range(3, 24)],
+], ids=["offset", "utc", "dst"])
+def test_times_with_an_offset_are_read_in_utc(stamps):
+    text = "time,y\n" + "".join(f"{s},{i}\n" for i, s in enumerate(stamps))
+    ds = load_csv(io.BytesIO(text.encode()), test_fraction=0.1)
+    utc = pd.Series(pd.to_datetime(stamps, utc=True).tz_localize(None))
+    np.testing.assert_allclose(ds.x[:, 0], dates_to_decimal_years(utc))
+    assert np.all(np.diff(ds.x[:, 0]) > 0)  # an hour apart each, the DST change included
+
+
+def test_values_that_barely_vary_are_refused_and_spread_survives_scaling():
+    """Below 1e-100 variances underflow: refused with the factor to rescale by. Normalisation keeps
+    the spread of small values instead of squaring them to a zero standard deviation."""
+    y = np.sin(np.arange(30) / 3.0)
+    with pytest.raises(DataError, match=r"varies by only \d\.\d+e-301 .* multiply it by 1e301"):
+        dataset_from_frame(pd.DataFrame({"x": np.arange(30.0), "y": y * 1e-300}), "x", "y", test_fraction=0.1)
+    norm = Normalisation.fit(np.arange(30.0)[:, None], y * 1e-200)
+    assert norm.y_std == pytest.approx(np.std(y) * 1e-200, rel=1e-12)
+
+
+def test_inputs_with_another_number_of_columns_than_the_normalisation_are_refused():
+    norm = Normalisation((0.0, 0.0), (1.0, 1.0), 0.0, 1.0)
+    with pytest.raises(DataError, match=r"the inputs have 1 column\(s\) but the normalisation .* has 2"):
+        norm.x_to_model(np.arange(5.0))
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("x;y\n" + "".join(f"{i};0,{i}5\n" for i in range(12)), r"column 'y' holds numbers written with a decimal comma"),
+    ("x,y\n" + "".join(f"{i},{i % 2 == 0}\n" for i in range(12)), r"values such as 'True', 'False'"),
+], ids=["decimal-comma", "booleans"])
+def test_what_is_not_a_number_is_named(text, message):
+    with pytest.raises(DataError, match=message):
+        load_csv(io.BytesIO(text.encode()), test_fraction=0.1)

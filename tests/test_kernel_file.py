@@ -421,3 +421,14 @@ def test_overlong_integer_literal_refused():
     except ValueError as exc:  # KernelFileError is a ValueError too: demand the precise type
         pytest.fail(f"{type(exc).__name__}: {exc}")
     pytest.fail("accepted a 5000-digit q")
+
+
+@pytest.mark.parametrize("value", [1e101, 1e308, 1e-101, 1e-300])
+def test_hyperparameters_no_search_could_write_are_refused(value):
+    """A lengthscale of 1e-300 squares to 0 and one of 1e200 overflows: the file is refused on load,
+    naming the slot, instead of failing inside predict, report or compare."""
+    doc = _valid_doc(hyperparameters={"hp0": {"value": 1.5}, "hp1": {"value": value}})
+    with pytest.raises(KernelFileError, match=r"hyperparameter hp1 = .* is outside 1e-100 to 1e100"):
+        parse_kernel_file(_text(doc))
+    ok = _valid_doc(hyperparameters={"hp0": {"value": 1.5}, "hp1": {"value": 1e-99}})
+    assert parse_kernel_file(_text(ok)).theta[1] == pytest.approx(math.log(1e-99))

@@ -343,6 +343,18 @@ def test_init_ranges(small_data):
         assert lo < hi
 
 
+def test_init_ranges_never_turn_over_on_inputs_far_apart():
+    """Inputs 100 model units apart (a kernel file's units on other data, as compare refits its
+    baselines there): every range still has its low end below its high end, so starts can be drawn."""
+    X = 1.0 + 100.0 * np.arange(20.0)[:, None]
+    r = init_ranges(FitData.from_arrays(X, np.sin(np.arange(20.0))))
+    assert r["lengthscale"][0] == pytest.approx(math.log(100.0))
+    for lo, hi in r.values():
+        assert lo < hi
+    rng = np.random.default_rng(0)
+    assert all(lo <= rng.uniform(lo, hi) <= hi for lo, hi in r.values())
+
+
 # --- configuration -------------------------------------------------------------------------------------
 
 
