@@ -565,6 +565,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Errors of modules the CLI imports only for some commands, which are the user's to fix:
+#: module -> class name. Looked up among the loaded modules (importing the benchmarks costs 1 s
+#: of a search's budget), so a command that never loaded a module cannot have raised its error.
+_LAZY_USER_ERRORS = {"evocov_core.benchmarks.common": "BenchError",
+                     "evocov_core.benchmarks.gpss_params": "GpssParseError",
+                     "evocov_core.store": "StoreVersionError"}
+
+
+def _loaded_user_errors() -> tuple[type[BaseException], ...]:
+    return tuple(getattr(sys.modules[m], name) for m, name in _LAZY_USER_ERRORS.items() if m in sys.modules)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     from .dask_setup import DaskSetupError
@@ -593,9 +605,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # /dev/null so that the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (OSError, ValueError) as exc:
+    except OSError as exc:  # a file that cannot be read or written; other errors are ours: a traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if not isinstance(exc, _loaded_user_errors()):
+            raise  # a programming error: its traceback, not a misleading one-liner
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

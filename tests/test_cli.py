@@ -429,3 +429,16 @@ def test_outputs_and_counts_that_cannot_work_are_refused_before_any_work(tmp_pat
     assert res.returncode == 2 and "--workers takes 1 to 1024, got 0" in res.stderr
     res = cli("check-kernel", str(tmp_path / "k.json"), "--w", "0")
     assert res.returncode == 2 and "--w takes 1 to 1000, got 0" in res.stderr
+
+
+def test_a_programming_error_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the user's errors become one line: a ValueError from our own code (an inverted random range,
+    say) used to print as 'error: high - low < 0', which tells the user nothing and hides the bug."""
+    from evocov_core import cli as cli_module
+
+    def broken(args):
+        raise ValueError("high - low < 0")
+
+    monkeypatch.setattr(cli_module, "cmd_check_kernel", broken)
+    with pytest.raises(ValueError, match="high - low"):
+        cli_module.main(["check-kernel", "kernel.json"])
