@@ -314,7 +314,7 @@ class SearchConfig:
                    "search box.", "fitting", choices=("roles", "paper"))
     metric_split: float = _s(0.1, "Held-out share of the training range", "The last share of the training "
                              "x-range that the split metrics (posterior LML, SoPL) and the choice of the returned "
-                             "kernel hold out; in (0, 0.9).", "fitting", lo=0.0, hi=0.9, step=0.05, fmt="%.2f")
+                             "kernel hold out.", "fitting", lo=0.05, hi=0.85, step=0.05, fmt="%.2f")
     base_kernels: tuple[str, ...] = _s(GPSS_BASE_KERNELS, "GPSS base kernels", "Base kernels the greedy search "
                                        f"combines (GPSS: {', '.join(GPSS_BASE_KERNELS)}).", "evolution",
                                        frozenset({"gpss"}), choices=("SE", "PER", "LIN", "RQ", "C"))
