@@ -79,23 +79,46 @@ def forecasts(run: RunRecord, ds: Dataset, best: FitResult) -> Forecasts:
     return Forecasts(best, average, problem, avg_rmse, lowest, chosen_is_lowest, labels)
 
 
+def why_no_results(run_id: str) -> str:
+    """Why run ``run_id`` has no results to show (it is not among the searches with a kernel)."""
+    run = get_run(run_id)
+    if run is None:
+        return f"There is no run `{run_id}` in the store (deleted, or from another server's store)."
+    if run.kind != "search":
+        return f"Run `{run_id}` is a mutation exploration, not a search: open it on the Mutation explorer page."
+    if run.status.active:
+        return f"Run `{run_id}` is still {run.status}: its results appear here when it ends (watch it on Search)."
+    if run.status == RunStatus.FAILED:
+        return f"Run `{run_id}` failed: {run.error or 'no reason recorded'}."
+    return (f"Run `{run_id}` ended ({run.status}) before any kernel was fitted"
+            + (f": {run.error}." if run.error else "."))
+
+
 def pick_run() -> str | None:
     """The run picker (every search with a kernel, this session's latest first choice); None when there is none."""
     runs = runs_with_a_kernel("search")
     qp_run = st.query_params.get("run")
     if qp_run:
         st.session_state[RESULTS_RUN_KEY] = qp_run
-    wanted = st.session_state.get(RESULTS_RUN_KEY) or latest_session_run("search")
+    asked = st.session_state.get(RESULTS_RUN_KEY)
+    wanted = asked or latest_session_run("search")
+    ids = list(runs["id"])
+    # A run asked for by its id (the URL, Open in Results) that has nothing to show is said so;
+    # another run is never shown in its place, and the URL keeps the id until one is picked.
+    missing = bool(asked) and asked not in ids
+    if missing:
+        st.warning(why_no_results(asked), icon=":material/report:")
     if len(runs) == 0:
         st.info("No finished search with a kernel yet. Start one on the Search page; its results appear here.",
                 icon=":material/emoji_events:")
         st.page_link(PAGE_SEARCH, label="Go to Search", icon=":material/genetics:")
         return None
-    ids = list(runs["id"])
     labels = {r.id: run_label(r) for r in runs.itertuples(index=False)}
-    run_id = st.selectbox("Run", ids, index=ids.index(wanted) if wanted in ids else 0, format_func=labels.get,
-                          key=f"results_pick_{wanted}",
+    run_id = st.selectbox("Run", ids, index=None if missing else (ids.index(wanted) if wanted in ids else 0),
+                          format_func=labels.get, key=f"results_pick_{wanted}", placeholder="Choose a run",
                           help="Every search with a best kernel, newest first. Default: this session's latest.")
+    if run_id is None:
+        return None
     st.session_state[RESULTS_RUN_KEY] = run_id
     if st.query_params.get("run") != run_id:
         st.query_params["run"] = run_id

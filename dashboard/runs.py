@@ -8,6 +8,7 @@ back is a frozen :class:`~evocov_core.run_record.RunRecord`.
 from __future__ import annotations
 
 import math
+import sqlite3
 import time
 from typing import Any
 
@@ -21,7 +22,7 @@ from evocov_core.data import Dataset
 from evocov_core.jobs import Job, JobManager, JobSpec
 from evocov_core.run_record import RunRecord
 from evocov_core.search import RunStatus, preset
-from evocov_core.store import RunStore, default_data_dir
+from evocov_core.store import RunStore, StoreVersionError, default_data_dir
 
 
 @st.cache_resource(show_spinner=False)
@@ -32,6 +33,18 @@ def _manager_for(path: str) -> JobManager:
 def manager() -> JobManager:
     """The process-wide job manager (one per data folder, so tests can point elsewhere)."""
     return _manager_for(str(default_data_dir()))
+
+
+def store_problem() -> str | None:
+    """Why the run store cannot be used (a folder that is a file or was deleted, a file that is no
+    database, no permission, a newer layout), as a sentence for the page; None when it can."""
+    path = default_data_dir()
+    try:
+        manager().store.ping()  # type: ignore[union-attr]
+    except (OSError, sqlite3.Error, StoreVersionError) as exc:
+        return (f"The run store in `{path}` cannot be used: {exc}. Set `EVOCOV_DATA_DIR` to a folder this "
+                "server can write, then restart the dashboard.")
+    return None
 
 
 def store() -> RunStore:

@@ -73,6 +73,15 @@ def run_state(run_id: str) -> RunState | None:
                     run.error or "", run.algorithm, run.label, run.time_budget, history, 0, approximation)
 
 
+def run_dataset(run_id: str) -> Dataset | None:
+    """The data run ``run_id`` searches on (its job's, else the store's); None when unknown."""
+    job = manager().get(run_id)
+    if job is not None:
+        return job.spec.dataset
+    run = get_run(run_id)
+    return run.dataset if run is not None else None
+
+
 def status_panel(run_id: str, s: RunState) -> None:
     """Status, progress bar and counters of a run."""
     with st.container(key="search_status"):
@@ -122,7 +131,9 @@ def best_panel(best: FitResult | None, ds: Dataset, live: bool) -> None:
     """The best kernel so far: the tree as evolved (simplifying on every new best would stall the updates)."""
     st.markdown("**Best kernel so far**" if live else "**Best kernel**")
     if best is None:
-        st.caption("No kernel fitted yet.")
+        st.caption("No kernel fitted yet." if live else
+                   "No kernel was fitted: the run ended before its first fit (stopped at once, or a time budget "
+                   "shorter than starting the workers and reading the data). Raise the time budget and start again.")
         return
     scrollable_formulas()
     st.latex(f"k(x, x') = {best.kernel.latex}")
@@ -230,7 +241,8 @@ def render() -> None:
     with run_col:
         st.subheader("Run")
         if job_id:
-            run_panel(job_id, job_active, ds)
+            # The run's own data (units, labels): the Data page may have moved on since it started.
+            run_panel(job_id, job_active, run_dataset(job_id) or ds)
             return
         st.info("No search yet in this session. Choose the settings and press **Start search**. "
                 "The run continues on the server if you leave this page or reload the tab.", icon=":material/genetics:")

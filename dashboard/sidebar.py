@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard.datasets import current_dataset, dataset_summary, set_dataset
 from dashboard.format import STATUS_ICONS, algorithm_label, poll_every
-from dashboard.runs import get_run, manager
+from dashboard.runs import get_run, manager, store_problem
 from dashboard.state import (
     EXPLORE_JOB_KEY,
     PAGE_EXPLORER,
@@ -22,6 +22,10 @@ from evocov_core.search import RunStatus
 def page_setup(title: str) -> None:
     """Call first on every page: browser title, wide layout, and the shared sidebar."""
     st.set_page_config(page_title=f"{title} · EvoCov", page_icon=":material/genetics:", layout="wide")
+    problem = store_problem()
+    if problem is not None:  # every page reads or writes runs: say why once, instead of a traceback
+        st.error(problem, icon=":material/database:")
+        st.stop()
     sidebar()
 
 

@@ -158,6 +158,12 @@ class RunStore:
             if version < SCHEMA_VERSION:  # new file, or from before versioning: same layout as 1
                 c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
+    def ping(self) -> None:
+        """Open the store and read it: raises OSError or ``sqlite3.Error`` when it cannot be used (its
+        folder deleted, the file no database, no permission)."""
+        with self._conn() as c:
+            c.execute("SELECT count(*) FROM runs").fetchone()
+
     @contextmanager
     def _conn(self) -> Iterator[sqlite3.Connection]:
         conn = sqlite3.connect(self.path, timeout=30)

@@ -175,6 +175,19 @@ def test_bundled_switch_and_test_fraction():
     assert ds.name == "co2" and math.isclose(ds.test_fraction, 0.2)
 
 
+def test_the_search_page_describes_a_watched_run_in_its_own_data(data_dir, no_background_fits):
+    """A run on Airline watched after the Data page moved to CO2: its best kernel's test RMSE is in
+    passengers, not in CO2's units."""
+    jid = tiny_search(data_dir)
+    at = app().run()
+    at.selectbox(key="data_bundled").set_value("co2").run()
+    at.query_params["job"] = jid
+    at.switch_page("pages/2_search.py").run()
+    no_exception(at)
+    rmse = next(m for m in at.metric if m.label == "Test RMSE")
+    assert "passengers" in rmse.help and "co2" not in rmse.help.lower(), rmse.help
+
+
 def test_a_split_no_search_should_use_is_refused_on_the_data_page():
     """A test fraction of 0.5 (the training part no longer the larger) is refused with one clear line."""
     at = app().run()
@@ -490,6 +503,28 @@ def test_start_search_runs_in_background_and_reattaches():
 # --- runs and results ----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("how", ["folder is a file", "file is no database"])
+def test_a_store_that_cannot_be_opened_is_one_message_on_every_page(tmp_path, monkeypatch, how):
+    """EVOCOV_DATA_DIR under a file, or a runs.sqlite3 of random bytes: each page says which folder and
+    why, with the variable to set, instead of a traceback."""
+    if how == "folder is a file":
+        (tmp_path / "a-file").write_text("x")
+        folder = tmp_path / "a-file" / "sub"
+    else:
+        folder = tmp_path / "store"
+        folder.mkdir()
+        (folder / "runs.sqlite3").write_bytes(np.random.default_rng(0).bytes(4096))
+    monkeypatch.setenv("EVOCOV_DATA_DIR", str(folder))
+    at = app().run()
+    for page in ("pages/1_data.py", "pages/2_search.py", "pages/3_results.py", "pages/4_explorer.py",
+                 "pages/5_runs.py"):
+        at.switch_page(page).run()
+        no_exception(at)
+        errors = texts(at, "error")
+        assert len(errors) == 1 and f"The run store in `{folder}` cannot be used" in errors[0], errors
+        assert "EVOCOV_DATA_DIR" in errors[0]
+
+
 def test_runs_page_lists_a_stored_run(data_dir):
     from evocov_core.data import load_bundled
     from evocov_core.search import preset
@@ -514,6 +549,38 @@ def test_runs_page_lists_a_stored_run(data_dir):
     assert "abc123def456" in set(table["run"])
     row = table[table["run"] == "abc123def456"].iloc[0]
     assert row["status"] == "cancelled" and row["seed"] == 7 and row["dataset"] == "airline"
+
+
+def test_results_page_asked_for_a_run_without_results_says_why_and_shows_no_other(data_dir, no_background_fits):
+    """?run= with an unknown id, a failed run, or one cancelled before any kernel: a warning saying which
+    and why, no run drawn in its place, and the URL left alone until the user picks one."""
+    from evocov_core.data import load_bundled
+    from evocov_core.search import preset
+    from evocov_core.store import RunStore
+
+    jid = tiny_search(data_dir)
+    store = RunStore(data_dir)
+    for rid, status, error in (("failed000001", "failed", "the data file vanished"),
+                               ("cancel000001", "cancelled", None)):
+        store.create_run(rid, kind="search", algorithm="evocov", dataset=load_bundled("airline"),
+                         settings=preset("quick", "evocov").to_dict(), seed=0, label=rid)
+        store.finish_run(rid, status, best_doc=None, elapsed=1.0, n_evaluations=0, error=error)
+    for rid, said in (("doesnotexist", "There is no run `doesnotexist` in the store"),
+                      ("failed000001", "Run `failed000001` failed: the data file vanished."),
+                      ("cancel000001", "Run `cancel000001` ended (cancelled) before any kernel was fitted.")):
+        at = app()
+        at.query_params["run"] = rid
+        at.run()
+        at.switch_page("pages/3_results.py").run()
+        no_exception(at)
+        assert any(w.startswith(said) for w in texts(at, "warning")), texts(at, "warning")
+        assert at.query_params.get("run") == rid
+        assert not at.latex and not at.get("download_button")  # no other run drawn instead
+        pick = next(s for s in at.selectbox if s.label == "Run")
+        assert pick.value is None and len(pick.options) == 1 and pick.options[0].endswith(jid)
+        pick.select(jid).run()
+        no_exception(at)
+        assert at.query_params.get("run") == jid and at.latex
 
 
 def test_results_page_renders_a_finished_run(data_dir, no_background_fits):

@@ -290,7 +290,7 @@ class SearchConfig:
     d_max: int = _s(15, "Maximum depth d_max", "Depth limits of randomly generated trees (≤ 30).", "trees",
                     _GROWS, lo=0, hi=30)
     o_max: int = _s(40, "Bloat limit o_max", "Children of variation deeper than this are refused.", "trees",
-                    _GROWS, lo=1, hi=200)
+                    _GROWS, lo=2, hi=200)
     rho_max: int = _s(250, "Attempts ρ_max", "Tries of a variation operator before the parent is kept unchanged.",
                       "trees", _GROWS, lo=1, hi=100_000)
     psd_w: int = _s(20, "PSD check data sets w", "Random data sets each new kernel must be positive "
