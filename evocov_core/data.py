@@ -285,6 +285,7 @@ class Dataset:
         if np.any(order != np.arange(len(order))):
             extra.append("rows were not sorted by x; sorted them")
             X, Y = X[order], Y[order]
+        rows = X.shape[0]
         if duplicates == "average":
             keys, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
             if keys.shape[0] < X.shape[0]:
@@ -295,7 +296,10 @@ class Dataset:
         elif duplicates != "keep":
             raise ValueError("duplicates must be 'average' or 'keep'")
         if X.shape[0] < min_points:
-            raise DataError(f"only {X.shape[0]} usable points; at least {min_points} are needed")
+            why = (f" ({rows} rows, whose repeated x values were averaged: is the x column the right one?)"
+                   if X.shape[0] < rows else "")
+            raise DataError(f"only {X.shape[0]} usable point{'s' * (X.shape[0] != 1)}{why}; at least "
+                            f"{min_points} are needed")
         if float(np.ptp(X[:, 0])) <= 0:
             raise DataError("all x values are equal")
         return cls(name, X, Y, split_mask(X, test_fraction), x_label, y_label, x_kind,
@@ -474,8 +478,16 @@ def read_table(source: str | Path | IO[bytes] | IO[str] | bytes, *, max_bytes: i
         raise DataError("the file is empty")
     if "\x00" in text[:4096]:
         raise DataError("not a readable CSV file (it looks binary)")
+    sep = _delimiter(text[:4096])
+    notes: list[str] = []
     try:
-        df = pd.read_csv(io.StringIO(text), sep=_delimiter(text[:4096]), skipinitialspace=True)
+        df = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True)
+        if len(df.columns) and all(_is_number(c) or (i == 0 and _is_date(c)) for i, c in enumerate(df.columns)):
+            # The first line is data, not names (a file saved without a header).
+            df = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, header=None)
+            df.columns = [f"column {i + 1}" for i in range(df.shape[1])]
+            notes.append("the file has no header line: its first line was read as data, the columns named "
+                         + ", ".join(repr(c) for c in df.columns))
     except pd.errors.EmptyDataError:
         raise DataError("the file is empty") from None
     except (pd.errors.ParserError, csv.Error, ValueError) as exc:
@@ -483,7 +495,35 @@ def read_table(source: str | Path | IO[bytes] | IO[str] | bytes, *, max_bytes: i
     if df.shape[0] == 0:
         raise DataError("the file has a header but no data rows")
     df.columns = [str(c).strip() for c in df.columns]
+    if sep != ",":
+        # With ; or tab between fields (as spreadsheets in many locales save), 0,5 is one half.
+        for c in df.columns:
+            col = df[c]
+            if col.dtype == object and col.notna().any():
+                text_values = col.dropna().astype(str).str.strip()
+                if text_values.str.fullmatch(_DECIMAL_COMMA).all() and text_values.str.contains(",").any():
+                    df[c] = pd.to_numeric(col.astype(str).str.strip().str.replace(",", ".", regex=False)
+                                          .where(col.notna()), errors="coerce")
+                    notes.append(f"column {c!r} has decimal commas: read as numbers (0,5 as 0.5)")
+    df.attrs["notes"] = notes
     return df
+
+
+#: A number written with a decimal comma: 12,5 or -0,25 or 3 (no thousands separators).
+_DECIMAL_COMMA = r"[+-]?(\d+(,\d*)?|,\d+)([eE][+-]?\d+)?"
+
+
+def _is_number(name: object) -> bool:
+    try:
+        float(str(name))
+    except ValueError:
+        return False
+    return True
+
+
+def _is_date(name: object) -> bool:
+    text = str(name)
+    return any(ch.isdigit() for ch in text) and pd.notna(pd.to_datetime(text, errors="coerce", format="mixed"))
 
 
 def numeric_columns(df: pd.DataFrame) -> list[str]:
@@ -523,8 +563,8 @@ def _decimal_comma_hint(df: pd.DataFrame) -> str:
         text = col.dropna().astype(str).head(50)
         if text.str.contains(",").any() and pd.to_numeric(text.str.replace(",", ".", regex=False),
                                                           errors="coerce").notna().all():
-            return (f"; column {c!r} holds numbers written with a decimal comma ({text.iloc[0]!r}): "
-                    "save the file with decimal points")
+            return (f"; column {c!r} holds numbers written with commas ({text.iloc[0]!r}): save the file with "
+                    "plain numbers (a decimal point, no thousands separator), or with ; between fields")
     return ""
 
 
@@ -578,7 +618,7 @@ def dataset_from_frame(
         raise DataError(f"no column named {x!r}; columns are {list(df.columns)}")
     if x == y:
         raise DataError("x and y must be different columns")
-    notes: list[str] = []
+    notes: list[str] = list(df.attrs.get("notes", ()))  # what reading the file changed (read_table)
     yv = pd.to_numeric(df[y], errors="coerce")
     if yv.notna().sum() == 0:
         raise DataError(f"column {y!r} has no numbers (values such as {_samples(df[y])})")

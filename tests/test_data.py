@@ -481,9 +481,21 @@ def test_inputs_with_another_number_of_columns_than_the_normalisation_are_refuse
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("x;y\n" + "".join(f"{i};0,{i}5\n" for i in range(12)), r"column 'y' holds numbers written with a decimal comma"),
+    ("x,y\n" + "".join(f'{i},"1,{i:03d}"\n' for i in range(12)), r"column 'y' holds numbers written with commas"),
     ("x,y\n" + "".join(f"{i},{i % 2 == 0}\n" for i in range(12)), r"values such as 'True', 'False'"),
-], ids=["decimal-comma", "booleans"])
+], ids=["thousands", "booleans"])
 def test_what_is_not_a_number_is_named(text, message):
     with pytest.raises(DataError, match=message):
         load_csv(io.BytesIO(text.encode()), test_fraction=0.1)
+
+
+def test_decimal_commas_between_semicolons_and_a_file_without_header_are_read_and_said():
+    """A spreadsheet's `;`-separated file with 0,5 for one half is read as numbers; a file whose first
+    line is data keeps that line; both say so in the notes."""
+    ds = load_csv(io.BytesIO(("t;value\n" + "".join(f"{i};{i % 7},5\n" for i in range(30))).encode()),
+                  test_fraction=0.1)
+    assert ds.y_label == "value" and list(ds.y[:3]) == [0.5, 1.5, 2.5]
+    assert any("decimal commas" in n for n in ds.notes)
+    ds = load_csv(io.BytesIO("".join(f"{i},{(i * 7) % 5}\n" for i in range(30)).encode()), test_fraction=0.1)
+    assert ds.n == 30 and ds.x[0, 0] == 0.0 and ds.y_label == "column 2"
+    assert any("no header line" in n for n in ds.notes)
