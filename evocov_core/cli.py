@@ -149,13 +149,10 @@ def _kernel_and_data(args: argparse.Namespace):
         else:  # not recorded (a file written by hand): the search's default
             args.test_fraction = 0.1
     ds = _dataset(args)
-    if kf.normalisation is not None:
-        if len(kf.normalisation.x_offset) != ds.x.shape[1]:
-            raise CliError(f"{args.kernel} was fitted on {len(kf.normalisation.x_offset)} input column(s); "
-                           f"these data have {ds.x.shape[1]}")
-        if (far := units_mismatch(kf.normalisation, ds.norm)) is not None:
-            print(f"warning: {args.kernel} was fitted on other data: {far}; its hyperparameters may not suit "
-                  "these data (search again on them)", file=sys.stderr)
+    # Another number of input columns is refused where the inputs are mapped (Normalisation.x_to_model).
+    if kf.normalisation is not None and (far := units_mismatch(kf.normalisation, ds.norm)) is not None:
+        print(f"warning: {args.kernel} was fitted on other data: {far}; its hyperparameters may not suit "
+              "these data (search again on them)", file=sys.stderr)
     return kf, ds
 
 

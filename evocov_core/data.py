@@ -185,7 +185,6 @@ def split_mask(x: Array, test_fraction: float) -> NDArray[np.bool_]:
     return t <= cutoff
 
 
-
 def units_mismatch(fitted: Normalisation, data: Normalisation) -> str | None:
     """How far data normalised by ``data`` lie from those ``fitted`` was made on, or None when near.
 
@@ -195,7 +194,7 @@ def units_mismatch(fitted: Normalisation, data: Normalisation) -> str | None:
     starting more than 10 spans away, are data the kernel has never seen.
     """
     if len(fitted.x_offset) != len(data.x_offset):
-        return f"{len(fitted.x_offset)} input column(s), these data {len(data.x_offset)}"
+        return f"it has {len(fitted.x_offset)} input column(s), these data {len(data.x_offset)}"
     mean = (data.y_mean - fitted.y_mean) / fitted.y_std
     ratio = data.y_std / fitted.y_std
     if abs(mean) > 5 or not 0.1 <= ratio <= 10:
