@@ -12,7 +12,7 @@ from dashboard.datasets import current_dataset, dataset_summary
 from dashboard.format import algorithm_label, fmt, polish, poll_every, status_badge
 from dashboard.runs import get_run, manager, remember_run, store, watched_job
 from dashboard.search_form import CPUS, settings_form
-from dashboard.state import MY_RUNS_KEY, PAGE_RESULTS, RESULTS_RUN_KEY, SEARCH_JOB_KEY
+from dashboard.state import MY_RUNS_KEY, PAGE_EXPLORER, PAGE_RESULTS, RESULTS_RUN_KEY, SEARCH_JOB_KEY
 from dashboard.views import scrollable_formulas, show_approximation
 from evocov_core.benchmarks.budget import estimate_wall_time
 from evocov_core.data import Dataset
@@ -73,13 +73,14 @@ def run_state(run_id: str) -> RunState | None:
                     run.error or "", run.algorithm, run.label, run.time_budget, history, 0, approximation)
 
 
-def run_dataset(run_id: str) -> Dataset | None:
-    """The data run ``run_id`` searches on (its job's, else the store's); None when unknown."""
+def run_kind_and_data(run_id: str) -> tuple[str | None, Dataset | None]:
+    """What run ``run_id`` is (``"search"`` or ``"explore"``) and the data it runs on, from its job or
+    else the store; ``(None, None)`` when unknown."""
     job = manager().get(run_id)
     if job is not None:
-        return job.spec.dataset
+        return job.spec.kind, job.spec.dataset
     run = get_run(run_id)
-    return run.dataset if run is not None else None
+    return (run.kind, run.dataset) if run is not None else (None, None)
 
 
 def status_panel(run_id: str, s: RunState) -> None:
@@ -241,8 +242,13 @@ def render() -> None:
     with run_col:
         st.subheader("Run")
         if job_id:
+            kind, run_ds = run_kind_and_data(job_id)
+            if kind == "explore":
+                st.warning(f"Run `{job_id}` is a mutation exploration, not a search.", icon=":material/report:")
+                st.page_link(PAGE_EXPLORER, label="Open the Mutation explorer", icon=":material/science:")
+                return
             # The run's own data (units, labels): the Data page may have moved on since it started.
-            run_panel(job_id, job_active, run_dataset(job_id) or ds)
+            run_panel(job_id, job_active, run_ds or ds)
             return
         st.info("No search yet in this session. Choose the settings and press **Start search**. "
                 "The run continues on the server if you leave this page or reload the tab.", icon=":material/genetics:")

@@ -188,6 +188,22 @@ def test_the_search_page_describes_a_watched_run_in_its_own_data(data_dir, no_ba
     assert "passengers" in rmse.help and "co2" not in rmse.help.lower(), rmse.help
 
 
+def test_the_search_page_given_an_exploration_says_so_instead_of_showing_it_as_a_search(data_dir):
+    from evocov_core.data import load_bundled
+    from evocov_core.search import preset
+    from evocov_core.store import RunStore
+
+    RunStore(data_dir).create_run("explore00001", kind="explore", algorithm="explore", dataset=load_bundled("airline"),
+                                  settings=preset("quick", "evocov").to_dict(), seed=0, label="an exploration")
+    at = app()
+    at.query_params["job"] = "explore00001"
+    at.run()
+    at.switch_page("pages/2_search.py").run()
+    no_exception(at)
+    assert "Run `explore00001` is a mutation exploration, not a search." in texts(at, "warning")
+    assert not any("Best kernel" in m for m in texts(at, "markdown"))
+
+
 def test_a_split_no_search_should_use_is_refused_on_the_data_page():
     """A test fraction of 0.5 (the training part no longer the larger) is refused with one clear line."""
     at = app().run()
