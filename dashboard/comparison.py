@@ -237,9 +237,13 @@ def comparison_section(run: RunRecord, ds: Dataset, best: FitResult, average: Mo
         there are none to draw yet).
     """
     st.markdown("##### Every forecast of the test part")
-    if ds.x.shape[1] != 1 or ds.n_test == 0:
-        st.caption("The forecasts are compared on the test part of a series with one input (time): "
-                   "these data have none.")
+    if ds.n_test == 0:
+        st.caption("The forecasts are compared on the test part: this run's data have none (a test fraction "
+                   "of 0). Set one on the Data page and search again to compare them.")
+        return None
+    if ds.x.shape[1] != 1:
+        st.caption(f"The forecasts are compared on a series with one input (time): these data have "
+                   f"{ds.x.shape[1]} inputs.")
         return None
     given, limit, seasons = _settings(run.id, ds)
     fut = classical_future(ds, given, limit, seasons)
