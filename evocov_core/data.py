@@ -393,16 +393,17 @@ def parse_dates(values: pd.Series) -> pd.Series:
                 continue
         if d is None:
             d = pd.to_datetime(values, errors="coerce", format="mixed", utc=True)
-    if getattr(d.dt, "tz", None) is not None:
-        d = d.dt.tz_convert("UTC").dt.tz_localize(None)
-    return d
+    return _naive_utc(d)
+
+
+def _naive_utc(d: pd.Series) -> pd.Series:
+    """Timestamps with a zone -> the same instants in UTC, without a zone (others as they are)."""
+    return d.dt.tz_convert("UTC").dt.tz_localize(None) if getattr(d.dt, "tz", None) is not None else d
 
 
 def dates_to_decimal_years(values: pd.Series) -> Array:
     """Dates -> decimal years (exact monthly grid when every date is a month start)."""
-    d = pd.to_datetime(values)
-    if getattr(d.dt, "tz", None) is not None:
-        d = d.dt.tz_convert("UTC").dt.tz_localize(None)
+    d = _naive_utc(pd.to_datetime(values))
     if bool((d.dt.day == 1).all()) and bool((d.dt.hour == 0).all()):
         return (d.dt.year + (d.dt.month - 1) / 12.0).to_numpy(dtype=np.float64)
     days = (d - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=1)
@@ -498,18 +499,23 @@ def read_table(source: str | Path | IO[bytes] | IO[str] | bytes, *, max_bytes: i
         # With ; or tab between fields (as spreadsheets in many locales save), 0,5 is one half.
         for c in df.columns:
             col = df[c]
-            if col.dtype == object and col.notna().any():
-                text_values = col.dropna().astype(str).str.strip()
-                if text_values.str.fullmatch(_DECIMAL_COMMA).all() and text_values.str.contains(",").any():
-                    df[c] = pd.to_numeric(col.astype(str).str.strip().str.replace(",", ".", regex=False)
-                                          .where(col.notna()), errors="coerce")
-                    notes.append(f"column {c!r} has decimal commas: read as numbers (0,5 as 0.5)")
+            if col.dtype == object and _comma_numbers(col):
+                df[c] = pd.to_numeric(col.astype(str).str.strip().str.replace(",", ".", regex=False)
+                                      .where(col.notna()), errors="coerce")
+                notes.append(f"column {c!r} has decimal commas: read as numbers (0,5 as 0.5)")
     df.attrs["notes"] = notes
     return df
 
 
 #: A number written with a decimal comma: 12,5 or -0,25 or 3 (no thousands separators).
 _DECIMAL_COMMA = r"[+-]?(\d+(,\d*)?|,\d+)([eE][+-]?\d+)?"
+
+
+def _comma_numbers(col: pd.Series) -> bool:
+    """Whether a text column's values are numbers once a comma in them is a point (0,5), some having one."""
+    text = col.dropna().astype(str).str.strip()
+    return (not text.empty and bool(text.str.fullmatch(_DECIMAL_COMMA).all())
+            and bool(text.str.contains(",", regex=False).any()))
 
 
 def _is_number(name: object) -> bool:
@@ -557,12 +563,10 @@ def _decimal_comma_hint(df: pd.DataFrame) -> str:
     """A hint when a text column reads as numbers once its decimal commas are points (``0,5``)."""
     for c in df.columns:
         col = df[c]
-        if pd.api.types.is_numeric_dtype(col) or not col.notna().any():
-            continue
-        text = col.dropna().astype(str).head(50)
-        if text.str.contains(",").any() and pd.to_numeric(text.str.replace(",", ".", regex=False),
-                                                          errors="coerce").notna().all():
-            return (f"; column {c!r} holds numbers written with commas ({text.iloc[0]!r}): save the file with "
+        head = col.dropna().head(50)
+        if not pd.api.types.is_numeric_dtype(col) and _comma_numbers(head):
+            first = str(head.iloc[0])
+            return (f"; column {c!r} holds numbers written with commas ({first!r}): save the file with "
                     "plain numbers (a decimal point, no thousands separator), or with ; between fields")
     return ""
 
