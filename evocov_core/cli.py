@@ -351,6 +351,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         # The budget is the command's: starting Python and importing, reading the data (seconds
         # at 100,000 rows) and writing the result come out of it too.
         spent = time.perf_counter() - t0 + _WRITE_RESERVE
+        if config.time_budget - spent < 1.0:
+            print(f"note: of the {config.time_budget:g} s time budget, starting, reading the data and the "
+                  f"writing reserve take {spent:.1f} s; the search gets its floor of 1 s, so the command will "
+                  "run over its budget", file=sys.stderr)
         run_config = config.with_(time_budget=max(1.0, config.time_budget - spent))
     ready = time.perf_counter() - t0
     result = run_search(data, run_config, seed=seed, workers=args.workers, scheduler=args.scheduler,

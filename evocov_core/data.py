@@ -452,7 +452,10 @@ def _delimiter(head: str) -> str:
 def read_table(source: str | Path | IO[bytes] | IO[str] | bytes, *, max_bytes: int | None = None) -> pd.DataFrame:
     """Read a CSV into a DataFrame with clear errors for files that are not tables.
 
-    The delimiter (comma, semicolon, tab or bar) is taken from the header line.
+    The delimiter (comma, semicolon, tab or bar) is taken from the header line. Leading lines that
+    start with ``#`` (a data provider's preamble, as NOAA's CO2 files have) are skipped, and with
+    ``;`` or tab between fields decimal commas are read as numbers (``1.234,5`` as 1234.5). What
+    was changed is listed in ``df.attrs["notes"]``.
     """
     if isinstance(source, (str, Path)):
         p = Path(source)
@@ -478,13 +481,19 @@ def read_table(source: str | Path | IO[bytes] | IO[str] | bytes, *, max_bytes: i
         raise DataError("the file is empty")
     if "\x00" in text[:4096]:
         raise DataError("not a readable CSV file (it looks binary)")
-    sep = _delimiter(text[:4096])
     notes: list[str] = []
+    skip = _preamble_lines(text)
+    if skip:
+        notes.append(f"the first {skip} line(s) start with '#' (or are blank) and were skipped as comments")
+        if not "".join(text.splitlines(keepends=True)[skip:]).strip():
+            raise DataError("the file holds only comment lines (lines that start with '#') and no table")
+    sep = _delimiter("".join(text.splitlines(keepends=True)[skip:skip + 50])[:4096])
     try:
-        df = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True)
+        # skiprows, not slicing, so that pandas' messages keep the file's own line numbers.
+        df = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, skiprows=skip)
         if len(df.columns) and all(_is_number(c) or (i == 0 and _is_date(c)) for i, c in enumerate(df.columns)):
             # The first line is data, not names (a file saved without a header).
-            df = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, header=None)
+            df = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, header=None, skiprows=skip)
             df.columns = [f"column {i + 1}" for i in range(df.shape[1])]
             notes.append("the file has no header line: its first line was read as data, the columns named "
                          + ", ".join(repr(c) for c in df.columns))
@@ -500,15 +509,30 @@ def read_table(source: str | Path | IO[bytes] | IO[str] | bytes, *, max_bytes: i
         for c in df.columns:
             col = df[c]
             if col.dtype == object and _comma_numbers(col):
-                df[c] = pd.to_numeric(col.astype(str).str.strip().str.replace(",", ".", regex=False)
+                text_col = col.astype(str).str.strip()
+                grouped = bool(text_col.str.contains(".", regex=False).any())
+                # A point between digit groups is a thousands separator here (1.234,5): _comma_numbers
+                # has checked that every point sits between groups of three.
+                df[c] = pd.to_numeric(text_col.str.replace(".", "", regex=False).str.replace(",", ".", regex=False)
                                       .where(col.notna()), errors="coerce")
-                notes.append(f"column {c!r} has decimal commas: read as numbers (0,5 as 0.5)")
+                notes.append(f"column {c!r} has decimal commas: read as numbers (0,5 as 0.5"
+                             + ("; 1.234,5 as 1234.5)" if grouped else ")"))
     df.attrs["notes"] = notes
     return df
 
 
-#: A number written with a decimal comma: 12,5 or -0,25 or 3 (no thousands separators).
-_DECIMAL_COMMA = r"[+-]?(\d+(,\d*)?|,\d+)([eE][+-]?\d+)?"
+#: A number written with a decimal comma: 12,5 or -0,25 or 3, or with points between groups of three
+#: digits (1.234,5 or 1.234.567).
+_DECIMAL_COMMA = r"[+-]?(\d{1,3}(\.\d{3})+(,\d*)?|\d+(,\d*)?|,\d+)([eE][+-]?\d+)?"
+
+
+def _preamble_lines(text: str) -> int:
+    """How many leading lines are comments (``#``) or blank, counted only when one is a comment."""
+    k = 0
+    lines = text.splitlines()
+    while k < len(lines) and (not lines[k].strip() or lines[k].lstrip().startswith("#")):
+        k += 1
+    return k if any(line.lstrip().startswith("#") for line in lines[:k]) else 0
 
 
 def _comma_numbers(col: pd.Series) -> bool:

@@ -499,3 +499,29 @@ def test_decimal_commas_between_semicolons_and_a_file_without_header_are_read_an
     ds = load_csv(io.BytesIO("".join(f"{i},{(i * 7) % 5}\n" for i in range(30)).encode()), test_fraction=0.1)
     assert ds.n == 30 and ds.x[0, 0] == 0.0 and ds.y_label == "column 2"
     assert any("no header line" in n for n in ds.notes)
+
+
+def test_thousands_points_beside_decimal_commas_are_read_as_groups():
+    """In a `;` file written in a European locale, 1.234,5 is 1234.5 and 1.000 is a thousand; a column that
+    mixes 1.5 and 2,5 is not guessed at."""
+    rows = "".join(f"{i};{1000 + 250 * i:_d},{i % 10}\n".replace("_", ".") for i in range(30))
+    ds = load_csv(io.BytesIO(("t;value\n" + rows + "30;1.000\n").encode()), test_fraction=0.1)
+    assert list(ds.y[:2]) == [1000.0, 1250.1] and ds.y[-1] == 1000.0
+    assert any("1.234,5 as 1234.5" in n for n in ds.notes)
+    mixed = "t;value\n" + "".join(f"{i};{i}.5\n" if i % 2 else f"{i};{i},5\n" for i in range(30))
+    with pytest.raises(DataError, match="not numeric"):
+        load_csv(io.BytesIO(mixed.encode()), test_fraction=0.1)
+
+
+def test_a_preamble_of_comment_lines_is_skipped_and_said():
+    """A provider's `#` preamble (NOAA's CO2 files start with 40 such lines) is skipped; pandas' messages
+    keep the file's own line numbers; a file of comments alone is refused."""
+    body = "t,ppm\n" + "".join(f"{1958 + i / 12:.4f},{315 + np.sin(i):.2f}\n" for i in range(30))
+    ds = load_csv(io.BytesIO(("# NOAA GML\n#\n\n# columns: t, ppm\n" + body).encode()), test_fraction=0.1)
+    assert ds.n == 30 and ds.y_label == "ppm" and ds.x_label == "t"
+    assert any("first 4 line(s)" in n and "comments" in n for n in ds.notes)
+    with pytest.raises(DataError, match="line 5, saw 3"):
+        read_table(b"# one\n# two\nx,y\n1,2\n3,4,5\n")
+    with pytest.raises(DataError, match="only comment lines"):
+        read_table(b"# nothing\n\n# here\n")
+    assert read_table(b"x,y\n1,2\n3,4\n").attrs["notes"] == []
