@@ -10,6 +10,7 @@ The numbers come from :func:`evocov_core.compare.forecast_comparison`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from concurrent.futures import Future
 
@@ -27,7 +28,7 @@ from evocov_core.compare import forecast_comparison
 from evocov_core.data import Dataset
 from evocov_core.figures import comparison_forecasts_data
 from evocov_core.jobs import Job
-from evocov_core.kernel_file import KernelFile, KernelFileError
+from evocov_core.kernel_file import KernelFile, KernelFileError, parse_kernel_file
 from evocov_core.metrics import FitData
 from evocov_core.model import FittedModel, ModelAverage
 from evocov_core.optimize import FitResult
@@ -247,7 +248,12 @@ def comparison_section(run: RunRecord, ds: Dataset, best: FitResult, average: Mo
         return None
     given, limit, seasons = _settings(run.id, ds)
     fut = classical_future(ds, given, limit, seasons)
-    kernel = FittedModel.from_fit(best, ds.norm, ds.n_train)
+    spread = 1.0
+    if run.best is not None:
+        # The intervals as the kernel file gives them (calibrated), as in the report.
+        with contextlib.suppress(KernelFileError):
+            spread = parse_kernel_file(run.best.text).calibration.spread
+    kernel = FittedModel.from_fit(best, ds.norm, ds.n_train, spread=spread)
     combination = run.best.combination if run.best is not None else Combination()
     classical_was_done = fut.done()
     waiting = not fut.done() or not se.done() or (gpss_job is not None and not gpss_job.snapshot().done)

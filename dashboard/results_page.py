@@ -18,6 +18,7 @@ from dashboard.average import (
 )
 from dashboard.comparison import comparison_section, se_future
 from dashboard.format import algorithm_label, fmt, poll_every, status_badge
+from dashboard.future_view import future_section
 from dashboard.results_tabs import kernel_file_tab, pareto_tab, report_tab
 from dashboard.runs import (
     get_run,
@@ -33,8 +34,8 @@ from dashboard.views import show_kernel
 from evocov_core.data import Dataset
 from evocov_core.figures import selection_data
 from evocov_core.jobs import Job
-from evocov_core.kernel_file import KernelFileError
-from evocov_core.model import ModelAverage
+from evocov_core.kernel_file import KernelFileError, parse_kernel_file
+from evocov_core.model import FittedModel, ModelAverage
 from evocov_core.optimize import FitResult
 from evocov_core.run_record import RunRecord
 from evocov_core.search import RunStatus
@@ -269,7 +270,25 @@ def best_tab(run: RunRecord, ds: Dataset, fc: Forecasts) -> None:
     else:
         show_kernel(fc.best, ds, key="results_best", title="Chosen kernel" if run.selection else
                     "Best kernel (lowest BIC)", download_name=kernel_name, doc=run.best.doc,
-                    expand_hyperparameters=True, average_download=average_download, forecasts=dashed)
+                    model=returned_model(run, ds, fc.best), expand_hyperparameters=True,
+                    average_download=average_download, forecasts=dashed)
+    try:
+        kf = parse_kernel_file(run.best.text)
+    except KernelFileError as exc:  # a store written by hand; the kernel above parsed, so rarely
+        st.error(f"No forecast past the data: the stored kernel file does not parse ({exc}).")
+        return
+    future_section(run, ds, kf)
+
+
+def returned_model(run: RunRecord, ds: Dataset, best: FitResult) -> FittedModel:
+    """The returned kernel as its file forecasts: with the intervals its search calibrated
+    (:mod:`evocov_core.calibration`), as the report and ``predict`` give them."""
+    assert run.best is not None
+    try:
+        spread = parse_kernel_file(run.best.text).calibration.spread
+    except KernelFileError:
+        spread = 1.0
+    return FittedModel.from_fit(best, ds.norm, ds.n_train, spread=spread)
 
 
 def render() -> None:

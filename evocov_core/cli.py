@@ -1,4 +1,4 @@
-"""Command line: ``python -m evocov_core {search,predict,compare,report,explore,check-kernel,bench} ...``.
+"""Command line: ``python -m evocov_core {search,predict,forecast,compare,report,explore,check-kernel,bench} ...``.
 
 Every user error (bad path, malformed CSV, invalid setting, refused kernel file) prints
 one line ``error: …`` on stderr and exits with status 2; no traceback.
@@ -175,6 +175,20 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print(f"wrote {len(out)} predictions to {args.out}")
     if rmse is not None:
         print(f"test RMSE: {rmse:.6g} on {ds.n_test} test points ({ds.y_label})")
+    return 0
+
+
+def cmd_forecast(args: argparse.Namespace) -> int:
+    from .future import forecast_future
+
+    _check_out(args.out)
+    if not 0.0 < args.time_limit <= 86400:
+        raise CliError(f"--time-limit must be above 0 and at most 86400 seconds, got {args.time_limit}")
+    kf, ds = _kernel_and_data(args)
+    fc = forecast_future(kf, ds, args.horizon, time_limit=args.time_limit)
+    _write_text(args.out, fc.frame(ds.x_label).to_csv(index=False))
+    print(fc.note, file=sys.stderr)
+    print(f"wrote {len(fc.x)} steps after the last observation to {args.out}")
     return 0
 
 
@@ -510,6 +524,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="predict at every x, not only the test part")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("forecast", help="forecast the steps after the last observation with a kernel file, as CSV")
+    p.add_argument("--kernel", required=True)
+    _add_data_args(p, test_default=None)
+    p.add_argument("--horizon", type=_int_in(1, 10_000, "--horizon"), default=None, metavar="STEPS",
+                   help="steps after the last observation, at the data's step, at most the number of points "
+                        "(default: as many as the test part)")
+    p.add_argument("--time-limit", type=float, default=30.0, metavar="SECONDS",
+                   help="seconds each classical member of the search's forecast may take (default 30)")
+    p.add_argument("--out", required=True, help="CSV file to write: one row per step")
+    p.set_defaults(func=cmd_forecast)
 
     p = sub.add_parser("report", help="a self-contained HTML report of a kernel file on a data set")
     p.add_argument("--kernel", required=True)

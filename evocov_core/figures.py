@@ -23,6 +23,7 @@ from .search.common import GenerationStats
 
 if TYPE_CHECKING:
     from .compare import Comparison
+    from .future import FutureForecast
 
 __all__ = [
     "MAX_DRAWN",
@@ -35,6 +36,7 @@ __all__ = [
     "fitness_compare_figure",
     "fitness_data",
     "fitness_figure",
+    "future_figure",
     "hyperparameter_table",
     "minmax_indices",
     "pareto_data",
@@ -58,7 +60,8 @@ _CLASSICAL_COLORS = ("#e377c2", "#17becf", "#bcbd22", "#d62728", "#393b79")  # d
 def _display_x(ds: Dataset, x: np.ndarray) -> pd.Series | np.ndarray:
     """x for the axis: dates for date data (decimal years -> timestamps), else numbers."""
     if ds.x_kind == "date":
-        return pd.Series(decimal_years_to_dates(x))
+        # Whole microseconds: plotly drops nanoseconds with a warning on every chart.
+        return pd.Series(decimal_years_to_dates(x).round("us"))
     return x
 
 
@@ -158,6 +161,38 @@ def series_figure(ds: Dataset, title: str | None = None, max_points: int = MAX_D
         fig.add_vline(x=x0, line_dash="dash", line_color="#555")
     fig.update_layout(title=title or ds.name, xaxis_title=ds.x_label, yaxis_title=ds.y_label,
                       margin=dict(l=10, r=10, t=40, b=10), height=360, legend=_LEGEND)
+    return fig
+
+
+def future_figure(ds: Dataset, fc: FutureForecast, *, recent: int | None = None,
+                  max_points: int = MAX_DRAWN) -> go.Figure:
+    """The last observations and the forecast after them: the search's forecast with its 95 % band and,
+    where the forecast averages other members, the kernel's own mean dashed.
+
+    ``recent``: the observed points drawn (default: four times the horizon, at least 100), so that the
+    steps ahead are not a sliver at the right of a long history; thinned as :func:`series_figure` is."""
+    n_recent = min(ds.n, recent if recent is not None else max(100, 4 * len(fc.x)))
+    order = np.argsort(ds.x[:, 0], kind="stable")[-n_recent:]
+    xo, yo = ds.x[order, 0], ds.y[order]
+    idx = minmax_indices(yo, max_points)
+    fig = go.Figure()
+    dense = n_recent > max_points
+    fig.add_trace(_scatter(len(idx), x=_display_x(ds, xo[idx]), y=yo[idx], mode="lines" if dense else "lines+markers",
+                           name=f"observed (last {n_recent:,})", marker=dict(size=4, color=_COLORS["train"]),
+                           line=dict(width=1, color=_COLORS["train"])))
+    xf = _display_x(ds, fc.x)
+    xs = list(xf) + list(xf)[::-1]
+    fig.add_trace(go.Scatter(x=xs, y=list(fc.upper) + list(fc.lower[::-1]), fill="toself", line=dict(width=0),
+                             fillcolor=_COLORS["band"], name="95 % interval", hoverinfo="skip"))
+    fig.add_trace(_scatter(len(fc.x), x=xf, y=fc.mean, mode="lines", name="forecast",
+                           line=dict(color=_COLORS["mean"], width=2)))
+    if fc.combined:
+        fig.add_trace(_scatter(len(fc.x), x=xf, y=fc.kernel_mean, mode="lines", name="the kernel alone",
+                               line=dict(color=_OTHER_COLORS[0], width=1.5, dash="dash")))
+    last = _display_x(ds, np.array([float(ds.x[:, 0].max())]))
+    fig.add_vline(x=last.iloc[0] if isinstance(last, pd.Series) else last[0], line_dash="dot", line_color="#555")
+    fig.update_layout(xaxis_title=ds.x_label, yaxis_title=ds.y_label, margin=dict(l=10, r=10, t=30, b=10),
+                      height=360, legend=_LEGEND)
     return fig
 
 

@@ -1163,3 +1163,46 @@ def test_the_report_uses_the_classical_forecasts_the_page_made(data_dir, no_back
     rows = {r["method"]: r for r in json.loads(re.search(
         r'<script type="application/json" id="evocov-forecast-comparison">(.*?)</script>', report, re.S).group(1))}
     assert rows["AutoETS"]["status"] == "ok" and rows["AutoETS"]["test_rmse"] > 0
+
+
+def test_results_page_forecasts_past_the_data_and_offers_it_as_csv(data_dir, no_background_fits):
+    """The next steps after the last observation: the kernel's own while the search's classical members are
+    fitted in the background, then the search's average; another horizon is another background run. (The
+    CSV's rows are tested on the core: tests/test_future.py.)"""
+    import json
+
+    from evocov_core.store import RunStore
+
+    jid = tiny_search(data_dir)
+    run = RunStore(data_dir).get_run(jid)
+    combined = run.best.combination.combined
+    at = app().run()
+    at.switch_page("pages/3_results.py").run()
+    no_exception(at)
+    assert any("Forecast past the data" in m for m in texts(at, "markdown"))
+    horizon = at.number_input(key=f"results_horizon_{jid}")
+    assert horizon.value == run.dataset.n_test == 15
+    download = [d for d in at.get("download_button") if "forecast" in str(d.proto.label).lower()]
+    assert len(download) == 1
+    if combined:  # the members are fitted in the background first: the kernel's own meanwhile, no download
+        assert any("are being fitted on every observed point" in str(m.value) for m in at.info)
+        assert download[0].proto.disabled
+        [key] = [k for k in no_background_fits if k[0] == "future"]
+        assert key[2:] == (jid, 15)
+        members = no_background_fits[key].call[1][0]
+        assert members.n_train == run.dataset.n and members.n_test == 15
+        run_pending(no_background_fits, "future")
+        at.run()
+        no_exception(at)
+        download = [d for d in at.get("download_button") if "forecast" in str(d.proto.label).lower()]
+        assert not download[0].proto.disabled
+        assert any("with the weights the search chose" in c for c in texts(at, "caption"))
+    else:
+        assert not [k for k in no_background_fits if k[0] == "future"]
+        assert any("The kernel's forecast of the next 15 steps" in c for c in texts(at, "caption"))
+    assert any(t.get("name") == "forecast" for chart in at.get("plotly_chart")
+               for t in json.loads(chart.proto.spec)["data"])
+    at.number_input(key=f"results_horizon_{jid}").set_value(24).run()
+    no_exception(at)
+    if combined:
+        assert any(k[0] == "future" and k[3] == 24 for k in no_background_fits)
