@@ -34,7 +34,7 @@ def future_section(run: RunRecord, ds: Dataset, kf: KernelFile) -> None:
         st.caption(f"A forecast past the data needs one input (time); these data have {ds.x.shape[1]}.")
         return
     top = min(MAX_HORIZON, ds.n)
-    h = int(st.number_input(
+    h = int(st.columns([1, 3])[0].number_input(
         "Steps ahead", min_value=1, max_value=top, value=default_horizon(ds), step=1, key=f"results_horizon_{run.id}",
         help=f"Steps after the last observation, at the data's step (at most {top:,}: the number of points). "
              "The kernel is conditioned on every observed point, test part included."))
@@ -61,7 +61,7 @@ def future_section(run: RunRecord, ds: Dataset, kf: KernelFile) -> None:
             st.error(f"No forecast past the data: {exc}", icon=":material/block:")
             return
         if pending:
-            st.info(f"{', '.join(comb.models)} are being fitted on every observed point for the search's forecast; "
+            st.info(f"{' and '.join(comb.models)} are being fitted on every observed point for the search's forecast; "
                     "meanwhile this is the kernel's own.", icon=":material/hourglass_top:")
         st.plotly_chart(polish(future_figure(ds, fc)), key=f"results_future_chart_{run.id}_{h}_{pending}")
         st.caption(fc.note)

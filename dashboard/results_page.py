@@ -4,6 +4,7 @@ the GP baselines and the classical forecasters (:mod:`dashboard.comparison`); th
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -197,16 +198,28 @@ def baselines(ds: Dataset, shown_rmse: float | None, shown_what: str, se_future:
         st.rerun()
 
 
+def choice_rule(run: RunRecord) -> str:
+    """The rule the run chose its kernel by: ``long_choice`` where it fitted a subset of a long series."""
+    on_subset = False
+    if run.best is not None:
+        with contextlib.suppress(KernelFileError):
+            approx = parse_kernel_file(run.best.text).approximation
+            on_subset = approx is not None and not approx.exact
+    return str(run.settings.get("long_choice" if on_subset else "choice") or "tail")
+
+
 def selection_table(run: RunRecord) -> None:
     """How the kernel was chosen among the lowest-BIC ones."""
     split = run.settings.get("metric_split") or 0.1
     st.divider()
     st.markdown("##### How the kernel was chosen")
-    st.markdown(choice_description(str(run.settings.get("choice") or "tail"), len(run.selection), split))
+    st.markdown(choice_description(choice_rule(run), len(run.selection), split))
     table = selection_data(run.selection)
     if not table[["tail score", "origins CRPS"]].notna().any(axis=None):
         st.caption("No refit could be scored here: the lowest-BIC kernel was kept, and the model average "
                    "is weighted by BIC.")
+    # Scores the rule did not compute (the tail's on a long series, the origins' on a short one) are not shown.
+    table = table.drop(columns=[c for c in ("tail score", "tail RMSE", "origins CRPS") if table[c].isna().all()])
     num = st.column_config.NumberColumn
     st.dataframe(table, hide_index=True, width="stretch", column_config={
         "BIC rank": num("BIC rank", help="1 = lowest BIC."),

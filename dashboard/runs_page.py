@@ -23,14 +23,14 @@ def runs_table(runs: pd.DataFrame, live: dict[str, RunStatus]) -> pd.DataFrame:
         "algorithm": [algorithm_label(a) for a in runs["algorithm"]],
         "dataset": runs["dataset_name"],
         "seed": runs["seed"],
-        "best BIC": pd.to_numeric(runs["best_bic"], errors="coerce"),
+        "BIC": pd.to_numeric(runs["best_bic"], errors="coerce"),
         "test RMSE": pd.to_numeric(runs["best_test_rmse"], errors="coerce"),
         "q": pd.to_numeric(runs["best_q"], errors="coerce"),
         "generations": runs["generations_done"],
         "kernels fitted": runs["n_evaluations"],
         "time (s)": pd.to_numeric(runs["elapsed"], errors="coerce").round(1),
         "started": [time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(c))) for c in runs["created"]],
-        "best kernel": runs["best_kernel"],
+        "returned kernel": runs["best_kernel"],
         "label": runs["label"],
     })
 
@@ -116,10 +116,12 @@ def render() -> None:
     c2.metric("Running or queued", sum(1 for s in runs["status"] if RunStatus(s).active))
     c3.metric("Finished", int((runs["status"] == RunStatus.FINISHED).sum()))
     st.dataframe(view, hide_index=True, key="runs_table", height=min(420, 38 + 35 * len(view)), column_config={
-        "best BIC": st.column_config.NumberColumn(format="%.2f"),
+        "BIC": st.column_config.NumberColumn(format="%.2f", help="The returned kernel's (a search may return one "
+                                             "of its lowest-BIC kernels, chosen by its forecasts)."),
         "test RMSE": st.column_config.NumberColumn(format="%.4g"),
         "q": st.column_config.NumberColumn(format="%d"),
-        "best kernel": st.column_config.TextColumn(width="large"),
+        "started": st.column_config.TextColumn(width="medium"),
+        "returned kernel": st.column_config.TextColumn(width="large"),
     })
     labels = {r.id: run_label(r) for r in runs.itertuples(index=False)}
     ids = list(runs["id"])

@@ -130,7 +130,11 @@ def fitness_chart(history: pd.DataFrame) -> None:
 
 def best_panel(best: FitResult | None, ds: Dataset, live: bool) -> None:
     """The best kernel so far: the tree as evolved (simplifying on every new best would stall the updates)."""
-    st.markdown("**Best kernel so far**" if live else "**Best kernel**")
+    st.markdown("**Lowest-BIC kernel so far**" if live else "**Returned kernel**")
+    if not live and best is not None:
+        # The choice among the lowest-BIC kernels may return one whose BIC is above the lowest seen while live.
+        st.caption("Chosen among the lowest-BIC kernels by how well each forecasts held-out training data, so its "
+                   "BIC can be above the lowest one found: Results shows the candidates and the choice.")
     if best is None:
         st.caption("No kernel fitted yet." if live else
                    "No kernel was fitted: the run ended before its first fit (stopped at once, or a time budget "

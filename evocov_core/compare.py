@@ -344,5 +344,5 @@ def compare(kf: KernelFile, ds: Dataset, *, baseline_budget: float = 20.0, seed:
     if pending is not None:  # (should the baselines raise, the thread ends on its own)
         fc = pending.result()
     out = forecast_comparison(ds, rows[0].model or kf, baselines=rows[1:], classical=fc,
-                              kernel_seconds=rows[0].seconds)
+                              kernel_seconds=rows[0].seconds, combination=kf.combination)
     return Comparison(out.table, out.forecasts, tuple(rows), fc)

@@ -410,7 +410,10 @@ def decompose(kernel: Kernel, theta: Array, log_noise: float, X: Array, y: Array
         where = [to_x(v) for v in points]
         spans = [(to_x(a), to_x(b)) for a, b in windows]
         if where:
-            sentence += ", with a change around " + " and ".join(f"{w:.6g}" for w in where)
+            # A change point the fit put outside the training range is no change seen in the data.
+            sentence += ", with a change " + " and ".join(
+                f"around {to_x(v):.6g}" if lo <= v <= hi
+                else f"{'after' if v > hi else 'before'} the training data, around {to_x(v):.6g}" for v in points)
         if spans:
             sentence += ", with a window switched on between " + " and between ".join(
                 f"{a:.6g} and {b:.6g}" for a, b in spans)

@@ -266,6 +266,10 @@ def _report_html(kf: KernelFile, ds: Dataset, *, title: str | None, baseline_bud
 
     def plot(fig: go.Figure) -> str:
         nonlocal first
+        # The figures' 10 px margins suit the dashboard's theme; on a plain page the tick labels and axis
+        # titles need the room plotly.js can make for them.
+        fig.update_xaxes(automargin=True)
+        fig.update_yaxes(automargin=True)
         out = fig.to_html(full_html=False, include_plotlyjs="inline" if first else False,
                           config={"displaylogo": False})
         first = False

@@ -1206,3 +1206,27 @@ def test_results_page_forecasts_past_the_data_and_offers_it_as_csv(data_dir, no_
     no_exception(at)
     if combined:
         assert any(k[0] == "future" and k[3] == 24 for k in no_background_fits)
+
+
+def test_the_choice_is_described_by_the_rule_the_run_used():
+    """A run that fitted a subset of a long series chose by ``long_choice``; another by ``choice``."""
+    from types import SimpleNamespace
+
+    from dashboard.results_page import choice_rule
+    from evocov_core.data import load_bundled
+    from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict
+    from evocov_core.library import compose
+    from evocov_core.metrics import FitData
+    from evocov_core.optimize import OptimConfig, fit_kernel
+    from evocov_core.subset import plan_subset
+
+    ds = load_bundled("airline")
+    fit = fit_kernel(compose("SE"), FitData.from_dataset(ds), OptimConfig(n_restarts=1, n_screen=4),
+                     np.random.default_rng(0))
+    doc = kernel_file_dict(fit, ds.norm, n_train=ds.n_train)
+    settings = {"choice": "tail", "long_choice": "origins_density"}
+    short = SimpleNamespace(best=SimpleNamespace(text=dump_kernel_file(doc)), settings=settings)
+    assert choice_rule(short) == "tail"
+    doc["approximation"] = plan_subset(20_000, 2000).to_dict()
+    long = SimpleNamespace(best=SimpleNamespace(text=dump_kernel_file(doc)), settings=settings)
+    assert choice_rule(long) == "origins_density"

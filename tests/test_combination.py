@@ -5,7 +5,9 @@ evocov_core.search.combine), and where it is recorded and shown."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -421,6 +423,10 @@ def test_the_report_says_what_the_forecast_is():
     text = report_html(kf, ds, baseline_budget=0, classical=False)
     assert "The forecast is the kernel&#x27;s averaged with equal weights with AutoTheta&#x27;s" in text
     assert "<i>forecast</i> row" in text
+    # The row it points to is there, in the table and its JSON, when the classical forecasts are.
+    with_rows = report_html(kf, ds, baseline_budget=0, classical_done=_classical(ds, ds.y_test + 1.0))
+    table = re.search(r'id="evocov-forecast-comparison">(.*?)</script>', with_rows, re.S)
+    assert table and "forecast (kernel + AutoTheta)" in [r["method"] for r in json.loads(table.group(1))]
     plain = report_html(dataclasses.replace(kf, combination=Combination()), ds, baseline_budget=0, classical=False)
     assert 'class="combination"' not in plain
 

@@ -87,6 +87,10 @@ def test_a_change_point_is_located_in_x_units_and_a_trend_direction_is_named():
     y = np.where(x < 1974.2, 1.0, -1.0)
     comps, _ = decompose(k, theta, math.log(0.01), Xm, y, Xm, x_scale=span, x_offset=lo, x_unit="years")
     assert "with a change around 1974.2" in comps[0].sentence and "falling" in comps[0].sentence
+    # The same switch put past the last training point is said to be after the data, not a change in them.
+    late = np.log([1.0, 1.0, 1.0 + (1980.5 - lo) / span, 0.002])
+    comps, _ = decompose(k, late, math.log(0.01), Xm, np.ones_like(x), Xm, x_scale=span, x_offset=lo, x_unit="years")
+    assert "with a change after the training data, around 1980.5" in comps[0].sentence
     lin = compose("LIN")
     comps, _ = decompose(lin, np.zeros(lin.n_params), math.log(0.01), Xm, (Xm[:, 0] - 1.5) * 2, Xm,
                          x_scale=span, x_offset=lo, x_unit="years")
