@@ -323,6 +323,25 @@ def test_indefiniteness_separates_a_kernel_from_round_off(small: FitData) -> Non
     assert indefiniteness(small, bad) > 100 * INDEFINITE
 
 
+def test_indefiniteness_of_a_long_irregular_series_is_decided_without_sorting_its_lags(monkeypatch) -> None:
+    """Above EIG_MAX_POINTS the Cholesky decides; the search for distinct lags (a sort of every n² lag, which
+    gives up on irregular inputs after 0.8 s at 2,200 points) is not made, and the verdicts are the same."""
+    import evocov_core.evaluate as evaluate
+
+    rng = np.random.default_rng(3)
+    x = np.sort(rng.uniform(0.0, 100.0, select.EIG_MAX_POINTS + 100))
+    long = FitData.from_dataset(Dataset.from_arrays(x, np.sin(x / 3) + 0.1 * rng.normal(size=x.size),
+                                                    test_fraction=0.0))
+    se = fit_kernel(compose("SE"), long, OptimConfig(n_screen=4, n_restarts=1, max_evals=20), np.random.default_rng(0))
+    bad = replace(se, kernel=parse_expression("sq_dist(euc(x), hp0)"), theta=(0.0,))
+
+    def no_sort(*_a, **_k):
+        raise AssertionError("distinct lags searched")
+    monkeypatch.setattr(evaluate, "_distinct_lags", no_sort)
+    assert math.isnan(indefiniteness(long, se))  # the Cholesky proved it within the bound
+    assert indefiniteness(long, bad) > 100 * INDEFINITE
+
+
 def test_choose_model_skips_an_indefinite_candidate(small: FitData, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = _budgeted(select_top=4)
     fits = sorted((fit_kernel(compose(s), small, cfg.optim, np.random.default_rng(0)) for s in ("SE", "PER", "LIN")),
