@@ -241,6 +241,8 @@ def selection_table(run: RunRecord) -> None:
 
 def best_tab(run: RunRecord, ds: Dataset, fc: Forecasts) -> None:
     """The forecast choice, the baselines, the model choice and the chosen forecast drawn."""
+    assert run.best is not None
+    kf = parse_kernel_file(run.best.text)  # parsed once already by render()'s to_fit: it cannot fail here
     forecast = "chosen"
     if len(fc.labels) > 1:
         forecast = st.radio("Forecast", list(fc.labels), format_func=fc.labels.get, horizontal=True,
@@ -270,7 +272,6 @@ def best_tab(run: RunRecord, ds: Dataset, fc: Forecasts) -> None:
     if fc.average is not None:
         average_download = (model_average_text(run, ds, test_rmse=fc.average_rmse),
                             f"evocov-model-average-{ds.name}-{run.id}.json")
-    assert run.best is not None
     if forecast == "average" and fc.average is not None:
         show_model_average(fc.average, ds, key="results_average", members=members_table(run),
                            test_rmse=fc.average_rmse, title=fc.labels["average"], average_download=average_download,
@@ -283,25 +284,10 @@ def best_tab(run: RunRecord, ds: Dataset, fc: Forecasts) -> None:
     else:
         show_kernel(fc.best, ds, key="results_best", title="Chosen kernel" if run.selection else
                     "Best kernel (lowest BIC)", download_name=kernel_name, doc=run.best.doc,
-                    model=returned_model(run, ds, fc.best), expand_hyperparameters=True,
-                    average_download=average_download, forecasts=dashed)
-    try:
-        kf = parse_kernel_file(run.best.text)
-    except KernelFileError as exc:  # a store written by hand; the kernel above parsed, so rarely
-        st.error(f"No forecast past the data: the stored kernel file does not parse ({exc}).")
-        return
+                    # as its file forecasts: with the intervals its search calibrated, as the report
+                    model=FittedModel.from_fit(fc.best, ds.norm, ds.n_train, spread=kf.calibration.spread),
+                    expand_hyperparameters=True, average_download=average_download, forecasts=dashed)
     future_section(run, ds, kf)
-
-
-def returned_model(run: RunRecord, ds: Dataset, best: FitResult) -> FittedModel:
-    """The returned kernel as its file forecasts: with the intervals its search calibrated
-    (:mod:`evocov_core.calibration`), as the report and ``predict`` give them."""
-    assert run.best is not None
-    try:
-        spread = parse_kernel_file(run.best.text).calibration.spread
-    except KernelFileError:
-        spread = 1.0
-    return FittedModel.from_fit(best, ds.norm, ds.n_train, spread=spread)
 
 
 def render() -> None:

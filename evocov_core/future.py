@@ -237,7 +237,7 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
     DataError
         Several inputs, a horizon out of range, no regular step.
     """
-    from .search.combine import LONG_POINTS, guard_reason
+    from .search.combine import guard_reason
 
     h = default_horizon(ds) if horizon is None else horizon
     x = future_x(ds, h)
@@ -282,7 +282,7 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
     mean = w @ means
     lo, hi = linear_pool_interval(w, means, sds)
     members = " + ".join(f"{m} {wi:.2f}" for m, wi in used)
-    pts = LONG_POINTS if not comb.refitted else ds.n
+    pts = min(_members_last(kf) or ds.n, ds.n)
     extra = ""
     if guard or comb.guard:
         extra += f" The kernel is left out: {guard or comb.guard}."
@@ -290,7 +290,7 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
         extra += (f" {' and '.join(missing)} had no forecast of these steps: the other members share "
                   f"{'its' if len(missing) == 1 else 'their'} weight.")
     note = (f"The search's forecast of the next {h:,} steps: {members}, with the weights the search chose. The "
-            f"kernel is {kernel_how}; the classical members are fitted on the last {min(pts, ds.n):,} observed "
+            f"kernel is {kernel_how}; the classical members are fitted on the last {pts:,} observed "
             f"points. The 95 % interval is the weighted mixture of the members' predictive normals.{extra}")
     return FutureForecast(x, labels, mean, lo, hi, pred.mean, k_lo, k_hi, tuple(used), conditioned, note)
 
@@ -300,7 +300,12 @@ def future_members_data(kf: KernelFile, ds: Dataset, horizon: int) -> Dataset:
     every observed point of ``ds`` (the last :data:`~evocov_core.search.combine.LONG_POINTS` where the
     search fitted its kernel on a subset) with the ``horizon`` future steps as a test part whose y is
     unknown. A page runs :func:`classical_forecasts` on it in the background."""
-    from .search.combine import LONG_POINTS
+    return _with_future(_observed(ds), future_x(ds, horizon), _members_last(kf))
 
-    last = None if kf.combination.refitted else LONG_POINTS
-    return _with_future(_observed(ds), future_x(ds, horizon), last)
+
+def _members_last(kf: KernelFile) -> int | None:
+    """The last points the classical members see: all (None), or on a long series (its kernel's origin
+    forecasts made with its fitted values) the search's :data:`~evocov_core.search.combine.LONG_POINTS`."""
+    from .search.combine import LONG_POINTS  # the search package imports the model, which this imports
+
+    return None if kf.combination.refitted else LONG_POINTS
