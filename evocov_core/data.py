@@ -483,11 +483,13 @@ def read_table(source: str | Path | IO[bytes] | IO[str] | bytes, *, max_bytes: i
         raise DataError("not a readable CSV file (it looks binary)")
     notes: list[str] = []
     skip = _preamble_lines(text)
+    table = text
     if skip:
+        table = "".join(text.splitlines(keepends=True)[skip:])
         notes.append(f"the first {skip} line(s) start with '#' (or are blank) and were skipped as comments")
-        if not "".join(text.splitlines(keepends=True)[skip:]).strip():
+        if not table.strip():
             raise DataError("the file holds only comment lines (lines that start with '#') and no table")
-    sep = _delimiter("".join(text.splitlines(keepends=True)[skip:skip + 50])[:4096])
+    sep = _delimiter(table[:4096])
     try:
         # skiprows, not slicing, so that pandas' messages keep the file's own line numbers.
         df = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, skiprows=skip)
@@ -528,11 +530,16 @@ _DECIMAL_COMMA = r"[+-]?(\d{1,3}(\.\d{3})+(,\d*)?|\d+(,\d*)?|,\d+)([eE][+-]?\d+)
 
 def _preamble_lines(text: str) -> int:
     """How many leading lines are comments (``#``) or blank, counted only when one is a comment."""
-    k = 0
-    lines = text.splitlines()
-    while k < len(lines) and (not lines[k].strip() or lines[k].lstrip().startswith("#")):
-        k += 1
-    return k if any(line.lstrip().startswith("#") for line in lines[:k]) else 0
+    k, pos, comment = 0, 0, False
+    while pos < len(text):  # line by line from the top: a 100,000-row file is not split to read its head
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        line = text[pos:end].strip()
+        if line and not line.startswith("#"):
+            break
+        comment = comment or bool(line)
+        k, pos = k + 1, end + 1
+    return k if comment else 0
 
 
 def _comma_numbers(col: pd.Series) -> bool:

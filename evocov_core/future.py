@@ -25,18 +25,19 @@ Nothing here is fitted but the classical members; the kernel's numbers are those
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy.special import ndtr, ndtri
+from scipy.special import ndtr
 
 from .classical import DEFAULT_TIME_LIMIT, ClassicalForecasts, classical_forecasts
+from .compare import Z95
 from .data import DataError, Dataset, decimal_years_to_dates
 from .kernel_file import KernelFile
+from .metrics import median_step
 from .model import FittedModel
 from .seasons import infer_seasons
 
@@ -48,16 +49,6 @@ Array = NDArray[np.float64]
 #: The most steps forecast at once. Past a series' own length an extrapolation says little, so the
 #: horizon is also at most the number of observed points.
 MAX_HORIZON = 10_000
-_Z95 = float(ndtri(0.975))
-
-
-def _step(ds: Dataset) -> float:
-    x = np.unique(ds.x[:, 0])
-    steps = np.diff(x)
-    step = float(np.median(steps)) if steps.size else math.nan
-    if not (step > 0 and math.isfinite(step)):
-        raise DataError("the data's x values have no regular step to continue")
-    return step
 
 
 def default_horizon(ds: Dataset) -> int:
@@ -84,7 +75,7 @@ def future_x(ds: Dataset, horizon: int) -> Array:
     Raises
     ------
     DataError
-        Several input columns, a horizon out of range, or no regular step.
+        Several input columns, or a horizon out of range.
     """
     if ds.x.shape[1] != 1:
         raise DataError(f"a forecast past the data needs one input (time); these data have {ds.x.shape[1]}")
@@ -92,7 +83,7 @@ def future_x(ds: Dataset, horizon: int) -> Array:
     if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 1 <= horizon <= top:
         raise DataError(f"the horizon must be a whole number of steps from 1 to {top:,} (at most the "
                         f"{ds.n:,} observed points and {MAX_HORIZON:,}); got {horizon!r}")
-    step = _step(ds)
+    step = median_step(ds.x[:, 0])
     last = float(ds.x[:, 0].max())
     if ds.x_kind == "date" and _monthly(ds):
         months = round(last * 12) + np.arange(1, horizon + 1) * round(step * 12)
@@ -103,7 +94,7 @@ def future_x(ds: Dataset, horizon: int) -> Array:
 def _monthly(ds: Dataset) -> bool:
     """Dates on the exact month-start grid (``year + (month − 1)/12``), stepping whole months."""
     x12 = ds.x[:, 0] * 12
-    return bool(np.allclose(x12, np.round(x12), atol=1e-6)) and _step(ds) * 12 >= 1 - 1e-9
+    return bool(np.allclose(x12, np.round(x12), atol=1e-6)) and median_step(ds.x[:, 0]) * 12 >= 1 - 1e-9
 
 
 def future_labels(ds: Dataset, x: Array) -> pd.Series:
@@ -235,7 +226,7 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
     Raises
     ------
     DataError
-        Several inputs, a horizon out of range, no regular step.
+        Several inputs, or a horizon out of range.
     """
     from .search.combine import guard_reason
 
@@ -245,7 +236,7 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
     model = FittedModel.from_file(kf, fallback_norm=ds.norm)
     pred = model.predict(observed.x, observed.y, x)
     conditioned = int(model.conditioning(observed.x).sum())
-    k_lo, k_hi = pred.mean - _Z95 * pred.std, pred.mean + _Z95 * pred.std
+    k_lo, k_hi = pred.mean - Z95 * pred.std, pred.mean + Z95 * pred.std
     labels = future_labels(ds, x)
     where = (f"conditioned on all {ds.n:,} observed points" if conditioned == ds.n
              else f"conditioned on {conditioned:,} of the {ds.n:,} observed points (the subset its fit used)")
@@ -276,7 +267,7 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
                               f"whose forecasts of these steps failed ({why}); this is the kernel's alone.")
     used = [(m, w / total) for m, w in weights.items() if w > 0]
     means = np.array([pred.mean if m == "kernel" else parts[m].mean for m, _ in used])
-    sds = np.array([pred.std if m == "kernel" else (parts[m].upper - parts[m].lower) / (2 * _Z95)
+    sds = np.array([pred.std if m == "kernel" else (parts[m].upper - parts[m].lower) / (2 * Z95)
                     for m, _ in used])
     w = np.array([wi for _, wi in used])
     mean = w @ means
