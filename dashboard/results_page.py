@@ -64,6 +64,8 @@ class Forecasts:
 def forecasts(run: RunRecord, ds: Dataset, best: FitResult) -> Forecasts:
     """The forecasts of ``run`` on its data, and their labels (a key for each one that exists)."""
     average, problem = run_model_average(run, ds)
+    if average is not None and average.k < 2:
+        average = None  # a mixture of one kernel is the lowest-BIC kernel: not a forecast of its own
     lowest = None
     if run.lowest_bic is not None:
         try:
@@ -73,7 +75,7 @@ def forecasts(run: RunRecord, ds: Dataset, best: FitResult) -> Forecasts:
     chosen_is_lowest = any(r.get("chosen") and r.get("rank") == 1 for r in run.selection)
     labels = {"chosen": "Chosen kernel"}
     if average is not None:
-        labels["average"] = f"Model average ({average.k} kernel{'s' if average.k > 1 else ''})"
+        labels["average"] = f"Model average ({average.k} kernels)"
     differs = run.lowest_bic is not None and not run.lowest_bic.same_model(run.best)
     if lowest is not None and (run.selection or differs):
         labels["lowest"] = "Lowest BIC" + (" (= chosen)" if chosen_is_lowest else "")

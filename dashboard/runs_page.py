@@ -44,14 +44,14 @@ def open_tab(runs: pd.DataFrame, ids: list[str], labels: dict[str, str]) -> None
             st.session_state[EXPLORE_JOB_KEY] = rid
             st.switch_page(PAGE_EXPLORER, query_params={"explore": rid})
     else:
-        a, b, _ = st.columns([1, 1, 2])
+        buttons = st.container(horizontal=True)  # buttons as wide as their labels, side by side
         has_best = isinstance(row["best_kernel"], str)
-        if a.button("Open in Results", type="primary", key="runs_open", icon=":material/emoji_events:",
-                    disabled=not has_best, help=None if has_best else "This run has no kernel yet."):
+        if buttons.button("Open in Results", type="primary", key="runs_open", icon=":material/emoji_events:",
+                          disabled=not has_best, help=None if has_best else "This run has no kernel yet."):
             st.session_state[RESULTS_RUN_KEY] = rid
             st.switch_page(PAGE_RESULTS, query_params={"run": rid})
-        if b.button("Watch on the Search page", key="runs_watch", icon=":material/genetics:",
-                    help="Shows the run's progress and fitness curve."):
+        if buttons.button("Watch on the Search page", key="runs_watch", icon=":material/genetics:",
+                          help="Shows the run's progress and fitness curve."):
             st.session_state[SEARCH_JOB_KEY] = rid
             st.switch_page(PAGE_SEARCH, query_params={"job": rid})
     if isinstance(row.get("error"), str) and row["error"]:
@@ -62,8 +62,12 @@ def open_tab(runs: pd.DataFrame, ids: list[str], labels: dict[str, str]) -> None
 def compare_tab(runs: pd.DataFrame, ids: list[str], labels: dict[str, str]) -> None:
     """Best BIC against generation, one line per chosen search."""
     searches = [i for i in ids if runs.loc[runs["id"] == i, "kind"].iloc[0] == "search"]
-    chosen = st.multiselect("Runs to compare", searches, default=searches[:2], format_func=labels.get,
-                            key="runs_compare", help="Best BIC so far against generation, one line per run.")
+    # BIC is comparable on the same data only: preselect the newest search and the next on its data.
+    data_of = dict(zip(runs["id"], runs["dataset_name"], strict=True))
+    default = [i for i in searches if searches and data_of.get(i) == data_of.get(searches[0])][:2]
+    chosen = st.multiselect("Runs to compare", searches, default=default, format_func=labels.get,
+                            key="runs_compare", help="Best BIC so far against generation, one line per run. "
+                            "BICs of runs on different data are not comparable.")
     if chosen:
         short = {r.id: f"{algorithm_label(r.algorithm)} · {r.dataset_name} · seed {r.seed} ({r.id})"
                  for r in runs.itertuples(index=False)}

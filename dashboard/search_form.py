@@ -9,6 +9,7 @@ widget: :func:`evocov_core.search.config.with_derived` fills it in.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
@@ -38,8 +39,9 @@ def apply_preset() -> None:
         st.session_state[key(f)] = list(v) if SETTINGS[f][0] is tuple else v
 
 
-def restore_settings() -> None:
-    """Restore the settings after a page switch, or start from the quick EvoCov preset."""
+def restore_settings(run_settings: Mapping[str, Any] | None = None, run_seed: int | None = None) -> None:
+    """Restore the settings after a page switch; in a new session (a reload) watching a search,
+    show that search's settings; else start from the quick EvoCov preset."""
     if key("algorithm") in st.session_state:
         return
     saved = st.session_state.get(SAVED)
@@ -47,11 +49,34 @@ def restore_settings() -> None:
         for k, v in saved.items():
             st.session_state[k] = v
         return
+    if run_settings and run_settings.get("algorithm") in ALGORITHMS:
+        _settings_of_run(run_settings, run_seed)
+        return
     st.session_state[key("algorithm")] = "evocov"
     st.session_state[key("preset")] = "quick"
     st.session_state[key("seed")] = 0
     st.session_state[key("workers")] = CPUS
     apply_preset()
+
+
+def _settings_of_run(settings: Mapping[str, Any], seed: int | None) -> None:
+    """The widgets set to a recorded run's settings, under the preset they differ least from (the
+    run records its settings, not the preset it started from)."""
+    algo = str(settings["algorithm"])
+
+    def differences(name: str) -> int:
+        cfg = preset(name, algo).to_dict()
+        return sum(cfg[f] != settings.get(f, cfg[f]) for f in FIELDS)
+
+    name = min(PRESETS, key=differences)
+    st.session_state[key("algorithm")] = algo
+    st.session_state[key("preset")] = name
+    st.session_state[key("seed")] = int(seed or 0)
+    st.session_state[key("workers")] = CPUS
+    base = preset(name, algo)
+    for f in FIELDS:
+        v = settings.get(f, getattr(base, f))
+        st.session_state[key(f)] = list(v) if SETTINGS[f][0] is tuple else v
 
 
 def setting_widget(name: str, algo: str, where: Any) -> None:
@@ -170,9 +195,11 @@ def config_from_widgets(algo: str) -> SearchConfig:
     return preset(st.session_state[key("preset")], algo, **with_derived(values))
 
 
-def settings_form() -> tuple[SearchConfig | None, int, int]:
-    """Every widget of the form; returns ``(config or None when invalid, seed, workers)``."""
-    restore_settings()
+def settings_form(run_settings: Mapping[str, Any] | None = None,
+                  run_seed: int | None = None) -> tuple[SearchConfig | None, int, int]:
+    """Every widget of the form; returns ``(config or None when invalid, seed, workers)``.
+    ``run_settings``, ``run_seed``: the watched search's, shown when the session has no settings yet."""
+    restore_settings(run_settings, run_seed)
     algo = algorithm_and_preset()
     setting_groups(algo)
     save_settings()

@@ -177,12 +177,12 @@ def start_button(config: SearchConfig | None, seed: int, workers: int, ds: Datas
 def next_steps(job_id: str) -> None:
     """Open in Results, or set up a new search (the way on comes before the slow charts)."""
     run = get_run(job_id)
-    c1, c2, _ = st.columns([1, 1, 2])
-    if run is not None and run.best is not None and c1.button(
+    row = st.container(horizontal=True)  # buttons as wide as their labels, side by side
+    if run is not None and run.best is not None and row.button(
             "Open in Results", type="primary", key="search_open_results", icon=":material/emoji_events:"):
         st.session_state[RESULTS_RUN_KEY] = job_id
         st.switch_page(PAGE_RESULTS, query_params={"run": job_id})
-    if c2.button("New search", key="search_new", help="Stop watching this run and set up another."):
+    if row.button("New search", key="search_new", help="Stop watching this run and set up another."):
         st.session_state.pop(SEARCH_JOB_KEY, None)
         st.query_params.pop("job", None)
         st.rerun()
@@ -241,7 +241,10 @@ def render() -> None:
     settings_col, run_col = st.columns([2, 3], gap="large")
     with settings_col:
         st.subheader("Settings")
-        config, seed, workers = settings_form()
+        # After a reload the session is new: the form shows the watched search's settings.
+        watched = get_run(job_id) if job_id else None
+        watched = watched if watched is not None and watched.kind == "search" else None
+        config, seed, workers = settings_form(watched.settings if watched else None, watched.seed if watched else None)
         start_button(config, seed, workers, ds, job_active)
     with run_col:
         st.subheader("Run")

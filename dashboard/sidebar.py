@@ -9,6 +9,7 @@ from dashboard.format import STATUS_ICONS, algorithm_label, poll_every
 from dashboard.runs import get_run, manager, store_problem
 from dashboard.state import (
     EXPLORE_JOB_KEY,
+    FAVICON,
     PAGE_EXPLORER,
     PAGE_SEARCH,
     PAGES,
@@ -16,12 +17,13 @@ from dashboard.state import (
     SEARCH_JOB_KEY,
     SOURCE_KEY,
 )
+from evocov_core.jobs import Job, JobSnapshot
 from evocov_core.search import RunStatus
 
 
 def page_setup(title: str) -> None:
     """Call first on every page: browser title, wide layout, and the shared sidebar."""
-    st.set_page_config(page_title=f"{title} · EvoCov", page_icon=":material/genetics:", layout="wide")
+    st.set_page_config(page_title=f"{title} · EvoCov", page_icon=FAVICON, layout="wide")
     problem = store_problem()
     if problem is not None:  # every page reads or writes runs: say why once, instead of a traceback
         st.error(problem, icon=":material/database:")
@@ -50,6 +52,16 @@ def sync_query_params() -> None:
             _adopt_run_dataset(value)
 
 
+def _progress_words(job: Job, snap: JobSnapshot) -> str:
+    """"generation 10 · 42 s left" for a timed search (its generation count is only a cap), else
+    "generation 10/100"."""
+    unit = "batch" if snap.kind == "explore" else "generation"
+    budget = float(job.spec.config.time_budget or 0) if snap.kind == "search" else 0.0
+    if budget > 0:
+        return f"{unit} {snap.generation} · {max(0.0, budget - snap.elapsed):.0f} s left"
+    return f"{unit} {snap.generation}/{snap.total_generations or '?'}"
+
+
 def _job_lines(job_id: str, page: str, param: str, what: str) -> bool:
     """Sidebar lines for one job; returns whether it is still going."""
     job = manager().get(job_id)
@@ -60,8 +72,7 @@ def _job_lines(job_id: str, page: str, param: str, what: str) -> bool:
     if snap.status == RunStatus.QUEUED:
         st.caption(f"{algorithm_label(snap.algorithm)} · queued, position {snap.queue_position}")
     elif snap.status == RunStatus.RUNNING:
-        unit = "batch" if snap.kind == "explore" else "generation"
-        st.caption(f"{algorithm_label(snap.algorithm)} · {unit} {snap.generation}/{snap.total_generations or '?'}")
+        st.caption(f"{algorithm_label(snap.algorithm)} · {_progress_words(job, snap)}")
     else:
         st.caption(f"{algorithm_label(snap.algorithm)} · {snap.status}")
     st.page_link(page, label=f"Run {job_id}", icon=STATUS_ICONS.get(snap.status), query_params={param: job_id})

@@ -11,6 +11,10 @@ PAGE_RESULTS = "pages/3_results.py"
 PAGE_EXPLORER = "pages/4_explorer.py"
 PAGE_RUNS = "pages/5_runs.py"
 
+#: The browser tab's icon. An emoji, which Streamlit draws as an inline SVG: a Material icon would be
+#: fetched from fonts.gstatic.com, which an offline machine cannot reach.
+FAVICON = "🧬"
+
 #: The pages in sidebar order: script, label, icon. Streamlit's own multipage mode serves every
 #: script in ``pages/`` at ``/<name without its number>`` (``/data``, ``/search``...); its
 #: automatic sidebar list is off (``client.showSidebarNavigation`` in .streamlit/config.toml)

@@ -175,7 +175,12 @@ def show_kernel(
         with st.expander("Hyperparameters", expanded=expand_hyperparameters):
             try:
                 table = hyperparameter_table(k, model.theta, model.log_noise, model.norm)
-                st.dataframe(table, hide_index=True, width="stretch")
+                # Narrow numbers, so that the sentence in data units is not cut off in a half-page column.
+                st.dataframe(table, hide_index=True, width="stretch", column_config={
+                    "hyperparameter": st.column_config.TextColumn(width="small"),
+                    "value": st.column_config.NumberColumn(format="%.4g", width="small"),
+                    "log value": st.column_config.NumberColumn(format="%.3f", width="small"),
+                    "in data units": st.column_config.TextColumn(width="large")})
             except Exception as exc:
                 st.caption(f"Hyperparameter table unavailable: {exc}")
     with right:

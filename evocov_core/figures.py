@@ -36,6 +36,7 @@ __all__ = [
     "fitness_compare_figure",
     "fitness_data",
     "fitness_figure",
+    "forecast_window",
     "future_figure",
     "hyperparameter_table",
     "minmax_indices",
@@ -352,6 +353,10 @@ _KIND_COLORS = {"nestable": "#1f77b4", "not_nestable": "#ff7f0e", "slot": "#2ca0
                 "argument": "#8c564b"}
 
 
+#: Leaves a tree chart holds at full label size (11 px labels on a dashboard column).
+_TREE_LEAVES = 14
+
+
 def tree_figure(kernel: Kernel, theta: Sequence[float] | None = None, title: str | None = None) -> go.Figure:
     nodes, edges = tree_layout(kernel, theta)
     ex, ey = [], []
@@ -361,12 +366,14 @@ def tree_figure(kernel: Kernel, theta: Sequence[float] | None = None, title: str
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#bbb", width=1), hoverinfo="skip",
                              showlegend=False))
+    # A wide tree on the same chart width: smaller labels, so that neighbouring leaves do not overlap.
+    scale = min(1.0, _TREE_LEAVES / max(1, int((~nodes.id.isin(edges.parent)).sum())))
     for kind, d in nodes.groupby("kind"):
         fig.add_trace(go.Scatter(x=d.x, y=d.y, mode="markers+text", text=d.label, textposition="middle center",
                                  hovertext=d.hover, hoverinfo="text", name=kind.replace("_", " "),
-                                 marker=dict(size=28, color=_KIND_COLORS.get(kind, "#777"), opacity=0.25,
-                                             line=dict(width=1, color=_KIND_COLORS.get(kind, "#777"))),
-                                 textfont=dict(size=11)))
+                                 marker=dict(size=max(12, round(28 * scale)), color=_KIND_COLORS.get(kind, "#777"),
+                                             opacity=0.25, line=dict(width=1, color=_KIND_COLORS.get(kind, "#777"))),
+                                 textfont=dict(size=max(7, round(11 * scale)))))
     height = max(260, 70 * (int(nodes.depth.max()) + 1))
     # The legend goes under the tree: above it, it ran into the title (issue 13).
     fig.update_layout(title=title, height=height + 40, xaxis=dict(visible=False), yaxis=dict(visible=False),
@@ -535,10 +542,11 @@ def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = No
                 continue
             fig.add_trace(_scatter(len(d), x=d.x, y=d["mean"], mode="lines", name=f"{name} (classical)",
                                    line=dict(color=color, width=1.5, dash="dash")))
+    window = forecast_window(ds)
     for part in ("train", "test"):
         d = pts[pts.part == part]
         if len(d):
-            dd = d.iloc[minmax_indices(d.y.to_numpy(), max_points)]
+            dd = _thinned(d, window, max_points)
             name = part if len(dd) == len(d) else f"{part} ({len(dd):,} of {len(d):,} drawn)"
             fig.add_trace(_scatter(len(dd), x=dd.x, y=dd.y, mode="markers", name=name,
                                    marker=dict(size=4 if part == "train" else 6, color=_COLORS[part])))
@@ -548,7 +556,44 @@ def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = No
     # The band's fill would make Plotly list the legend backwards; keep the order of the traces.
     fig.update_layout(title=title, xaxis_title=ds.x_label, yaxis_title=ds.y_label, height=420,
                       margin=dict(l=10, r=10, t=40 if title else 10, b=10), legend={**_LEGEND, "traceorder": "normal"})
+    if window is not None:  # open on the forecast; the modebar's autoscale shows the whole history
+        lo, hi = window
+        shown = np.concatenate([pts.y[pts.x_value >= lo].to_numpy(),
+                                pred.lower[pred.x_value >= lo].to_numpy(), pred.upper[pred.x_value >= lo].to_numpy()])
+        shown = shown[np.isfinite(shown)]
+        xr = _display_x(ds, np.array([lo, hi]))
+        fig.update_xaxes(range=list(xr.iloc[:2]) if isinstance(xr, pd.Series) else [lo, hi])
+        if shown.size:  # y too: Plotly would scale it to the whole history
+            pad = 0.05 * (float(shown.max() - shown.min()) or 1.0)
+            fig.update_yaxes(range=[float(shown.min()) - pad, float(shown.max()) + pad])
     return fig
+
+
+def forecast_window(ds: Dataset) -> tuple[float, float] | None:
+    """The x range a long series' forecast chart opens on, or None to show all of it.
+
+    A series of more than :data:`DETAIL_POINTS` points whose test part would be a sliver of the
+    chart: as many training points before the split as the test part has (at least
+    ``DETAIL_POINTS // 2``), then the test part. The band is drawn densely there
+    (:func:`extrapolation_grid`).
+    """
+    if ds.n <= DETAIL_POINTS or not ds.n_test:
+        return None
+    x = ds.x[:, 0]
+    split = int(np.searchsorted(x, split_value(ds), side="right"))
+    start = max(0, split - max(ds.n_test, DETAIL_POINTS // 2))
+    return float(x[start]), float(x.max())
+
+
+def _thinned(d: pd.DataFrame, window: tuple[float, float] | None, max_points: int) -> pd.DataFrame:
+    """Rows of ``d`` (``x_value``, ``y``) to draw: :func:`minmax_indices` over all of them, or with
+    a window, up to ``max_points`` inside it and a quarter of that before it (the zoomed-out view)."""
+    if window is None:
+        return d.iloc[minmax_indices(d.y.to_numpy(), max_points)]
+    inside = d[d.x_value >= window[0]]
+    before = d[d.x_value < window[0]]
+    return pd.concat([before.iloc[minmax_indices(before.y.to_numpy(), max(4, max_points // 4))],
+                      inside.iloc[minmax_indices(inside.y.to_numpy(), max_points)]])
 
 
 # --- model choice and model average -------------------------------------------------------------

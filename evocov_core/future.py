@@ -4,8 +4,9 @@ A search is judged on its test part; a forecaster then wants the next ``h`` step
 the data. Here:
 
 * **The steps** continue the data's median spacing from the last observed x
-  (:func:`future_x`): the next 12 months of a monthly series, the next 48 half-hours. For dates
-  on the exact monthly grid the labels are month starts (:func:`future_labels`).
+  (:func:`future_x`): the next 12 months of a monthly series, the next 48 half-hours, the next trading
+  days (weekdays) of a business-day series. For dates on the exact monthly grid the labels are
+  month starts (:func:`future_labels`).
 * **The kernel** keeps the hyperparameters it was fitted with (on the training part) and is
   conditioned on every observed point, training and test (on a long series, on the subset its
   fit used: :meth:`evocov_core.model.FittedModel.conditioning`). Its 95 % interval is the
@@ -35,7 +36,7 @@ from scipy.special import ndtr
 
 from .classical import DEFAULT_TIME_LIMIT, ClassicalForecasts, classical_forecasts
 from .compare import Z95
-from .data import DataError, Dataset, decimal_years_to_dates
+from .data import DataError, Dataset, days_to_decimal_years, decimal_years_to_dates
 from .kernel_file import KernelFile
 from .metrics import median_step
 from .model import FittedModel
@@ -58,7 +59,8 @@ def default_horizon(ds: Dataset) -> int:
 
 
 def future_x(ds: Dataset, horizon: int) -> Array:
-    """The ``horizon`` x values after the last observation, at the data's median step.
+    """The ``horizon`` x values after the last observation, at the data's median step (whole
+    months on the monthly grid; the next weekdays for data on business days).
 
     Parameters
     ----------
@@ -88,7 +90,21 @@ def future_x(ds: Dataset, horizon: int) -> Array:
     if ds.x_kind == "date" and _monthly(ds):
         months = round(last * 12) + np.arange(1, horizon + 1) * round(step * 12)
         return months / 12.0  # the exact grid dates_to_decimal_years writes for month starts
+    if ds.x_kind == "date" and _business_daily(ds):
+        # Trading and working days: the next weekdays, not Saturdays and Sundays the data never have.
+        last_day = decimal_years_to_dates([last])[0].round("D")
+        return days_to_decimal_years(pd.bdate_range(last_day + pd.Timedelta(days=1), periods=horizon))
     return last + step * np.arange(1, horizon + 1, dtype=np.float64)
+
+
+def _business_daily(ds: Dataset) -> bool:
+    """Daily dates at midnight, none on a Saturday or Sunday, with weekends skipped: stock prices,
+    exchange rates, working-day counts."""
+    days = decimal_years_to_dates(ds.x[:, 0]).round("s")
+    if ds.n < 10 or abs(median_step(ds.x[:, 0]) * 365.2425 - 1) > 1e-3 or (days != days.normalize()).any():
+        return False
+    gaps = np.diff(days.asi8) // 86_400_000_000_000
+    return bool((days.dayofweek < 5).all() and (gaps == 3).any())
 
 
 def _monthly(ds: Dataset) -> bool:

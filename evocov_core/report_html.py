@@ -177,6 +177,9 @@ def forecast_table_html(comparison: Comparison, ds: Dataset) -> str:
     esc = html.escape
     t = comparison.table
     shown = t[list(_FORECAST_HEADERS)].rename(columns=_FORECAST_HEADERS)
+    # A share, as the Results page writes it ("93 %"); the JSON below keeps the fraction.
+    shown["95 % coverage"] = [f"{v:.0%}" if isinstance(v, float) and math.isfinite(v) else None
+                              for v in t["coverage_95"]]
     body = shown.to_html(index=False, border=0, classes="hp forecasts", na_rep="–",
                          float_format=lambda v: f"{v:.4g}")
     for method in t.loc[t["best"], "method"]:  # bold the best row's name

@@ -78,7 +78,7 @@ def csv_bytes(n: int = 60, *, header: str = "t,value", shuffle: bool = False, du
     return (header + "\n" + "\n".join(rows) + "\n").encode()
 
 
-def tiny_search(data_dir: Path, algorithm: str = "gpss", ds=None) -> str:
+def tiny_search(data_dir: Path, algorithm: str = "gpss", ds=None, seed: int = 0) -> str:
     """A finished run in the store, made synchronously with the core (GPSS, one level, serial), on
     ``ds`` (default: the bundled Airline series)."""
     from evocov_core.data import load_bundled
@@ -89,7 +89,7 @@ def tiny_search(data_dir: Path, algorithm: str = "gpss", ds=None) -> str:
     ds = ds if ds is not None else load_bundled("airline")
     cfg = preset("quick", "gpss", generations=1, n_restarts=1, max_evals=20)
     jm = JobManager(RunStore(data_dir), max_concurrent=1)
-    jid = jm.submit(JobSpec("search", ds, cfg, seed=0, workers=1, label="test run"))
+    jid = jm.submit(JobSpec("search", ds, cfg, seed=seed, workers=1, label="test run"))
     job = jm.get(jid)
     assert job.wait(120), "the tiny search did not finish"
     snap = job.snapshot()
@@ -186,6 +186,27 @@ def test_the_search_page_describes_a_watched_run_in_its_own_data(data_dir, no_ba
     no_exception(at)
     rmse = next(m for m in at.metric if m.label == "Test RMSE")
     assert "passengers" in rmse.help and "co2" not in rmse.help.lower(), rmse.help
+
+
+def test_a_reload_watching_a_search_shows_that_search_s_settings(data_dir, no_background_fits):
+    """A new session (a reload) on ``?job=`` shows the settings the run was started with, not the
+    form's defaults; a session that already has settings keeps its own."""
+    jid = tiny_search(data_dir, seed=7)
+    at = app()
+    at.query_params["job"] = jid
+    at.run()
+    at.switch_page("pages/2_search.py").run()
+    no_exception(at)
+    assert at.selectbox(key="s_algorithm").value == "gpss"
+    assert at.selectbox(key="s_preset").value == "quick"
+    assert at.number_input(key="s_seed").value == 7
+    assert at.number_input(key="s_generations").value == 1  # the run's, not the preset's
+    mine = search_page()
+    mine.selectbox(key="s_algorithm").set_value("random").run()
+    mine.query_params["job"] = jid
+    mine.switch_page("pages/1_data.py").run()
+    mine.switch_page("pages/2_search.py").run()
+    assert mine.selectbox(key="s_algorithm").value == "random"
 
 
 def test_the_search_page_given_an_exploration_says_so_instead_of_showing_it_as_a_search(data_dir):
@@ -871,6 +892,19 @@ def test_explorer_other_sources_render():
         assert at.button(key="ex_start").disabled  # no fitted base yet
 
 
+def test_runs_page_compare_preselects_runs_on_the_same_data(data_dir):
+    from evocov_core.data import load_bundled
+
+    first = tiny_search(data_dir)
+    tiny_search(data_dir, ds=load_bundled("a10"))
+    newest = tiny_search(data_dir)
+    at = app().run()
+    at.switch_page("pages/5_runs.py").run()
+    no_exception(at)
+    # BICs on different data are not comparable: the a10 run in between is not preselected.
+    assert at.multiselect(key="runs_compare").value == [newest, first]
+
+
 def test_runs_page_compare_export_delete(data_dir):
     jid = tiny_search(data_dir)
     at = app().run()
@@ -1230,3 +1264,22 @@ def test_the_choice_is_described_by_the_rule_the_run_used():
     doc["approximation"] = plan_subset(20_000, 2000).to_dict()
     long = SimpleNamespace(best=SimpleNamespace(text=dump_kernel_file(doc)), settings=settings)
     assert choice_rule(long) == "origins_density"
+
+
+def test_the_sidebar_gives_a_timed_search_its_time_left_not_its_generation_cap():
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from dashboard.sidebar import _progress_words
+    from evocov_core.jobs import JobSnapshot
+    from evocov_core.search import RunStatus, preset
+
+    snap = JobSnapshot(id="r1", kind="search", status=RunStatus.RUNNING, label="", algorithm="evocov",
+                       generation=10, total_generations=100_000, elapsed=17.6, n_evaluations=0,
+                       evals_per_second=0.0, restarts=0, best=None, history=(), n_records=0, queue_position=0,
+                       error="")
+    timed = SimpleNamespace(spec=SimpleNamespace(config=preset("quick")))
+    assert _progress_words(timed, snap) == "generation 10 · 42 s left"
+    fixed = SimpleNamespace(spec=SimpleNamespace(config=preset("quick-fixed")))
+    assert _progress_words(fixed, replace(snap, total_generations=preset("quick-fixed").generations)) == (
+        f"generation 10/{preset('quick-fixed').generations}")

@@ -246,9 +246,17 @@ def test_fresh_server_deep_link_uses_the_page_list(server, browser):
 def test_entry_page_opens_data_without_a_flash_of_files(server, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.add_init_script(_WATCH_NAV)
+    requested: list[str] = []
+    page.on("request", lambda r: requested.append(r.url))
     page.goto(server["url"])
     _wait_app(page, "Data")
     page.wait_for_url("**/data")
+    # Offline machines: nothing is fetched from another host (the tab's icon is an inline SVG,
+    # not a Material icon from fonts.gstatic.com).
+    here = server["url"].split("//", 1)[1].split("/", 1)[0]
+    away = [u for u in requested if not u.startswith("data:") and u.split("//", 1)[-1].split("/", 1)[0] != here]
+    assert not away, away
+    expect(page.locator("link[rel='shortcut icon']")).to_have_attribute("href", re.compile(r"^data:image/svg"))
     expect(page.locator('[data-testid="stSidebar"]')).to_contain_text("airline")
     assert not page.evaluate("window.__evocovNavSeen")
     # The sidebar's links go to the pages at their own URLs.

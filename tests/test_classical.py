@@ -356,6 +356,9 @@ def test_the_airline_report_holds_the_classical_rows(airline_se: Path) -> None:
     assert rows["MSTL"]["status"] == "skipped" and rows["MSTL"]["test_rmse"] is None
     table = re.search(r'<table[^>]*class="[^"]*forecasts[^"]*".*?</table>', text, re.S).group(0)
     assert table.split("<tbody>")[1].count("<tr>") == 7 and "95 % coverage" in table and "(best)" in table
+    # Coverage reads as on the Results page: a percentage.
+    cover = f"{rows['AutoETS']['coverage_95']:.0%}"
+    assert re.search(rf"<td>AutoETS</td>\s*<td>classical</td>\s*<td>[^<]+</td>\s*<td>{cover}</td>", table), table
     # Drawn dashed in the forecast figure, one legend entry each; the report's other parts are kept.
     for name in ("SeasonalNaive", "AutoETS", "AutoARIMA", "AutoTheta"):
         assert f'"name":"{name} (classical)"' in text

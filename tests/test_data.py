@@ -333,6 +333,7 @@ def test_load_bundled_airline():
     assert ds.x[0, 0] == 1949.0 and ds.x[-1, 0] == pytest.approx(1960 + 11 / 12)
     np.testing.assert_allclose(np.diff(ds.x[:, 0]), 1 / 12, rtol=1e-9)
     assert (ds.n_train, ds.n_test) == (129, 15)
+    assert ds.y_label == "passengers (thousands)"  # the catalog's units, not the bare column name
     with pytest.raises(DataError, match="no bundled dataset"):
         load_bundled("nope")
 
@@ -348,6 +349,7 @@ def test_every_bundled_dataset_loads():
         assert np.all(np.diff(ds.x[:, 0]) > 0)
         assert ds.notes == (), (entry["name"], ds.notes)
         assert np.all(np.isfinite(ds.y))
+        assert ds.y_label == entry["y_label"], entry["name"]
 
 
 # --- normalisation ------------------------------------------------------------------------------------

@@ -225,6 +225,12 @@ def test_tree_figure_traces():
     assert fig.layout.height == max(260, 70 * (int(nodes.depth.max()) + 1)) + 40
     # The legend sits under the tree, clear of the title above it (issue 13).
     assert fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top" and fig.layout.margin.b >= 40
+    assert {t.textfont.size for t in fig.data[1:]} == {11}
+    # A tree with many leaves draws smaller labels, so that neighbours do not overlap.
+    wide = compose(["+", ["*", "SE", "PER"], ["*", "RQ", "LIN"], ["*", "SE", "PER"], "RQ"])
+    n_leaves = int((~tree_layout(wide)[0].id.isin(tree_layout(wide)[1].parent)).sum())
+    sizes = {t.textfont.size for t in tree_figure(wide).data[1:]}
+    assert n_leaves > 14 and max(sizes) < 11 and min(sizes) >= 7
 
 
 # --- fitness curves ---------------------------------------------------------------------------------------
@@ -365,6 +371,34 @@ def test_long_series_are_drawn_thinned_with_webgl() -> None:
     assert len(fig.data[0].x) <= MAX_DRAWN and "27,000" in fig.data[0].name and "drawn" in fig.data[0].name
     assert max(fig.data[0].y) == big.y_train.max() and min(fig.data[0].y) == big.y_train.min()
     assert len(minmax_indices(big.y, 10)) <= 10
+
+
+def test_a_long_series_forecast_chart_opens_on_its_test_part(ds, model) -> None:
+    from evocov_core.figures import _display_x, extrapolation_grid, forecast_window
+
+    big = _long_dataset()  # 27,000 training points, 3,000 test points
+    grid = extrapolation_grid(big, 400)
+    mean = np.interp(grid, big.x[:, 0], big.y)
+    pred = pd.DataFrame({"x": _display_x(big, grid), "x_value": grid, "mean": mean, "lower": mean - 1,
+                         "upper": mean + 1, "std": np.ones_like(mean)})
+    fig = extrapolation_figure(pred, big)
+    lo, hi = forecast_window(big)
+    x = big.x[:, 0]
+    assert hi == x.max() and np.sum((x >= lo) & big.train) == big.n_test  # as much history as forecast
+    assert [pd.Timestamp(v) for v in fig.layout.xaxis.range] == list(_display_x(big, np.array([lo, hi])))
+    train = next(t for t in fig.data if (t.name or "").startswith("train"))
+    # Inside the window every training point is drawn; before it the history is thinned.
+    drawn = pd.Series(pd.to_datetime(train.x))
+    inside = _display_x(big, x[(x >= lo) & big.train])
+    assert set(inside) <= set(drawn) and len(drawn) < big.n_train
+    y_lo, y_hi = fig.layout.yaxis.range
+    window_y = big.y[x >= lo]
+    assert y_lo < window_y.min() - 0.5 and y_hi > window_y.max() + 0.5  # the band fits...
+    assert y_lo > big.y.min() + 2  # ...and the y axis is not scaled to the whole history's trend
+    # A short series is shown whole.
+    assert forecast_window(ds) is None
+    small = extrapolation_figure(extrapolation_data(model, ds, n_grid=20), ds)
+    assert small.layout.xaxis.range is None and small.layout.yaxis.range is None
 
 
 def test_the_extrapolation_of_a_long_series_predicts_at_a_bounded_number_of_points() -> None:

@@ -74,6 +74,22 @@ def test_the_steps_continue_the_data_and_read_as_month_starts(sales):
     assert default_horizon(sales) == sales.n_test
 
 
+def test_business_day_data_continue_on_weekdays_and_daily_data_on_every_day():
+    # 2024-01-05 is a Friday: the next steps of a trading-day series are Monday to Friday.
+    bdays = pd.Series(pd.bdate_range("2023-11-01", "2024-01-05"))
+    stocks = Dataset.from_arrays(dates_to_decimal_years(bdays), np.arange(len(bdays), dtype=float), x_kind="date")
+    labels = list(future_labels(stocks, future_x(stocks, 6)))
+    assert labels == ["2024-01-08", "2024-01-09", "2024-01-10", "2024-01-11", "2024-01-12", "2024-01-15"]
+    # A daily series whose weekends are present keeps them (as does one without any 3-day gap).
+    every = pd.Series(pd.date_range("2023-11-01", "2024-01-05", freq="D"))
+    daily = Dataset.from_arrays(dates_to_decimal_years(every), np.arange(len(every), dtype=float), x_kind="date")
+    assert list(future_labels(daily, future_x(daily, 2))) == ["2024-01-06", "2024-01-07"]
+    # Hours on weekdays only are not business days: they step by the hour.
+    hours = pd.Series(pd.date_range("2024-01-01", periods=48, freq="h"))
+    hourly = Dataset.from_arrays(dates_to_decimal_years(hours), np.arange(48.0), x_kind="date")
+    assert future_labels(hourly, future_x(hourly, 1)).iloc[0] == "2024-01-03"
+
+
 @pytest.mark.parametrize("horizon", [0, -1, 73, 2.5, True])
 def test_a_horizon_out_of_range_is_refused(sales, horizon):
     with pytest.raises(DataError, match="horizon must be a whole number of steps from 1 to 72"):
