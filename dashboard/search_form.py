@@ -9,7 +9,7 @@ widget: :func:`evocov_core.search.config.with_derived` fills it in.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import streamlit as st
@@ -39,9 +39,13 @@ def apply_preset() -> None:
         st.session_state[key(f)] = list(v) if SETTINGS[f][0] is tuple else v
 
 
-def restore_settings(run_settings: Mapping[str, Any] | None = None, run_seed: int | None = None) -> None:
+#: ``() -> (settings, seed)`` of the search a page watches, or None: called only when needed.
+RunSettings = Callable[[], tuple[Mapping[str, Any], int | None] | None]
+
+
+def restore_settings(watched: RunSettings | None = None) -> None:
     """Restore the settings after a page switch; in a new session (a reload) watching a search,
-    show that search's settings; else start from the quick EvoCov preset."""
+    show that search's settings (``watched``); else start from the quick EvoCov preset."""
     if key("algorithm") in st.session_state:
         return
     saved = st.session_state.get(SAVED)
@@ -49,8 +53,9 @@ def restore_settings(run_settings: Mapping[str, Any] | None = None, run_seed: in
         for k, v in saved.items():
             st.session_state[k] = v
         return
-    if run_settings and run_settings.get("algorithm") in ALGORITHMS:
-        _settings_of_run(run_settings, run_seed)
+    found = watched() if watched is not None else None
+    if found is not None and found[0].get("algorithm") in ALGORITHMS:
+        _settings_of_run(*found)
         return
     st.session_state[key("algorithm")] = "evocov"
     st.session_state[key("preset")] = "quick"
@@ -195,11 +200,10 @@ def config_from_widgets(algo: str) -> SearchConfig:
     return preset(st.session_state[key("preset")], algo, **with_derived(values))
 
 
-def settings_form(run_settings: Mapping[str, Any] | None = None,
-                  run_seed: int | None = None) -> tuple[SearchConfig | None, int, int]:
+def settings_form(watched: RunSettings | None = None) -> tuple[SearchConfig | None, int, int]:
     """Every widget of the form; returns ``(config or None when invalid, seed, workers)``.
-    ``run_settings``, ``run_seed``: the watched search's, shown when the session has no settings yet."""
-    restore_settings(run_settings, run_seed)
+    ``watched``: the watched search's settings, shown when the session has none yet."""
+    restore_settings(watched)
     algo = algorithm_and_preset()
     setting_groups(algo)
     save_settings()

@@ -83,6 +83,15 @@ def run_kind_and_data(run_id: str) -> tuple[str | None, Dataset | None]:
     return (run.kind, run.dataset) if run is not None else (None, None)
 
 
+def run_settings(run_id: str) -> tuple[dict, int | None] | None:
+    """A search's settings and seed, from its job or else the store; None for anything else."""
+    job = manager().get(run_id)
+    if job is not None:
+        return (job.spec.config.to_dict(), job.spec.seed) if job.spec.kind == "search" else None
+    run = get_run(run_id)
+    return (dict(run.settings), run.seed) if run is not None and run.kind == "search" else None
+
+
 def status_panel(run_id: str, s: RunState) -> None:
     """Status, progress bar and counters of a run."""
     with st.container(key="search_status"):
@@ -242,9 +251,7 @@ def render() -> None:
     with settings_col:
         st.subheader("Settings")
         # After a reload the session is new: the form shows the watched search's settings.
-        watched = get_run(job_id) if job_id else None
-        watched = watched if watched is not None and watched.kind == "search" else None
-        config, seed, workers = settings_form(watched.settings if watched else None, watched.seed if watched else None)
+        config, seed, workers = settings_form((lambda: run_settings(job_id)) if job_id else None)
         start_button(config, seed, workers, ds, job_active)
     with run_col:
         st.subheader("Run")
