@@ -25,7 +25,6 @@ import math
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.signal import find_peaks, lombscargle
 
 __all__ = ["LOMB_SCARGLE_MAX", "periodogram_peaks"]
 
@@ -72,6 +71,10 @@ def periodogram_peaks(x: NDArray[np.float64], y: NDArray[np.float64], *, n_peaks
         return np.empty(0), np.empty(0)
     if x.size > LOMB_SCARGLE_MAX:
         return _fft_peaks(x, resid, h, n_peaks, oversample)
+    # scipy.signal is imported here, not with the module: it takes 0.85 s, which every worker
+    # process of a search paid at its start (they unpickle the data and never compute a spectrum).
+    from scipy.signal import lombscargle
+
     # Same values as one call (each frequency is independent), in bounded memory.
     power = np.concatenate([lombscargle(x, resid, grid[i:i + _CHUNK]) for i in range(0, grid.size, _CHUNK)])
     interior = (power[1:-1] > power[:-2]) & (power[1:-1] >= power[2:])
@@ -106,6 +109,8 @@ def _fft_peaks(x: NDArray[np.float64], resid: NDArray[np.float64], h: float, n_p
     span = h * (m - 1)
     # Skip periods longer than twice the span (the trend's leakage) and the zero frequency.
     lo = int(np.searchsorted(omega, 2.0 * math.pi / (2.0 * span)))
+    from scipy.signal import find_peaks  # (as lombscargle above)
+
     # The Hann window's main lobe is 2 resolution bins each side: closer maxima are one peak.
     peaks, _ = find_peaks(power[lo:], distance=max(1, int(2.5 * n_fft / m)))
     if peaks.size == 0:

@@ -614,3 +614,74 @@ def test_long_choice_applies_only_to_long_series() -> None:
         res = run_search(short, cfg, seed=0, executor=ex)
     assert res.selection and all(math.isfinite(r["tail_score"]) or r["tail_score"] == -math.inf
                                  for r in res.selection)
+
+
+def test_the_choice_reserve_of_a_long_series_counts_its_checks_and_what_follows_them():
+    """On a long series each candidate's checks cost LONG_CHECK_EVALS evaluations, and the run's
+    finish (the combination's forecasts, the scores) LONG_FINISH_EVALS once; the choice makes no
+    refits there. Capped at half the budget, like every reserve."""
+    from evocov_core.search.common import END_SHARE, LONG_CHECK_EVALS, LONG_FINISH_EVALS, Tracker
+
+    data = _long_cycles()
+    cfg = _budgeted(time_budget=60.0, select_top=5, long_choice="origins_density")
+    tr = Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n, data=data)
+    fit = fit_kernel(compose("SE"), data, cfg.optim, np.random.default_rng(0))
+    tr._best_by_canonical = {f"k{i}": fit for i in range(4)}
+    tr._eval_costs[:] = [0.25]
+    after = cfg.time_budget * (1.0 - END_SHARE)
+    assert tr.choice_reserve() == pytest.approx(0.25 * (4 * LONG_CHECK_EVALS + LONG_FINISH_EVALS) + after)
+    far = time.time() + 1000.0  # promotions: for the 4 kernels fitted and 1 more, the checks only
+    assert tr._promote_deadline(1, far) - time.time() == pytest.approx(
+        tr.t0 + cfg.time_budget - 0.25 * (5 * LONG_CHECK_EVALS + LONG_FINISH_EVALS) - time.perf_counter(), abs=0.5)
+    tr._eval_costs[:] = [5.0]  # slow evaluations: the search still keeps half the budget
+    assert tr.choice_reserve() == pytest.approx(30.0)
+
+
+def test_a_long_series_screens_only_until_the_seeds_leave_time_for_their_choice():
+    """The spectral seeds' fits count at once: their cost and their checks move the stop before the
+    other kernels are screened, so the screening's deadline is the new stop, not the generation's
+    (a 15 s search on 20,000 points screened on to its first deadline, and took 20 s)."""
+    from evocov_core.search.common import Tracker
+    from evocov_core.search.spectral_seeds import SPECTRAL_SEED, spectral_seeds
+    from evocov_core.search.stages import search_stages
+
+    data = _long_cycles(1200, fit_points=300)
+    cfg = _budgeted(time_budget=60.0, select_top=5, screen_points=150, max_evals=10, n_screen=0)
+    seeds = spectral_seeds(data)
+    assert len(seeds) >= 2
+    others = seed_kernels(4, np.random.default_rng(0))
+    kernels = [k for k, _ in seeds] + others
+    starts = [s for _, s in seeds] + [None] * len(others)
+    origins = [SPECTRAL_SEED] * len(seeds) + ["seed"] * len(others)
+    tr = Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n, data=data)
+    first = tr.fit_deadline()
+    assert first is not None
+    deadlines: dict[str, list[float]] = {}
+    with SerialExecutor(data, cfg.optim, stages=search_stages(data, cfg)) as ex:
+        serial_map = ex.map
+
+        def slow_map(tasks, *args, **kwargs):
+            deadlines.setdefault(tasks[0].stage, []).extend(t.deadline for t in tasks)
+            # As on 2,000 fit points: two seconds an evaluation.
+            return [None if f is None else replace(f, seconds=2.0 * max(f.n_evals, 1))
+                    for f in serial_map(tasks, *args, **kwargs)]
+
+        ex.map = slow_map  # type: ignore[method-assign]
+        tr.evaluate(ex, kernels, starts, origins)
+    assert set(deadlines) >= {"seed", "screen"}
+    # Two seconds an evaluation: the checks of the seeds alone take more than half the budget,
+    # so the stop is at half of it, and the screening stops there too.
+    stop = time.time() + (tr.t0 + 0.5 * cfg.time_budget - time.perf_counter())
+    assert all(d == pytest.approx(stop, abs=0.5) for d in deadlines["screen"])
+    assert max(deadlines["screen"]) < first - 10.0  # the generation's deadline was 88 % of the budget
+
+
+def test_the_head_stage_is_built_only_for_a_choice_that_refits_on_it():
+    """A long series chosen by its fitted values' forecasts (``long_choice`` other than ``tail``)
+    gets no head stage; a long series chosen by the tail, and a short one, do."""
+    long, short = _long_cycles(), _series(300)
+    cfg = _budgeted(select_top=5, long_choice="origins_density")
+    assert "head" not in search_stages(long, cfg)
+    assert "head" in search_stages(long, cfg.with_(long_choice="tail"))
+    assert "head" in search_stages(short, cfg)
+    assert "head" not in search_stages(short, cfg.with_(select_top=1))

@@ -35,7 +35,7 @@ from .gwtf import run_gwtf
 from .random_search import run_random_search
 from .replay import RecordingExecutor, ReplayExecutor, RunLog
 from .select import calibrate_returned, choose_model
-from .stages import head_stage, search_executor, search_stages
+from .stages import head_refit, needs_head_stage, search_executor, search_stages
 
 __all__ = [
     "ALGORITHMS",
@@ -145,7 +145,7 @@ def _run(data: FitData, config: SearchConfig, executor: Executor, seed: int, pro
 def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, seed: int,
                        progress: ProgressCallback | None, should_stop: StopCheck | None, t0: float,
                        replaying: bool) -> SearchResult:
-    if config.select_top > 1 and data.split is not None and "head" not in getattr(executor, "stages", ()):
+    if needs_head_stage(data, config) and "head" not in getattr(executor, "stages", ()):
         raise ValueError("select_top > 1 needs an executor with the 'head' stage: make it with "
                          "search_executor(data, config) or pass search_stages(data, config)")
     result = _RUNNERS[config.algorithm](data, config, executor, seed=seed, progress=progress,
@@ -153,7 +153,7 @@ def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, 
     if result.status == RunStatus.CANCELLED:
         return result
     deadline = end = None
-    refit = head_stage(data, config.optim)[1]
+    refit = head_refit(config.optim)
     # One refit of the returned kernel at its cap of evaluations (calibrate_returned counts the rounds).
     refit_cost = refit.max_evals * result.eval_seconds if math.isfinite(result.eval_seconds) else 0.0
     if config.time_budget > 0 and not replaying:

@@ -407,6 +407,14 @@ END_SHARE = 0.97
 #: the validity check (a Cholesky or an eigenvalue of K over the data and a forecast grid) and
 #: the forecast spread. Measured on taylor (1,000 points): 8-12.
 CHOICE_EXTRA_EVALS = 12
+#: On a long series (fitted on a subset of data) the same per candidate: the validity check is a
+#: Cholesky there (:func:`~evocov_core.search.select.indefiniteness`), and the origins' forecasts
+#: keep the fitted values. Measured on 2,000 fit points of a 20,000-point half-hourly series: 1.3-1.8
+#: evaluations (0.35-0.5 s at 0.28 s an evaluation).
+LONG_CHECK_EVALS = 3
+#: ... and once per run: the returned kernel's forecasts of the test part and from the origins for
+#: the forecast combination, the model average's and the result's scores. Measured there: 7-9.
+LONG_FINISH_EVALS = 12
 #: The search keeps at least this share of a budget, however slow the choice looks.
 MIN_SEARCH_SHARE = 0.5
 #: Candidates of the model choice kept for the search's own kernels beside the spectral seeds.
@@ -480,6 +488,7 @@ class Tracker:
         self.time_budget = float(getattr(config, "time_budget", 0.0) or 0.0)
         self._share = search_share(config)
         self._stop_at = self.t0 + self.time_budget * self._share if self.time_budget > 0 else math.inf
+        self._on_subset = data is not None and data.on_subset
         self._head_evals = int(getattr(config, "max_evals", 0) or 0)
         # Refits per candidate in the model choice: one head, one per origin (choice="refit_origins"),
         # or on a long series none unless long_choice="tail".
@@ -526,13 +535,18 @@ class Tracker:
         k = min(self._top_k, len(self._best_by_canonical))
         if self._top_k <= 1 or not self._eval_costs or k < 2:
             return base
-        per_eval = float(np.median(self._eval_costs))
         workers = max(1, self._workers)
         rounds = math.ceil(k * self._refits / workers) + math.ceil(self._calib_refits / workers)
         # The choice must end by END_SHARE of the budget, not at its end.
-        estimate = (per_eval * (rounds * self._head_evals + k * CHOICE_EXTRA_EVALS)
+        estimate = (float(np.median(self._eval_costs)) * rounds * self._head_evals + self._check_seconds(k)
                     + self.time_budget * (1.0 - END_SHARE))
         return min(max(base, estimate), self.time_budget * (1.0 - MIN_SEARCH_SHARE))
+
+    def _check_seconds(self, k: int) -> float:
+        """Seconds the model choice's checks of ``k`` candidates take beyond their refits (and on
+        a long series what the run does once after them), at this run's median cost of an evaluation."""
+        evals = k * LONG_CHECK_EVALS + LONG_FINISH_EVALS if self._on_subset else k * CHOICE_EXTRA_EVALS
+        return float(np.median(self._eval_costs)) * evals
 
     def _update_stop(self, fits: Sequence[FitResult | None]) -> None:
         """Fold new full fits' cost per evaluation into the stop time (budgeted runs only)."""
@@ -550,8 +564,8 @@ class Tracker:
         if deadline is None or self._top_k <= 1 or not self._eval_costs or self._replay is not None:
             return deadline
         k = min(self._top_k, len(self._best_by_canonical) + n_up)
-        checks = float(np.median(self._eval_costs)) * k * CHOICE_EXTRA_EVALS
-        reserve = min(max(self.time_budget * (1.0 - self._share), checks), self.time_budget * (1.0 - MIN_SEARCH_SHARE))
+        reserve = min(max(self.time_budget * (1.0 - self._share), self._check_seconds(k)),
+                      self.time_budget * (1.0 - MIN_SEARCH_SHARE))
         stop = self.t0 + self.time_budget - reserve
         return min(deadline, time.time() + (stop - time.perf_counter()))
 
@@ -637,8 +651,9 @@ class Tracker:
         self._workers = int(getattr(executor, "workers", 1) or 1)
         deadline = self.fit_deadline()
         screen_only: set[int] = set()
+        folded: set[int] = set()  # full fits whose cost the stop time already holds
         if self._screen:
-            new, screen_only = self._screened(executor, g, todo, kernels, starts, origins, deadline)
+            new, screen_only, folded = self._screened(executor, g, todo, kernels, starts, origins, keys, deadline)
         else:
             tasks = [Task(kernels[i].tokens, (self.seed, g, i), starts[i], deadline=deadline) for i in todo]
             new = dict(zip(todo, self._map(executor, tasks), strict=True))
@@ -653,22 +668,26 @@ class Tracker:
             if i not in screen_only:  # (screening fits are counted where they are made)
                 self.n_evaluations += 1
                 self.best = _better(self.best, f)
-                if f.ok and math.isfinite(f.bic):
-                    c = keys[i]  # the canonical form (a spectral seed's: with its periods)
-                    self._best_by_canonical[c] = _better(self._best_by_canonical.get(c), f)  # type: ignore[assignment]
-                    if origins[i] == SPECTRAL_SEED:
-                        self._spectral_keys.add(c)
+                self._note_candidate(keys[i], f, origins[i])
             recs.append(EvalRecord.from_fit(f, g, i, origins[i]))
         for i, j in copies:
             fits[i] = fits[j]
-        self._update_stop([new.get(i) for i in todo if i not in screen_only])
+        self._update_stop([new.get(i) for i in todo if i not in screen_only and i not in folded])
         self.records.extend(recs)
         self._gen_recs = recs
         return fits
 
+    def _note_candidate(self, key: str, fit: FitResult, origin: str) -> None:
+        """Keep a full fit among the model choice's candidates: the best of its cache key (the
+        canonical form; a spectral seed's with its periods)."""
+        if fit.ok and math.isfinite(fit.bic):
+            self._best_by_canonical[key] = _better(self._best_by_canonical.get(key), fit)  # type: ignore[assignment]
+            if origin == SPECTRAL_SEED:
+                self._spectral_keys.add(key)
+
     def _screened(self, executor: Executor, g: int, todo: list[int], kernels: Sequence[Kernel],
-                  starts: Sequence[Start | None], origins: Sequence[str], deadline: float | None
-                  ) -> tuple[dict[int, FitResult | None], set[int]]:
+                  starts: Sequence[Start | None], origins: Sequence[str], keys: Sequence[str],
+                  deadline: float | None) -> tuple[dict[int, FitResult | None], set[int], set[int]]:
         """Screen ``todo`` on the subset, promote the best to full fits (see the module docstring).
 
         The spectral seeds (long series) are not screened: they are fitted on all the data from
@@ -680,7 +699,13 @@ class Tracker:
         Chicago ridership ``PER(week) + PER(year) + SE`` reached BIC 1,970 (test RMSE 2.98) from
         them in 30 evaluations, 1,847 (2.31) from its own.
 
-        Returns the fit of each kernel and the indices that were only fitted on the subset.
+        The seeds' fits then count among the choice's candidates, and their cost in the stop time
+        (the choice's checks of them), before the others are screened: otherwise, on a short budget,
+        the screening ran on to the search's first deadline, kept for a choice with nothing to
+        check, and the choice of the seeds came after it (a 15 s search on 20,000 points took 20 s).
+
+        Returns the fit of each kernel, the indices that were only fitted on the subset, and those
+        whose cost the stop time already holds.
         """
         seeds = [i for i in todo if origins[i] == SPECTRAL_SEED]
         rest = [i for i in todo if origins[i] != SPECTRAL_SEED]
@@ -693,6 +718,10 @@ class Tracker:
                 if f is not None:
                     out[i] = f
                     up.append(i)
+                    self._note_candidate(keys[i], f, origins[i])
+            self._update_stop([out[i] for i in up])
+            fresh = self.fit_deadline()
+            deadline = fresh if deadline is None or fresh is None else min(deadline, fresh)
         screened: dict[int, FitResult | None] = {}
         if rest and not (seeds and self.stopped):
             tasks = [Task(kernels[i].tokens, (self.seed, g, i, 1), starts[i], stage="screen", deadline=deadline)
@@ -738,7 +767,7 @@ class Tracker:
                     up.append(i)
                 if f is not None and f.ok:
                     break
-        return out, set(out) - set(up)
+        return out, set(out) - set(up), {i for i in seeds if i in out}
 
     def end_generation(self, restarted: bool = False) -> None:
         recs = self._gen_recs
