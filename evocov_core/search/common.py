@@ -526,11 +526,12 @@ class Tracker:
         median seconds per evaluation of this run's full fits × the evaluations the choice
         makes: one head refit per candidate, or four with ``choice="refit_origins"``, and four of the
         returned kernel for ``calibration="origins"``, each round of refits spread over the
-        workers), at most half the budget. The choice refits the distinct kernels fitted so far, at
-        most ``select_top``: a long series whose search has fitted two kernels keeps time for two.
-        With fewer than two there is nothing to choose and nothing to refit, so the search goes on
-        fitting (on taylor it used to stop at 60 % of a 60 s budget, keeping the rest for the
-        choice of one kernel, fitted with a single evaluation on the fit points)."""
+        workers, plus the checks of :meth:`_check_seconds`), at most half the budget. The choice
+        refits the distinct kernels fitted so far, at most ``select_top``: a long series whose
+        search has fitted two kernels keeps time for two. With fewer than two there is nothing to
+        choose and nothing to refit, so the search goes on fitting (on taylor it used to stop at
+        60 % of a 60 s budget, keeping the rest for the choice of one kernel, fitted with a single
+        evaluation on the fit points)."""
         base = self.time_budget * (1.0 - self._share)
         k = min(self._top_k, len(self._best_by_canonical))
         if self._top_k <= 1 or not self._eval_costs or k < 2:
@@ -557,10 +558,10 @@ class Tracker:
 
     def _promote_deadline(self, n_up: int, deadline: float | None) -> float | None:
         """The deadline of ``n_up`` promotions: early enough for the model choice's checks of the
-        candidates they will make (:data:`CHOICE_EXTRA_EVALS` evaluations each), not only of those
-        fitted so far. Fits in flight run to their deadline, so on a long series, where a check
-        takes a fraction of a second, the promotions of the first generation used to end where the
-        choice had to begin (taylor: 1.05-1.10 of the budget)."""
+        candidates they will make (:meth:`_check_seconds`), not only of those fitted so far. Fits
+        in flight run to their deadline, so on a long series, where a check takes a fraction of a
+        second, the promotions of the first generation used to end where the choice had to begin
+        (taylor: 1.05-1.10 of the budget)."""
         if deadline is None or self._top_k <= 1 or not self._eval_costs or self._replay is not None:
             return deadline
         k = min(self._top_k, len(self._best_by_canonical) + n_up)
