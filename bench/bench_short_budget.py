@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -30,13 +29,15 @@ from evocov_core.benchmarks.common import md_table
 from evocov_core.benchmarks.long import load_long, synthetic_series
 from evocov_core.kernel_file import load_kernel_file
 from evocov_core.parallel import run_measured
+from evocov_core.provenance import git_state
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _commit(root: Path) -> str:
-    out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return out.stdout.strip() or "unknown"
+    """The short commit of checkout ``root`` (:func:`~evocov_core.provenance.git_state`), "+dirty" if changed."""
+    state = git_state(root)
+    return (state["commit"] or "unknown")[:7] + ("+dirty" if state["dirty"] else "")
 
 
 def run_once(root: Path, csv: Path, budget: float, out: Path) -> dict:
