@@ -44,6 +44,7 @@ a 2-thread OpenBLAS was measured up to 2000x slower than one thread when the oth
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -741,6 +742,96 @@ def _changewindow_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
     _gate_rev(w, i, ch, a, one[0][:, 0], two[0][:, 0], tuple(zip(ch[3:6], d1, d2, strict=True)))
 
 
+# --- the state-space forms: local level, local trend, damped trend ------------------------
+
+
+def _times(pair: _Pair) -> tuple[Array, Array]:
+    """Time from the first training input, ``t = max(x₁ − 1, 0)``, for both sides of the pair,
+    shaped to broadcast to the pair's value: (n, 1) and (1, m), or (n, 1) twice elementwise."""
+    t1 = np.maximum(pair.X1[:, :1] - 1.0, 0.0)
+    t2 = t1 if pair.X2 is pair.X1 else np.maximum(pair.X2[:, :1] - 1.0, 0.0)
+    return t1, (t2 if pair.mode == "elementwise" else t2.T)
+
+
+def _wiener_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+    t1, t2 = _times(w.pair)
+    return np.minimum(t1, t2)
+
+
+def _iwiener_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+    # ∫₀^t ∫₀^t' min(u, v) du dv = m²M/2 − m³/6 = m²(3M − m)/6 with m = min(t, t'), M = max(t, t').
+    t1, t2 = _times(w.pair)
+    m = np.minimum(t1, t2)
+    z = np.maximum(t1, t2)
+    z *= 3.0
+    z -= m
+    z *= m
+    z *= m
+    z *= 1.0 / 6.0
+    return z
+
+
+# Taylor coefficients of φ(u) = e^(−u) − 1 + u and ψ(u) = (2 + u)e^(−u) − 2 + u (= 2φ − uφ') from
+# u², below _SERIES_BELOW: there e^(−u) − 1 + u cancels to a few digits; the series' first
+# omitted term is below 1e-17 of the value.
+_SERIES_BELOW = 0.1
+_PHI = tuple((-1.0) ** k / math.factorial(k) for k in range(2, 14))
+_PSI = tuple((-1.0) ** (k + 1) * (k - 2) / math.factorial(k) for k in range(3, 15))
+
+
+def _series(u: Array, coefs: tuple[float, ...], lowest: int) -> Array:
+    acc = np.full_like(u, coefs[-1])
+    for c in coefs[-2::-1]:
+        acc *= u
+        acc += c
+    return acc * u**lowest
+
+
+def _phi(u: Array) -> Array:
+    """``e^(−u) − 1 + u`` for ``u ≥ 0`` without cancellation."""
+    small = u < _SERIES_BELOW
+    out = np.expm1(-u)
+    out += u
+    if small.any():
+        out[small] = _series(u[small], _PHI, 2)
+    return out
+
+
+def _psi(u: Array) -> Array:
+    """``(2 + u)e^(−u) − 2 + u`` for ``u ≥ 0`` without cancellation: ``τ²ψ(t/τ)`` summed as in
+    :func:`_damped_fwd` is ``∂k/∂log τ``."""
+    small = u < _SERIES_BELOW
+    e = np.exp(-u)
+    out = (2.0 + u) * e - 2.0 + u
+    if small.any():
+        out[small] = _series(u[small], _PSI, 3)
+    return out
+
+
+def _damped_terms(pair: _Pair, tau: float, f: Callable[[Array], Array]) -> Array:
+    """``τ² [f(t/τ) + f(t'/τ) − f(|t − t'|/τ)]`` over the pair."""
+    t1, t2 = _times(pair)
+    a1, a2 = t1 / tau, t2 / tau
+    z = f(np.abs(a1 - a2))
+    np.negative(z, out=z)
+    z += f(a1)
+    z += f(a2)
+    z *= tau * tau
+    return z
+
+
+def _damped_fwd(w: _Walk, i: int, ch: tuple[int, ...]) -> object:
+    # Integrated stationary OU slope, unit variance, time constant τ:
+    # ∫₀^t ∫₀^t' e^(−|u−v|/τ) du dv = τ² [φ(t/τ) + φ(t'/τ) − φ(|t − t'|/τ)].
+    return _damped_terms(w.pair, float(w.vals[ch[1]]), _phi)  # type: ignore[arg-type]
+
+
+def _damped_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    # ∂/∂log τ of τ² Σ ±φ(u), u = s/τ: τ² Σ ±(2φ(u) − uφ'(u)) = τ² Σ ±ψ(u).
+    dz = _damped_terms(w.pair, float(w.vals[ch[1]]), _psi)  # type: ignore[arg-type]
+    w.grad[..., w.slot(ch[1])] += _sum2(a * dz)
+
+
 #: Every operator of the grammar (:mod:`evocov_core.grammar`): a new primitive is one
 #: entry here (and its symbol there). ``reads_output``: exp (z), sqrt (1/(2z)), div (−z²),
 #: power (z log w), sq_dist (−2z) and dot_prod (−z) read their own value going back.
@@ -759,6 +850,9 @@ _OPS: dict[str, _Op] = {
     "dot_prod": _Op(_dot_prod_fwd, _dot_prod_rev, reads_output=True),
     "changepoint": _Op(_changepoint_fwd, _changepoint_rev),  # reverse reads its operands, not z
     "changewindow": _Op(_changewindow_fwd, _changewindow_rev),  # likewise
+    "wiener": _Op(_wiener_fwd, _no_rev),  # no slot: nothing to differentiate
+    "iwiener": _Op(_iwiener_fwd, _no_rev),
+    "damped": _Op(_damped_fwd, _damped_rev),  # reverse recomputes from the inputs
 }
 
 

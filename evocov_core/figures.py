@@ -755,6 +755,8 @@ def hyperparameter_table(kernel: Kernel, theta: Sequence[float], log_noise: floa
             data_value = f"period {2 * math.pi / v * sx:.4g} (x units)"
         elif r in (["shift"], ["location"], ["window_centre"]):
             data_value = f"at x = {norm.x_offset[0] + (v - 1.0) * sx:.6g}"
+        elif r == ["damping"]:
+            data_value = f"trend damps within {v * sx:.4g} (x units)"
         elif r in (["steepness"], ["window_width"]):
             data_value = f"{r[0].replace('_', ' ')} {v * sx:.4g} (x units)"
         rows.append({"hyperparameter": s, "roles": ", ".join(r) or "-", "value": v, "log value": t,

@@ -31,6 +31,27 @@ settings)::
                       -> (1 − ω(x))(1 − ω(x'))·w + ω(x)ω(x')·v,
                          ω(x) = σ((x₁ − a)/θs)·(1 − σ((x₁ − b)/θs)),  a = θc − θw/2,  b = θc + θw/2
 
+Beyond Table 2 (grammar option ``statespace``, off in the paper's settings): the Gaussian-process
+forms of the state-space models that exponential smoothing chooses among, along time
+``t = max(x₁ − 1, 0)`` (model units put the first training input at ``x₁ = 1``, so ``t`` counts
+from the start of the training range and is 0 before it)::
+
+    not nestable  wiener(x)           -> min(t, t')                                  (local level)
+                  iwiener(x)          -> m²M/2 − m³/6,  m = min(t, t'), M = max(t, t')  (local trend)
+                  damped(x, θτ)       -> θτ² [φ(t/θτ) + φ(t'/θτ) − φ(|t − t'|/θτ)],  φ(u) = e^(−u) − 1 + u
+                                                                                    (damped trend)
+
+``wiener`` is the covariance of a Wiener process (a random walk in continuous time) started at
+the first training input: added to a constant (the initial level's variance) and the model's
+noise it is the local-level model, whose forecast stays at the filtered last level as simple
+exponential smoothing's does. ``iwiener`` is the integrated Wiener process: a slope that wanders
+as a random walk, Holt's local linear trend. ``damped`` is the integral of a stationary
+Ornstein-Uhlenbeck slope of unit variance and time constant θτ: the slope reverts to zero within
+about θτ, so the forecast's trend flattens as damped Holt's does (``θτ → ∞`` gives the linear
+``t·t'``, ``θτ → 0`` a vanishing Wiener process). Each is the covariance of a Gaussian process, so
+each is positive semi-definite on any inputs; sums, products and the other operators of the
+grammar then keep or test it as for every kernel.
+
 ABCD's change-point operator (Lloyd et al. 2014): ``w`` before the location ``θc``, ``v``
 after it, switching over a width of about ``θs`` along the first input (time). ABCD's
 change window: ``v`` inside the window ``[a, b]`` of centre ``θc`` and width ``θw``, ``w``
@@ -100,6 +121,7 @@ __all__ = [
     "CONSTANTS",
     "DEFAULT_N_HYPER",
     "OPERATORS",
+    "STATESPACE_OPERATORS",
     "Cov",
     "Grammar",
     "Hyper",
@@ -323,6 +345,14 @@ def _changewindow_sympy(ch: tuple[Node, ...], rec: Callable[[Node], Any], c: Any
     return (1 - o1) * (1 - o2) * rec(ch[1]) + o1 * o2 * rec(ch[2])
 
 
+def _time_latex(name: str) -> Printer:
+    return lambda ch, r: (rf"\mathrm{{{name}}}(x, x')", 4)
+
+
+def _damped_latex(ch: tuple[Node, ...], r: _Rec) -> tuple[str, int]:
+    return rf"\mathrm{{D}}_{{{tex_slot(ch[1][0])}}}(x, x')", 4
+
+
 # The operators, one record each: types, kind, and every form the operator is written in. The
 # order of each tuple is the order random trees draw in: never reorder (seeded runs would change).
 _OPERATORS: tuple[Symbol, ...] = (
@@ -389,10 +419,26 @@ CHANGEWINDOW_OPERATORS: tuple[Symbol, ...] = (
            latex=_changewindow_latex, sympy=_changewindow_sympy,
            roles=_roles(None, None, None, "window_centre", "window_width", "steepness")),
 )
+#: The state-space forms (local level, local trend, damped trend; module docstring), drawn only by
+#: grammars built with ``statespace``. Written W(x, x'), IW(x, x') and D[θτ](x, x').
+STATESPACE_OPERATORS: tuple[Symbol, ...] = (
+    Symbol("wiener", (InputPair,), Cov, "not_nestable", stationary=False,
+           infix=lambda ch, r: ("W(x,x')", 4), latex=_time_latex("W"),
+           sympy=lambda ch, rec, c: c.wiener(c.x, c.xp)),
+    Symbol("iwiener", (InputPair,), Cov, "not_nestable", stationary=False,
+           infix=lambda ch, r: ("IW(x,x')", 4), latex=_time_latex("IW"),
+           sympy=lambda ch, rec, c: c.iwiener(c.x, c.xp)),
+    Symbol("damped", (InputPair, Hyper), Cov, "not_nestable", stationary=False,
+           infix=lambda ch, r: (f"D[{ch[1][0]}](x,x')", 4), latex=_damped_latex,
+           sympy=lambda ch, rec, c: c.damped(c.x, c.xp, c.slot(ch[1][0])),
+           roles=_roles(None, "damping")),
+)
 #: Every operator record, optional ones included.
-OPERATORS: tuple[Symbol, ...] = (*_OPERATORS, *CHANGEPOINT_OPERATORS, *CHANGEWINDOW_OPERATORS)
+OPERATORS: tuple[Symbol, ...] = (*_OPERATORS, *CHANGEPOINT_OPERATORS, *CHANGEWINDOW_OPERATORS,
+                                 *STATESPACE_OPERATORS)
 _CP = frozenset(s.name for s in CHANGEPOINT_OPERATORS)
 _CW = frozenset(s.name for s in CHANGEWINDOW_OPERATORS)
+_SS = frozenset(s.name for s in STATESPACE_OPERATORS)
 # The draws of a grammar index the symbol lists built from this table: a grammar without an
 # optional symbol lists the others in the same order, so its draws stay what they were.
 _FIXED: dict[str, Symbol] = {s.name: s for s in OPERATORS}
@@ -479,6 +525,7 @@ class Grammar:
     pset: gp.PrimitiveSetTyped
     changepoints: bool = False
     changewindows: bool = False
+    statespace: bool = False
 
     @property
     def slots(self) -> tuple[str, ...]:
@@ -495,30 +542,32 @@ class Grammar:
         return self._by_kind(typ)[2]
 
     def _by_kind(self, typ: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-        return _kinds(self.n_hyper, typ, self.changepoints, self.changewindows)
+        return _kinds(self.n_hyper, typ, self.changepoints, self.changewindows, self.statespace)
 
     def symbols(self) -> tuple[Symbol, ...]:
         """Every symbol of the grammar, slots included."""
-        return _table(self.changepoints, self.changewindows) + tuple(_slot_symbol(s) for s in self.slots)
+        return (_table(self.changepoints, self.changewindows, self.statespace)
+                + tuple(_slot_symbol(s) for s in self.slots))
 
 
-def _table(changepoints: bool, changewindows: bool = False) -> tuple[Symbol, ...]:
+def _table(changepoints: bool, changewindows: bool = False, statespace: bool = False) -> tuple[Symbol, ...]:
     """The grammar's symbols other than the slots: the one definition everything reads."""
-    return tuple(s for s in _FIXED.values() if _drawn(s.name, changepoints, changewindows))
+    return tuple(s for s in _FIXED.values() if _drawn(s.name, changepoints, changewindows, statespace))
 
 
-def _drawn(name: str, changepoints: bool, changewindows: bool) -> bool:
+def _drawn(name: str, changepoints: bool, changewindows: bool, statespace: bool = False) -> bool:
     """Whether a grammar with these options draws the symbol ``name``."""
-    return (changepoints or name not in _CP) and (changewindows or name not in _CW)
+    return ((changepoints or name not in _CP) and (changewindows or name not in _CW)
+            and (statespace or name not in _SS))
 
 
 @lru_cache(maxsize=64)
-def _kinds(n_hyper: int, typ: type, changepoints: bool = False, changewindows: bool = False
-           ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+def _kinds(n_hyper: int, typ: type, changepoints: bool = False, changewindows: bool = False,
+           statespace: bool = False) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     terms: list[str] = []
     notnests: list[str] = []
     nests: list[str] = []
-    for s in _table(changepoints, changewindows):
+    for s in _table(changepoints, changewindows, statespace):
         if s.ret is not typ:
             continue
         if s.kind in ("argument", "constant"):
@@ -538,11 +587,12 @@ def _placeholder(*_args: object) -> None:  # pragma: no cover - never called
 
 @lru_cache(maxsize=16)
 def get_grammar(n_hyper: int = DEFAULT_N_HYPER, changepoints: bool = False,
-                changewindows: bool = False) -> Grammar:
+                changewindows: bool = False, statespace: bool = False) -> Grammar:
     """Return the grammar with ``n_hyper`` slots (1 ≤ n_hyper ≤ 10000).
 
-    ``changepoints=False, changewindows=False`` is the paper's Table 2; ``changepoints``
-    adds the change-point operator, ``changewindows`` the change-window operator.
+    ``changepoints=False, changewindows=False, statespace=False`` is the paper's Table 2;
+    ``changepoints`` adds the change-point operator, ``changewindows`` the change-window operator,
+    ``statespace`` the local level, local trend and damped trend (module docstring).
 
     Examples
     --------
@@ -557,12 +607,13 @@ def get_grammar(n_hyper: int = DEFAULT_N_HYPER, changepoints: bool = False,
     pset = gp.PrimitiveSetTyped("kernel", [_FIXED["x"].ret] + [_slot_symbol("hp0").ret] * n_hyper, Cov,
                                 prefix="ARG")
     pset.renameArguments(ARG0="x", **{f"ARG{k + 1}": f"hp{k}" for k in range(n_hyper)})
-    for s in _table(changepoints, changewindows):
+    for s in _table(changepoints, changewindows, statespace):
         if s.arity:
             pset.addPrimitive(_placeholder, list(s.args), s.ret, name=s.name)
         elif s.kind == "constant":
             pset.addTerminal(s.value, s.ret, name=s.name)
-    return Grammar(n_hyper=n_hyper, pset=pset, changepoints=bool(changepoints), changewindows=bool(changewindows))
+    return Grammar(n_hyper=n_hyper, pset=pset, changepoints=bool(changepoints), changewindows=bool(changewindows),
+                   statespace=bool(statespace))
 
 
 def to_primitive_tree(tokens: tuple[str, ...], grammar: Grammar) -> gp.PrimitiveTree:

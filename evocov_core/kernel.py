@@ -248,8 +248,8 @@ def slot_roles(kernel: Kernel) -> dict[str, set[str]]:
     ``periodic_lengthscale`` (sq_dist of spectral features), ``shift`` / ``scale``
     (dot_prod θs / θl), ``value`` (hp), ``exponent`` (power), ``location`` /
     ``steepness`` (changepoint θc / θs), ``window_centre`` / ``window_width`` /
-    ``steepness`` (changewindow θc / θw / θs). A slot used in several places has
-    every role it plays.
+    ``steepness`` (changewindow θc / θw / θs), ``damping`` (a damped trend's time
+    constant). A slot used in several places has every role it plays.
     """
     roles: dict[str, set[str]] = {s: set() for s in kernel.slots}
     stack = [kernel._nested]

@@ -14,6 +14,14 @@ be built with fresh slots (:func:`compose`). Hyperparameters follow Table 1::
     RQ    θ0² (1 + r²/(2α))^(−α)
     PER   θ0² exp(−2 sin²(π ||x − x'|| / p) / θl²)   spectral frequency ω = 2π/p
     LIN   (x − θs)·(x' − θs) / θl
+    W     θ0² min(t, t')                             local level (Wiener process from the first input)
+    IW    θ0² (m²M/2 − m³/6)                          local trend (integrated Wiener process)
+    DT    θ0² θτ² [φ(t/θτ) + φ(t'/θτ) − φ(|t − t'|/θτ)]   damped trend (integrated OU slope)
+
+``t`` is the time since the first training input; W, IW and DT are the state-space forms of the
+grammar's ``statespace`` option (:mod:`evocov_core.grammar`). :data:`ETS_FORMS` writes with them the
+Gaussian-process forms of the exponential-smoothing models (simple, Holt, damped Holt, and their
+Holt-Winters versions with a periodic term).
 
 White noise needs a Kronecker delta, which the grammar does not have: as in the paper,
 every model adds a white-noise variance to K(X, X). :func:`white_noise` returns the zero
@@ -37,12 +45,16 @@ from .kernel import Kernel
 
 __all__ = [
     "BASE_KERNELS",
+    "ETS_FORMS",
     "WELL_KNOWN",
     "compose",
     "constant",
+    "damped_trend",
     "exponential",
     "gamma_exponential",
     "linear",
+    "local_level",
+    "local_trend",
     "matern12",
     "matern32",
     "matern52",
@@ -133,6 +145,21 @@ def linear(shift: str = "hp0", scale: str = "hp1") -> Kernel:
     return Kernel(("dot_prod", "euc", "x", shift, scale))
 
 
+def local_level(amplitude: str = "hp0") -> Kernel:
+    """W: ``θ0² min(t, t')``, a level that wanders as a random walk from the first training input."""
+    return Kernel(tuple(_times(_amp(amplitude), ["wiener", "x"])))
+
+
+def local_trend(amplitude: str = "hp0") -> Kernel:
+    """IW: ``θ0²`` times the integrated Wiener process, a slope that wanders as a random walk."""
+    return Kernel(tuple(_times(_amp(amplitude), ["iwiener", "x"])))
+
+
+def damped_trend(amplitude: str = "hp0", timescale: str = "hp1") -> Kernel:
+    """DT: ``θ0²`` times the integral of a slope that reverts to zero within about ``θτ``."""
+    return Kernel(tuple(_times(_amp(amplitude), ["damped", "x", timescale])))
+
+
 #: Table 1 kernels by name, with default slots.
 WELL_KNOWN: dict[str, Callable[[], Kernel]] = {
     "CON": constant,
@@ -162,6 +189,27 @@ BASE_KERNELS: dict[str, tuple[int, Callable[..., Kernel]]] = {
     "RQ": (3, rational_quadratic),
     "C": (1, lambda c: Kernel(("square", "hp", c))),
     "M12": (2, matern12),
+    "W": (1, local_level),
+    "IW": (1, local_trend),
+    "DT": (2, damped_trend),
+    # 1 + PER: a seasonal factor about one, for the multiplicative Holt-Winters forms.
+    "SF": (3, lambda a, l_, f: Kernel(("add", "1", *periodic(a, l_, f).tokens))),
+}
+
+#: The Gaussian-process forms of the exponential-smoothing models ETS chooses among, in ETS's
+#: notation (error, trend, season: N none, A additive, Ad damped, M multiplicative), as
+#: :func:`compose` structures. The initial level is the constant C, Holt's initial level and slope
+#: GPSS's LIN (a constant plus a line of random slope); the seasonal forms add a periodic term, or
+#: multiply the level by a seasonal factor about one. The seasonal ones need the series' period.
+ETS_FORMS: dict[str, list | str] = {
+    "ANN": ["+", "C", "W"],
+    "AAN": ["+", "LIN", "W", "IW"],
+    "AAdN": ["+", "C", "W", "DT"],
+    "ANA": ["+", "C", "W", "PER"],
+    "AAA": ["+", "LIN", "W", "IW", "PER"],
+    "AAdA": ["+", "C", "W", "DT", "PER"],
+    "ANM": ["*", ["+", "C", "W"], "SF"],
+    "AAdM": ["*", ["+", "C", "W", "DT"], "SF"],
 }
 
 

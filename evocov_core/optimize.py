@@ -298,7 +298,8 @@ def init_ranges(data: FitData) -> dict[str, tuple[float, float]]:
     ``[log 1.05, log 1.95]`` and widths from one sample to a fifth of the range
     ``[log h, log 0.2]`` (the steepness of a change window's edges too); change-window centres
     as change-point locations and window widths from two samples to half the range
-    ``[log 2h, log 0.5]``; noise variance ``[log 1e-4, log 0.5]``.
+    ``[log 2h, log 0.5]``; a damped trend's time constant as a lengthscale; noise variance
+    ``[log 1e-4, log 0.5]``.
     """
     h = data.step if math.isfinite(data.step) else median_step(data.X[:, 0])
     return {
@@ -315,6 +316,7 @@ def init_ranges(data: FitData) -> dict[str, tuple[float, float]]:
         "steepness": (math.log(h), max(math.log(h) + 0.5, math.log(0.2))),
         "window_centre": (math.log(1.05), math.log(1.95)),
         "window_width": (math.log(2 * h), max(math.log(2 * h) + 0.5, math.log(0.5))),
+        "damping": (math.log(h), max(math.log(h) + 0.5, math.log(10.0))),
         "": (-3.0, 3.0),
         "noise": (math.log(1e-4), math.log(0.5)),
     }
@@ -327,9 +329,10 @@ def slot_bounds(kernel: Kernel, data: FitData, config: OptimConfig,
     The box of :class:`HyperSpace`; with ``config.data_bounds``, a slot whose only role is
     ``lengthscale`` gets ``log θ ≥ log(h/2)`` and one whose only role is ``frequency``
     gets ``ω = 2π/p`` with ``2h ≤ p ≤ span`` (h: sampling step, span: training range,
-    model units). A slot with several roles keeps the plain box. Shorter lengthscales
-    turn a kernel into white noise, shorter periods alias, and a period longer than the
-    data is a trend that the kernel wraps around when it extrapolates. A change-point
+    model units); a damped trend's time constant is bounded as a lengthscale. A slot
+    with several roles keeps the plain box. Shorter lengthscales turn a kernel into
+    white noise, shorter periods alias, and a period longer than the data is a trend
+    that the kernel wraps around when it extrapolates. A change-point
     ``location`` stays inside the training inputs (beyond them it changes nothing the
     data can show, only the forecast) and its ``steepness`` between h/4 (a step) and the
     span.
@@ -342,7 +345,7 @@ def slot_bounds(kernel: Kernel, data: FitData, config: OptimConfig,
     span = data.span if math.isfinite(data.span) and data.span > 0 else 1.0
     for k, s in enumerate(kernel.slots):
         r = roles[s]
-        if r == {"lengthscale"}:
+        if r == {"lengthscale"} or r == {"damping"}:
             lo[k] = max(lo[k], math.log(h / 2))
         elif r == {"frequency"}:
             lo[k] = max(lo[k], math.log(2 * math.pi / span))

@@ -11,7 +11,10 @@ Symbols
 ``x``, ``x'``   the two inputs (first input dimension; the grammar's distances sum over
                 dimensions, written here for one);
 ``θk``          the slot ``hpk`` (positive);
-``σ``           the logistic switch of a change point, ``σ(u) = 1/(1 + e^{−u})``.
+``σ``           the logistic switch of a change point, ``σ(u) = 1/(1 + e^{−u})``;
+``W``, ``IW``   the local level's Wiener process and the local trend's integrated one,
+                ``W(x, x') = min(t, t')`` with ``t`` the time since the first training input;
+``D``           the damped trend, ``D(x, x', θτ)`` (:mod:`evocov_core.grammar`).
 
 ``sq_dist(euc(x), θl)`` is ``(x − x')²/θl²``; of spectral features, ``(2 − 2 cos(θp (x − x')))/θl²``
 (``= 4 sin²(θp (x − x')/2)/θl²``); ``dot_prod`` of spectral features expands the feature map
@@ -33,6 +36,8 @@ __all__ = ["XP", "X", "display_latex", "simplified", "slot_symbol", "to_sympy"]
 X, XP = sp.symbols("x x'", real=True)
 #: The logistic switch of a change point (kept as a function so the formula reads CP-like).
 SIGMA = sp.Function("σ")
+#: The state-space forms, kept as functions: their piecewise closed forms would not read better.
+WIENER, IWIENER, DAMPED = sp.Function("W"), sp.Function("IW"), sp.Function("D")
 #: Above this many operations, or with trigonometric terms, SymPy's full ``simplify`` (seconds
 #: on such trees) is skipped; the cheaper steps before it already do what display needs.
 SIMPLIFY_OPS = 40
@@ -44,7 +49,8 @@ def slot_symbol(tok: str) -> sp.Symbol:
 
 
 #: What each operator's SymPy rule (its ``sympy`` record in :mod:`evocov_core.grammar`) is given.
-_CTX = SimpleNamespace(sp=sp, x=X, xp=XP, slot=slot_symbol, sigma=SIGMA)
+_CTX = SimpleNamespace(sp=sp, x=X, xp=XP, slot=slot_symbol, sigma=SIGMA, wiener=WIENER, iwiener=IWIENER,
+                       damped=DAMPED)
 
 
 def to_sympy(kernel: Kernel) -> sp.Expr:
