@@ -304,9 +304,43 @@ def _length(v: float, x_unit: str) -> str:
     return f"{v:.3g} {x_unit}".rstrip()
 
 
-def _sentence(b: Behaviour, sd: float, x_unit: str, y_unit: str, trend: Trend | None = None) -> str:
+#: The damped trend's slope keeps e^(−3) ≈ 5 % of itself after this many time constants: the
+#: report's "damps out within about" that many θτ.
+DAMPING_SPANS = 3.0
+
+
+def _statespace_phrase(term: Kernel, theta_by_slot: dict[str, float], x_scale: float, x_unit: str
+                       ) -> str | None:
+    """The plain words for a term holding a state-space operation (local level, local trend,
+    damped trend: :mod:`evocov_core.grammar`), read from the tree; None for any other term.
+
+    A term is one product (:func:`additive_terms`), so it holds at most one of them unless a
+    product of two was drawn; each is named."""
+    toks = term.tokens
+    said = []
+    for i, t in enumerate(toks):
+        if t == "wiener":
+            said.append("a level that wanders as a random walk")
+        elif t == "iwiener":
+            said.append("a trend whose slope wanders as a random walk")
+        elif t == "damped":
+            tau = math.exp(theta_by_slot[toks[i + 2]]) * x_scale  # damped(x, θτ): the slot follows x
+            said.append(f"a trend that damps out within about {_length(DAMPING_SPANS * tau, x_unit)}")
+    return " times ".join(said) if said else None
+
+
+def _sentence(b: Behaviour, sd: float, x_unit: str, y_unit: str, trend: Trend | None = None,
+              statespace: str | None = None) -> str:
     trend = trend or Trend(0.0, "", None)
     direction = f"{trend.direction} " if trend.direction else ""
+    if statespace is not None:
+        # Named from the tree: read numerically it is only "a trend whose variance grows".
+        out = statespace
+        if trend.direction:
+            out += f", {trend.direction} over the training data ({trend.change:+.3g} {y_unit})"
+        if b.period is not None:
+            out += f", times a cycle with a period of {_length(b.period, x_unit)}"
+        return out.replace("  ", " ").replace(" )", ")")
     if b.constant:
         return f"a constant offset (standard deviation {sd:.3g} {y_unit})".replace("  ", " ").rstrip()
     parts = []
@@ -405,7 +439,8 @@ def decompose(kernel: Kernel, theta: Array, log_noise: float, X: Array, y: Array
         trend = _trend(mean_grid, step, None if beh.period is None else beh.period / x_scale, math.sqrt(var_y))
         trend = Trend(trend.change * y_scale, trend.direction, trend.amplitude_growth)
         sd_comp = float(np.sqrt(np.abs(covariance_diag(term, np.array([[0.5 * (lo + hi)]]), th)[0]))) * y_scale
-        sentence = _sentence(beh, sd_comp, x_unit, y_unit, trend)
+        sentence = _sentence(beh, sd_comp, x_unit, y_unit, trend,
+                             _statespace_phrase(term, by_slot, x_scale, x_unit))
         points, windows = gates(term, by_slot)
         where = [to_x(v) for v in points]
         spans = [(to_x(a), to_x(b)) for a, b in windows]

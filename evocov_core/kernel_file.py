@@ -3,7 +3,7 @@
 A kernel file holds everything needed to predict again with a fitted kernel::
 
     {
-      "format": "evocov-kernel", "version": 1,
+      "format": "evocov-kernel", "version": 2,
       "expression": "multiply(square(hp(hp0)), exp(multiply(-0.5, sq_dist(euc(x), hp1))))",
       "canonical": "...", "infix": "...", "latex": "...",
       "hyperparameters": {"hp0": {"value": 0.93, "roles": ["value"]}, ...},
@@ -14,6 +14,10 @@ A kernel file holds everything needed to predict again with a fitted kernel::
       "software": "evocov 0.1.0", "created": "2026-11-26T10:00:00+00:00",
       "git": {"commit": "<40 hex digits>", "dirty": false}
     }
+
+Version 2 added the state-space operations ``wiener``, ``iwiener`` and ``damped`` (a local level,
+a local trend, a damped trend: :mod:`evocov_core.grammar`); nothing else changed, so version-1
+files load as they always did, and a version-1 file that names one of those operations is refused.
 
 ``git`` names the code that wrote the file (:func:`evocov_core.provenance.git_state`; both
 None outside a git checkout). Files written before it existed load as before.
@@ -74,7 +78,10 @@ __all__ = [
 FORMAT = "evocov-kernel"
 #: Largest |log| of a hyperparameter value a file may hold (1e±100; a search stays within e^±10).
 MAX_ABS_LOG_VALUE = 100 * math.log(10.0)
-VERSION = 1
+VERSION = 2
+#: Versions this program reads, and the operations each version added.
+READS_VERSIONS = (1, 2)
+_ADDED_IN = {2: frozenset({"wiener", "iwiener", "damped"})}
 #: The bloat limit o_max of the paper: deeper trees are refused.
 MAX_DEPTH = 40
 MAX_NODES = 2000
@@ -320,8 +327,20 @@ def _check_header(doc: dict, fmt: str) -> None:
     """Refuse a document of another format or version."""
     if doc.get("format") != fmt:
         raise KernelFileError(f"'format' must be {fmt!r}, got {_short(repr(doc.get('format')))}")
-    if doc.get("version") != VERSION:
-        raise KernelFileError(f"unsupported version {_short(repr(doc.get('version')))}; this program reads {VERSION}")
+    v = doc.get("version")
+    if isinstance(v, bool) or v not in READS_VERSIONS:
+        reads = ", ".join(map(str, READS_VERSIONS))
+        raise KernelFileError(f"unsupported version {_short(repr(v))}; this program reads versions {reads}")
+
+
+def _check_operations(kernel: Kernel, version: int) -> None:
+    """Refuse an operation newer than the file's version (no program of that version wrote it)."""
+    for added_in, names in _ADDED_IN.items():
+        if version < added_in:
+            used = sorted(names.intersection(kernel.tokens))
+            if used:
+                raise KernelFileError(f"operation {used[0]!r} needs a version-{added_in} file; this one is "
+                                      f"version {version}")
 
 
 def parse_kernel_file(text: str | bytes) -> KernelFile:
@@ -335,6 +354,7 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
     doc = _load_json(text)
     _check_header(doc, FORMAT)
     kernel = parse_expression(doc.get("expression"), n_hyper=10000)
+    _check_operations(kernel, doc["version"])
     hps = doc.get("hyperparameters")
     if not isinstance(hps, dict):
         raise KernelFileError("'hyperparameters' must be an object mapping slot names to values")
@@ -533,7 +553,7 @@ def model_average_dict(kernels: Sequence[dict], weights: Sequence[float], *, dat
                        scores: dict | None = None) -> dict:
     """The JSON document of a Bayesian model average: kernel-file documents with weights::
 
-        {"format": "evocov-model-average", "version": 1,
+        {"format": "evocov-model-average", "version": 2,
          "kernels": [{"weight": 0.7, "kernel": {<kernel file>}}, ...],
          "scores": {"dataset": "airline", "test_rmse": ...}, ...}
 
