@@ -11,6 +11,7 @@ from evocov_core.data import Dataset
 from evocov_core.kernel import Kernel, slot_roles
 from evocov_core.metrics import FitData
 from evocov_core.search import preset, run_evocov
+from evocov_core.search.config import ConfigError
 from evocov_core.search.spectral_seeds import (
     CALENDAR_WEIGHT,
     LOCAL_LENGTHSCALE,
@@ -176,13 +177,44 @@ def test_the_naive_seeds_setting_gives_short_series_the_naive_seeds_first():
     seeds = spectral_seeds(short, naive_everywhere=True)
     assert [k.canonical for k, _ in seeds] == [k.canonical for k, _ in naive_seeds(short, always=True)]
     assert len(seeds) == 2 and naive_seeds(short) == []
-    cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none", naive_seeds=True)
+    cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none", naive_seeds=True,
+                 ets_seeds=False)
     ex = _Recorder()
     run_evocov(short, cfg, ex, seed=0)  # type: ignore[arg-type]
     first = ex.batches[0]
     assert [Kernel(t.tokens).canonical for t in first[:2]] == [k.canonical for k, _ in seeds]
     assert [t.start for t in first[:2]] == [s for _, s in seeds]
     assert all(t.start is None for t in first[2:])
+
+
+def test_ets_seeds_begin_the_first_population():
+    """With ``ets_seeds`` (the budgeted presets) the first batch begins with the exponential-smoothing
+    forms at their given values, then the naive seeds, then GPSS seeds from random values."""
+    from evocov_core.search.ets_seeds import ETS_SEED, ets_seeds
+
+    short = FitData.from_dataset(_two_cycles(1200), max_points=2000)
+    ets = ets_seeds(short)
+    assert len(ets) == 8  # a clear season: the seasonal forms too
+    cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none", naive_seeds=True)
+    assert cfg.ets_seeds and cfg.statespace and cfg.grammar.statespace
+    ex = _Recorder()
+    run_evocov(short, cfg, ex, seed=0)  # type: ignore[arg-type]
+    first = ex.batches[0]  # 1,200 points: screened, so the seeds are the first batch (stage "seed")
+    assert all(t.stage == "seed" for t in first) and len(first) == 10
+    assert [Kernel(t.tokens).canonical for t in first[:8]] == [k.canonical for k, _ in ets]
+    assert [t.start for t in first[:8]] == [s for _, s in ets]
+    naive = spectral_seeds(short, naive_everywhere=True)
+    assert [Kernel(t.tokens).canonical for t in first[8:10]] == [k.canonical for k, _ in naive]
+    # On a long series the spectral seeds keep going first, the forms after them.
+    long = FitData.from_dataset(_two_cycles(6000), max_points=1500)
+    ex = _Recorder()
+    run_evocov(long, cfg, ex, seed=0)  # type: ignore[arg-type]
+    spectral = spectral_seeds(long)
+    got = [Kernel(t.tokens).canonical for t in ex.batches[0]]
+    assert got == [k.canonical for k, _ in spectral] + [k.canonical for k, _ in ets_seeds(long)]
+    assert ETS_SEED != "seed"
+    with pytest.raises(ConfigError, match="ets_seeds needs statespace"):
+        preset("quick", statespace=False)
 
 
 class _Recorder:
@@ -200,7 +232,7 @@ class _Recorder:
 
 def test_a_long_search_puts_the_spectral_seeds_first_in_place_of_gpss_seeds():
     long = FitData.from_dataset(_two_cycles(6000), max_points=1500)
-    cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none")
+    cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none", ets_seeds=False)
     ex = _Recorder()
     run_evocov(long, cfg, ex, seed=0)  # type: ignore[arg-type]
     # The seeds are fitted on all the data from their values, unscreened, before the rest is screened.

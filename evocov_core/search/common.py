@@ -43,6 +43,7 @@ from ..optimize import NUMERIC_ERRORS, FitResult, FitStatus, Start, finite_or
 from ..parallel import Executor, Task
 from ..scoring import PENALTY
 from ..subset import DEFAULT_MAX_POINTS, plan_subset
+from .ets_seeds import ETS_SEED
 from .replay import RunLog
 from .spectral_seeds import SPECTRAL_SEED
 from .validate import DEFAULT_ORIGINS, Calibration, OriginScores
@@ -364,7 +365,7 @@ def fit_key(kernel: Kernel, start: Start | None, origin: str) -> str:
     """The fit cache's key: the kernel's canonical form, and for a spectral seed the periods it
     starts at too. A periodic structure has an optimum per period: started at a daily and at a
     weekly period it is two candidates, not one fit and a copy."""
-    if origin == SPECTRAL_SEED and start is not None:
+    if origin in SEEDED and start is not None:
         return kernel.canonical + "@" + ",".join(f"{v:.9g}" for v in start.theta if math.isfinite(v))
     return kernel.canonical
 
@@ -419,6 +420,10 @@ LONG_FINISH_EVALS = 12
 MIN_SEARCH_SHARE = 0.5
 #: Candidates of the model choice kept for the search's own kernels beside the spectral seeds.
 MIN_SEARCHED = 2
+#: Origins of the seeds a search starts from with given values (the spectral and naive seeds of
+#: long series, the exponential-smoothing forms): fitted unscreened from those values, cached with
+#: them, and offered to the model choice whatever their BIC (:meth:`Tracker.top`).
+SEEDED = frozenset({SPECTRAL_SEED, ETS_SEED})
 #: Above this many training points the Tracker times one evaluation before the search.
 CALIBRATE_ABOVE = 1000
 
@@ -683,7 +688,7 @@ class Tracker:
         canonical form; a spectral seed's with its periods)."""
         if fit.ok and math.isfinite(fit.bic):
             self._best_by_canonical[key] = _better(self._best_by_canonical.get(key), fit)  # type: ignore[assignment]
-            if origin == SPECTRAL_SEED:
+            if origin in SEEDED:
                 self._spectral_keys.add(key)
 
     def _screened(self, executor: Executor, g: int, todo: list[int], kernels: Sequence[Kernel],
@@ -708,8 +713,8 @@ class Tracker:
         Returns the fit of each kernel, the indices that were only fitted on the subset, and those
         whose cost the stop time already holds.
         """
-        seeds = [i for i in todo if origins[i] == SPECTRAL_SEED]
-        rest = [i for i in todo if origins[i] != SPECTRAL_SEED]
+        seeds = [i for i in todo if origins[i] in SEEDED]
+        rest = [i for i in todo if origins[i] not in SEEDED]
         out: dict[int, FitResult | None] = {}
         up: list[int] = []
         if seeds:

@@ -262,6 +262,13 @@ class SearchConfig:
         Grammar option: random trees, mutations and GPSS-style expansions also use ABCD's
         change-window operator. Off in every preset, so that their runs draw the trees they
         drew before the operator existed (same seed, same result).
+    statespace : bool
+        Grammar option: random trees and mutations also use the state-space operations (a local
+        level, a local trend, a damped trend: :mod:`evocov_core.grammar`).
+    ets_seeds : bool
+        EvoCov's first population begins with the GP forms of the exponential-smoothing models
+        (:mod:`~evocov_core.search.ets_seeds`), offered to the model choice whatever their BIC.
+        Their children keep the state-space operations they hold, whatever ``statespace`` says.
     """
 
     algorithm: str = _s("evocov", "Algorithm", "The search algorithm (module docstring).", "algorithm",
@@ -420,6 +427,13 @@ class SearchConfig:
                              "change-window operator CW(outside, inside), which switches to another kernel "
                              "inside a fitted window. Not in the paper's grammar; off in every preset.",
                              "budgeted")
+    statespace: bool = _s(False, "State-space operations", "Let random trees and mutations use a local level "
+                          "(a random walk from the first training point), a local trend (its slope a random walk) "
+                          "and a damped trend (its slope reverts within a fitted time): the forms exponential "
+                          "smoothing fits. Not in the paper's grammar.", "budgeted")
+    ets_seeds: bool = _s(False, "Exponential-smoothing seeds", "Begin the search with the Gaussian-process forms "
+                         "of simple exponential smoothing, Holt, damped Holt and Holt-Winters at the series' "
+                         "season, offered to the model choice whatever their BIC.", "budgeted", _EVOCOV)
 
     def __post_init__(self) -> None:
         def need(cond: bool, msg: str) -> None:
@@ -477,7 +491,7 @@ class SearchConfig:
     def grammar(self) -> Grammar:
         """The grammar random trees and mutations draw from (expansions read the options themselves)."""
         return get_grammar(self.n_hyper, self.changepoints and not self.changepoints_by_expansion,
-                           self.changewindows)
+                           self.changewindows, self.statespace)
 
     @property
     def variation(self) -> VariationConfig:
@@ -580,7 +594,7 @@ _BUDGETED_PARTS = dict(cache_fits=True, data_bounds=True, select_top=5, changepo
                        long_combine=("MSTL", "AutoETS"))
 _EVOLVE = dict(population=40, generations=100_000, mu=8, patience=3, d_min=3, d_max=8, psd_w=12, n_restarts=1,
                require_input=True, screen_points=240, promote_fraction=0.3, seed_fraction=0.5, p_expand=0.3,
-               **_BUDGETED_PARTS)
+               ets_seeds=True, **_BUDGETED_PARTS)
 
 
 def _budgeted(seconds: float) -> dict[str, dict]:

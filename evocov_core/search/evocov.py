@@ -42,6 +42,7 @@ from ..parallel import Executor
 from ..variation import crossover, mutate, random_kernel
 from .common import ProgressCallback, SearchResult, StopCheck, Tracker, start_of, sub_rng
 from .config import SearchConfig
+from .ets_seeds import ETS_SEED, ets_seeds
 from .spectral_seeds import SPECTRAL_SEED, spectral_seeds
 from .structures import expand, seed_kernels
 
@@ -84,17 +85,24 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
                  executor=executor)
     N, mu = config.population, config.mu
     spectral = spectral_seeds(data, naive_everywhere=config.naive_seeds)
+    ets = ets_seeds(data) if config.ets_seeds else []
 
     def random_population(epoch: int = 0) -> list[_Ind]:
-        out = []
+        # The exponential-smoothing forms are in the first population, beyond the seeded share:
+        # never missing from the pool (ets_seeds); restarts draw afresh. They are fitted first,
+        # except on a long series, where the budget reaches the spectral seeds first as before.
+        forms = [_Ind(k, s, ETS_SEED) for k, s in ets] if epoch == 0 else []
+        given: list[_Ind] = []
+        gpss: list[_Ind] = []
         if config.seed_fraction > 0 and (epoch == 0 or config.reseed_restarts):
             # The first epoch keeps the generator it always had (same seed, same run); each
             # restart draws its own order of the non-base structures. On a long series the
             # periodic seeds at its clear periods come first and take the place of GPSS seeds.
             srng = sub_rng(seed, 1) if epoch == 0 else sub_rng(seed, 1, epoch)
             n_seeds = round(config.seed_fraction * N)
-            out = [_Ind(k, s, SPECTRAL_SEED) for k, s in spectral[:n_seeds]]
-            out += [_Ind(k, None, "seed") for k in seed_kernels(n_seeds - len(out), srng, tuple(config.seed_bases))]
+            given = [_Ind(k, s, SPECTRAL_SEED) for k, s in spectral[:n_seeds]]
+            gpss = [_Ind(k, None, "seed") for k in seed_kernels(n_seeds - len(given), srng, tuple(config.seed_bases))]
+        out = (given + forms if data.on_subset else forms + given) + gpss
         for _ in range(N - len(out)):
             if tr.stop_requested():
                 break
