@@ -670,3 +670,29 @@ def test_forecast_line_reports_the_returned_forecast_and_pairs_it_with_the_kerne
     assert float(got["corpus_forecast_paired_se_log"]) == pytest.approx(np.log(2) / np.sqrt(3), rel=1e-3)
     assert got["corpus_forecast_combined"] == "2/3"
     assert acc.forecast_line(pd.DataFrame([_row("01-a", 0, rmse=1.0)]), _refs(), "full") is None
+
+
+@pytest.mark.parametrize(("forecast", "weight"), [
+    ("kernel", 1.0), ("kernel 0.41 + AutoETS 0.35 + AutoTheta 0.24", 0.41), ("AutoETS 0.6 + AutoTheta 0.4", 0.0),
+    (None, float("nan")), ("", float("nan"))])
+def test_kernel_weight_reads_the_recorded_forecast(forecast, weight) -> None:
+    got = acc.kernel_weight(forecast)
+    assert (np.isnan(got) and np.isnan(weight)) or got == pytest.approx(weight)
+
+
+def test_kernel_goal_line_reports_the_kernel_and_its_weight() -> None:
+    """Issue 55's keys: the kernel alone and the forecast against AutoETS (the corpus reference), the kernel's
+    90th percentile and worst run, and its mean weight."""
+    rows = [
+        {**_row("01-a", 0, rmse=20.0), "forecast_test_rmse": 5.0, "forecast": "kernel 0.2 + AutoETS 0.8"},  # 2, 0.5
+        {**_row("02-b", 0, rmse=0.5), "forecast_test_rmse": 1.0, "forecast": "kernel"},  # 0.5, 1
+        {**_row("04-d", 0, rmse=4.0), "forecast_test_rmse": 8.0, "forecast": "kernel 0.6 + AutoTheta 0.4"},  # 1, 2
+    ]
+    line = acc.kernel_goal_line(pd.DataFrame(rows), _refs(), "full")
+    got = dict(item.split("=") for item in line.split())
+    assert float(got["corpus_kernel_vs_autoets"]) == pytest.approx(1.0)
+    assert float(got["corpus_kernel_worst"]) == pytest.approx(2.0)
+    assert 1.0 < float(got["corpus_kernel_p90"]) <= 2.0
+    assert float(got["corpus_forecast_vs_autoets"]) == pytest.approx(1.0)
+    assert float(got["corpus_kernel_weight"]) == pytest.approx((0.2 + 1.0 + 0.6) / 3)
+    assert acc.kernel_goal_line(pd.DataFrame([_row("01-a", 0, status="error")]), _refs(), "full") is None

@@ -111,7 +111,9 @@ __all__ = [
     "done_keys",
     "forecast_line",
     "headline_table",
+    "kernel_goal_line",
     "kernel_path",
+    "kernel_weight",
     "parse_variants",
     "pending_trials",
     "read_trials",
@@ -897,6 +899,49 @@ def forecast_line(trials: pd.DataFrame, refs: pd.DataFrame, variant: str, prefix
             + f" {prefix}forecast_combined={combined}/{len(has)}")
 
 
+def kernel_weight(forecast: object) -> float:
+    """The kernel's weight in a trial's recorded forecast: ``"kernel"`` is 1, ``"kernel 0.41 + AutoETS
+    0.35 + AutoTheta 0.24"`` is 0.41, a forecast without the kernel 0; NaN when none was recorded."""
+    text = str(forecast).strip() if isinstance(forecast, str) else ""
+    if not text:
+        return math.nan
+    if text == "kernel":
+        return 1.0
+    for part in text.split("+"):
+        name, _, w = part.strip().rpartition(" ")
+        if name == "kernel":
+            try:
+                return float(w)
+            except ValueError:
+                return math.nan
+    return 0.0
+
+
+def kernel_goal_line(trials: pd.DataFrame, refs: pd.DataFrame, variant: str) -> str | None:
+    """On a corpus (ratios to AutoETS), the figures issue 55 judges: ``variant=NAME
+    corpus_kernel_vs_autoets=… corpus_kernel_p90=… corpus_kernel_worst=… corpus_forecast_vs_autoets=…
+    corpus_kernel_weight=…``: the kernel alone and the returned forecast, geometric mean of single runs
+    over AutoETS, the kernel's 90th percentile and worst single run, and the kernel's mean weight in the
+    forecast (1 where the forecast is the kernel's alone). None without finished trials."""
+    t = _finished(trials, variant, ["test_rmse"])
+    if t.empty:
+        return None
+    ref = refs["best_published"].reindex(t["series"]).to_numpy(dtype=float)
+    ok = np.isfinite(ref) & (ref > 0)
+    kern = t["test_rmse"].to_numpy(dtype=float)[ok] / ref[ok]
+    fc = (pd.to_numeric(t["forecast_test_rmse"], errors="coerce").to_numpy(dtype=float)[ok] / ref[ok]
+          if "forecast_test_rmse" in t else np.full(kern.shape, np.nan))
+    fc = fc[np.isfinite(fc)]
+    w = np.array([kernel_weight(v) for v in t["forecast"]], dtype=float) if "forecast" in t else np.array([])
+    w = w[np.isfinite(w)]
+    items = [("kernel_vs_autoets", geomean(kern) if kern.size else math.nan),
+             ("kernel_p90", _quantile(kern, 0.9) if kern.size else math.nan),
+             ("kernel_worst", float(kern.max()) if kern.size else math.nan),
+             ("forecast_vs_autoets", geomean(fc) if fc.size else math.nan),
+             ("kernel_weight", float(w.mean()) if w.size else math.nan)]
+    return f"variant={variant} " + " ".join(f"corpus_{k}={fmt(v, 4, missing='nan')}" for k, v in items)
+
+
 def summary_line(variant: str, summary: Summary, trials: TrialSummary | None = None, prefix: str = "") -> str:
     """``variant=NAME accuracy_geomean=… worst_ratio=… series_over_3x=… max_wall_ratio=…``, then with
     ``trials`` ``single_run_geomean=… single_run_p90=… worst_single=… median5_geomean=… coverage_95=…
@@ -1299,6 +1344,8 @@ def accuracy_report(out: Path, *, data_dir: Path | None = None, classical: bool 
     summary = [summary_line(v, summarize(per_variant[v]), trial_summary(trials, refs, v, base), prefix)
                for v in variants]
     summary += [line for v in variants if (line := forecast_line(trials, refs, v, prefix))]
+    if corpus:
+        summary += [line for v in variants if (line := kernel_goal_line(trials, refs, v))]
     last = runs[-1] if runs else {}
     where = (f"one of the {len(names)} series of `{data_dir}` (a development corpus: no published results) at "
              "its split" if corpus else "one of the 13 TSDL series at the published split")
