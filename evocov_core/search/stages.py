@@ -8,8 +8,8 @@ stage          data / settings
                more recent ones for a long period, :func:`screen_recent`) / the search's settings
 ``promote``    all the training data / one L-BFGS-B run of half the evaluations from
                the screened values (they are close: a refinement, not a search)
-``seed``       all the training data / one L-BFGS-B run from a long series' spectral seed's
-               given values, unscreened (:meth:`~evocov_core.search.common.Tracker.evaluate`)
+``seed``       all the training data / one L-BFGS-B run from a long series' spectral seed's, or an
+               exponential-smoothing seed's, given values, unscreened (:meth:`~evocov_core.search.common.Tracker.evaluate`)
 ``head``       the first ``1 − metric_split`` of the training range / one L-BFGS-B
                run from the full-data values (the model choice's refits)
 ``origin:o``   the training points up to origin ``o`` (a share of the range) / as ``head``
@@ -118,7 +118,7 @@ def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitDat
         stages["screen"] = (screen_subset(data, config.screen_points), _on_subset(optim))
     if config.screen_points > 0:
         stages["promote"] = (data, _refit(optim, 0.5))
-        if may_seed(data, config.naive_seeds):
+        if may_seed(data, config.naive_seeds) or config.ets_seeds:
             seed = _refit(optim)
             stages["seed"] = (data, dataclasses.replace(seed, max_evals=config.seed_evals or seed.max_evals))
     if needs_head_stage(data, config):
