@@ -112,6 +112,10 @@ class JobSnapshot:
     error: str
     extra: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if type(self.kind) is not JobKind:  # a kind given as its string becomes the member
+            object.__setattr__(self, "kind", JobKind(self.kind))
+
     @property
     def done(self) -> bool:
         return not self.status.active
