@@ -24,7 +24,9 @@ The package knows nothing of the dashboard. Modules, one idea each:
 ``model``        predictions of a fitted kernel or a model average in the data's units
 ``kernel_file``  versioned JSON kernel files and their safe parser
 ``parallel``     where work runs in parallel and how its processes are set up (one BLAS
-                 thread): serial / process-pool / Dask runners and fit executors
+                 thread): serial / process-pool / Dask runners and fit executors; it re-exports
+                 ``parallel_setup``, ``parallel_runners``, ``parallel_timed`` (calls with time
+                 limits), ``parallel_fits`` (executors) and ``parallel_measure``
 ``dask_setup``   ships the package to a Dask cluster that has only the dependencies
 ``search``       EvoCov, Random Search, Go With The First, GPSS baseline, the mutation
                  explorer, and what a budgeted search adds (package)
