@@ -160,10 +160,11 @@ class KernelResult:
         return FittedModel.from_file(self.kernel_file, None if self.dataset is None else self.dataset.norm)
 
     def with_data(self, data: Dataset | str | Path) -> KernelResult:
-        """The same kernel conditioned on other data (a :class:`Dataset`, a CSV path or a bundled name)."""
+        """The same kernel conditioned on other data (a :class:`Dataset`, or a CSV path or bundled name,
+        split with the test fraction the kernel file records, else 0.1)."""
         from dataclasses import replace
 
-        return replace(self, dataset=_dataset(data))
+        return replace(self, dataset=_dataset(data, _recorded_fraction(self.kernel_file)))
 
     # --- predictions ------------------------------------------------------------------------
     def _data(self) -> Dataset:
@@ -277,13 +278,13 @@ def read_series(path: str | Path, x: str | None = None, y: str | None = None, *,
     return ds
 
 
-def _dataset(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike]) -> Dataset:
+def _dataset(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], test_fraction: float = 0.1) -> Dataset:
     from .data import Dataset
 
     if isinstance(data, Dataset):
         return data
     if isinstance(data, (str, Path)):
-        return read_series(data)
+        return read_series(data, test_fraction=test_fraction)
     if isinstance(data, tuple) and len(data) == 2:
         return Dataset.from_arrays(data[0], data[1])
     raise TypeError(f"data must be a Dataset, a path or an (x, y) pair of arrays, got {type(data).__name__}")
@@ -357,8 +358,9 @@ def load_kernel(path: str | Path, data: Dataset | str | Path | None = None) -> K
     ----------
     path : str or Path
     data : Dataset, str or Path, optional
-        The data to predict from (a Dataset, a CSV path or a bundled name); without it the result
-        describes the kernel but cannot predict until :meth:`KernelResult.with_data`.
+        The data to predict from: a Dataset, or a CSV path or bundled name, split with the test
+        fraction the file records (as ``evocov predict`` does); without it the result describes the
+        kernel but cannot predict until :meth:`KernelResult.with_data`.
 
     Returns
     -------
@@ -373,4 +375,11 @@ def load_kernel(path: str | Path, data: Dataset | str | Path | None = None) -> K
 
     kf = load_kernel_file(path)
     text = Path(path).read_text(encoding="utf-8")
-    return KernelResult(kf, None if data is None else _dataset(data), text)
+    return KernelResult(kf, None if data is None else _dataset(data, _recorded_fraction(kf)), text)
+
+
+def _recorded_fraction(kf: KernelFile) -> float:
+    """The test fraction the kernel was scored with (as ``evocov predict`` splits the data), else 0.1."""
+    tf = kf.scores.get("test_fraction")
+    ok = isinstance(tf, (int, float)) and not isinstance(tf, bool) and 0.0 <= tf < 0.5
+    return float(tf) if ok else 0.1

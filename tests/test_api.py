@@ -125,6 +125,10 @@ def test_save_and_load_round_trip(tmp_path, airline: Dataset, result: ec.KernelR
     with pytest.raises(ValueError, match="no data to predict from"):
         bare.predict(airline.X_test)
     assert np.array_equal(bare.with_data(airline).forecast(3).mean, result.forecast(3).mean)
+    # A path or bundled name is split as the kernel was scored (the file records the test fraction).
+    other = ec.search(load_bundled("airline", test_fraction=0.2), "quick-fixed", 0, **SMALL)
+    by_name = ec.load_kernel(other.save(tmp_path / "k20.json"), "airline")
+    assert by_name.dataset.test_fraction == 0.2 and by_name.dataset.n_test == other.dataset.n_test
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "evocov-kernel", "version": 1, "expression": "__import__(os)"}')
     with pytest.raises(KernelFileError):
