@@ -49,7 +49,7 @@ Array = NDArray[np.float64]
 LEVEL = 0.95
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Interval:
     """A predictive distribution at ``m`` points: its mean and central 95 % interval.
 
@@ -66,6 +66,8 @@ class Interval:
         The central ``level`` interval.
     level : float
         0.95.
+
+    Compared by identity (its arrays have no single truth value).
     """
 
     x: Array
@@ -76,7 +78,7 @@ class Interval:
     level: float = LEVEL
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class KernelResult:
     """A fitted kernel and the data it predicts from: what :func:`search` and :func:`load_kernel` return.
 
@@ -96,6 +98,8 @@ class KernelResult:
     config : SearchConfig or None
         The settings the search ran with; None for a loaded kernel.
     seed : int or None
+
+    Compared by identity (its data hold arrays).
     """
 
     kernel_file: KernelFile
