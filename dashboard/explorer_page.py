@@ -29,7 +29,7 @@ from dashboard.views import formula, show_kernel, with_test_rmse
 from evocov_core.baselines import fit_fixed, fit_structure
 from evocov_core.data import Dataset
 from evocov_core.figures import explorer_figure
-from evocov_core.jobs import JobSpec
+from evocov_core.jobs import JobKind, JobSpec
 from evocov_core.kernel_file import KernelFileError, parse_kernel_file
 from evocov_core.library import GPSS_PUBLISHED, WELL_KNOWN, structure_text
 from evocov_core.metrics import METRIC_LABELS, METRICS, FitData
@@ -201,7 +201,7 @@ def mutation_settings(ds: Dataset, base: FitResult | None, base_name: str, job_a
     except ConfigError as exc:
         st.error(str(exc))
         return
-    spec = JobSpec(kind="explore", dataset=ds, config=cfg, seed=int(seed), workers=int(workers),
+    spec = JobSpec(kind=JobKind.EXPLORE, dataset=ds, config=cfg, seed=int(seed), workers=int(workers),
                    label=f"Explore {base_name} · {ds.name}", base=base, n_mutations=int(n_mut))
     new_id = manager().submit(spec)
     st.session_state[EXPLORE_JOB_KEY] = new_id

@@ -17,7 +17,7 @@ from dashboard.views import scrollable_formulas, show_approximation
 from evocov_core.benchmarks.budget import estimate_wall_time
 from evocov_core.data import Dataset
 from evocov_core.figures import fitness_figure
-from evocov_core.jobs import JobSpec
+from evocov_core.jobs import JobKind, JobSpec
 from evocov_core.optimize import FitResult
 from evocov_core.search import ALGORITHM_LABELS, RunStatus, SearchConfig
 from evocov_core.subset import DEFAULT_MAX_POINTS, DataSubset, plan_subset
@@ -87,7 +87,7 @@ def run_settings(run_id: str) -> tuple[dict, int | None] | None:
     """A search's settings and seed, from its job or else the store; None for anything else."""
     job = manager().get(run_id)
     if job is not None:
-        return (job.spec.config.to_dict(), job.spec.seed) if job.spec.kind == "search" else None
+        return (job.spec.config.to_dict(), job.spec.seed) if job.spec.kind is JobKind.SEARCH else None
     run = get_run(run_id)
     return (dict(run.settings), run.seed) if run is not None and run.kind == "search" else None
 
@@ -174,7 +174,7 @@ def start_button(config: SearchConfig | None, seed: int, workers: int, ds: Datas
     if st.button("Start search", type="primary", key="search_start", disabled=why is not None, help=why,
                  width="stretch"):
         assert config is not None
-        spec = JobSpec(kind="search", dataset=ds, config=config, seed=seed, workers=workers,
+        spec = JobSpec(kind=JobKind.SEARCH, dataset=ds, config=config, seed=seed, workers=workers,
                        label=f"{ALGORITHM_LABELS[config.algorithm]} · {ds.name} · seed {seed}")
         new_id = manager().submit(spec)
         st.session_state[SEARCH_JOB_KEY] = new_id

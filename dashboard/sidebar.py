@@ -17,7 +17,7 @@ from dashboard.state import (
     SEARCH_JOB_KEY,
     SOURCE_KEY,
 )
-from evocov_core.jobs import Job, JobSnapshot
+from evocov_core.jobs import Job, JobKind, JobSnapshot
 from evocov_core.search import RunStatus
 
 
@@ -55,8 +55,8 @@ def sync_query_params() -> None:
 def _progress_words(job: Job, snap: JobSnapshot) -> str:
     """"generation 10 · 42 s left" for a timed search (its generation count is only a cap), else
     "generation 10/100"."""
-    unit = "batch" if snap.kind == "explore" else "generation"
-    budget = float(job.spec.config.time_budget or 0) if snap.kind == "search" else 0.0
+    unit = "batch" if snap.kind is JobKind.EXPLORE else "generation"
+    budget = float(job.spec.config.time_budget or 0) if snap.kind is JobKind.SEARCH else 0.0
     if budget > 0:
         return f"{unit} {snap.generation} · {max(0.0, budget - snap.elapsed):.0f} s left"
     return f"{unit} {snap.generation}/{snap.total_generations or '?'}"

@@ -24,7 +24,9 @@ The package knows nothing of the dashboard. Modules, one idea each:
 ``model``        predictions of a fitted kernel or a model average in the data's units
 ``kernel_file``  versioned JSON kernel files and their safe parser
 ``parallel``     where work runs in parallel and how its processes are set up (one BLAS
-                 thread): serial / process-pool / Dask runners and fit executors
+                 thread): serial / process-pool / Dask runners and fit executors; it re-exports
+                 ``parallel_setup``, ``parallel_runners``, ``parallel_timed`` (calls with time
+                 limits), ``parallel_fits`` (executors) and ``parallel_measure``
 ``dask_setup``   ships the package to a Dask cluster that has only the dependencies
 ``search``       EvoCov, Random Search, Go With The First, GPSS baseline, the mutation
                  explorer, and what a budgeted search adds (package)
@@ -39,6 +41,84 @@ The package knows nothing of the dashboard. Modules, one idea each:
 ``compare``      one table of test-part forecasts: the kernel, GP baselines, classical models
 ``benchmarks``   the paper's tables, the accuracy benchmark, GPSS's published kernels and
                  their reports (package)
+``api``          the front door below;  ``sklearn``: :class:`EvoCovRegressor` and the export of a
+                 kernel as a scikit-learn ``Kernel``
+
+The front door (``docs/api.md``), imported on first use so that ``import evocov_core`` stays cheap::
+
+    import evocov_core as ec
+
+    ds = ec.read_series("airline")                     # a CSV file or a bundled series
+    res = ec.search(ds, preset="quick")                # -> KernelResult
+    res.predict(ds.X_test); res.forecast(12)           # -> Interval(mean, std, lower, upper)
+    ec.load_kernel("airline.kernel.json", ds)          # a saved kernel file
+    ec.EvoCovRegressor(preset="quick").fit(X, y)       # scikit-learn (needs scikit-learn)
 """
 
 __version__ = "0.1.0"
+
+import sys
+import types
+
+#: Front-door name -> the module defining it (imported on first use).
+_EXPORTS = {
+    "Interval": "api",
+    "KernelResult": "api",
+    "load_kernel": "api",
+    "read_series": "api",
+    "search": "api",
+    "EvoCovRegressor": "sklearn",
+    "to_sklearn_kernel": "sklearn",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+class _SearchPackage(types.ModuleType):
+    """The class of the ``evocov_core.search`` package once loaded: calling it is the front door's
+    :func:`evocov_core.api.search`.
+
+    ``ec.search`` cannot be both a function and the subpackage of the same name (importing the
+    subpackage sets the attribute to it), so it is the subpackage, callable: ``ec.search(data, ...)``
+    searches, and ``import evocov_core.search``, ``from evocov_core.search import preset`` and
+    ``ec.search.run_search`` work as before.
+    """
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        from .api import search
+
+        return search(*args, **kwargs)  # type: ignore[arg-type]
+
+
+class _FrontDoor(types.ModuleType):
+    """The class of this package's module: makes the search subpackage callable when it is loaded."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "search" and isinstance(value, types.ModuleType) and type(value) is types.ModuleType:
+            value.__class__ = _SearchPackage
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _FrontDoor
+
+
+def __getattr__(name: str) -> object:
+    """The front door's names, imported on first use (PEP 562): ``import evocov_core`` loads nothing else."""
+    where = _EXPORTS.get(name)
+    if name == "search":
+        from .search import run_search  # noqa: F401 - loads the subpackage (callable, see _SearchPackage)
+
+        return globals()["search"]
+    if where == "api":
+        from . import api
+
+        return getattr(api, name)
+    if where == "sklearn":
+        from . import sklearn
+
+        return getattr(sklearn, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

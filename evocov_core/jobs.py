@@ -25,6 +25,7 @@ import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 
 from .calibration import Calibration
 from .combination import Combination
@@ -39,7 +40,17 @@ from .search.combine import forecast_test_rmse
 from .search.common import EvalRecord, GenerationStats, Progress, RunStatus
 from .store import RunStore
 
-__all__ = ["Job", "JobManager", "JobSnapshot", "JobSpec"]
+__all__ = ["Job", "JobKind", "JobManager", "JobSnapshot", "JobSpec"]
+
+
+class JobKind(StrEnum):
+    """What a job runs. A ``StrEnum``: members equal their values, so the run store holds the same
+    strings as before the enum, and a kind given as its string becomes the member."""
+
+    #: A kernel search, any algorithm of the job's ``config``.
+    SEARCH = "search"
+    #: The mutations of a fitted base kernel (:func:`~evocov_core.search.explore_mutations`).
+    EXPLORE = "explore"
 
 
 @dataclass(frozen=True)
@@ -48,8 +59,9 @@ class JobSpec:
 
     Attributes
     ----------
-    kind : str
-        ``search`` (any algorithm of ``config``) or ``explore`` (mutations of ``base``).
+    kind : JobKind
+        ``search`` (any algorithm of ``config``) or ``explore`` (mutations of ``base``); the string
+        is converted to the member on construction (an unknown one raises ``ValueError``).
     dataset : Dataset
     config : SearchConfig
     seed : int
@@ -61,7 +73,7 @@ class JobSpec:
     n_mutations : int
     """
 
-    kind: str
+    kind: JobKind
     dataset: Dataset
     config: SearchConfig
     seed: int = 0
@@ -70,13 +82,20 @@ class JobSpec:
     base: FitResult | None = None
     n_mutations: int = 200
 
+    def __post_init__(self) -> None:
+        if type(self.kind) is not JobKind:
+            try:
+                object.__setattr__(self, "kind", JobKind(self.kind))
+            except ValueError:
+                raise ValueError(f"unknown job kind {self.kind!r}") from None
+
 
 @dataclass(frozen=True)
 class JobSnapshot:
     """A consistent copy of a job's state for drawing."""
 
     id: str
-    kind: str
+    kind: JobKind
     status: RunStatus
     label: str
     algorithm: str
@@ -92,6 +111,10 @@ class JobSnapshot:
     queue_position: int
     error: str
     extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if type(self.kind) is not JobKind:  # a kind given as its string becomes the member
+            object.__setattr__(self, "kind", JobKind(self.kind))
 
     @property
     def done(self) -> bool:
@@ -126,7 +149,7 @@ class Job:
             n_eval = p.n_evaluations if p else 0
             return JobSnapshot(
                 id=self.id, kind=self.spec.kind, status=self.status, label=self.spec.label,
-                algorithm=self.spec.config.algorithm if self.spec.kind == "search" else "explore",
+                algorithm=self.spec.config.algorithm if self.spec.kind is JobKind.SEARCH else "explore",
                 generation=p.generation if p else 0, total_generations=p.total_generations if p else 0,
                 elapsed=elapsed, n_evaluations=n_eval,
                 evals_per_second=n_eval / elapsed if elapsed > 0 else 0.0,
@@ -186,20 +209,20 @@ class JobManager:
     # --- public API ------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> str:
         """Queue a job; returns its id (also the run id in the store)."""
-        if spec.kind not in ("search", "explore"):
+        if not isinstance(spec.kind, JobKind):
             raise ValueError(f"unknown job kind {spec.kind!r}")
-        if spec.kind == "explore" and (spec.base is None or not spec.base.ok):
+        if spec.kind is JobKind.EXPLORE and (spec.base is None or not spec.base.ok):
             raise ValueError("an exploration needs a fitted base kernel")
         job_id = uuid.uuid4().hex[:12]
         job = Job(spec, job_id)
         if self.store is not None:
             settings = spec.config.to_dict()
             extra = {}
-            if spec.kind == "explore":
+            if spec.kind is JobKind.EXPLORE:
                 settings["n_mutations"] = spec.n_mutations
                 extra["base"] = _best_doc(spec.base, spec.dataset)
             self.store.create_run(job_id, kind=spec.kind,
-                                  algorithm=spec.config.algorithm if spec.kind == "search" else "explore",
+                                  algorithm=spec.config.algorithm if spec.kind is JobKind.SEARCH else "explore",
                                   dataset=spec.dataset, settings=settings, seed=spec.seed, label=spec.label,
                                   extra=extra)
         with self._lock:
@@ -262,7 +285,7 @@ class JobManager:
             job.records.extend(p.evaluated)
             job.best = p.best
         if self.store is not None:
-            doc = _best_doc(p.best, job.spec.dataset) if job.spec.kind == "search" else None
+            doc = _best_doc(p.best, job.spec.dataset) if job.spec.kind is JobKind.SEARCH else None
             self.store.add_generation(job.id, p.stats, p.evaluated, p.n_evaluations, doc)
 
     def _finish(self, job: Job, status: RunStatus, best: FitResult | None, elapsed: float | None, n_eval: int | None,
@@ -275,7 +298,7 @@ class JobManager:
                 combination, rmse = forecast if forecast is not None else (None, None)
                 extra = {"forecast_test_rmse": rmse} if rmse is not None else None
                 doc = (_best_doc(best, job.spec.dataset, extra, calibration=calibration, combination=combination)
-                       if job.spec.kind == "search" else None)
+                       if job.spec.kind is JobKind.SEARCH else None)
                 self.store.finish_run(job.id, status, best_doc=doc, elapsed=elapsed, n_evaluations=n_eval,
                                       error=error or None, extra=job.extra or None)
         finally:
@@ -300,10 +323,10 @@ class JobManager:
             data = FitData.from_dataset(spec.dataset, split_fraction=spec.config.metric_split,
                                         max_points=spec.config.fit_points)
             stop: Callable[[], bool] = job.cancel_event.is_set
-            make = search_executor if spec.kind == "search" else (
+            make = search_executor if spec.kind is JobKind.SEARCH else (
                 lambda d, c, workers: make_executor(d, c.optim, workers=workers))
             with make(data, spec.config, workers=spec.workers) as ex:
-                if spec.kind == "search":
+                if spec.kind is JobKind.SEARCH:
                     res = run_search(data, spec.config, seed=spec.seed, executor=ex,
                                      progress=lambda p: self._on_progress(job, p), should_stop=stop,
                                      dataset=spec.dataset)
@@ -326,14 +349,14 @@ class JobManager:
                                      "both": _f(ex_res.both), "base_q": base.q,
                                      "base_test_rmse": base.test_rmse, "base_bic": _f(base.bic)}
             with job.lock:
-                job.best = res.best if spec.kind == "search" else job.best
+                job.best = res.best if spec.kind is JobKind.SEARCH else job.best
             status = RunStatus.INTERRUPTED if (res.status == RunStatus.CANCELLED and self._closing) else res.status
             forecast = None
-            if spec.kind == "search":
+            if spec.kind is JobKind.SEARCH:
                 rmse = forecast_test_rmse(res, spec.dataset) if res.combination.combined else None
                 forecast = (res.combination, rmse)
             self._finish(job, status, res.best, res.elapsed, res.n_evaluations,
-                         calibration=res.calibration if spec.kind == "search" else None, forecast=forecast)
+                         calibration=res.calibration if spec.kind is JobKind.SEARCH else None, forecast=forecast)
         except Exception as exc:  # a job must never take the server down
             p = job.progress
             elapsed = p.elapsed if p else None

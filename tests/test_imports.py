@@ -24,26 +24,65 @@ def modules() -> dict[str, tuple[Path, bool]]:
     return out
 
 
+#: The node of a package's front door (:data:`FRONT_DOORS`), apart from the package itself.
+FRONT = ":front door"
+
+
+def front_doors() -> dict[str, set[str]]:
+    """Package -> the names its ``__init__`` re-exports lazily (the keys of its ``_EXPORTS`` dict).
+
+    ``evocov_core/__init__.py`` is the front door (``import evocov_core as ec``): its names are
+    imported on first use, inside its functions, from the modules that define them. Those imports
+    are the edges of a node of their own, ``evocov_core:front door``, and so is a module's import of
+    one of those names from the package; an import of anything else from the package
+    (``from . import __version__``) is an edge to the package itself. A module that imported the
+    front door while the front door imports it would still make a cycle.
+    """
+    out: dict[str, set[str]] = {}
+    for name, (path, init) in modules().items():
+        if not init:
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+            if isinstance(target, ast.Name) and target.id == "_EXPORTS":
+                out[name] = set(ast.literal_eval(node.value))
+    return out
+
+
 def import_graph() -> dict[str, set[str]]:
     """Which of the modules each module imports: every ``import`` statement, at module level or
-    inside a function or an ``if TYPE_CHECKING`` block (a deferred import is still a dependency)."""
+    inside a function or an ``if TYPE_CHECKING`` block (a deferred import is still a dependency).
+    A front door's lazy imports are those of its own node (:func:`front_doors`)."""
     mods = modules()
+    doors = front_doors()
     graph: dict[str, set[str]] = {}
     for name, (path, init) in mods.items():
         package = name.split(".") if init else name.split(".")[:-1]
         deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        door: set[str] = set()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = set(tree.body)
+        for node in ast.walk(tree):
+            into = door if name in doors and node not in top else deps
             if isinstance(node, ast.Import):
-                deps.update(a.name for a in node.names)
+                into.update(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     base = package[: len(package) - node.level + 1]
                     target = ".".join(base + ([node.module] if node.module else []))
                 else:
                     target = node.module or ""
-                deps.add(target)
-                deps.update(f"{target}.{a.name}" for a in node.names)  # ``from pkg import module``
-        graph[name] = {d for d in deps if d in mods and d != name}
+                names = {a.name for a in node.names}
+                if names & doors.get(target, set()):
+                    into.add(target + FRONT)
+                    names -= doors[target]
+                    if not names:
+                        continue
+                into.add(target)
+                into.update(f"{target}.{a}" for a in names)  # ``from pkg import module``
+        graph[name] = {d for d in deps if (d in mods or d.endswith(FRONT)) and d != name}
+        if name in doors:
+            graph[name + FRONT] = {d for d in door if d in mods and d != name}
     return graph
 
 
@@ -102,6 +141,29 @@ def test_the_graph_sees_relative_and_deferred_imports():
 
 def test_no_import_cycles():
     assert cycles(import_graph()) == []
+
+
+def test_the_front_door_is_a_node_of_its_own():
+    """``evocov_core``'s lazy re-exports are edges of its front door; a cycle through it is still found."""
+    g = import_graph()
+    assert {"evocov_core.api", "evocov_core.sklearn", "evocov_core.search"} <= g["evocov_core" + FRONT]
+    assert "evocov_core" in g["evocov_core.kernel_file"]  # ``from . import __version__``
+    assert not any(m.endswith(FRONT) for m in g["evocov_core"])
+    looped = {**g, "evocov_core.kernel": g["evocov_core.kernel"] | {"evocov_core" + FRONT}}
+    assert any("evocov_core" + FRONT in c for c in cycles(looped))
+
+
+def test_importing_the_package_loads_no_submodule():
+    """``import evocov_core`` stays cheap: the front door imports its modules on first use."""
+    import subprocess
+    import sys
+
+    code = ("import sys, evocov_core as ec; loaded = sorted(m for m in sys.modules if m.startswith('evocov_core.')"
+            " or m in ('numpy', 'scipy', 'pandas', 'sklearn')); print(loaded); "
+            "assert callable(ec.search) and callable(ec.read_series)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("name", sorted(modules()))

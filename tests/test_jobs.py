@@ -18,7 +18,7 @@ import pytest
 
 from evocov_core import jobs as jobs_module
 from evocov_core.data import Dataset
-from evocov_core.jobs import JobManager, JobSpec
+from evocov_core.jobs import JobKind, JobManager, JobSpec
 from evocov_core.library import squared_exponential
 from evocov_core.metrics import FitData
 from evocov_core.optimize import OptimConfig, fit_kernel
@@ -135,6 +135,21 @@ def test_submit_refuses_bad_specs(ds, tmp_path):
     assert store.list_runs().empty  # nothing recorded for a refused job
     assert jm.get("nope") is None
     assert jm.cancel("nope") is False
+
+
+def test_job_kind_is_an_enum_stored_as_its_string(ds, tmp_path):
+    """A kind given as its string becomes the member; the store keeps the plain string it kept before."""
+    spec = JobSpec("search", ds, tiny())
+    assert spec.kind is JobKind.SEARCH and spec.kind == "search"
+    assert JobSpec(JobKind.EXPLORE, ds, tiny()).kind is JobKind.EXPLORE
+    assert [k.value for k in JobKind] == ["search", "explore"]
+    store = RunStore(tmp_path)
+    jm = JobManager(store, max_concurrent=1)
+    jid = jm.submit(_spec(ds, 1))
+    assert jm.get(jid).wait(TIMEOUT), "the job did not finish"
+    stored = store.list_runs().set_index("id").loc[jid, "kind"]
+    assert type(stored) is str and stored == "search"
+    assert store.get_run(jid).kind == "search"
 
 
 def test_max_concurrent_default_and_environment(monkeypatch):

@@ -394,10 +394,12 @@ def test_run_with_time_limits_stops_and_runs_inside_a_daemon_process():
 
 # --- the one place ---------------------------------------------------------------------------------------
 
-#: What starts processes or sets their BLAS threads: only parallel (and dask_setup, which ships the package).
+#: What starts processes or sets their BLAS threads: only parallel's modules (and dask_setup, which ships
+#: the package). ``parallel.py`` re-exports the names of the modules it is split into.
 STARTS_PROCESSES = re.compile(r"\b(multiprocessing|ProcessPoolExecutor|LocalCluster|subprocess|Popen|fork|"
                               r"threadpool_limits|set_start_method|get_context)\b|\bClient \(")
-ONE_PLACE = ("evocov_core/parallel.py", "evocov_core/dask_setup.py")
+PARALLEL = tuple(f"evocov_core/parallel_{part}.py" for part in ("setup", "runners", "timed", "fits", "measure"))
+ONE_PLACE = ("evocov_core/parallel.py", *PARALLEL, "evocov_core/dask_setup.py")
 
 
 def code_of(path: Path) -> str:
@@ -419,7 +421,24 @@ def test_only_parallel_starts_processes():
     assert not elsewhere, f"start processes through evocov_core.parallel: {elsewhere}"
     # The check can fail: it sees what parallel itself does.
     assert {"multiprocessing", "ProcessPoolExecutor", "LocalCluster", "Client (", "threadpool_limits",
-            "get_context"} <= set(found["evocov_core/parallel.py"])
+            "get_context", "Popen"} <= {hit for f in PARALLEL for hit in found[f]}
+    assert found["evocov_core/parallel_fits.py"] == []  # executors start processes through the runners
+
+
+def test_parallel_re_exports_every_name_of_its_parts():
+    """``from evocov_core.parallel import X`` works for every public name of the modules it was split into,
+    and is the same object."""
+    import importlib
+
+    from evocov_core import parallel
+
+    for path in PARALLEL:
+        part = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+        for name in part.__all__:
+            assert getattr(parallel, name) is getattr(part, name), (path, name)
+    assert set(parallel.__all__) >= {n for path in PARALLEL
+                                     for n in importlib.import_module(path[:-3].replace("/", ".")).__all__
+                                     if n not in ("OnResult", "StopCheck")}
 
 
 def test_the_process_setup_is_defined_once():
@@ -427,7 +446,7 @@ def test_the_process_setup_is_defined_once():
 
     defined = [p.relative_to(ROOT).as_posix() for p in sources()
                if re.search(r"\bdef (prepare_process|limit_blas_threads)\b", code_of(p))]
-    assert defined == ["evocov_core/parallel.py"]
+    assert defined == ["evocov_core/parallel_setup.py"]
     assert not hasattr(evaluate, "prepare_process")
     for p in sources():
         assert "evaluate import prepare_process" not in code_of(p), p

@@ -37,7 +37,7 @@ def test_git_state_outside_a_checkout_is_none(tmp_path: Path) -> None:
 
 
 def test_git_state_never_raises(tmp_path: Path, monkeypatch) -> None:
-    from evocov_core import parallel
+    from evocov_core import parallel_measure  # where command_output runs git
 
     def missing(*args, **kwargs):
         raise FileNotFoundError("git")
@@ -47,7 +47,7 @@ def test_git_state_never_raises(tmp_path: Path, monkeypatch) -> None:
 
     for broken in (missing, slow):
         provenance._state.cache_clear()
-        monkeypatch.setattr(parallel.subprocess, "run", broken)
+        monkeypatch.setattr(parallel_measure.subprocess, "run", broken)
         assert provenance.git_state(tmp_path / "sub") == {"commit": None, "dirty": None}
     provenance._state.cache_clear()
 
