@@ -8,8 +8,9 @@ stage          data / settings
                more recent ones for a long period, :func:`screen_recent`) / the search's settings
 ``promote``    all the training data / one L-BFGS-B run of half the evaluations from
                the screened values (they are close: a refinement, not a search)
-``seed``       all the training data / one L-BFGS-B run from a long series' spectral seed's, or an
-               exponential-smoothing seed's, given values, unscreened (:meth:`~evocov_core.search.common.Tracker.evaluate`)
+``seed``       all the training data / one L-BFGS-B run from the given values of a long series'
+               spectral seed or of an exponential-smoothing seed, unscreened
+               (:meth:`~evocov_core.search.common.Tracker.evaluate`)
 ``head``       the first ``1 − metric_split`` of the training range / one L-BFGS-B
                run from the full-data values (the model choice's refits)
 ``origin:o``   the training points up to origin ``o`` (a share of the range) / as ``head``
