@@ -32,6 +32,7 @@ from dashboard.runs import (
 )
 from dashboard.state import PAGE_SEARCH, RESULTS_RUN_KEY
 from dashboard.views import show_kernel
+from evocov_core.counts import KERNELS_FITTED, KERNELS_FITTED_HELP, SCREENING_FITS, SCREENING_FITS_HELP, fit_counts
 from evocov_core.data import Dataset
 from evocov_core.figures import selection_data
 from evocov_core.jobs import Job
@@ -304,8 +305,9 @@ def render() -> None:
     best = run.best.to_fit(ds.n_train)
     st.markdown(
         f"{algorithm_label(run.algorithm)} on **{ds.name}** ({ds.n_train} training, {ds.n_test} test "
-        f"points) · seed {run.seed} · {status_badge(run.status)} · {run.n_evaluations} kernels "
-        f"fitted in {fmt(run.elapsed, '.1f')} s"
+        f"points) · seed {run.seed} · {status_badge(run.status)} · {fit_counts(run).describe()} "
+        f"in {fmt(run.elapsed, '.1f')} s", help=f"{KERNELS_FITTED.capitalize()}: {KERNELS_FITTED_HELP} "
+        f"{SCREENING_FITS.capitalize()}: {SCREENING_FITS_HELP}"
     )
     if run.status.active:
         st.info("This run is still going: the kernel shown is the best so far.", icon=":material/sync:")
