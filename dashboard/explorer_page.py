@@ -169,7 +169,7 @@ def base_kernel(ds: Dataset) -> tuple[FitResult | None, str]:
         base, name = search_base(ds)
     if base is not None:
         st.markdown(f"**{name}**")
-        formula(base.kernel)
+        formula(base.kernel, "explorer_base")
         c1, c2, c3 = st.columns(3)
         c1.metric("q", base.q)
         c2.metric("Test RMSE", fmt(base.test_rmse))

@@ -31,10 +31,12 @@ from dashboard.runs import (
     start_gpss_baseline,
 )
 from dashboard.state import PAGE_SEARCH, RESULTS_RUN_KEY
+from dashboard.verdict import verdict_card
 from dashboard.views import show_kernel
 from evocov_core.counts import KERNELS_FITTED, KERNELS_FITTED_HELP, SCREENING_FITS, SCREENING_FITS_HELP, fit_counts
 from evocov_core.data import Dataset
 from evocov_core.figures import selection_data
+from evocov_core.glance import weight_sentence
 from evocov_core.jobs import Job
 from evocov_core.kernel_file import KernelFileError, parse_kernel_file
 from evocov_core.model import FittedModel, ModelAverage
@@ -264,8 +266,8 @@ def best_tab(run: RunRecord, ds: Dataset, fc: Forecasts) -> None:
                else "")
         members = ("*Average the forecast with*" if run.best.combination.refitted
                    else "*On long series, average with*")
-        st.caption(f":material/merge: {combined}{row} (search settings {members}, *Weight power*, *Guard the "
-                   "forecast*).")
+        st.caption(f":material/merge: **{weight_sentence(run.best.combination)}** {combined}{row} (search "
+                   f"settings {members}, *Weight power*, *Guard the forecast*).")
     dashed = comparison_section(run, ds, fc.best, fc.average, se, gpss_runs[0] if gpss_runs else None, gpss_job)
     if run.selection:
         selection_table(run)
@@ -311,13 +313,15 @@ def render() -> None:
     )
     if run.status.active:
         st.info("This run is still going: the kernel shown is the best so far.", icon=":material/sync:")
+    fc = forecasts(run, ds, best)
+    verdict_card(run, ds, best, fc.average)
     tab_best, tab_report, tab_pareto, tab_file = st.tabs(
         ["Best kernel", "Report", "All kernels (Pareto)", "Apply a kernel file"])
     with tab_best:
-        best_tab(run, ds, forecasts(run, ds, best))
+        best_tab(run, ds, fc)
     with tab_report:
         report_tab(run, ds)
     with tab_pareto:
-        pareto_tab(run, ds, best)
+        pareto_tab(run, ds, best, fc.average)
     with tab_file:
         kernel_file_tab()

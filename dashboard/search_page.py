@@ -13,7 +13,7 @@ from dashboard.format import algorithm_label, fmt, polish, poll_every, status_ba
 from dashboard.runs import get_run, manager, remember_run, store, watched_job
 from dashboard.search_form import CPUS, settings_form
 from dashboard.state import MY_RUNS_KEY, PAGE_EXPLORER, PAGE_RESULTS, RESULTS_RUN_KEY, SEARCH_JOB_KEY
-from dashboard.views import scrollable_formulas, show_approximation
+from dashboard.views import formula, latex_box, show_approximation
 from evocov_core.benchmarks.budget import estimate_wall_time
 from evocov_core.counts import KERNELS_FITTED, KERNELS_FITTED_HELP, SCREENING_FITS, SCREENING_FITS_HELP, fit_counts
 from evocov_core.data import Dataset
@@ -154,9 +154,11 @@ def best_panel(best: FitResult | None, ds: Dataset, live: bool) -> None:
                    "No kernel was fitted: the run ended before its first fit (stopped at once, or a time budget "
                    "shorter than starting the workers and reading the data). Raise the time budget and start again.")
         return
-    scrollable_formulas()
-    st.latex(f"k(x, x') = {best.kernel.latex}")
-    st.code(best.kernel.infix, language=None, wrap_lines=True)
+    if live:  # simplifying on every new best would stall the updates: the tree as evolved
+        latex_box(best.kernel.latex, "search_best")
+        st.code(best.kernel.infix, language=None, wrap_lines=True)
+    else:
+        formula(best.kernel, "search_best")
     c1, c2, c3 = st.columns(3)
     c1.metric("q", best.q, help="Hyperparameters, noise included.")
     c2.metric("BIC", fmt(best.bic, ".2f"))

@@ -20,8 +20,8 @@ import pandas as pd
 
 from .combination import KERNEL, Combination
 
-__all__ = ["MISSING", "VERDICT_BASELINES", "Verdict", "compared_in_words", "forecast_row", "text_cells",
-           "verdict", "weight_sentence"]
+__all__ = ["MISSING", "VERDICT_BASELINES", "Verdict", "compared_in_words", "forecast_row", "kernel_phrase",
+           "kernel_weight", "text_cells", "verdict", "weight_sentence"]
 
 #: What an empty table cell shows.
 MISSING = "—"
@@ -189,3 +189,19 @@ def kernel_weight(combination: Combination | None) -> float:
     if combination is None or not combination.combined:
         return 1.0
     return float(dict(zip(combination.members, combination.member_weights, strict=True)).get(KERNEL, 0.0))
+
+
+def kernel_phrase(model: object, ds: object) -> str | None:
+    """The kernel in one phrase (:func:`evocov_core.decompose.kernel_summary` of its components on ``ds``);
+    None for data of more than one input or a kernel whose components cannot be computed."""
+    from .decompose import kernel_summary
+    from .figures import components_data
+
+    if ds.x.shape[1] != 1:  # type: ignore[attr-defined]
+        return None
+    try:
+        comps, _, _, _ = components_data(model, ds)  # type: ignore[arg-type]
+    except Exception:  # a numerically broken kernel: no phrase, the page goes on
+        return None
+    unit = "years" if ds.x_kind == "date" else str(ds.x_label)  # type: ignore[attr-defined]
+    return kernel_summary(comps, unit)
