@@ -67,7 +67,7 @@ def formula(kernel: Kernel, key: str = "kernel") -> None:
 def tree_section(kernel: Kernel, theta: Any, key: str) -> None:
     """The expression tree: a picture sized from its width and depth (zoom and pan), folded to a chosen
     depth on a large tree, and the same tree as an indented outline."""
-    depth = int(tree_layout(kernel).depth.max())
+    depth = int(tree_layout(kernel)[0].depth.max())
     shown = None
     if depth >= 3:
         default = tree_fold_depth(kernel) or depth

@@ -634,17 +634,22 @@ def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = No
 
     ``others`` are ``(name, extrapolation_data of another model)`` pairs whose means are drawn
     dashed over it (the baselines of the report). ``forecasts`` (:func:`comparison_forecasts_data`)
-    are drawn dashed over the test range, one legend entry per method (a click hides it). Data
+    are drawn dashed over the test range, one legend entry per method (a click hides it); a combined
+    forecast (kind ``combined``) dotted, and the kernel's mean is then named its own forecast. Data
     and forecasts of more than ``max_points`` points are drawn from :func:`minmax_indices`, with
     WebGL (the legend says how many points are drawn).
     """
     pts = series_data(ds)
+    combined = (forecasts is not None and len(forecasts) > 0 and "kind" in forecasts
+                and bool((forecasts["kind"] == "combined").any()))
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=pred.x, y=pred.upper, mode="lines", line=dict(width=0), showlegend=False,
                              hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=pred.x, y=pred.lower, mode="lines", line=dict(width=0), fill="tonexty",
                              fillcolor=_COLORS["band"], name="±2σ"))
-    fig.add_trace(go.Scatter(x=pred.x, y=pred["mean"], mode="lines", name="predictive mean",
+    # Beside a combined forecast, the kernel's own mean is named as such: two forecasts are drawn.
+    fig.add_trace(go.Scatter(x=pred.x, y=pred["mean"], mode="lines",
+                             name="the kernel's own forecast" if combined else "predictive mean",
                              line=dict(color=_COLORS["mean"], width=2)))
     for (name, other), color in zip(others, _OTHER_COLORS, strict=False):
         fig.add_trace(go.Scatter(x=other.x, y=other["mean"], mode="lines", name=name,
@@ -653,8 +658,8 @@ def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = No
         for (name, d), color in zip(forecasts.groupby("method", sort=False), _CLASSICAL_COLORS * 4, strict=False):
             d = d.iloc[minmax_indices(d["mean"].to_numpy(), max_points)]
             if "kind" in d and (d["kind"] == "combined").all():  # the search's forecast: an average with them
-                fig.add_trace(_scatter(len(d), x=d.x, y=d["mean"], mode="lines", name=str(name),
-                                       line=dict(color=_COLORS["mean"], width=2.5, dash="dot")))
+                fig.add_trace(_scatter(len(d), x=d.x, y=d["mean"], mode="lines", name=f"the {name}",
+                                       line=dict(color="#0b5d1e", width=2.5, dash="dot")))
                 continue
             fig.add_trace(_scatter(len(d), x=d.x, y=d["mean"], mode="lines", name=f"{name} (classical)",
                                    line=dict(color=color, width=1.5, dash="dash")))

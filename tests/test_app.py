@@ -739,8 +739,9 @@ def test_results_page_compares_every_forecast(data_dir, no_background_fits):
     assert combined.startswith("forecast (AutoETS 0.")
     assert list(view.index) == ["this kernel", combined, "model average", "SE", "GPSS", *MODELS]
     assert set(view.loc[["SE", combined, *MODELS], "status"]) == {"running…"}
-    assert any(c.startswith(":material/merge: The forecast is AutoETS's and AutoTheta's, not the kernel's: the "
-                            "kernel's forecast leaves") for c in texts(at, "caption"))
+    assert any(c.startswith(":material/merge: **The classical members forecast (AutoETS ") and
+               "The forecast is AutoETS's and AutoTheta's, not the kernel's: the kernel's forecast leaves" in c
+               for c in texts(at, "caption"))
     assert view.loc["this kernel", "status"] == "ok" and view.loc["this kernel", "test RMSE"] != "–"
     assert view.loc["GPSS", "status"] == "ok"  # the run itself is a GPSS run on these data
     assert "Seasons given to the classical forecasters (steps): **12 (monthly dates)**." in texts(at, "caption")
@@ -769,7 +770,7 @@ def test_results_page_compares_every_forecast(data_dir, no_background_fits):
     assert view.loc[combined, "kind"] == "combined" and view.loc[combined, "test RMSE"] == fmt(stored)
     assert view.loc[combined, "95 % coverage"] == "–"  # a point forecast
     assert dashed_traces(at) == {f"{m} (classical)" for m in ("SeasonalNaive", "AutoETS", "AutoARIMA", "AutoTheta")}
-    assert dashed_traces(at, "dot") == {combined}  # drawn dotted, in the kernel's colour
+    assert dashed_traces(at, "dot") == {f"the {combined}"}  # drawn dotted, in the kernel's colour
     jobs = set(no_background_fits)
     at.run()
     assert set(no_background_fits) == jobs  # cached per data, split and seasons: nothing refitted
