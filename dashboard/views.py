@@ -77,10 +77,15 @@ def tree_section(kernel: Kernel, theta: Any, key: str) -> None:
     pic, outline = st.tabs(["Tree", "Outline (text)"])
     with pic:
         scrollable_formulas()
+        fig = tree_figure(kernel, theta, max_depth=None if shown == depth else shown)
+        w = int(fig.layout.width)
+        # The chart keeps the width its labels need (Streamlit would shrink it to the column, and the labels
+        # would overlap): its box scrolls sideways instead.
+        st.html(f"<style>.st-key-treebox_{key} [data-testid='stElementContainer'], .st-key-treebox_{key} "
+                f"[data-testid='stPlotlyChart'] {{ width: {w}px !important; min-width: {w}px; max-width: none; }}"
+                "</style>")
         with st.container(key=f"treebox_{key}"):
-            fig = tree_figure(kernel, theta, max_depth=None if shown == depth else shown)
-            st.plotly_chart(fig, key=f"{key}_tree", width="content",
-                            config={"displaylogo": False, "scrollZoom": True})
+            st.plotly_chart(fig, key=f"{key}_tree", width=w, config={"displaylogo": False, "scrollZoom": True})
     with outline:
         text = tree_outline(kernel, theta)
         st.code(text, language=None, height=min(480, 22 * (text.count(chr(10)) + 2)))

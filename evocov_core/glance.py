@@ -165,7 +165,8 @@ def verdict(table: pd.DataFrame | None, combination: Combination | None = None, 
     if mine is not None:
         what = "The forecast" if row is not None and row["kind"] == "combined" else "The kernel's forecast"
         pts = f" over the {n_test} test points" if n_test else ""
-        forecast = f"{what}'s test RMSE is {mine:.4g}{pts}" + (": " + "; ".join(words) if words else "") + "."
+        forecast = f"{what}'s test RMSE is {mine:.4g}{pts}" + (": " + "; ".join(words) if words else "")
+        forecast += "" if forecast.endswith("…") else "."
     elif row is not None and str(row["status"]) == "running":
         forecast = "The forecast is being scored…"
     coverage = None
