@@ -18,7 +18,7 @@ from dashboard.average import (
     show_model_average,
 )
 from dashboard.comparison import comparison_section, se_future
-from dashboard.format import algorithm_label, fmt, poll_every, status_badge
+from dashboard.format import algorithm_label, dash_empty, fmt, poll_every, status_badge
 from dashboard.future_view import future_section
 from dashboard.results_tabs import kernel_file_tab, pareto_tab, report_tab
 from dashboard.runs import (
@@ -225,18 +225,20 @@ def selection_table(run: RunRecord) -> None:
                    "is weighted by BIC.")
     # Scores the rule did not compute (the tail's on a long series, the origins' on a short one) are not shown.
     table = table.drop(columns=[c for c in ("tail score", "tail RMSE", "origins CRPS") if table[c].isna().all()])
-    num = st.column_config.NumberColumn
+    table = dash_empty(table, {"q": ".0f", "BIC": ".2f", "tail score": ".2f", "tail RMSE": ".4g",
+                               "origins CRPS": ".4g", "weight": ".3f", "test RMSE": ".4g"})
+    num = st.column_config.TextColumn  # numbers written out, "—" where there is none
     st.dataframe(table, hide_index=True, width="stretch", column_config={
-        "BIC rank": num("BIC rank", help="1 = lowest BIC."),
+        "BIC rank": st.column_config.NumberColumn("BIC rank", help="1 = lowest BIC."),
         "kernel": st.column_config.TextColumn("kernel", width="large"),
-        "BIC": num("BIC", format="%.2f"),
-        "tail score": num("tail score", format="%.2f", help=f"Posterior log-likelihood of the last {split:.0%} of "
+        "BIC": num("BIC"),
+        "tail score": num("tail score", help=f"Posterior log-likelihood of the last {split:.0%} of "
                           "the training range given the rest, after refitting on the rest. Higher is better."),
-        "tail RMSE": num("tail RMSE", format="%.4g", help="RMSE of that prediction of the held-out tail."),
-        "origins CRPS": num("origins CRPS", format="%.4g", help="Mean CRPS of its forecasts from the earlier "
+        "tail RMSE": num("tail RMSE", help="RMSE of that prediction of the held-out tail."),
+        "origins CRPS": num("origins CRPS", help="Mean CRPS of its forecasts from the earlier "
                             "points in time (standardised units). Lower is better."),
-        "weight": num("weight", format="%.3f", help="Weight in the model average (Bayesian model averaging)."),
-        "test RMSE": num("test RMSE", format="%.4g", help="On the test part, never used for the choice."),
+        "weight": num("weight", help="Weight in the model average (Bayesian model averaging)."),
+        "test RMSE": num("test RMSE", help="On the test part, never used for the choice."),
         "valid": st.column_config.CheckboxColumn(
             "valid", help="Its covariance is positive semi-definite on the training inputs and the forecast "
             "horizon. An invalid kernel (a negative direction the noise hid) is neither chosen nor averaged."),

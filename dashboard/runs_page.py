@@ -24,7 +24,7 @@ def runs_table(runs: pd.DataFrame, live: dict[str, RunStatus]) -> pd.DataFrame:
         "kind": runs["kind"],
         "algorithm": [algorithm_label(a) for a in runs["algorithm"]],
         "dataset": runs["dataset_name"],
-        "seed": runs["seed"],
+        "seed": text_cells(runs["seed"], ".0f"),
         # Written out, "—" where a run has none (a table would print None).
         "BIC": text_cells(runs["best_bic"], ".2f"),
         "test RMSE": text_cells(runs["best_test_rmse"], ".4g"),

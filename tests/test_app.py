@@ -585,7 +585,8 @@ def test_runs_page_lists_a_stored_run(data_dir):
     table = at.dataframe[0].value
     assert "abc123def456" in set(table["run"])
     row = table[table["run"] == "abc123def456"].iloc[0]
-    assert row["status"] == "cancelled" and row["seed"] == 7 and row["dataset"] == "airline"
+    assert row["status"] == "cancelled" and row["seed"] == "7" and row["dataset"] == "airline"
+    assert row["BIC"] == row["test RMSE"] == row["q"] == row["returned kernel"] == "—"  # no kernel: no "None"
 
 
 def test_results_page_asked_for_a_run_without_results_says_why_and_shows_no_other(data_dir, no_background_fits):
