@@ -470,8 +470,8 @@ def kernel_summary(components: list[Component], x_unit: str = "", *, max_terms: 
     rising = ""
     for c in shown:
         b, t = c.behaviour, c.trend
-        bends = [v for v in c.changes]
-        bend = (" that bends around " + " and ".join(_when(v, x_unit) for v in bends)) if bends else ""
+        where = " and ".join(_when(v, x_unit) for v in c.changes)
+        bend = f" that bends around {where}" if where else ""
         if b.constant:
             bases.append("a constant level")
         elif b.period is not None:
@@ -483,7 +483,9 @@ def kernel_summary(components: list[Component], x_unit: str = "", *, max_terms: 
                 phrase += " that shrinks along the data"
             elif b.decorrelation is None:
                 phrase += " that repeats unchanged"
-            cycles.append(phrase + bend)
+            if where:
+                phrase += f"{' and' if ' that ' in phrase else ' that'} changes around {where}"
+            cycles.append(phrase)
             rising = rising or t.direction
         elif t.direction:
             bases.append(f"a {t.direction} trend{bend}")

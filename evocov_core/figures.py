@@ -337,14 +337,16 @@ def _subtree_text(node: tuple) -> str:
         return " ".join(tokens)
 
 
-def tree_layout(kernel: Kernel, theta: Sequence[float] | None = None, max_depth: int | None = None
-                ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Node positions for drawing a tree.
+def tree_layout(kernel: Kernel, theta: Sequence[float] | None = None, max_depth: int | None = None,
+                font_size: float = TREE_FONT) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Node positions for drawing a tree, in px, so that no two labels overlap.
 
-    Leaves take consecutive x positions in order; a parent sits at the mean of its
-    children; y is minus the depth. Two nodes of one level are then at least one leaf apart
-    (each node lies within the span of its own leaves), which :func:`tree_figure` sizes its
-    chart by.
+    Each subtree gets a horizontal span as wide as the larger of its root's label (with
+    :data:`TREE_LABEL_PAD`) and its children's spans side by side; children are packed left to
+    right and centred under their parent, and a node sits at the centre of its span. Spans of one
+    level never overlap and every label lies within its own span, so no two labels of a level
+    overlap; levels are :data:`TREE_LEVEL_HEIGHT` font sizes apart, so labels of two levels do not
+    either. y is minus the depth.
 
     Parameters
     ----------
@@ -354,49 +356,65 @@ def tree_layout(kernel: Kernel, theta: Sequence[float] | None = None, max_depth:
     max_depth : int, optional
         Fold the tree at this depth: a node there with children is drawn as a leaf labelled
         ``"symbol …"`` (``folded`` True), its subtree in its hover text.
+    font_size : float
+        The labels' size in px (their widths: :func:`tree_label_width`).
 
     Returns
     -------
     nodes : DataFrame
-        ``id, label, kind, x, y, depth, hover, folded, token, value`` (``label`` is the grammar symbol,
-        ``+`` and ``×`` for ``add`` and ``multiply``; ``token`` the symbol itself; ``value`` a slot's value,
-        NaN for other nodes).
+        ``id, label, kind, x, y, depth, hover, folded, token, value, span0, span1`` (``label`` is the
+        grammar symbol, ``+`` and ``×`` for ``add`` and ``multiply``; ``token`` the symbol itself;
+        ``value`` a slot's value, NaN for other nodes; ``x`` and the span ``[span0, span1]`` in px from the
+        tree's left edge), in prefix order.
     edges : DataFrame
         ``parent, child``.
     """
     values = dict(zip(kernel.slots, theta, strict=True)) if theta is not None else {}
     nodes: list[dict] = []
     edges: list[tuple[int, int]] = []
-    next_leaf = [0.0]
 
-    def place(node: tuple, depth: int) -> tuple[int, float]:
+    def label_of(tok: str, folded: bool) -> str:
+        return _TREE_SYMBOLS.get(tok, tok) + (_FOLDED if folded else "")
+
+    widths: dict[int, float] = {}
+
+    def measure(node: tuple, depth: int) -> float:
+        """Width of the subtree's span (memoised by the node's identity)."""
+        tok, children = node
+        folded = bool(children) and max_depth is not None and depth >= max_depth
+        own = tree_label_width(label_of(tok, folded), font_size) + TREE_LABEL_PAD
+        below = 0.0 if folded else sum(measure(c, depth + 1) for c in children)
+        widths[id(node)] = w = max(own, below)
+        return w
+
+    def place(node: tuple, depth: int, left: float) -> int:
         tok, children = node
         my_id = len(nodes)
         nodes.append({})
         folded = bool(children) and max_depth is not None and depth >= max_depth
-        xs = []
-        for c in () if folded else children:
-            cid, cx = place(c, depth + 1)
-            edges.append((my_id, cid))
-            xs.append(cx)
-        if xs:
-            x = float(np.mean(xs))
-        else:
-            x = next_leaf[0]
-            next_leaf[0] += 1.0
+        width = widths[id(node)]
+        if not folded and children:
+            below = sum(widths[id(c)] for c in children)
+            at = left + (width - below) / 2  # children centred under their parent
+            for c in children:
+                cid = place(c, depth + 1, at)
+                edges.append((my_id, cid))
+                at += widths[id(c)]
         kind = symbol(tok).kind
         hover = tok if tok not in _TREE_SYMBOLS else f"{_TREE_SYMBOLS[tok]} ({tok})"
         if is_slot(tok) and tok in values:
             hover = f"{tok} = {math.exp(values[tok]):.4g}"
         if folded:
             hover = f"folded: {_subtree_text(node)}"
-        nodes[my_id] = {"id": my_id, "label": _TREE_SYMBOLS.get(tok, tok) + (_FOLDED if folded else ""),
-                        "kind": kind, "x": x, "y": -depth, "depth": depth, "hover": hover, "folded": folded,
-                        "token": tok,
-                        "value": math.exp(values[tok]) if is_slot(tok) and tok in values else math.nan}
-        return my_id, x
+        nodes[my_id] = {"id": my_id, "label": label_of(tok, folded), "kind": kind, "x": left + width / 2,
+                        "y": -depth, "depth": depth, "hover": hover, "folded": folded, "token": tok,
+                        "value": math.exp(values[tok]) if is_slot(tok) and tok in values else math.nan,
+                        "span0": left, "span1": left + width}
+        return my_id
 
-    place(_nest(kernel.tokens), 0)
+    root = _nest(kernel.tokens)
+    measure(root, 0)
+    place(root, 0, 0.0)
     return pd.DataFrame(nodes), pd.DataFrame(edges, columns=["parent", "child"])
 
 
@@ -406,15 +424,14 @@ def tree_label_width(label: str, font_size: float = TREE_FONT) -> float:
 
 
 def tree_geometry(nodes: pd.DataFrame, font_size: float = TREE_FONT) -> dict[str, float]:
-    """How :func:`tree_figure` sizes a tree from its width and depth: px per leaf (``dx``: the widest
-    label and its padding) and per level (``dy``), the plot area (``plot_width``, ``plot_height``) and
-    the figure (``width``, ``height``)."""
-    n_leaves = int(nodes.x.max()) + 1 if len(nodes) else 1
+    """How :func:`tree_figure` sizes a tree (:func:`tree_layout`) from its width and depth: px per level
+    (``dy``), the plot area (``plot_width``: the root's span; ``plot_height``) and the figure (``width``,
+    ``height``, with margins)."""
     depth = int(nodes.depth.max()) if len(nodes) else 0
-    dx = max(tree_label_width(str(lab), font_size) for lab in nodes.label) + TREE_LABEL_PAD if len(nodes) else 40.0
+    pw = float(nodes.span1.max()) if len(nodes) else 40.0
     dy = TREE_LEVEL_HEIGHT * font_size
-    pw, ph = n_leaves * dx, (depth + 1) * dy
-    return {"dx": dx, "dy": dy, "n_leaves": n_leaves, "depth": depth, "plot_width": pw, "plot_height": ph,
+    ph = (depth + 1) * dy
+    return {"dy": dy, "depth": depth, "plot_width": pw, "plot_height": ph,
             "width": pw + _TREE_MARGIN["l"] + _TREE_MARGIN["r"], "height": ph + _TREE_MARGIN["t"] + _TREE_MARGIN["b"]}
 
 
@@ -422,21 +439,20 @@ def tree_label_boxes(nodes: pd.DataFrame, font_size: float = TREE_FONT) -> pd.Da
     """Each label's box in the plot area, in px: ``x0, x1, y0, y1`` (y down), as :func:`tree_figure`
     draws them (centred on the node, ``font_size`` high)."""
     g = tree_geometry(nodes, font_size)
-    cx = (nodes.x + 0.5) * g["dx"]
     cy = (-nodes.y + 0.5) * g["dy"]
     half = pd.Series([tree_label_width(str(lab), font_size) / 2 for lab in nodes.label], index=nodes.index)
-    return pd.DataFrame({"label": nodes.label, "x0": cx - half, "x1": cx + half,
+    return pd.DataFrame({"label": nodes.label, "x0": nodes.x - half, "x1": nodes.x + half,
                          "y0": cy - font_size / 2, "y1": cy + font_size / 2})
 
 
 def tree_fold_depth(kernel: Kernel, max_width: float = TREE_MAX_WIDTH, font_size: float = TREE_FONT) -> int | None:
     """The depth to fold a tree at so that its chart is at most ``max_width`` px wide (None: it fits
     unfolded). At least depth 1."""
-    nodes, _ = tree_layout(kernel)
+    nodes, _ = tree_layout(kernel, font_size=font_size)
     if tree_geometry(nodes, font_size)["width"] <= max_width:
         return None
     for d in range(int(nodes.depth.max()) - 1, 0, -1):
-        folded, _ = tree_layout(kernel, max_depth=d)
+        folded, _ = tree_layout(kernel, max_depth=d, font_size=font_size)
         if tree_geometry(folded, font_size)["width"] <= max_width:
             return d
     return 1
@@ -462,14 +478,14 @@ def tree_figure(kernel: Kernel, theta: Sequence[float] | None = None, title: str
                 max_depth: int | None = None, font_size: float = TREE_FONT) -> go.Figure:
     """The expression tree, sized from its width and depth so that no two labels overlap.
 
-    Every label is ``font_size`` px; a leaf takes the width of the widest label and its padding, a
+    Every label is ``font_size`` px; a subtree takes the width its labels need (:func:`tree_layout`), a
     level :data:`TREE_LEVEL_HEIGHT` font sizes (:func:`tree_geometry`): the figure's ``width`` and
-    ``height`` follow, and its axes are fixed to them, so that the boxes of
+    ``height`` follow, and its axes are fixed to them (1 unit = 1 px), so that the boxes of
     :func:`tree_label_boxes` are where the labels are drawn. Plotly's zoom and pan move around a
     large tree; ``max_depth`` folds it (:func:`tree_layout`). Colours tell the kinds of symbol apart
     (the legend).
     """
-    nodes, edges = tree_layout(kernel, theta, max_depth=max_depth)
+    nodes, edges = tree_layout(kernel, theta, max_depth=max_depth, font_size=font_size)
     g = tree_geometry(nodes, font_size)
     ex, ey = [], []
     for p, c in edges.itertuples(index=False):
@@ -489,7 +505,7 @@ def tree_figure(kernel: Kernel, theta: Sequence[float] | None = None, title: str
     legend_h = 30
     fig.update_layout(title=dict(text=title, x=0, xanchor="left", font=dict(size=14)) if title else None,
                       width=max(320, round(g["width"])), height=round(g["height"]) + title_h + legend_h,
-                      xaxis=dict(visible=False, range=[-0.5, g["n_leaves"] - 0.5], fixedrange=False),
+                      xaxis=dict(visible=False, range=[0, g["plot_width"]]),
                       yaxis=dict(visible=False, range=[-g["depth"] - 0.5, 0.5]),
                       margin=dict(l=_TREE_MARGIN["l"], r=_TREE_MARGIN["r"] + max(0, 320 - round(g["width"])),
                                   t=_TREE_MARGIN["t"] + title_h, b=_TREE_MARGIN["b"] + legend_h),

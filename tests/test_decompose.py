@@ -250,3 +250,24 @@ def test_the_kernel_in_one_phrase_names_cycles_first_and_what_they_sit_on():
     assert kernel_summary([], "years") == "noise only"
     # The largest component only, with max_terms=1.
     assert kernel_summary(comps, "years", max_terms=1).count(" and ") == 0
+
+
+def test_the_phrase_of_a_cycle_that_changes_and_of_a_bending_trend():
+    """Read from the components' behaviour, trend and change points, not from an expression."""
+    from evocov_core.decompose import Behaviour, Component, Trend
+
+    def comp(period, growth, direction, changes=(), share=0.5):
+        beh = Behaviour(False, False, period, 7.0, 1.0, np.zeros(1), np.zeros(1))
+        return Component(compose("SE"), np.zeros(1), np.zeros(1), share, beh, "", Trend(1.0, direction, growth),
+                         tuple(changes))
+
+    cycle = comp(1.0, 3.7, "rising", (1964.0,))
+    trend = comp(None, None, "rising", (1988.4,), share=0.3)
+    assert kernel_summary([cycle], "years") == ("a yearly cycle that grows along the data and changes around 1964, "
+                                                "on a rising trend")
+    assert kernel_summary([cycle, trend], "years") == ("a yearly cycle that grows along the data and changes around "
+                                                       "1964, on a rising trend that bends around 1988")
+    assert kernel_summary([comp(7 / 365.25, None, "")], "years") == "a weekly cycle"
+    assert kernel_summary([comp(3.0, None, "")], "steps") == "a cycle of 3 steps"
+    tiny = comp(None, None, "falling", share=0.001)
+    assert kernel_summary([cycle, tiny], "years").endswith("on a rising trend")  # under 1 % of the variance: left out

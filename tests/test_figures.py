@@ -235,9 +235,15 @@ def test_tree_layout_places_every_node_below_its_parent(expr):
         assert nodes.y[c] == nodes.y[p] - 1
     children = edges.groupby("parent").child.apply(list)
     for p, cs in children.items():
-        assert nodes.x[p] == pytest.approx(np.mean(nodes.x[cs]))
+        # Children side by side, centred under their parent, inside its span; a node at its span's centre.
+        assert nodes.span0[p] <= nodes.span0[cs[0]] and nodes.span1[cs[-1]] <= nodes.span1[p] + 1e-9
+        assert all(nodes.span1[a] == pytest.approx(nodes.span0[b]) for a, b in itertools.pairwise(cs))
+        assert nodes.span0[cs[0]] - nodes.span0[p] == pytest.approx(nodes.span1[p] - nodes.span1[cs[-1]])
+    assert np.allclose(nodes.x, (nodes.span0 + nodes.span1) / 2)
+    # Each span holds its own label and padding.
+    assert (nodes.span1 - nodes.span0 >= [tree_label_width(lab) + 10 - 1e-9 for lab in nodes.label]).all()
     leaves = nodes[~nodes.id.isin(edges.parent)]
-    assert list(leaves.x) == list(range(len(leaves)))  # consecutive, in order
+    assert (np.diff(leaves.x) > 0).all() and nodes.span0.min() == 0  # left to right, in prefix order
     assert set(nodes.kind) <= {"nestable", "not_nestable", "slot", "constant", "argument"}
     assert set(nodes.token[nodes.kind == "slot"]) == set(k.slots)
 
@@ -279,7 +285,12 @@ def test_tree_figure_traces():
 def _widest_test_kernel() -> Kernel:
     """The kernel of the test data (tests/fixtures/kernel_forms.json) whose tree has the most leaves."""
     forms = json.loads(FORMS.read_text(encoding="utf-8"))
-    return max((Kernel(tuple(f["tokens"])) for f in forms), key=lambda k: int(tree_layout(k)[0].x.max()))
+    return max((Kernel(tuple(f["tokens"])) for f in forms), key=_n_leaves)
+
+
+def _n_leaves(k: Kernel, max_depth: int | None = None) -> int:
+    nodes, edges = tree_layout(k, max_depth=max_depth)
+    return int((~nodes.id.isin(edges.parent)).sum())
 
 
 def _intersections(boxes: pd.DataFrame) -> list[tuple[str, str]]:
@@ -298,7 +309,7 @@ def test_no_two_tree_labels_overlap_on_the_widest_tree(max_depth):
     size: on the widest tree of the test data, unfolded and folded, no two intersect."""
     k = _widest_test_kernel()
     nodes, _ = tree_layout(k, max_depth=max_depth)
-    assert int(nodes.x.max()) + 1 >= 30 or max_depth is not None  # really a wide tree
+    assert _n_leaves(k) >= 30  # really a wide tree
     fig = tree_figure(k, max_depth=max_depth)
     m = fig.layout.margin
     pw, ph = fig.layout.width - m.l - m.r, fig.layout.height - m.t - m.b
@@ -328,11 +339,13 @@ def test_no_two_tree_labels_overlap_on_the_widest_tree(max_depth):
 def test_a_tree_too_wide_opens_folded_and_folding_keeps_the_top():
     k = _widest_test_kernel()
     full, _ = tree_layout(k)
-    assert tree_geometry(full)["width"] > TREE_MAX_WIDTH
-    d = tree_fold_depth(k)
+    narrow = 800
+    assert tree_geometry(full)["width"] > narrow
+    d = tree_fold_depth(k, max_width=narrow)
     assert d is not None and 1 <= d < int(full.depth.max())
     folded, edges = tree_layout(k, max_depth=d)
-    assert tree_geometry(folded)["width"] <= TREE_MAX_WIDTH
+    assert tree_geometry(folded)["width"] <= narrow < tree_geometry(tree_layout(k, max_depth=d + 1)[0])["width"]
+    assert tree_fold_depth(k) is None or tree_geometry(full)["width"] > TREE_MAX_WIDTH
     assert int(folded.depth.max()) == d and len(edges) == len(folded) - 1
     assert folded.folded.any() and all(lab.endswith(" …") for lab in folded.label[folded.folded])
     assert all(h.startswith("folded: ") for h in folded.hover[folded.folded])
