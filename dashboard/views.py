@@ -71,7 +71,8 @@ def tree_section(kernel: Kernel, theta: Any, key: str) -> None:
     shown = None
     if depth >= 3:
         default = tree_fold_depth(kernel) or depth
-        shown = st.slider("Depth shown", 1, depth, default, key=f"{key}_tree_depth",
+        tree_id = hashlib.sha1(kernel.prefix.encode()).hexdigest()[:10]  # another tree: its own slider and default
+        shown = st.slider("Depth shown", 1, depth, default, key=f"{key}_tree_depth_{tree_id}",
                           help="Fold the tree below this depth: a folded node ends in …, its subtree in its "
                           "hover text. The outline always shows the whole tree.")
     pic, outline = st.tabs(["Tree", "Outline (text)"])

@@ -431,7 +431,7 @@ def test_the_report_says_what_the_forecast_is():
     glance = re.search(r'<div class="verdict">(.*?)</div>', with_rows, re.S).group(1)
     assert "<b>Forecast.</b> The forecast&#x27;s test RMSE is " in glance  # (no AutoETS here to compare with)
     assert "<b>Who forecasts.</b> The kernel carries 50 % of the forecast; AutoTheta 50 %." in glance
-    assert ("averages the kernel&#x27;s own forecast (solid) with classical ones: The kernel carries 50 % of the "
+    assert ("averages the kernel's own forecast (solid) with classical ones: The kernel carries 50 % of the "
             "forecast; AutoTheta 50 %." in with_rows)
     assert re.search(r"the kernel(&#x27;|'|\\u0027)s own forecast", with_rows)
     assert "the forecast (kernel + AutoTheta)" in with_rows
