@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard.format import fmt
+from dashboard.format import dash_empty, fmt
 from dashboard.views import average_download_button, extrapolation_chart, kernel_download_button, model_key
 from evocov_core.data import Dataset
 from evocov_core.figures import average_members_data
@@ -87,15 +87,10 @@ def show_model_average(
     c2.metric("Test RMSE", fmt(test_rmse), help=f"Of the mixture mean, on the {ds.n_test} test points, "
               f"in {ds.y_label} units.")
     st.dataframe(
-        members,
+        dash_empty(members, {"weight": ".3f", "BIC": ".2f", "test RMSE": ".4g", "q": ".0f"}),
         hide_index=True,
         width="stretch",
-        column_config={
-            "weight": st.column_config.NumberColumn("weight", format="%.3f"),
-            "kernel": st.column_config.TextColumn("kernel", width="large"),
-            "BIC": st.column_config.NumberColumn("BIC", format="%.2f"),
-            "test RMSE": st.column_config.NumberColumn("test RMSE", format="%.4g"),
-        },
+        column_config={"kernel": st.column_config.TextColumn("kernel", width="large")},
     )
     extrapolation_chart(avg, ds, key=f"{key}_extrap", title="Extrapolation: mixture mean and ±2σ band",
                         forecasts=forecasts)

@@ -86,18 +86,25 @@ def classical_future(ds: Dataset, given: tuple[int, ...] | None, limit: float, s
                                                                     season_lengths=given, time_limit=limit)
 
 
+def settings_in_state(run_id: str, ds: Dataset) -> tuple[tuple[int, ...] | None, float, Seasons]:
+    """The seasons and time limit the comparison section's widgets hold (their defaults before it is drawn):
+    ``(seasons typed or None, limit, seasons)``, as :func:`_settings` returns them."""
+    try:
+        given = parse_seasons(str(st.session_state.get(f"results_seasons_{run_id}", "") or ""))
+    except ValueError:
+        given = None
+    limit = float(st.session_state.get(f"results_time_limit_{run_id}", DEFAULT_TIME_LIMIT))
+    return given, limit, infer_seasons(ds, given)
+
+
 def classical_for_report(run_id: str, ds: Dataset) -> ClassicalForecasts | None:
     """The classical forecasts the comparison section made with its current seasons and time limit, for
     the report to use instead of fitting them again; None when they are not done (the report fits its
     own), failed, or the data have no test part to forecast."""
     if ds.x.shape[1] != 1 or ds.n_test == 0:
         return None
-    try:
-        given = parse_seasons(str(st.session_state.get(f"results_seasons_{run_id}", "") or ""))
-    except ValueError:
-        given = None
-    limit = float(st.session_state.get(f"results_time_limit_{run_id}", DEFAULT_TIME_LIMIT))
-    fut = fits.existing_forecast(_classical_key(ds, infer_seasons(ds, given), limit))
+    _, limit, seasons = settings_in_state(run_id, ds)
+    fut = fits.existing_forecast(_classical_key(ds, seasons, limit))
     if fut is None or not fut.done() or fut.exception() is not None:
         return None
     return fut.result()
@@ -213,6 +220,35 @@ def table_view(table: pd.DataFrame) -> pd.DataFrame:
     }).set_index("method")
 
 
+def current_comparison(run: RunRecord, ds: Dataset, best: FitResult, average: ModelAverage | None, se: Future,
+                       gpss: RunRecord | None, gpss_job: Job | None,
+                       settings: tuple[tuple[int, ...] | None, float, Seasons]
+                       ) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
+    """The comparison table and the forecasts to draw as they stand now, and whether something still runs.
+
+    ``settings`` is ``(seasons typed or None, time limit, seasons)`` (:func:`settings_in_state`); the
+    classical forecasts with them are started unless they exist. Cached: the verdict card and the
+    comparison section ask for the same table once.
+    """
+    given, limit, seasons = settings
+    fut = classical_future(ds, given, limit, seasons)
+    spread = 1.0
+    if run.best is not None:
+        # The intervals as the kernel file gives them (calibrated), as in the report.
+        with contextlib.suppress(KernelFileError):
+            spread = parse_kernel_file(run.best.text).calibration.spread
+    kernel = FittedModel.from_fit(best, ds.norm, ds.n_train, spread=spread)
+    combination = run.best.combination if run.best is not None else Combination()
+    gpss_state = gpss.id if gpss is not None else (gpss_job.snapshot().status if gpss_job is not None else "")
+    key = "|".join([run.id, dataset_fingerprint(ds), model_key(kernel, ds),
+                    model_key(average, ds) if average is not None else "", _state(se), str(gpss_state),
+                    repr((seasons.lengths, limit, given)), _state(fut), combination.label])
+    table, drawn = _comparison(key, ds, kernel, average, se, gpss, gpss_job, _classical(fut, ds, given), run.elapsed,
+                               combination)
+    waiting = not fut.done() or not se.done() or (gpss_job is not None and not gpss_job.snapshot().done)
+    return table, drawn, waiting
+
+
 def comparison_section(run: RunRecord, ds: Dataset, best: FitResult, average: ModelAverage | None, se: Future,
                        gpss: RunRecord | None, gpss_job: Job | None) -> pd.DataFrame | None:
     """The table of every forecast of the test part; returns the classical forecasts to draw dashed.
@@ -248,23 +284,11 @@ def comparison_section(run: RunRecord, ds: Dataset, best: FitResult, average: Mo
         return None
     given, limit, seasons = _settings(run.id, ds)
     fut = classical_future(ds, given, limit, seasons)
-    spread = 1.0
-    if run.best is not None:
-        # The intervals as the kernel file gives them (calibrated), as in the report.
-        with contextlib.suppress(KernelFileError):
-            spread = parse_kernel_file(run.best.text).calibration.spread
-    kernel = FittedModel.from_fit(best, ds.norm, ds.n_train, spread=spread)
-    combination = run.best.combination if run.best is not None else Combination()
     classical_was_done = fut.done()
     waiting = not fut.done() or not se.done() or (gpss_job is not None and not gpss_job.snapshot().done)
 
     def current() -> tuple[pd.DataFrame, pd.DataFrame]:
-        gpss_state = gpss.id if gpss is not None else (gpss_job.snapshot().status if gpss_job is not None else "")
-        key = "|".join([run.id, dataset_fingerprint(ds), model_key(kernel, ds),
-                        model_key(average, ds) if average is not None else "", _state(se), str(gpss_state),
-                        repr((seasons.lengths, limit, given)), _state(fut), combination.label])
-        return _comparison(key, ds, kernel, average, se, gpss, gpss_job, _classical(fut, ds, given), run.elapsed,
-                           combination)
+        return current_comparison(run, ds, best, average, se, gpss, gpss_job, (given, limit, seasons))[:2]
 
     @st.fragment(run_every=poll_every(waiting, 1.5))
     def table() -> None:

@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboard import fits
 from dashboard.datasets import current_dataset, dataset_fingerprint, dataset_summary
-from dashboard.format import fmt, polish, poll_every, status_badge
+from dashboard.format import dash_empty, fmt, polish, poll_every, status_badge
 from dashboard.runs import (
     get_run,
     gpss_baseline_job,
@@ -169,7 +169,7 @@ def base_kernel(ds: Dataset) -> tuple[FitResult | None, str]:
         base, name = search_base(ds)
     if base is not None:
         st.markdown(f"**{name}**")
-        formula(base.kernel)
+        formula(base.kernel, "explorer_base")
         c1, c2, c3 = st.columns(3)
         c1.metric("q", base.q)
         c2.metric("Test RMSE", fmt(base.test_rmse))
@@ -274,10 +274,11 @@ def mutants(job_id: str, run: RunRecord, records: pd.DataFrame, *, selectable: b
     fig.update_layout(uirevision=f"explore-{job_id}")
     table = records[["generation", "idx", "infix", "q", "test_rmse", "bic", "status", "origin"]].copy()
     table.insert(0, "row", range(len(table)))
+    table = dash_empty(table, {"test_rmse": ".4g", "bic": ".2f"})
     cfg = {
         "infix": st.column_config.TextColumn("kernel", width="large"),
-        "test_rmse": st.column_config.NumberColumn("test RMSE", format="%.4g"),
-        "bic": st.column_config.NumberColumn("BIC", format="%.2f"),
+        "test_rmse": st.column_config.TextColumn("test RMSE"),
+        "bic": st.column_config.TextColumn("BIC"),
         "generation": st.column_config.NumberColumn("batch"),
     }
     if not selectable:

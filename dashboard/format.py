@@ -52,6 +52,18 @@ def fmt(v: Any, spec: str = ".4g") -> str:
     return format(f, spec) if math.isfinite(f) else "–"
 
 
+def dash_empty(table: Any, formats: dict[str, str]) -> Any:
+    """A copy of ``table`` with the columns of ``formats`` written out (column -> format spec), ``—`` where a
+    cell has no number (:func:`evocov_core.glance.text_cells`): a table then never prints None."""
+    from evocov_core.glance import text_cells
+
+    out = table.copy()
+    for col, spec in formats.items():
+        if col in out:
+            out[col] = text_cells(out[col], spec)
+    return out
+
+
 def polish(fig: Any) -> Any:
     """Dashboard layout of a core figure: the legend under the x-axis title, not on top of it."""
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.2, x=0, xanchor="left"))

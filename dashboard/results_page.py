@@ -18,7 +18,7 @@ from dashboard.average import (
     show_model_average,
 )
 from dashboard.comparison import comparison_section, se_future
-from dashboard.format import algorithm_label, fmt, poll_every, status_badge
+from dashboard.format import algorithm_label, dash_empty, fmt, poll_every, status_badge
 from dashboard.future_view import future_section
 from dashboard.results_tabs import kernel_file_tab, pareto_tab, report_tab
 from dashboard.runs import (
@@ -31,9 +31,12 @@ from dashboard.runs import (
     start_gpss_baseline,
 )
 from dashboard.state import PAGE_SEARCH, RESULTS_RUN_KEY
+from dashboard.verdict import verdict_card
 from dashboard.views import show_kernel
+from evocov_core.counts import KERNELS_FITTED, KERNELS_FITTED_HELP, SCREENING_FITS, SCREENING_FITS_HELP, fit_counts
 from evocov_core.data import Dataset
 from evocov_core.figures import selection_data
+from evocov_core.glance import weight_sentence
 from evocov_core.jobs import Job
 from evocov_core.kernel_file import KernelFileError, parse_kernel_file
 from evocov_core.model import FittedModel, ModelAverage
@@ -222,18 +225,20 @@ def selection_table(run: RunRecord) -> None:
                    "is weighted by BIC.")
     # Scores the rule did not compute (the tail's on a long series, the origins' on a short one) are not shown.
     table = table.drop(columns=[c for c in ("tail score", "tail RMSE", "origins CRPS") if table[c].isna().all()])
-    num = st.column_config.NumberColumn
+    table = dash_empty(table, {"q": ".0f", "BIC": ".2f", "tail score": ".2f", "tail RMSE": ".4g",
+                               "origins CRPS": ".4g", "weight": ".3f", "test RMSE": ".4g"})
+    num = st.column_config.TextColumn  # numbers written out, "—" where there is none
     st.dataframe(table, hide_index=True, width="stretch", column_config={
-        "BIC rank": num("BIC rank", help="1 = lowest BIC."),
+        "BIC rank": st.column_config.NumberColumn("BIC rank", help="1 = lowest BIC."),
         "kernel": st.column_config.TextColumn("kernel", width="large"),
-        "BIC": num("BIC", format="%.2f"),
-        "tail score": num("tail score", format="%.2f", help=f"Posterior log-likelihood of the last {split:.0%} of "
+        "BIC": num("BIC"),
+        "tail score": num("tail score", help=f"Posterior log-likelihood of the last {split:.0%} of "
                           "the training range given the rest, after refitting on the rest. Higher is better."),
-        "tail RMSE": num("tail RMSE", format="%.4g", help="RMSE of that prediction of the held-out tail."),
-        "origins CRPS": num("origins CRPS", format="%.4g", help="Mean CRPS of its forecasts from the earlier "
+        "tail RMSE": num("tail RMSE", help="RMSE of that prediction of the held-out tail."),
+        "origins CRPS": num("origins CRPS", help="Mean CRPS of its forecasts from the earlier "
                             "points in time (standardised units). Lower is better."),
-        "weight": num("weight", format="%.3f", help="Weight in the model average (Bayesian model averaging)."),
-        "test RMSE": num("test RMSE", format="%.4g", help="On the test part, never used for the choice."),
+        "weight": num("weight", help="Weight in the model average (Bayesian model averaging)."),
+        "test RMSE": num("test RMSE", help="On the test part, never used for the choice."),
         "valid": st.column_config.CheckboxColumn(
             "valid", help="Its covariance is positive semi-definite on the training inputs and the forecast "
             "horizon. An invalid kernel (a negative direction the noise hid) is neither chosen nor averaged."),
@@ -263,8 +268,8 @@ def best_tab(run: RunRecord, ds: Dataset, fc: Forecasts) -> None:
                else "")
         members = ("*Average the forecast with*" if run.best.combination.refitted
                    else "*On long series, average with*")
-        st.caption(f":material/merge: {combined}{row} (search settings {members}, *Weight power*, *Guard the "
-                   "forecast*).")
+        st.caption(f":material/merge: **{weight_sentence(run.best.combination)}** {combined}{row} (search "
+                   f"settings {members}, *Weight power*, *Guard the forecast*).")
     dashed = comparison_section(run, ds, fc.best, fc.average, se, gpss_runs[0] if gpss_runs else None, gpss_job)
     if run.selection:
         selection_table(run)
@@ -304,18 +309,21 @@ def render() -> None:
     best = run.best.to_fit(ds.n_train)
     st.markdown(
         f"{algorithm_label(run.algorithm)} on **{ds.name}** ({ds.n_train} training, {ds.n_test} test "
-        f"points) · seed {run.seed} · {status_badge(run.status)} · {run.n_evaluations} kernels "
-        f"fitted in {fmt(run.elapsed, '.1f')} s"
+        f"points) · seed {run.seed} · {status_badge(run.status)} · {fit_counts(run).describe()} "
+        f"in {fmt(run.elapsed, '.1f')} s", help=f"{KERNELS_FITTED.capitalize()}: {KERNELS_FITTED_HELP} "
+        f"{SCREENING_FITS.capitalize()}: {SCREENING_FITS_HELP}"
     )
     if run.status.active:
         st.info("This run is still going: the kernel shown is the best so far.", icon=":material/sync:")
+    fc = forecasts(run, ds, best)
+    verdict_card(run, ds, best, fc.average)
     tab_best, tab_report, tab_pareto, tab_file = st.tabs(
         ["Best kernel", "Report", "All kernels (Pareto)", "Apply a kernel file"])
     with tab_best:
-        best_tab(run, ds, forecasts(run, ds, best))
+        best_tab(run, ds, fc)
     with tab_report:
         report_tab(run, ds)
     with tab_pareto:
-        pareto_tab(run, ds, best)
+        pareto_tab(run, ds, best, fc.average)
     with tab_file:
         kernel_file_tab()

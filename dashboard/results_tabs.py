@@ -9,15 +9,23 @@ from dataclasses import replace
 import streamlit as st
 
 from dashboard import fits
-from dashboard.comparison import baselines_for_report, classical_for_report
+from dashboard.comparison import (
+    baselines_for_report,
+    classical_for_report,
+    current_comparison,
+    se_future,
+    settings_in_state,
+)
 from dashboard.datasets import current_dataset, dataset_fingerprint
 from dashboard.format import fmt, polish, poll_every
-from dashboard.runs import runs_on_dataset, store
+from dashboard.runs import gpss_baseline_job, runs_on_dataset, store
 from dashboard.views import show_kernel
+from evocov_core.counts import fit_counts
 from evocov_core.data import Dataset
 from evocov_core.figures import pareto_data, pareto_figure
+from evocov_core.glance import forecast_row
 from evocov_core.kernel_file import KernelFileError, parse_kernel_file
-from evocov_core.model import FittedModel
+from evocov_core.model import FittedModel, ModelAverage
 from evocov_core.optimize import FitResult
 from evocov_core.parallel import one_line
 from evocov_core.run_record import RunRecord
@@ -113,7 +121,26 @@ def _clicked_row(event: object) -> int | None:
     return None
 
 
-def pareto_tab(run: RunRecord, ds: Dataset, best: FitResult) -> None:
+def _levels(run: RunRecord, ds: Dataset, best: FitResult, average: ModelAverage | None) -> list[tuple[str, float]]:
+    """AutoETS's test RMSE and, when the forecast averages the kernel's with classical ones, the forecast's:
+    from the comparison table the Best kernel tab makes (None where they are not done)."""
+    if ds.n_test == 0 or ds.x.shape[1] != 1:
+        return []
+    gpss_runs = runs_on_dataset(ds, algorithm="gpss")
+    table, _, _ = current_comparison(run, ds, best, average, se_future(ds), gpss_runs[0] if gpss_runs else None,
+                                     gpss_baseline_job(ds), settings_in_state(run.id, ds))
+    out = []
+    ets = table[(table["method"] == "AutoETS") & (table["status"] == "ok")]
+    # AutoETS first: pareto_figure draws the first level dashed grey, the second dotted green.
+    out.append(("AutoETS", float(ets.iloc[0]["test_rmse"]) if len(ets) else math.nan))
+    combination = run.best.combination if run.best is not None else None
+    row = forecast_row(table, combination)
+    if row is not None and row["kind"] == "combined":
+        out.append((f"the forecast ({combination.label if combination else 'combined'})", float(row["test_rmse"])))
+    return out
+
+
+def pareto_tab(run: RunRecord, ds: Dataset, best: FitResult, average: ModelAverage | None = None) -> None:
     """Every kernel the run fitted, q against test RMSE; a click opens one."""
     records = store().evaluations(run.id)
     pdata = pareto_data(records)
@@ -121,11 +148,21 @@ def pareto_tab(run: RunRecord, ds: Dataset, best: FitResult) -> None:
         st.info("No evaluated kernel of this run has a test RMSE (no test part?).")
         return
     ref = (best.q, best.test_rmse) if best.test_rmse is not None else None
-    fig = polish(pareto_figure(pdata, reference=ref))
+    combined = run.best is not None and run.best.combination.combined
+    levels = _levels(run, ds, best, average)
+    fig = polish(pareto_figure(pdata, reference=ref, levels=levels,
+                               reference_name="chosen kernel" + ("" if combined else " (the forecast)")))
     fig.update_layout(uirevision=f"pareto-{run.id}")
+    st.info("**Test RMSE is shown here for hindsight only: it took no part in the choice.** The search never "
+            "sees the test part; it chose its kernel by BIC and by forecasts of held-out training data, so a "
+            "kernel far below the chosen one here could not have been told apart when choosing.",
+            icon=":material/visibility:")
     st.caption(
-        f"{len(records)} kernels fitted, {int(pdata.on_front.sum())} on the Pareto front (red). "
-        "The triangle is the run's best kernel. Click a point to open that kernel."
+        f"{fit_counts(run).describe()}; {len(pdata)} with a test RMSE are drawn, {int(pdata.on_front.sum())} on "
+        "the Pareto front (red). The triangle is the chosen kernel"
+        + ("; the dotted line the forecast, which averages it with classical forecasts" if combined else
+           ", whose forecast is the run's") + (", the dashed line AutoETS's test RMSE" if any(
+               n == "AutoETS" for n, _ in levels) else "") + ". Click a point to open that kernel."
     )
     event = st.plotly_chart(fig, key=f"results_pareto_{run.id}", on_select="rerun", selection_mode="points",
                             config={"displaylogo": False})

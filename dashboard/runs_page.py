@@ -10,7 +10,9 @@ import streamlit as st
 from dashboard.format import algorithm_label, polish
 from dashboard.runs import list_runs, manager, run_label, store
 from dashboard.state import EXPLORE_JOB_KEY, PAGE_EXPLORER, PAGE_RESULTS, PAGE_SEARCH, RESULTS_RUN_KEY, SEARCH_JOB_KEY
+from evocov_core.counts import KERNELS_FITTED, KERNELS_FITTED_HELP, SCREENING_FITS, SCREENING_FITS_HELP, fit_counts
 from evocov_core.figures import fitness_compare_figure
+from evocov_core.glance import MISSING, text_cells
 from evocov_core.search import RunStatus
 
 
@@ -22,15 +24,17 @@ def runs_table(runs: pd.DataFrame, live: dict[str, RunStatus]) -> pd.DataFrame:
         "kind": runs["kind"],
         "algorithm": [algorithm_label(a) for a in runs["algorithm"]],
         "dataset": runs["dataset_name"],
-        "seed": runs["seed"],
-        "BIC": pd.to_numeric(runs["best_bic"], errors="coerce"),
-        "test RMSE": pd.to_numeric(runs["best_test_rmse"], errors="coerce"),
-        "q": pd.to_numeric(runs["best_q"], errors="coerce"),
+        "seed": text_cells(runs["seed"], ".0f"),
+        # Written out, "—" where a run has none (a table would print None).
+        "BIC": text_cells(runs["best_bic"], ".2f"),
+        "test RMSE": text_cells(runs["best_test_rmse"], ".4g"),
+        "q": text_cells(runs["best_q"], ".0f"),
         "generations": runs["generations_done"],
-        "kernels fitted": runs["n_evaluations"],
-        "time (s)": pd.to_numeric(runs["elapsed"], errors="coerce").round(1),
+        KERNELS_FITTED: [fit_counts(r).kernels_fitted for r in runs.itertuples(index=False)],
+        SCREENING_FITS: [fit_counts(r).screening_fits for r in runs.itertuples(index=False)],
+        "time (s)": text_cells(runs["elapsed"], ".1f"),
         "started": [time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(c))) for c in runs["created"]],
-        "returned kernel": runs["best_kernel"],
+        "returned kernel": [k if isinstance(k, str) and k else MISSING for k in runs["best_kernel"]],
         "label": runs["label"],
     })
 
@@ -120,10 +124,10 @@ def render() -> None:
     c2.metric("Running or queued", sum(1 for s in runs["status"] if RunStatus(s).active))
     c3.metric("Finished", int((runs["status"] == RunStatus.FINISHED).sum()))
     st.dataframe(view, hide_index=True, key="runs_table", height=min(420, 38 + 35 * len(view)), column_config={
-        "BIC": st.column_config.NumberColumn(format="%.2f", help="The returned kernel's (a search may return one "
-                                             "of its lowest-BIC kernels, chosen by its forecasts)."),
-        "test RMSE": st.column_config.NumberColumn(format="%.4g"),
-        "q": st.column_config.NumberColumn(format="%d"),
+        "BIC": st.column_config.TextColumn(help="The returned kernel's (a search may return one of its lowest-BIC "
+                                           "kernels, chosen by its forecasts)."),
+        KERNELS_FITTED: st.column_config.NumberColumn(help=KERNELS_FITTED_HELP),
+        SCREENING_FITS: st.column_config.NumberColumn(help=SCREENING_FITS_HELP),
         "started": st.column_config.TextColumn(width="medium"),
         "returned kernel": st.column_config.TextColumn(width="large"),
     })

@@ -13,8 +13,9 @@ from dashboard.format import algorithm_label, fmt, polish, poll_every, status_ba
 from dashboard.runs import get_run, manager, remember_run, store, watched_job
 from dashboard.search_form import CPUS, settings_form
 from dashboard.state import MY_RUNS_KEY, PAGE_EXPLORER, PAGE_RESULTS, RESULTS_RUN_KEY, SEARCH_JOB_KEY
-from dashboard.views import scrollable_formulas, show_approximation
+from dashboard.views import formula, latex_box, show_approximation
 from evocov_core.benchmarks.budget import estimate_wall_time
+from evocov_core.counts import KERNELS_FITTED, KERNELS_FITTED_HELP, SCREENING_FITS, SCREENING_FITS_HELP, fit_counts
 from evocov_core.data import Dataset
 from evocov_core.figures import fitness_figure
 from evocov_core.jobs import JobKind, JobSpec
@@ -42,6 +43,7 @@ class RunState:
     history: pd.DataFrame
     queue_position: int = 0
     approximation: DataSubset | None = None
+    n_screen_fits: int = 0
 
 
 def run_state(run_id: str) -> RunState | None:
@@ -52,7 +54,8 @@ def run_state(run_id: str) -> RunState | None:
         return RunState(s.status, s.generation, s.total_generations, s.elapsed, s.n_evaluations,
                         s.evals_per_second, s.restarts, s.best, s.error, s.algorithm, s.label,
                         float(job.spec.config.time_budget), s.history, s.queue_position,
-                        plan_subset(job.spec.dataset.n_train, job.spec.config.fit_points))
+                        plan_subset(job.spec.dataset.n_train, job.spec.config.fit_points),
+                        fit_counts(s).screening_fits)
     run = get_run(run_id)
     if run is None:
         return None
@@ -70,7 +73,8 @@ def run_state(run_id: str) -> RunState | None:
         approximation = plan_subset(run.dataset.n_train, int(run.settings.get("fit_points", DEFAULT_MAX_POINTS)))
     return RunState(status, run.generations_done, run.total_generations or run.generations_done, elapsed, n_eval,
                     n_eval / elapsed if elapsed > 0 else 0.0, restarts, run.best.to_fit() if run.best else None,
-                    run.error or "", run.algorithm, run.label, run.time_budget, history, 0, approximation)
+                    run.error or "", run.algorithm, run.label, run.time_budget, history, 0, approximation,
+                    fit_counts(run).screening_fits)
 
 
 def run_kind_and_data(run_id: str) -> tuple[str | None, Dataset | None]:
@@ -114,11 +118,14 @@ def status_panel(run_id: str, s: RunState) -> None:
                     ("Starting worker processes…" if s.status == RunStatus.RUNNING else f"Generation {s.generation}"))
         st.progress(frac, text=text)
         show_approximation(s.approximation)
-        m1, m2, m3, m4 = st.columns(4)
-        m1.metric("Elapsed", time.strftime("%H:%M:%S", time.gmtime(s.elapsed)))
-        m2.metric("Kernels fitted", s.n_evaluations)
-        m3.metric("Fits per second", f"{s.evals_per_second:.1f}")
-        m4.metric("Restarts", s.restarts)
+        # Three a row: five columns cut their labels on a half-page column.
+        m1, m2, m3 = st.columns(3)
+        m1.metric(KERNELS_FITTED.capitalize(), s.n_evaluations, help=KERNELS_FITTED_HELP)
+        m2.metric(SCREENING_FITS.capitalize(), s.n_screen_fits, help=SCREENING_FITS_HELP)
+        m3.metric("Fits per second", f"{s.evals_per_second:.1f}", help="Kernels fitted per second.")
+        m4, m5, _ = st.columns(3)
+        m4.metric("Elapsed", time.strftime("%H:%M:%S", time.gmtime(s.elapsed)))
+        m5.metric("Restarts", s.restarts)
         if s.status == RunStatus.FAILED and s.error:
             st.error(f"The run failed: {s.error.splitlines()[0]}")
             with st.expander("Details"):
@@ -149,9 +156,11 @@ def best_panel(best: FitResult | None, ds: Dataset, live: bool) -> None:
                    "No kernel was fitted: the run ended before its first fit (stopped at once, or a time budget "
                    "shorter than starting the workers and reading the data). Raise the time budget and start again.")
         return
-    scrollable_formulas()
-    st.latex(f"k(x, x') = {best.kernel.latex}")
-    st.code(best.kernel.infix, language=None, wrap_lines=True)
+    if live:  # simplifying on every new best would stall the updates: the tree as evolved
+        latex_box(best.kernel.latex, "search_best")
+        st.code(best.kernel.infix, language=None, wrap_lines=True)
+    else:
+        formula(best.kernel, "search_best")
     c1, c2, c3 = st.columns(3)
     c1.metric("q", best.q, help="Hyperparameters, noise included.")
     c2.metric("BIC", fmt(best.bic, ".2f"))

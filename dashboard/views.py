@@ -23,6 +23,9 @@ from evocov_core.figures import (
     extrapolation_figure,
     hyperparameter_table,
     tree_figure,
+    tree_fold_depth,
+    tree_layout,
+    tree_outline,
 )
 from evocov_core.kernel import Kernel
 from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict
@@ -30,22 +33,63 @@ from evocov_core.model import FittedModel, ModelAverage
 from evocov_core.optimize import FitResult
 from evocov_core.subset import DataSubset
 
+#: Containers whose key starts with these scroll sideways inside their column (a long formula, a wide tree).
+SCROLL_KEYS = ("formula_", "treebox_")
+
 
 def scrollable_formulas() -> None:
-    """Long formulas scroll sideways inside their column instead of running off the page."""
-    st.html("<style>.katex-display { overflow-x: auto; overflow-y: hidden; padding-bottom: 4px; }</style>")
+    """Long formulas and wide trees scroll sideways inside their own box instead of running off the page."""
+    boxes = ", ".join(f"[class*='st-key-{k}']" for k in SCROLL_KEYS)
+    st.html("<style>.katex-display { overflow-x: auto; overflow-y: hidden; padding-bottom: 4px; } "
+            f"{boxes} {{ overflow-x: auto; overflow-y: hidden; max-width: 100%; }} "
+            "[class*='st-key-formula_'] .stMarkdown, [class*='st-key-formula_'] [data-testid='stMarkdownContainer'] "
+            "{ min-width: 0; }</style>")
 
 
-def formula(kernel: Kernel) -> None:
+def latex_box(latex: str, key: str) -> None:
+    """One formula in its own box (``formula_<key>``) that scrolls sideways when the formula is wider."""
+    scrollable_formulas()
+    with st.container(key=f"formula_{key}"):
+        st.latex(f"k(x, x') = {latex}")
+
+
+def formula(kernel: Kernel, key: str = "kernel") -> None:
     """A kernel's formula as a person reads it: simplified by SymPy (evocov_core.simplify), the tree as
-    evolved one click away (the stored expression never changes)."""
+    evolved one click away (the stored expression never changes). Each scrolls in its own box."""
     from evocov_core.simplify import display_latex
 
-    scrollable_formulas()
-    st.latex(f"k(x, x') = {display_latex(kernel)}")
+    latex_box(display_latex(kernel), key)
     with st.expander("As evolved (the stored tree)"):
-        st.latex(f"k(x, x') = {kernel.latex}")
+        latex_box(kernel.latex, f"{key}_stored")
         st.code(kernel.infix, language=None, wrap_lines=True)
+
+
+def tree_section(kernel: Kernel, theta: Any, key: str) -> None:
+    """The expression tree: a picture sized from its width and depth (zoom and pan), folded to a chosen
+    depth on a large tree, and the same tree as an indented outline."""
+    depth = int(tree_layout(kernel)[0].depth.max())
+    shown = None
+    if depth >= 3:
+        default = tree_fold_depth(kernel) or depth
+        tree_id = hashlib.sha1(kernel.prefix.encode()).hexdigest()[:10]  # another tree: its own slider and default
+        shown = st.slider("Depth shown", 1, depth, default, key=f"{key}_tree_depth_{tree_id}",
+                          help="Fold the tree below this depth: a folded node ends in …, its subtree in its "
+                          "hover text. The outline always shows the whole tree.")
+    pic, outline = st.tabs(["Tree", "Outline (text)"])
+    with pic:
+        scrollable_formulas()
+        fig = tree_figure(kernel, theta, max_depth=None if shown == depth else shown)
+        w = int(fig.layout.width)
+        # The chart keeps the width its labels need (Streamlit would shrink it to the column, and the labels
+        # would overlap): its box scrolls sideways instead.
+        st.html(f"<style>.st-key-treebox_{key} [data-testid='stElementContainer'], .st-key-treebox_{key} "
+                f"[data-testid='stPlotlyChart'] {{ width: {w}px !important; min-width: {w}px; max-width: none; }}"
+                "</style>")
+        with st.container(key=f"treebox_{key}"):
+            st.plotly_chart(fig, key=f"{key}_tree", width=w, config={"displaylogo": False, "scrollZoom": True})
+    with outline:
+        text = tree_outline(kernel, theta)
+        st.code(text, language=None, height=min(480, 22 * (text.count(chr(10)) + 2)))
 
 
 def approximation_line(approximation: DataSubset | None) -> str | None:
@@ -162,7 +206,7 @@ def show_kernel(
     left, right = st.columns([1, 1])
     with left:
         st.markdown(f"**{title}**")
-        formula(k)
+        formula(k, key)
         c1, c2, c3 = st.columns(3)
         c1.metric("q (hyperparameters)", k.q, help="Distinct kernel hyperparameters plus the noise variance.")
         c2.metric("BIC", fmt(fit.bic, ".2f"), help="−2·LML + q·log n on the training data; lower is better.")
@@ -184,8 +228,8 @@ def show_kernel(
             except Exception as exc:
                 st.caption(f"Hyperparameter table unavailable: {exc}")
     with right:
-        fig = tree_figure(k, model.theta, title="Expression tree")
-        st.plotly_chart(fig, key=f"{key}_tree", config={"displaylogo": False})
+        st.markdown("**Expression tree**")
+        tree_section(k, model.theta, key)
     extrapolation_chart(model, ds, key=f"{key}_extrap", title="Extrapolation: predictive mean and ±2σ band",
                         forecasts=forecasts)
     components_section(model, ds, key=f"{key}_components")

@@ -339,6 +339,7 @@ def _replay_setup(args: argparse.Namespace):
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from .counts import count_scores, fit_counts
     from .kernel_file import dump_kernel_file, kernel_file_dict
     from .search import run_search, search_data
     from .search.replay import run_record
@@ -387,7 +388,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                            combination=result.combination,
                            extra_scores={"algorithm": config.algorithm, "seed": seed,
                                          "seconds": round(time.perf_counter() - t0, 3),
-                                         "evaluations": result.n_evaluations,
+                                         "evaluations": result.n_evaluations, **count_scores(result),
                                          **({"forecast_test_rmse": forecast_rmse} if forecast_rmse is not None
                                             else {})},
                            run=run_record(result, run_config, seed))
@@ -419,9 +420,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     combined = result.combination.describe()
     if combined:
         print(combined + (f" Its test RMSE: {forecast_rmse:.6g}." if forecast_rmse is not None else ""))
-    screened = f", {result.n_screen_fits} screening fits" if result.n_screen_fits else ""
     wrote = f"; wrote {args.out}" if args.out is not None else ""
-    print(f"{result.n_evaluations} kernels fitted{screened} in {time.perf_counter() - t0:.1f} s{wrote}")
+    print(f"{fit_counts(result).describe()} in {time.perf_counter() - t0:.1f} s{wrote}")
     if kf is not None:
         stored = kf.scores.get("bic")
         same = (best.kernel.canonical == kf.kernel.canonical and isinstance(stored, (int, float))

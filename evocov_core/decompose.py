@@ -36,7 +36,7 @@ from .gp import factorize
 from .grammar import subtree_end
 from .kernel import Kernel, Node, flatten
 
-__all__ = ["Behaviour", "Component", "additive_terms", "decompose", "describe", "gates"]
+__all__ = ["Behaviour", "Component", "additive_terms", "decompose", "describe", "gates", "kernel_summary"]
 
 Array = NDArray[np.float64]
 
@@ -456,3 +456,82 @@ def decompose(kernel: Kernel, theta: Array, log_noise: float, X: Array, y: Array
                              tuple(where), tuple(spans)))
     out.sort(key=lambda c: -c.explained)
     return out, math.sqrt(math.exp(log_noise)) * y_scale
+
+
+#: Named cycles: period (years) -> adjective, read within 5 % (``"a yearly cycle"``).
+_NAMED_PERIODS = ((1.0, "yearly"), (0.5, "half-yearly"), (0.25, "quarterly"), (7 / 365.25, "weekly"),
+                  (1 / 365.25, "daily"))
+
+
+def _cycle_name(period: float, x_unit: str) -> str:
+    if x_unit in ("years", "year"):
+        for p, name in _NAMED_PERIODS:
+            if abs(period - p) <= 0.05 * p:
+                return f"a {name} cycle"
+    return f"a cycle of {_length(period, x_unit)}"
+
+
+def _when(v: float, x_unit: str) -> str:
+    return f"{v:.0f}" if x_unit in ("years", "year") else f"{v:.4g}"
+
+
+def kernel_summary(components: list[Component], x_unit: str = "", *, max_terms: int = 3,
+                   min_share: float = 0.01) -> str:
+    """The kernel in one phrase, from its components (:func:`decompose`): cycles first, then what
+    they sit on, e.g. ``"a yearly cycle that grows along the data, on a rising trend that bends
+    around 1988"``.
+
+    Parameters
+    ----------
+    components : list of Component
+        Largest share first (as :func:`decompose` returns them).
+    x_unit : str
+        As given to :func:`decompose` (``"years"`` names yearly, quarterly, weekly cycles).
+    max_terms : int
+        Components named at most (the largest ones).
+    min_share : float
+        Components explaining less of the variance are left out (but the largest is always named).
+
+    Returns
+    -------
+    str
+        Lower case, no final stop; ``"noise only"`` without components.
+    """
+    shown = [c for i, c in enumerate(components) if i == 0 or c.explained >= min_share][:max_terms]
+    shown = [c for c in shown if not c.behaviour.constant] or shown[:1]
+    if not shown:
+        return "noise only"
+    cycles, bases = [], []
+    rising = ""
+    for c in shown:
+        b, t = c.behaviour, c.trend
+        where = " and ".join(_when(v, x_unit) for v in c.changes)
+        bend = f" that bends around {where}" if where else ""
+        if b.constant:
+            bases.append("a constant level")
+        elif b.period is not None:
+            phrase = _cycle_name(b.period, x_unit)
+            g = t.amplitude_growth
+            if g is not None and g > AMPLITUDE_RATIO:
+                phrase += " that grows along the data"
+            elif g is not None and g < 1 / AMPLITUDE_RATIO:
+                phrase += " that shrinks along the data"
+            elif b.decorrelation is None:
+                phrase += " that repeats unchanged"
+            if where:
+                phrase += f"{' and' if ' that ' in phrase else ' that'} changes around {where}"
+            cycles.append(phrase)
+            rising = rising or t.direction
+        elif t.direction:
+            bases.append(f"a {t.direction} trend{bend}")
+        elif not b.stationary and b.growth > 1.5:
+            bases.append(f"a trend whose spread grows along the data{bend}")
+        elif b.decorrelation is not None:
+            bases.append(f"a smooth variation over about {_length(b.decorrelation, x_unit)}{bend}")
+        else:
+            bases.append(f"a slow smooth variation{bend}")
+    if cycles and not bases and rising:
+        bases.append(f"a {rising} trend")  # the cycle's own level moves (a cycle times a growing term)
+    if cycles and bases:
+        return f"{' and '.join(cycles)}, on {' and '.join(bases)}"
+    return " and ".join(cycles or bases)

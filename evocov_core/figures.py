@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 
 from .data import Dataset, Normalisation, decimal_years_to_dates
 from .grammar import is_slot, symbol
-from .kernel import Kernel, _nest, slot_roles
+from .kernel import Kernel, _nest, flatten, slot_roles
 from .model import FittedModel, ModelAverage
 from .search.common import GenerationStats
 
@@ -46,7 +46,12 @@ __all__ = [
     "series_data",
     "series_figure",
     "tree_figure",
+    "tree_fold_depth",
+    "tree_geometry",
+    "tree_label_boxes",
+    "tree_label_width",
     "tree_layout",
+    "tree_outline",
 ]
 
 # Horizontal legend above the plot area, clear of the x-axis title.
@@ -305,81 +310,208 @@ def fitness_compare_figure(histories: Mapping[str, pd.DataFrame | Sequence[Gener
 # --- kernel trees -------------------------------------------------------------------------------
 
 
-def tree_layout(kernel: Kernel, theta: Sequence[float] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Node positions for drawing a tree.
+#: Tree labels' font size (px) at any tree size: a wide tree gets a wider chart, not smaller labels.
+TREE_FONT = 12
+#: Width of one character of a tree label, in font sizes (an upper bound for the labels' sans-serif digits
+#: and lower-case letters), and the space kept free around each label (px).
+TREE_CHAR_WIDTH = 0.62
+TREE_LABEL_PAD = 10
+#: Vertical distance between two levels of a tree, in font sizes.
+TREE_LEVEL_HEIGHT = 3.2
+#: Width (px) a tree chart opens at, at most, before its default depth folds it (:func:`tree_fold_depth`).
+TREE_MAX_WIDTH = 1400
+_TREE_MARGIN = dict(l=16, r=16, t=16, b=16)
+_FOLDED = " …"
 
-    Leaves take consecutive x positions in order; a parent sits at the mean of its
-    children; y is minus the depth.
+
+#: Operators drawn as their sign in a tree (the name is in the hover text).
+_TREE_SYMBOLS = {"add": "+", "multiply": "×"}
+
+
+def _subtree_text(node: tuple) -> str:
+    """A folded subtree for its hover text: its formula, or its prefix form where it is no covariance."""
+    tokens = tuple(flatten(node))
+    try:
+        return Kernel(tokens).infix
+    except Exception:  # a map (euc, spectral) or a distance: no formula of its own
+        return " ".join(tokens)
+
+
+def tree_layout(kernel: Kernel, theta: Sequence[float] | None = None, max_depth: int | None = None,
+                font_size: float = TREE_FONT) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Node positions for drawing a tree, in px, so that no two labels overlap.
+
+    Each subtree gets a horizontal span as wide as the larger of its root's label (with
+    :data:`TREE_LABEL_PAD`) and its children's spans side by side; children are packed left to
+    right and centred under their parent, and a node sits at the centre of its span. Spans of one
+    level never overlap and every label lies within its own span, so no two labels of a level
+    overlap; levels are :data:`TREE_LEVEL_HEIGHT` font sizes apart, so labels of two levels do not
+    either. y is minus the depth.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    theta : sequence of float, optional
+        Log slot values, shown in the hover text.
+    max_depth : int, optional
+        Fold the tree at this depth: a node there with children is drawn as a leaf labelled
+        ``"symbol …"`` (``folded`` True), its subtree in its hover text.
+    font_size : float
+        The labels' size in px (their widths: :func:`tree_label_width`).
 
     Returns
     -------
     nodes : DataFrame
-        ``id, label, kind, x, y, depth, hover`` (``label`` is the grammar symbol).
+        ``id, label, kind, x, y, depth, hover, folded, token, value, span0, span1`` (``label`` is the
+        grammar symbol, ``+`` and ``×`` for ``add`` and ``multiply``; ``token`` the symbol itself;
+        ``value`` a slot's value, NaN for other nodes; ``x`` and the span ``[span0, span1]`` in px from the
+        tree's left edge), in prefix order.
     edges : DataFrame
         ``parent, child``.
     """
     values = dict(zip(kernel.slots, theta, strict=True)) if theta is not None else {}
     nodes: list[dict] = []
     edges: list[tuple[int, int]] = []
-    next_leaf = [0.0]
 
-    def place(node: tuple, depth: int) -> tuple[int, float]:
+    def label_of(tok: str, folded: bool) -> str:
+        return _TREE_SYMBOLS.get(tok, tok) + (_FOLDED if folded else "")
+
+    widths: dict[int, float] = {}
+
+    def measure(node: tuple, depth: int) -> float:
+        """Width of the subtree's span (memoised by the node's identity)."""
+        tok, children = node
+        folded = bool(children) and max_depth is not None and depth >= max_depth
+        own = tree_label_width(label_of(tok, folded), font_size) + TREE_LABEL_PAD
+        below = 0.0 if folded else sum(measure(c, depth + 1) for c in children)
+        widths[id(node)] = w = max(own, below)
+        return w
+
+    def place(node: tuple, depth: int, left: float) -> int:
         tok, children = node
         my_id = len(nodes)
         nodes.append({})
-        xs = []
-        for c in children:
-            cid, cx = place(c, depth + 1)
-            edges.append((my_id, cid))
-            xs.append(cx)
-        if xs:
-            x = float(np.mean(xs))
-        else:
-            x = next_leaf[0]
-            next_leaf[0] += 1.0
+        folded = bool(children) and max_depth is not None and depth >= max_depth
+        width = widths[id(node)]
+        if not folded and children:
+            below = sum(widths[id(c)] for c in children)
+            at = left + (width - below) / 2  # children centred under their parent
+            for c in children:
+                cid = place(c, depth + 1, at)
+                edges.append((my_id, cid))
+                at += widths[id(c)]
         kind = symbol(tok).kind
-        hover = tok
+        hover = tok if tok not in _TREE_SYMBOLS else f"{_TREE_SYMBOLS[tok]} ({tok})"
         if is_slot(tok) and tok in values:
             hover = f"{tok} = {math.exp(values[tok]):.4g}"
-        nodes[my_id] = {"id": my_id, "label": tok, "kind": kind, "x": x, "y": -depth, "depth": depth,
-                        "hover": hover}
-        return my_id, x
+        if folded:
+            hover = f"folded: {_subtree_text(node)}"
+        nodes[my_id] = {"id": my_id, "label": label_of(tok, folded), "kind": kind, "x": left + width / 2,
+                        "y": -depth, "depth": depth, "hover": hover, "folded": folded, "token": tok,
+                        "value": math.exp(values[tok]) if is_slot(tok) and tok in values else math.nan,
+                        "span0": left, "span1": left + width}
+        return my_id
 
-    place(_nest(kernel.tokens), 0)
+    root = _nest(kernel.tokens)
+    measure(root, 0)
+    place(root, 0, 0.0)
     return pd.DataFrame(nodes), pd.DataFrame(edges, columns=["parent", "child"])
 
 
-_KIND_COLORS = {"nestable": "#1f77b4", "not_nestable": "#ff7f0e", "slot": "#2ca02c", "constant": "#9467bd",
+def tree_label_width(label: str, font_size: float = TREE_FONT) -> float:
+    """Width (px) a tree label takes at most, without its padding."""
+    return len(label) * TREE_CHAR_WIDTH * font_size
+
+
+def tree_geometry(nodes: pd.DataFrame, font_size: float = TREE_FONT) -> dict[str, float]:
+    """How :func:`tree_figure` sizes a tree (:func:`tree_layout`) from its width and depth: px per level
+    (``dy``), the plot area (``plot_width``: the root's span; ``plot_height``) and the figure (``width``,
+    ``height``, with margins)."""
+    depth = int(nodes.depth.max()) if len(nodes) else 0
+    pw = float(nodes.span1.max()) if len(nodes) else 40.0
+    dy = TREE_LEVEL_HEIGHT * font_size
+    ph = (depth + 1) * dy
+    return {"dy": dy, "depth": depth, "plot_width": pw, "plot_height": ph,
+            "width": pw + _TREE_MARGIN["l"] + _TREE_MARGIN["r"], "height": ph + _TREE_MARGIN["t"] + _TREE_MARGIN["b"]}
+
+
+def tree_label_boxes(nodes: pd.DataFrame, font_size: float = TREE_FONT) -> pd.DataFrame:
+    """Each label's box in the plot area, in px: ``x0, x1, y0, y1`` (y down), as :func:`tree_figure`
+    draws them (centred on the node, ``font_size`` high)."""
+    g = tree_geometry(nodes, font_size)
+    cy = (-nodes.y + 0.5) * g["dy"]
+    half = pd.Series([tree_label_width(str(lab), font_size) / 2 for lab in nodes.label], index=nodes.index)
+    return pd.DataFrame({"label": nodes.label, "x0": nodes.x - half, "x1": nodes.x + half,
+                         "y0": cy - font_size / 2, "y1": cy + font_size / 2})
+
+
+def tree_fold_depth(kernel: Kernel, max_width: float = TREE_MAX_WIDTH, font_size: float = TREE_FONT) -> int | None:
+    """The depth to fold a tree at so that its chart is at most ``max_width`` px wide (None: it fits
+    unfolded). At least depth 1."""
+    nodes, _ = tree_layout(kernel, font_size=font_size)
+    if tree_geometry(nodes, font_size)["width"] <= max_width:
+        return None
+    for d in range(int(nodes.depth.max()) - 1, 0, -1):
+        folded, _ = tree_layout(kernel, max_depth=d, font_size=font_size)
+        if tree_geometry(folded, font_size)["width"] <= max_width:
+            return d
+    return 1
+
+
+def tree_outline(kernel: Kernel, theta: Sequence[float] | None = None, indent: str = "  ") -> str:
+    """The tree as indented text, one node a line (a slot with its value when ``theta`` is given)::
+
+        add
+          multiply
+            ...
+    """
+    nodes, _ = tree_layout(kernel, theta)
+    return "\n".join(indent * int(d) + str(t) + (f" = {v:.4g}" if math.isfinite(v) else "")
+                     for t, d, v in zip(nodes.token, nodes.depth, nodes.value, strict=True))
+
+
+_KIND_COLORS = {"nestable": "#1f5f9f", "not_nestable": "#b35900", "slot": "#227a22", "constant": "#6a3d9a",
                 "argument": "#8c564b"}
 
 
-#: Leaves a tree chart holds at full label size (11 px labels on a dashboard column).
-_TREE_LEAVES = 14
+def tree_figure(kernel: Kernel, theta: Sequence[float] | None = None, title: str | None = None,
+                max_depth: int | None = None, font_size: float = TREE_FONT) -> go.Figure:
+    """The expression tree, sized from its width and depth so that no two labels overlap.
 
-
-def tree_figure(kernel: Kernel, theta: Sequence[float] | None = None, title: str | None = None) -> go.Figure:
-    nodes, edges = tree_layout(kernel, theta)
+    Every label is ``font_size`` px; a subtree takes the width its labels need (:func:`tree_layout`), a
+    level :data:`TREE_LEVEL_HEIGHT` font sizes (:func:`tree_geometry`): the figure's ``width`` and
+    ``height`` follow, and its axes are fixed to them (1 unit = 1 px), so that the boxes of
+    :func:`tree_label_boxes` are where the labels are drawn. Plotly's zoom and pan move around a
+    large tree; ``max_depth`` folds it (:func:`tree_layout`). Colours tell the kinds of symbol apart
+    (the legend).
+    """
+    nodes, edges = tree_layout(kernel, theta, max_depth=max_depth, font_size=font_size)
+    g = tree_geometry(nodes, font_size)
     ex, ey = [], []
     for p, c in edges.itertuples(index=False):
+        # From under the parent's label to above the child's: lines never cross a label.
+        off = 0.5 * font_size / g["dy"] + 0.05
         ex += [nodes.x[p], nodes.x[c], None]
-        ey += [nodes.y[p], nodes.y[c], None]
+        ey += [nodes.y[p] - off, nodes.y[c] + off, None]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#bbb", width=1), hoverinfo="skip",
+    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#c8c8c8", width=1), hoverinfo="skip",
                              showlegend=False))
-    # A wide tree on the same chart width: smaller labels, so that neighbouring leaves do not overlap.
-    scale = min(1.0, _TREE_LEAVES / max(1, int((~nodes.id.isin(edges.parent)).sum())))
-    for kind, d in nodes.groupby("kind"):
-        fig.add_trace(go.Scatter(x=d.x, y=d.y, mode="markers+text", text=d.label, textposition="middle center",
-                                 hovertext=d.hover, hoverinfo="text", name=kind.replace("_", " "),
-                                 marker=dict(size=max(12, round(28 * scale)), color=_KIND_COLORS.get(kind, "#777"),
-                                             opacity=0.25, line=dict(width=1, color=_KIND_COLORS.get(kind, "#777"))),
-                                 textfont=dict(size=max(7, round(11 * scale)))))
-    height = max(260, 70 * (int(nodes.depth.max()) + 1))
-    # The legend goes under the tree: above it, it ran into the title (issue 13).
-    fig.update_layout(title=title, height=height + 40, xaxis=dict(visible=False), yaxis=dict(visible=False),
-                      margin=dict(l=10, r=10, t=40 if title else 10, b=50),
-                      legend=dict(orientation="h", yanchor="top", y=-0.02, xanchor="left", x=0),
-                      plot_bgcolor="white")
+    for kind, d in nodes.groupby("kind", sort=False):
+        color = _KIND_COLORS.get(str(kind), "#555")
+        fig.add_trace(go.Scatter(x=d.x, y=d.y, mode="text", text=d.label, textposition="middle center",
+                                 hovertext=d.hover, hoverinfo="text", name=str(kind).replace("_", " "),
+                                 textfont=dict(size=font_size, color=color, family="Arial, sans-serif")))
+    title_h = 30 if title else 0
+    legend_h = 30
+    fig.update_layout(title=dict(text=title, x=0, xanchor="left", font=dict(size=14)) if title else None,
+                      width=max(320, round(g["width"])), height=round(g["height"]) + title_h + legend_h,
+                      xaxis=dict(visible=False, range=[0, g["plot_width"]]),
+                      yaxis=dict(visible=False, range=[-g["depth"] - 0.5, 0.5]),
+                      margin=dict(l=_TREE_MARGIN["l"], r=_TREE_MARGIN["r"] + max(0, 320 - round(g["width"])),
+                                  t=_TREE_MARGIN["t"] + title_h, b=_TREE_MARGIN["b"] + legend_h),
+                      legend=dict(orientation="h", yanchor="top", y=-0.02 if g["height"] > 200 else -0.1,
+                                  xanchor="left", x=0, font=dict(size=11)),
+                      plot_bgcolor="white", dragmode="pan")
     return fig
 
 
@@ -518,17 +650,22 @@ def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = No
 
     ``others`` are ``(name, extrapolation_data of another model)`` pairs whose means are drawn
     dashed over it (the baselines of the report). ``forecasts`` (:func:`comparison_forecasts_data`)
-    are drawn dashed over the test range, one legend entry per method (a click hides it). Data
+    are drawn dashed over the test range, one legend entry per method (a click hides it); a combined
+    forecast (kind ``combined``) dotted, and the kernel's mean is then named its own forecast. Data
     and forecasts of more than ``max_points`` points are drawn from :func:`minmax_indices`, with
     WebGL (the legend says how many points are drawn).
     """
     pts = series_data(ds)
+    combined = (forecasts is not None and len(forecasts) > 0 and "kind" in forecasts
+                and bool((forecasts["kind"] == "combined").any()))
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=pred.x, y=pred.upper, mode="lines", line=dict(width=0), showlegend=False,
                              hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=pred.x, y=pred.lower, mode="lines", line=dict(width=0), fill="tonexty",
                              fillcolor=_COLORS["band"], name="±2σ"))
-    fig.add_trace(go.Scatter(x=pred.x, y=pred["mean"], mode="lines", name="predictive mean",
+    # Beside a combined forecast, the kernel's own mean is named as such: two forecasts are drawn.
+    fig.add_trace(go.Scatter(x=pred.x, y=pred["mean"], mode="lines",
+                             name="the kernel's own forecast" if combined else "predictive mean",
                              line=dict(color=_COLORS["mean"], width=2)))
     for (name, other), color in zip(others, _OTHER_COLORS, strict=False):
         fig.add_trace(go.Scatter(x=other.x, y=other["mean"], mode="lines", name=name,
@@ -537,8 +674,8 @@ def extrapolation_figure(pred: pd.DataFrame, ds: Dataset, title: str | None = No
         for (name, d), color in zip(forecasts.groupby("method", sort=False), _CLASSICAL_COLORS * 4, strict=False):
             d = d.iloc[minmax_indices(d["mean"].to_numpy(), max_points)]
             if "kind" in d and (d["kind"] == "combined").all():  # the search's forecast: an average with them
-                fig.add_trace(_scatter(len(d), x=d.x, y=d["mean"], mode="lines", name=str(name),
-                                       line=dict(color=_COLORS["mean"], width=2.5, dash="dot")))
+                fig.add_trace(_scatter(len(d), x=d.x, y=d["mean"], mode="lines", name=f"the {name}",
+                                       line=dict(color="#0b5d1e", width=2.5, dash="dot")))
                 continue
             fig.add_trace(_scatter(len(d), x=d.x, y=d["mean"], mode="lines", name=f"{name} (classical)",
                                    line=dict(color=color, width=1.5, dash="dash")))
@@ -698,11 +835,15 @@ def pareto_data(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def pareto_figure(pdata: pd.DataFrame, title: str = "Test RMSE against hyperparameter count",
-                  reference: tuple[int, float] | None = None, log_y: bool = True) -> go.Figure:
+                  reference: tuple[int, float] | None = None, log_y: bool = True, reference_name: str = "original",
+                  levels: Sequence[tuple[str, float]] = ()) -> go.Figure:
     """Scatter of test RMSE vs q; the front in red; hover shows the expression.
 
-    ``reference`` = (q, rmse) of a reference kernel, drawn as a black triangle with
-    guide lines (the paper's Figure 4). ``customdata`` holds ``row``.
+    ``reference`` = (q, rmse) of a reference kernel, drawn as a black triangle named
+    ``reference_name`` with guide lines (the paper's Figure 4). ``levels`` are ``(name, test RMSE)``
+    of forecasts that are no kernel of the plot (AutoETS's, a combined forecast), each a horizontal
+    line across it with a legend entry: the first dashed grey, the second dotted green, … (non-finite
+    ones are left out, their style kept for the next). ``customdata`` holds ``row``.
     """
     fig = go.Figure()
     rng = np.random.default_rng(0)
@@ -718,10 +859,19 @@ def pareto_figure(pdata: pd.DataFrame, title: str = "Test RMSE against hyperpara
             hoverinfo="text", marker=dict(size=9 if on else 6, color=color, opacity=0.9 if on else 0.5)))
     if reference is not None and reference[1] is not None and math.isfinite(reference[1]):
         q0, r0 = reference
-        fig.add_trace(go.Scatter(x=[q0], y=[r0], mode="markers", name="original",
+        fig.add_trace(go.Scatter(x=[q0], y=[r0], mode="markers", name=reference_name,
                                  marker=dict(symbol="triangle-up", size=14, color=_COLORS["base"])))
         fig.add_hline(y=r0, line_color=_COLORS["base"], line_width=1)
         fig.add_vline(x=q0, line_color=_COLORS["base"], line_width=1)
+    qs = [float(v) for v in pdata.q] if len(pdata) else []
+    if reference is not None:
+        qs.append(float(reference[0]))
+    lo, hi = (min(qs) - 0.5, max(qs) + 0.5) if qs else (0.0, 1.0)
+    for (name, level), dash in zip(levels, ("dash", "dot", "dashdot", "longdash"), strict=False):
+        if level is None or not math.isfinite(level):
+            continue
+        fig.add_trace(go.Scatter(x=[lo, hi], y=[level, level], mode="lines", name=name, hoverinfo="name+y",
+                                 line=dict(color="#555" if dash == "dash" else _COLORS["mean"], width=1.5, dash=dash)))
     fig.update_layout(title=title, xaxis_title="hyperparameters q", yaxis_title="test RMSE", height=420,
                       margin=dict(l=10, r=10, t=40, b=10), legend=_LEGEND,
                       yaxis_type="log" if log_y else "linear", clickmode="event+select")

@@ -29,6 +29,7 @@ from enum import StrEnum
 
 from .calibration import Calibration
 from .combination import Combination
+from .counts import FitCounts, fit_counts
 from .data import Dataset
 from .kernel_file import kernel_file_dict
 from .metrics import FitData
@@ -111,6 +112,7 @@ class JobSnapshot:
     queue_position: int
     error: str
     extra: dict = field(default_factory=dict)
+    n_screen_fits: int = 0
 
     def __post_init__(self) -> None:
         if type(self.kind) is not JobKind:  # a kind given as its string becomes the member
@@ -155,7 +157,7 @@ class Job:
                 evals_per_second=n_eval / elapsed if elapsed > 0 else 0.0,
                 restarts=p.restarts if p else 0, best=self.best, history=tuple(self.history),
                 n_records=len(self.records), queue_position=self.queue_position, error=self.error,
-                extra=dict(self.extra),
+                extra=dict(self.extra), n_screen_fits=p.n_screen_fits if p else 0,
             )
 
     def records_copy(self) -> list[EvalRecord]:
@@ -290,17 +292,22 @@ class JobManager:
 
     def _finish(self, job: Job, status: RunStatus, best: FitResult | None, elapsed: float | None, n_eval: int | None,
                 error: str = "", calibration: Calibration | None = None,
-                forecast: tuple[Combination, float | None] | None = None) -> None:
+                forecast: tuple[Combination, float | None] | None = None, counts: FitCounts | None = None) -> None:
         # The store first: a page that sees the job ended must find its best kernel stored
         # (it offers "Open in Results" only then, and does not poll an ended job again).
         try:
             if self.store is not None:
                 combination, rmse = forecast if forecast is not None else (None, None)
-                extra = {"forecast_test_rmse": rmse} if rmse is not None else None
-                doc = (_best_doc(best, job.spec.dataset, extra, calibration=calibration, combination=combination)
-                       if job.spec.kind is JobKind.SEARCH else None)
+                extra = {"forecast_test_rmse": rmse} if rmse is not None else {}
+                run_extra = dict(job.extra)
+                if counts is not None and job.spec.kind is JobKind.SEARCH:
+                    # One count everywhere (evocov_core.counts): the kernel file and the run say the same.
+                    extra.update(counts.to_scores())
+                    run_extra["n_screen_fits"] = counts.screening_fits
+                doc = (_best_doc(best, job.spec.dataset, extra or None, calibration=calibration,
+                                 combination=combination) if job.spec.kind is JobKind.SEARCH else None)
                 self.store.finish_run(job.id, status, best_doc=doc, elapsed=elapsed, n_evaluations=n_eval,
-                                      error=error or None, extra=job.extra or None)
+                                      error=error or None, extra=run_extra or None)
         finally:
             with job.lock:
                 job.status = status
@@ -356,19 +363,21 @@ class JobManager:
                 rmse = forecast_test_rmse(res, spec.dataset) if res.combination.combined else None
                 forecast = (res.combination, rmse)
             self._finish(job, status, res.best, res.elapsed, res.n_evaluations,
-                         calibration=res.calibration if spec.kind is JobKind.SEARCH else None, forecast=forecast)
+                         calibration=res.calibration if spec.kind is JobKind.SEARCH else None, forecast=forecast,
+                         counts=fit_counts(res))
         except Exception as exc:  # a job must never take the server down
             p = job.progress
             elapsed = p.elapsed if p else None
             n_eval = p.n_evaluations if p else None
+            counts = fit_counts(p) if p else None
             if self._closing or sys.is_finalizing():
                 # The server is stopping under the run: it was interrupted, not broken.
                 self._finish(job, RunStatus.INTERRUPTED, job.best, elapsed, n_eval,
-                             error="the server stopped during the run")
+                             error="the server stopped during the run", counts=counts)
             else:
                 tb = traceback.format_exc(limit=3)
                 self._finish(job, RunStatus.FAILED, job.best, elapsed, n_eval,
-                             error=f"{type(exc).__name__}: {exc}\n{tb}")
+                             error=f"{type(exc).__name__}: {exc}\n{tb}", counts=counts)
         finally:
             with self._lock:
                 self._running.discard(job.id)

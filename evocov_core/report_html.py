@@ -37,6 +37,7 @@ from .baselines import Compared, FittedBaseline, compare_with_baselines
 from .classical import DEFAULT_TIME_LIMIT, ClassicalForecasts
 from .compare import Comparison, compare
 from .data import Dataset
+from .decompose import kernel_summary
 from .figures import (
     MAX_DRAWN,
     WEBGL_FROM,
@@ -48,6 +49,7 @@ from .figures import (
     hyperparameter_table,
     minmax_indices,
 )
+from .glance import verdict, weight_sentence
 from .kernel_file import KernelFile
 from .model import FittedModel, shared_posteriors
 from .simplify import simplified
@@ -300,13 +302,22 @@ def _report_html(kf: KernelFile, ds: Dataset, *, title: str | None, baseline_bud
         parts.append(f'<p class="combination">{esc(combined)}'
                      + (" Its test RMSE is the <i>forecast</i> row of the comparison with classical forecasters."
                         if kf.combination.combined else "") + "</p>")
+    glance = verdict(comparison.table if comparison is not None and ds.n_test else None, kf.combination,
+                     kernel_summary(comps, "years" if ds.x_kind == "date" else str(ds.x_label)) if comps else None,
+                     n_test=ds.n_test)
+    parts.append('<div class="verdict"><h2>At a glance</h2><ul>'
+                 + "".join(f"<li><b>{esc(label)}.</b> {esc(text)}</li>" for label, text in glance.lines())
+                 + "</ul></div>")
     if comps:
         short = "".join(f"<li>{esc(c.sentence[0].upper() + c.sentence[1:])} ({c.explained:.0%} of the variance)"
                         "</li>" for c in comps)
         parts.append(f"<p>In short, the kernel says the series is the sum of:</p><ul>{short}"
                      f"<li>noise with standard deviation {noise_sd:.3g} {esc(str(ds.y_label))}.</li></ul>")
+    both = kf.combination.combined and lines is not None and bool((lines["kind"] == "combined").any())
     parts.append("<h2>Forecast</h2><p>The data (training, test), the predictive mean and its ±2σ band"
-                 + (", and dashed, the means of the baselines below" if others or lines is not None else "") + ".</p>"
+                 + (", and dashed, the means of the baselines below" if others or lines is not None else "") + "."
+                 + (f" The search's forecast (dotted) averages the kernel's own forecast (solid) with classical "
+                    f"ones: {esc(weight_sentence(kf.combination))}" if both else "") + "</p>"
                  + plot(figs[0][1]))
     parts.append(_comparison_html(compared, ds))
     if comparison is not None and comparison.classical is not None:
@@ -331,15 +342,17 @@ def _report_html(kf: KernelFile, ds: Dataset, *, title: str | None, baseline_bud
         parts.append(plot(f))
     table = hyperparameter_table(k, model.theta, model.log_noise, model.norm)
     parts.append("<h2>The kernel</h2>"
-                 f"<p>Simplified (for reading): <code>{esc(str(simplified(k)))}</code></p>"
-                 f"<p>As stored: <code>{esc(k.infix)}</code></p>"
-                 f"<p>Expression: <code>{esc(k.prefix)}</code></p>"
+                 f'<p class="formula">Simplified (for reading): <code>{esc(str(simplified(k)))}</code></p>'
+                 f'<p class="formula">As stored: <code>{esc(k.infix)}</code></p>'
+                 f'<p class="formula">Expression: <code>{esc(k.prefix)}</code></p>'
                  + pd.DataFrame(table).to_html(index=False, border=0, classes="hp")
                  + ("<p>Scores in the kernel file: " + ", ".join(f"{esc(a)} = {b:.6g}" for a, b in scores.items())
                     + "</p>" if scores else ""))
     style = ("body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}"
              "code{background:#f4f4f4;padding:2px 4px;word-break:break-all}table.hp{border-collapse:collapse}"
              "table.hp td,table.hp th{padding:2px 8px;border-bottom:1px solid #ddd}"
-             "table.comparison,table.forecasts{font-size:0.9em}ul.notes{font-size:0.85em;color:#555}")
+             "table.comparison,table.forecasts{font-size:0.9em}ul.notes{font-size:0.85em;color:#555}"
+             "p.formula{overflow-x:auto;max-width:100%}"
+             "div.verdict{border:1px solid #ccc;border-radius:6px;padding:0 1em;margin:1em 0;background:#fafafa}")
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(name)}</title>"
             f"<style>{style}</style></head><body>" + "\n".join(parts) + "</body></html>")

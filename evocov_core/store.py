@@ -256,7 +256,7 @@ class RunStore:
     def list_runs(self, kind: str | None = None) -> pd.DataFrame:
         """One row per run, newest first."""
         q = ("SELECT id, kind, algorithm, status, created, updated, dataset_name, seed, label, n_evaluations,"
-             " generations_done, elapsed, error, best_json FROM runs")
+             " generations_done, elapsed, error, best_json, extra_json FROM runs")
         args: tuple = ()
         if kind is not None:
             q += " WHERE kind=?"
@@ -268,6 +268,9 @@ class RunStore:
         df["best_test_rmse"] = [b["scores"].get("test_rmse") if b else None for b in best]
         df["best_q"] = [b.get("q") if b else None for b in best]
         df["best_kernel"] = [b.get("infix") if b else None for b in best]
+        extra = [json.loads(e) if isinstance(e, str) and e else {} for e in df.pop("extra_json")]
+        # Screening fits (evocov_core.counts): stored beside the run's row; 0 where none were recorded.
+        df["n_screen_fits"] = [int(e.get("n_screen_fits") or 0) if isinstance(e, dict) else 0 for e in extra]
         return df
 
     def get_run(self, run_id: str) -> RunRecord | None:

@@ -585,7 +585,8 @@ def test_runs_page_lists_a_stored_run(data_dir):
     table = at.dataframe[0].value
     assert "abc123def456" in set(table["run"])
     row = table[table["run"] == "abc123def456"].iloc[0]
-    assert row["status"] == "cancelled" and row["seed"] == 7 and row["dataset"] == "airline"
+    assert row["status"] == "cancelled" and row["seed"] == "7" and row["dataset"] == "airline"
+    assert row["BIC"] == row["test RMSE"] == row["q"] == row["returned kernel"] == "—"  # no kernel: no "None"
 
 
 def test_results_page_asked_for_a_run_without_results_says_why_and_shows_no_other(data_dir, no_background_fits):
@@ -739,12 +740,15 @@ def test_results_page_compares_every_forecast(data_dir, no_background_fits):
     assert combined.startswith("forecast (AutoETS 0.")
     assert list(view.index) == ["this kernel", combined, "model average", "SE", "GPSS", *MODELS]
     assert set(view.loc[["SE", combined, *MODELS], "status"]) == {"running…"}
-    assert any(c.startswith(":material/merge: The forecast is AutoETS's and AutoTheta's, not the kernel's: the "
-                            "kernel's forecast leaves") for c in texts(at, "caption"))
+    assert any(c.startswith(":material/merge: **The classical members forecast (AutoETS ") and
+               "The forecast is AutoETS's and AutoTheta's, not the kernel's: the kernel's forecast leaves" in c
+               for c in texts(at, "caption"))
     assert view.loc["this kernel", "status"] == "ok" and view.loc["this kernel", "test RMSE"] != "–"
     assert view.loc["GPSS", "status"] == "ok"  # the run itself is a GPSS run on these data
     assert "Seasons given to the classical forecasters (steps): **12 (monthly dates)**." in texts(at, "caption")
     assert not dashed_traces(at)
+    [line] = [t for t in texts(at, "markdown") if t.startswith("**Forecast.**")]
+    assert "AutoETS: running…" in line  # the verdict waits for them, and says so
     ds = load_bundled("airline")
     resolve(no_background_fits, "se", se_baseline(FitData.from_dataset(ds)))
     key = resolve(no_background_fits, "classical", classical_forecasts(ds, time_limit=60))
@@ -768,8 +772,19 @@ def test_results_page_compares_every_forecast(data_dir, no_background_fits):
     stored = get_run(jid).best.doc["scores"]["forecast_test_rmse"]
     assert view.loc[combined, "kind"] == "combined" and view.loc[combined, "test RMSE"] == fmt(stored)
     assert view.loc[combined, "95 % coverage"] == "–"  # a point forecast
-    assert dashed_traces(at) == {f"{m} (classical)" for m in ("SeasonalNaive", "AutoETS", "AutoARIMA", "AutoTheta")}
-    assert dashed_traces(at, "dot") == {combined}  # drawn dotted, in the kernel's colour
+    # The classical forecasts dashed on the forecast, and AutoETS's test RMSE a dashed level on the Pareto tab.
+    assert dashed_traces(at) == {f"{m} (classical)" for m in ("SeasonalNaive", "AutoETS", "AutoARIMA", "AutoTheta")
+                                 } | {"AutoETS"}
+    # Drawn dotted, in the kernel's colour, on the forecast; a dotted level on the Pareto tab.
+    assert dashed_traces(at, "dot") == {f"the {combined}"}
+    # The verdict card, first on the page: the forecast against AutoETS, AutoARIMA and seasonal naive, in words.
+    said = texts(at, "markdown")
+    [line] = [t for t in said if t.startswith("**Forecast.**")]
+    assert line.startswith("**Forecast.** The forecast's test RMSE is " + fmt(stored))
+    assert all(re.search(rf"\d+ % (lower|higher) than {n} \(ratio \d\.\d\d\)|the same as {n}", line)
+               for n in ("AutoETS", "AutoARIMA", "seasonal naive")), line
+    assert any(t.startswith("**Who forecasts.** The classical members forecast (AutoETS ") for t in said)
+    assert any(t.startswith("**The kernel.** ") for t in said)
     jobs = set(no_background_fits)
     at.run()
     assert set(no_background_fits) == jobs  # cached per data, split and seasons: nothing refitted
@@ -1283,3 +1298,66 @@ def test_the_sidebar_gives_a_timed_search_its_time_left_not_its_generation_cap()
     fixed = SimpleNamespace(spec=SimpleNamespace(config=preset("quick-fixed")))
     assert _progress_words(fixed, replace(snap, total_generations=preset("quick-fixed").generations)) == (
         f"generation 10/{preset('quick-fixed').generations}")
+
+
+def test_one_count_of_fits_on_every_page_the_cli_and_the_kernel_file(data_dir, no_background_fits, tmp_path, capsys):
+    """One search, with screening: the Search page, Results, Runs, the kernel file the dashboard stores and the
+    command line's last line and kernel file (the same seeded run of fixed size, made by ``python -m evocov_core
+    search``) all give the same two counts, named the same way (evocov_core.counts)."""
+    from evocov_core import cli
+    from evocov_core.counts import fit_counts
+    from evocov_core.data import load_csv
+    from evocov_core.jobs import JobManager, JobSpec
+    from evocov_core.kernel_file import load_kernel_file
+    from evocov_core.store import RunStore
+
+    csv = tmp_path / "series.csv"
+    csv.write_bytes(csv_bytes(72))
+    out = tmp_path / "kernel.json"
+    argv = ["search", "--data", str(csv), "--test-fraction", "0.1", "--preset", "quick-fixed", "--population", "6",
+            "--generations", "2", "--mu", "2", "--screen-points", "20", "--n-restarts", "1", "--seed", "3",
+            "--workers", "1", "--quiet", "--out", str(out)]
+    assert cli.main(argv) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    m = re.match(r"(\d+) kernels fitted, (\d+) screening fits in [\d.]+ s; wrote ", last)
+    assert m, last
+    said = (int(m.group(1)), int(m.group(2)))
+    assert said[1] > 0  # the run screened: both counts are exercised
+    kf = load_kernel_file(out)
+    assert (kf.scores["kernels_fitted"], kf.scores["screening_fits"]) == said
+    assert fit_counts(kf) == fit_counts({"scores": kf.scores})
+
+    # The same run in the dashboard's store (same data, settings and seed: the same fits).
+    args = cli.build_parser().parse_args(argv)
+    config = cli._config_from_args(args)
+    ds = load_csv(str(csv), test_fraction=0.1, max_points=None)
+    jm = JobManager(RunStore(data_dir), max_concurrent=1)
+    jid = jm.submit(JobSpec("search", ds, config, seed=3, workers=1, label="counts"))
+    assert jm.get(jid).wait(180)
+    from dashboard.runs import get_run
+
+    run = get_run(jid)
+    assert run.status == "finished"
+    stored_doc = run.best.doc  # what the Results page's download writes
+    assert (stored_doc["scores"]["kernels_fitted"], stored_doc["scores"]["screening_fits"]) == said
+    words = f"{said[0]} kernels fitted, {said[1]} screening fits"
+
+    at = app()
+    at.query_params["job"] = jid
+    at.run()
+    at.switch_page("pages/2_search.py").run()
+    no_exception(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert (int(metrics["Kernels fitted"]), int(metrics["Screening fits"])) == said
+
+    at.switch_page("pages/3_results.py").run()
+    no_exception(at)
+    assert any(words in t for t in texts(at, "markdown")), texts(at, "markdown")[:3]
+    assert any(c.startswith(words) for c in texts(at, "caption"))  # the Pareto tab's
+
+    at.switch_page("pages/5_runs.py").run()
+    no_exception(at)
+    table = at.dataframe[0].value
+    row = table[table["run"] == jid].iloc[0]
+    assert (int(row["kernels fitted"]), int(row["screening fits"])) == said
+    assert "None" not in {str(v) for v in row.to_numpy()}

@@ -427,6 +427,14 @@ def test_the_report_says_what_the_forecast_is():
     with_rows = report_html(kf, ds, baseline_budget=0, classical_done=_classical(ds, ds.y_test + 1.0))
     table = re.search(r'id="evocov-forecast-comparison">(.*?)</script>', with_rows, re.S)
     assert table and "forecast (kernel + AutoTheta)" in [r["method"] for r in json.loads(table.group(1))]
+    # At a glance, and the kernel's own forecast drawn beside the combined one, with its weight in words.
+    glance = re.search(r'<div class="verdict">(.*?)</div>', with_rows, re.S).group(1)
+    assert "<b>Forecast.</b> The forecast&#x27;s test RMSE is " in glance  # (no AutoETS here to compare with)
+    assert "<b>Who forecasts.</b> The kernel carries 50 % of the forecast; AutoTheta 50 %." in glance
+    assert ("averages the kernel's own forecast (solid) with classical ones: The kernel carries 50 % of the "
+            "forecast; AutoTheta 50 %." in with_rows)
+    assert re.search(r"the kernel(&#x27;|'|\\u0027)s own forecast", with_rows)
+    assert "the forecast (kernel + AutoTheta)" in with_rows
     plain = report_html(dataclasses.replace(kf, combination=Combination()), ds, baseline_budget=0, classical=False)
     assert 'class="combination"' not in plain
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from evocov_core.benchmarks.common import load_series
-from evocov_core.decompose import additive_terms, decompose, describe
+from evocov_core.decompose import additive_terms, decompose, describe, kernel_summary
 from evocov_core.figures import components_data
 from evocov_core.gp import posterior
 from evocov_core.kernel_file import load_kernel_file, parse_expression
@@ -224,3 +224,50 @@ def test_a_cycle_after_a_change_point_is_found(location: float, steepness: float
     assert not b.stationary and b.period == pytest.approx(1.0, rel=0.01)
     peaks = np.flatnonzero((b.correlation[1:-1] > b.correlation[:-2]) & (b.correlation[1:-1] > b.correlation[2:]))
     assert b.lags[peaks[0] + 1] == pytest.approx(1.0, rel=0.01)  # the curve shown is the one it was read from
+
+
+def test_the_kernel_in_one_phrase_names_cycles_first_and_what_they_sit_on():
+    """kernel_summary: a yearly cycle growing along the data on the trend it rides, a change point as a
+    bend in x units, and a component below the share left out."""
+    x = 1962 + np.arange(160) / 12.0
+    lo, span = x.min(), x.max() - x.min()
+    Xm = (1.0 + (x - lo) / span)[:, None]
+    k = parse_expression("changepoint(x, hp(hp0), hp(hp1), hp2, hp3)")
+    theta = np.log([1.0, 1.0, 1.0 + (1974.2 - lo) / span, 0.002])
+    comps, _ = decompose(k, theta, math.log(0.01), Xm, np.where(x < 1974.2, 1.0, -1.0), Xm, x_scale=span,
+                         x_offset=lo, x_unit="years")
+    assert kernel_summary(comps, "years") == "a falling trend that bends around 1974"
+    from evocov_core.data import load_bundled
+    from evocov_core.metrics import FitData
+    from evocov_core.optimize import OptimConfig, fit_kernel
+
+    air = load_bundled("airline")
+    fit = fit_kernel(compose(["*", "LIN", ["+", "PER", "SE"]]), FitData.from_dataset(air), OptimConfig(n_restarts=2),
+                     np.random.default_rng(0))
+    comps, _, _, _ = components_data(FittedModel.from_fit(fit, air.norm, air.n_train), air)
+    phrase = kernel_summary(comps, "years")
+    assert phrase.startswith("a yearly cycle that grows along the data, on a rising trend"), phrase
+    assert kernel_summary([], "years") == "noise only"
+    # The largest component only, with max_terms=1.
+    assert kernel_summary(comps, "years", max_terms=1).count(" and ") == 0
+
+
+def test_the_phrase_of_a_cycle_that_changes_and_of_a_bending_trend():
+    """Read from the components' behaviour, trend and change points, not from an expression."""
+    from evocov_core.decompose import Behaviour, Component, Trend
+
+    def comp(period, growth, direction, changes=(), share=0.5):
+        beh = Behaviour(False, False, period, 7.0, 1.0, np.zeros(1), np.zeros(1))
+        return Component(compose("SE"), np.zeros(1), np.zeros(1), share, beh, "", Trend(1.0, direction, growth),
+                         tuple(changes))
+
+    cycle = comp(1.0, 3.7, "rising", (1964.0,))
+    trend = comp(None, None, "rising", (1988.4,), share=0.3)
+    assert kernel_summary([cycle], "years") == ("a yearly cycle that grows along the data and changes around 1964, "
+                                                "on a rising trend")
+    assert kernel_summary([cycle, trend], "years") == ("a yearly cycle that grows along the data and changes around "
+                                                       "1964, on a rising trend that bends around 1988")
+    assert kernel_summary([comp(7 / 365.25, None, "")], "years") == "a weekly cycle"
+    assert kernel_summary([comp(3.0, None, "")], "steps") == "a cycle of 3 steps"
+    tiny = comp(None, None, "falling", share=0.001)
+    assert kernel_summary([cycle, tiny], "years").endswith("on a rising trend")  # under 1 % of the variance: left out

@@ -5,7 +5,9 @@ No browser: figures are inspected as plotly objects."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,6 +16,8 @@ import pytest
 
 from evocov_core.data import Dataset
 from evocov_core.figures import (
+    TREE_FONT,
+    TREE_MAX_WIDTH,
     explorer_figure,
     extrapolation_data,
     extrapolation_figure,
@@ -28,11 +32,19 @@ from evocov_core.figures import (
     series_figure,
     split_value,
     tree_figure,
+    tree_fold_depth,
+    tree_geometry,
+    tree_label_boxes,
+    tree_label_width,
     tree_layout,
+    tree_outline,
 )
+from evocov_core.kernel import Kernel
 from evocov_core.library import compose
 from evocov_core.model import FittedModel
 from evocov_core.search.common import GenerationStats
+
+FORMS = Path(__file__).parent / "fixtures" / "kernel_forms.json"
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +122,23 @@ def test_pareto_figure_traces():
     assert [t.name for t in pareto_figure(pareto_data(records.iloc[:0])).data] == []
 
 
+def test_pareto_figure_draws_the_chosen_kernel_and_reference_levels():
+    records = pd.DataFrame({"q": [2, 3, 4, 5], "test_rmse": [3.0, 1.0, 2.0, 0.5], "infix": list("abcd"),
+                            "canonical": list("abcd")})
+    fig = pareto_figure(pareto_data(records), reference=(4, 1.5), reference_name="chosen kernel",
+                        levels=[("AutoETS", 1.2), ("the forecast (kernel 0.41 + AutoETS 0.59)", 0.9)])
+    names = [t.name for t in fig.data]
+    assert names == ["evaluated", "Pareto front", "chosen kernel", "AutoETS",
+                     "the forecast (kernel 0.41 + AutoETS 0.59)"]
+    ets, fc = fig.data[3], fig.data[4]
+    assert list(ets.y) == [1.2, 1.2] and ets.line.dash == "dash" and fc.line.dash == "dot"
+    assert list(ets.x) == [1.5, 5.5]  # across every q drawn
+    # A level not known yet (AutoETS still running) is left out; the next keeps its own style.
+    fig = pareto_figure(pareto_data(records), levels=[("AutoETS", math.nan), ("the forecast", 0.9)])
+    assert [t.name for t in fig.data][-1] == "the forecast" and fig.data[-1].line.dash == "dot"
+    assert "AutoETS" not in [t.name for t in fig.data]
+
+
 def test_explorer_figure_marks_the_original_only_with_an_rmse():
     records = pd.DataFrame({"q": [2, 3], "test_rmse": [3.0, 1.0], "infix": ["a", "b"], "canonical": ["a", "b"]})
     assert [t.name for t in explorer_figure(records, 3, 2.0).data][-1] == "original"
@@ -158,6 +187,17 @@ def test_extrapolation_figure_traces(ds, model):
     assert fig.data[1].fill == "tonexty"
     assert list(fig.data[0].y) == list(df.upper) and list(fig.data[1].y) == list(df.lower)
     assert len(fig.data[3].x) == ds.n_train and len(fig.data[4].x) == ds.n_test
+    # Beside a combined forecast, the kernel's own is named as such and the combined one drawn dotted.
+    x = ds.X_test[:, 0]
+    lines = pd.DataFrame({"method": ["forecast (kernel 0.41 + AutoETS 0.59)"] * len(x) + ["AutoETS"] * len(x),
+                          "kind": ["combined"] * len(x) + ["classical"] * len(x), "x": np.concatenate([x, x]),
+                          "x_value": np.concatenate([x, x]), "mean": np.zeros(2 * len(x)),
+                          "lower": np.nan, "upper": np.nan})
+    names = [t.name for t in extrapolation_figure(df, ds, forecasts=lines).data]
+    assert "the kernel's own forecast" in names and "predictive mean" not in names
+    assert "the forecast (kernel 0.41 + AutoETS 0.59)" in names and "AutoETS (classical)" in names
+    only_classical = lines[lines.kind == "classical"]
+    assert "predictive mean" in [t.name for t in extrapolation_figure(df, ds, forecasts=only_classical).data]
     assert len(fig.layout.shapes) == 1 and fig.layout.shapes[0].x0 == split_value(ds)  # the split line
     assert fig.layout.title.text == "forecast"
 
@@ -185,7 +225,8 @@ def test_tree_layout_places_every_node_below_its_parent(expr):
     k = compose(expr)
     nodes, edges = tree_layout(k)
     assert list(nodes.id) == list(range(len(k.tokens)))
-    assert list(nodes.label) == list(k.tokens)  # ids in prefix order
+    assert list(nodes.token) == list(k.tokens)  # ids in prefix order
+    assert list(nodes.label) == [{"add": "+", "multiply": "×"}.get(t, t) for t in k.tokens]
     assert len(edges) == len(nodes) - 1  # a tree
     assert sorted(edges.child) == list(range(1, len(nodes)))  # every node but the root has one parent
     assert nodes.y[0] == 0 and nodes.depth[0] == 0
@@ -194,11 +235,17 @@ def test_tree_layout_places_every_node_below_its_parent(expr):
         assert nodes.y[c] == nodes.y[p] - 1
     children = edges.groupby("parent").child.apply(list)
     for p, cs in children.items():
-        assert nodes.x[p] == pytest.approx(np.mean(nodes.x[cs]))
+        # Children side by side, centred under their parent, inside its span; a node at its span's centre.
+        assert nodes.span0[p] <= nodes.span0[cs[0]] and nodes.span1[cs[-1]] <= nodes.span1[p] + 1e-9
+        assert all(nodes.span1[a] == pytest.approx(nodes.span0[b]) for a, b in itertools.pairwise(cs))
+        assert nodes.span0[cs[0]] - nodes.span0[p] == pytest.approx(nodes.span1[p] - nodes.span1[cs[-1]])
+    assert np.allclose(nodes.x, (nodes.span0 + nodes.span1) / 2)
+    # Each span holds its own label and padding.
+    assert (nodes.span1 - nodes.span0 >= [tree_label_width(lab) + 10 - 1e-9 for lab in nodes.label]).all()
     leaves = nodes[~nodes.id.isin(edges.parent)]
-    assert list(leaves.x) == list(range(len(leaves)))  # consecutive, in order
+    assert (np.diff(leaves.x) > 0).all() and nodes.span0.min() == 0  # left to right, in prefix order
     assert set(nodes.kind) <= {"nestable", "not_nestable", "slot", "constant", "argument"}
-    assert set(nodes.label[nodes.kind == "slot"]) == set(k.slots)
+    assert set(nodes.token[nodes.kind == "slot"]) == set(k.slots)
 
 
 def test_tree_layout_hover_shows_slot_values():
@@ -206,9 +253,11 @@ def test_tree_layout_hover_shows_slot_values():
     theta = [0.1 * (i + 1) for i in range(k.n_params)]
     nodes, _ = tree_layout(k, theta)
     for slot, t in zip(k.slots, theta, strict=True):
-        hovers = set(nodes.hover[nodes.label == slot])
+        hovers = set(nodes.hover[nodes.token == slot])
         assert hovers == {f"{slot} = {math.exp(t):.4g}"}
-    assert set(nodes.hover[nodes.kind != "slot"]) == set(nodes.label[nodes.kind != "slot"])
+    assert set(nodes.hover[nodes.kind != "slot"]) == {t if lab == t else f"{lab} ({t})" for lab, t in
+                                                      zip(nodes.label[nodes.kind != "slot"],
+                                                          nodes.token[nodes.kind != "slot"], strict=True)}
     with pytest.raises(ValueError):
         tree_layout(k, theta[:-1])
 
@@ -219,18 +268,103 @@ def test_tree_figure_traces():
     fig = tree_figure(k, title="tree")
     assert fig.data[0].mode == "lines"
     assert len(fig.data[0].x) == 3 * len(edges)  # a segment and a gap per edge
-    kinds = sorted(nodes.kind.unique())
-    assert [t.name for t in fig.data[1:]] == [kd.replace("_", " ") for kd in kinds]
+    kinds = set(nodes.kind.unique())
+    assert {t.name for t in fig.data[1:]} == {kd.replace("_", " ") for kd in kinds}
     assert sum(len(t.x) for t in fig.data[1:]) == len(nodes)
-    assert fig.layout.height == max(260, 70 * (int(nodes.depth.max()) + 1)) + 40
     # The legend sits under the tree, clear of the title above it (issue 13).
-    assert fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top" and fig.layout.margin.b >= 40
-    assert {t.textfont.size for t in fig.data[1:]} == {11}
-    # A tree with many leaves draws smaller labels, so that neighbours do not overlap.
+    assert fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top"
+    # Every label at the same size, whatever the tree's size: a wider tree gets a wider chart instead.
     wide = compose(["+", ["*", "SE", "PER"], ["*", "RQ", "LIN"], ["*", "SE", "PER"], "RQ"])
-    n_leaves = int((~tree_layout(wide)[0].id.isin(tree_layout(wide)[1].parent)).sum())
-    sizes = {t.textfont.size for t in tree_figure(wide).data[1:]}
-    assert n_leaves > 14 and max(sizes) < 11 and min(sizes) >= 7
+    assert {t.textfont.size for t in fig.data[1:]} == {t.textfont.size for t in tree_figure(wide).data[1:]} == {
+        TREE_FONT}
+    assert tree_figure(wide).layout.width > fig.layout.width
+    g = tree_geometry(tree_layout(wide)[0])
+    assert tree_figure(wide).layout.height >= g["plot_height"]
+
+
+def _widest_test_kernel() -> Kernel:
+    """The kernel of the test data (tests/fixtures/kernel_forms.json) whose tree has the most leaves."""
+    forms = json.loads(FORMS.read_text(encoding="utf-8"))
+    return max((Kernel(tuple(f["tokens"])) for f in forms), key=_n_leaves)
+
+
+def _n_leaves(k: Kernel, max_depth: int | None = None) -> int:
+    nodes, edges = tree_layout(k, max_depth=max_depth)
+    return int((~nodes.id.isin(edges.parent)).sum())
+
+
+def _intersections(boxes: pd.DataFrame) -> list[tuple[str, str]]:
+    out = []
+    b = boxes.to_dict("records")
+    for i, j in itertools.combinations(range(len(b)), 2):
+        p, q = b[i], b[j]
+        if p["x0"] < q["x1"] and q["x0"] < p["x1"] and p["y0"] < q["y1"] and q["y0"] < p["y1"]:
+            out.append((p["label"], q["label"]))
+    return out
+
+
+@pytest.mark.parametrize("max_depth", [None, 3, 1])
+def test_no_two_tree_labels_overlap_on_the_widest_tree(max_depth):
+    """Label boxes from the positions the figure draws (its axis ranges and plot area, in px) and the font
+    size: on the widest tree of the test data, unfolded and folded, no two intersect."""
+    k = _widest_test_kernel()
+    nodes, _ = tree_layout(k, max_depth=max_depth)
+    assert _n_leaves(k) >= 30  # really a wide tree
+    fig = tree_figure(k, max_depth=max_depth)
+    m = fig.layout.margin
+    pw, ph = fig.layout.width - m.l - m.r, fig.layout.height - m.t - m.b
+    x0, x1 = fig.layout.xaxis.range
+    y0, y1 = fig.layout.yaxis.range
+    drawn = []
+    for t in fig.data[1:]:
+        size = t.textfont.size
+        for x, y, lab in zip(t.x, t.y, t.text, strict=True):
+            cx, cy = (x - x0) / (x1 - x0) * pw, (y1 - y) / (y1 - y0) * ph
+            half = tree_label_width(str(lab), size) / 2
+            drawn.append({"label": lab, "x0": cx - half, "x1": cx + half, "y0": cy - size / 2, "y1": cy + size / 2})
+    drawn = pd.DataFrame(drawn)
+    assert len(drawn) == len(nodes)
+    assert _intersections(drawn) == []
+    # tree_label_boxes says the same as the figure.
+    boxes = tree_label_boxes(nodes).sort_values(["y0", "x0"]).reset_index(drop=True)
+    drawn = drawn.sort_values(["y0", "x0"]).reset_index(drop=True)
+    assert np.allclose(boxes[["x0", "x1", "y0", "y1"]], drawn[["x0", "x1", "y0", "y1"]], atol=1.0)  # px rounding
+    # A label never touches its neighbour: the closest two on one level are a padding apart.
+    for _, level in drawn.groupby("y0"):
+        level = level.sort_values("x0")
+        gaps = level.x0.to_numpy()[1:] - level.x1.to_numpy()[:-1]
+        assert gaps.size == 0 or gaps.min() >= 0
+
+
+def test_a_tree_too_wide_opens_folded_and_folding_keeps_the_top():
+    k = _widest_test_kernel()
+    full, _ = tree_layout(k)
+    narrow = 800
+    assert tree_geometry(full)["width"] > narrow
+    d = tree_fold_depth(k, max_width=narrow)
+    assert d is not None and 1 <= d < int(full.depth.max())
+    folded, edges = tree_layout(k, max_depth=d)
+    assert tree_geometry(folded)["width"] <= narrow < tree_geometry(tree_layout(k, max_depth=d + 1)[0])["width"]
+    assert tree_fold_depth(k) is None or tree_geometry(full)["width"] > TREE_MAX_WIDTH
+    assert int(folded.depth.max()) == d and len(edges) == len(folded) - 1
+    assert folded.folded.any() and all(lab.endswith(" …") for lab in folded.label[folded.folded])
+    assert all(h.startswith("folded: ") for h in folded.hover[folded.folded])
+    top = full[full.depth < d]
+    assert list(folded.token[folded.depth < d]) == list(top.token)  # the top of the tree as it was
+    assert tree_fold_depth(compose(["+", "SE", "PER"])) is None  # a small tree is not folded
+
+
+def test_tree_outline_is_the_tree_indented():
+    k = compose(["+", "SE", "PER"])
+    theta = [0.1 * (i + 1) for i in range(k.n_params)]
+    lines = tree_outline(k, theta).splitlines()
+    assert len(lines) == len(k.tokens)
+    nodes, _ = tree_layout(k)
+    for line, tok, depth in zip(lines, nodes.token, nodes.depth, strict=True):
+        assert line.startswith("  " * depth + tok) and not line.startswith("  " * depth + " ")
+    assert lines[0] == "add"
+    slot = k.slots[0]
+    assert any(line.strip() == f"{slot} = {math.exp(theta[0]):.4g}" for line in lines)
 
 
 # --- fitness curves ---------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ def test_dependencies_match_requirements():
 
 def test_readme_pictures_exist_and_are_small():
     """The pictures the README and docs/ show are committed, under 300 KB each; the README shows the
-    dashboard, and the page showing the report pictures names the command that remakes them."""
+    dashboard's Results page, and the page showing the report pictures names the command that remakes them."""
     import re
 
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -34,7 +34,7 @@ def test_readme_pictures_exist_and_are_small():
             path = (page.parent / rel).resolve()
             assert 0 < path.stat().st_size < 300_000, (page.name, rel)
             shown.setdefault(path.name, []).append(page)
-    assert (ROOT / "README.md") in shown.get("dashboard.png", [])
+    assert (ROOT / "README.md") in shown.get("results.png", [])
     report_pages = shown.get("report-airline.png", [])
     assert report_pages and all("python -m bench.report_pictures" in p.read_text(encoding="utf-8")
                                 for p in report_pages)

@@ -229,10 +229,12 @@ def test_list_runs_newest_first_with_best_columns(store, ds):
     with sqlite3.connect(store.path) as c:  # distinct creation times, whatever the clock resolution
         c.executemany("UPDATE runs SET created=? WHERE id=?", [(1.0, "a"), (2.0, "b"), (3.0, "c")])
     store.finish_run("a", "finished", best_doc=_best_doc(12.5, 0.75, q=5, infix="SE + PER"), elapsed=1.0,
-                     n_evaluations=4)
+                     n_evaluations=4, extra={"n_screen_fits": 9})
     df = store.list_runs()
     assert list(df.id) == ["c", "b", "a"]
-    assert "best_json" not in df.columns
+    assert "best_json" not in df.columns and "extra_json" not in df.columns
+    # Both counts of evocov_core.counts: screening fits from the run's extra, 0 where none were recorded.
+    assert list(df.n_screen_fits) == [0, 0, 9] and df.set_index("id").loc["a"].n_evaluations == 4
     a = df.set_index("id").loc["a"]
     assert (a.best_bic, a.best_test_rmse, a.best_q, a.best_kernel) == (12.5, 0.75, 5, "SE + PER")
     assert pd.isna(df.set_index("id").loc["c"].best_kernel)
