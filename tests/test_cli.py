@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evocov_core.kernel_file import load_kernel_file
+from evocov_core.kernel_file import VERSION, load_kernel_file
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--preset", "quick-fixed",
@@ -51,7 +51,7 @@ def test_search_writes_a_loadable_kernel_file(searched: tuple[Path, subprocess.C
     assert res.returncode == 0, res.stderr
     kf = load_kernel_file(out)
     doc = json.loads(out.read_text())
-    assert doc["format"] == "evocov-kernel" and doc["version"] == 1
+    assert doc["format"] == "evocov-kernel" and doc["version"] == VERSION
     assert kf.q == doc["q"]
     assert "[1/2]" in res.stderr and "[2/2]" in res.stderr  # progress on the terminal
     records = pd.read_csv(out.with_suffix(".csv"))
