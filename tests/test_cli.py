@@ -159,7 +159,9 @@ def test_search_with_a_time_budget(series_csv: Path, tmp_path: Path) -> None:
               "--workers", "1", "--seed", "2", "--out", str(out))
     assert res.returncode == 0, res.stderr
     assert "s left)" in res.stderr
-    assert "among the 5 lowest-BIC ones, the one that best predicts the last 10% of the training range" in res.stdout
+    # Five candidates when the run fitted that many distinct kernels (fewer on a loaded machine).
+    assert re.search(r"among the [2-5] lowest-BIC ones, the one that best predicts the last 10% of the training "
+                     r"range", res.stdout), res.stdout
     kf = load_kernel_file(out)
     assert kf.q >= 2
     assert kf.combination.describe() in res.stdout  # what the forecast is (the kernel's, an average) and why
