@@ -19,10 +19,12 @@ Conventions
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
@@ -30,10 +32,17 @@ from typing import IO
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
+from pandas.tseries.api import guess_datetime_format
 
 __all__ = [
     "DATA_DIR",
+    "MAX_BYTES",
+    "MAX_COLUMNS",
+    "MAX_FIELD_CHARS",
+    "MAX_FILE_MB",
     "MAX_POINTS",
+    "MAX_ROWS",
+    "MAX_VALUE_CHARS",
     "DataError",
     "Dataset",
     "Normalisation",
@@ -78,6 +87,25 @@ MIN_SPREAD = 1e-100
 MAX_POINTS = 200_000
 #: The former name of :data:`MAX_POINTS`.
 DEFAULT_MAX_POINTS = MAX_POINTS
+
+# What the reader accepts, the command line and the dashboard alike (:func:`read_table`); a file past
+# one of these limits is refused with the limit named. Each bounds the cost of reading: the work is
+# linear in the file's size, and never more than one pass of pandas' parsers over a column.
+#: The largest file in MB (2**20 bytes, as Streamlit counts them): ``server.maxUploadSize`` of
+#: ``.streamlit/config.toml`` is this number. 50 MB holds 2,000,000 rows of ``2020-01-01,123.45``.
+MAX_FILE_MB = 50
+#: :data:`MAX_FILE_MB` in bytes.
+MAX_BYTES = MAX_FILE_MB * 1024 * 1024
+#: The most data rows (ten times :data:`MAX_POINTS`: longer tables are refused, not thinned).
+MAX_ROWS = 2_000_000
+#: The most columns: a time series table has a handful; 1,000 leaves room for wide exports.
+MAX_COLUMNS = 1_000
+#: The longest field, in characters (a note or a label may be long; a number or a date never is).
+MAX_FIELD_CHARS = 10_000
+#: The longest field read as a number or a date: a longer one makes its column text, at once.
+MAX_VALUE_CHARS = 64
+#: How many of a column's first values decide whether it holds numbers, dates or decimal commas.
+SNIFF_VALUES = 200
 
 
 class DataError(ValueError):
@@ -369,31 +397,91 @@ def spread(y: ArrayLike) -> float:
     return scale * float(np.std(dev / scale)) if scale > 0 else 0.0
 
 
+#: Formats tried after pandas' guess from a column's first values (which reads numeric dates of
+#: every order, with times and zones, but no month names), when the values hold letters.
+_MONTH_NAME_FORMATS = ("%b %Y", "%B %Y", "%Y %b", "%Y %B", "%b-%Y", "%b-%y", "%Y-%b", "%d %b %Y", "%d %B %Y",
+                       "%b %d, %Y", "%B %d, %Y", "%d-%b-%Y", "%d-%b-%y", "%b %d %Y", "%d.%b.%Y")
+
+
+def _date_candidates(sample: pd.Series) -> list[str]:
+    """Formats that may read a column of dates, from its first values: pandas' guess month first,
+    then day first (``01/02/2020``), ISO 8601 (of any precision), then month names."""
+    out: list[str] = []
+    with warnings.catch_warnings():
+        # "Parsing dates in %d/%m/%Y format when dayfirst=False": the order of guesses is ours.
+        warnings.simplefilter("ignore", UserWarning)
+        for value in sample.head(3):
+            for dayfirst in (False, True):
+                fmt = guess_datetime_format(value, dayfirst=dayfirst)
+                if fmt and fmt not in out:
+                    out.append(fmt)
+    out.append("ISO8601")
+    if bool(sample.str.contains(r"[A-Za-z]{3}", regex=True).any()):
+        out.extend(f for f in _MONTH_NAME_FORMATS if f not in out)
+    return out
+
+
+def _parse_with(values: pd.Series, fmt: str) -> pd.Series:
+    """``values`` read with one format, vectorised (NaT where a value does not fit it), in UTC."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pd.to_datetime(values, format=fmt, errors="coerce", utc=True)
+    except (ValueError, TypeError, OverflowError):  # a format pandas cannot use at all
+        return pd.Series(pd.NaT, index=values.index, dtype="datetime64[ns, UTC]")
+
+
+def _text_sample(s: pd.Series) -> pd.Series | None:
+    """The first :data:`SNIFF_VALUES` values of a column that are not missing, as stripped text; None
+    when there are none or one is longer than a number or a date can be (the column is text)."""
+    head = s[s.notna()].head(SNIFF_VALUES)
+    if head.empty:
+        return None
+    text = head.astype(str).str.strip()
+    if int(text.str.len().max()) > MAX_VALUE_CHARS:
+        return None
+    return text
+
+
+def _date_formats(sample: pd.Series) -> list[tuple[str, float]]:
+    """(format, share of the sample it reads) of the candidate formats that read some of it, in the
+    order of :func:`_date_candidates` (ties keep that order: month first before day first)."""
+    if not bool(sample.str.contains(r"\d", regex=True).mean() > 0.9):  # every date holds a digit
+        return []
+    found = [(fmt, float(_parse_with(sample, fmt).notna().mean())) for fmt in _date_candidates(sample)]
+    return sorted([(f, share) for f, share in found if share > 0], key=lambda fs: -fs[1])
+
+
 def parse_dates(values: pd.Series) -> pd.Series:
     """Date strings or datetimes -> naive UTC timestamps (NaT where a value is no date).
 
-    One format for the whole column, inferred from its first value as pandas does, so that a
-    column is never read partly month first and partly day first: ``01/02/2020`` is 1 February
-    unless another value (``13/01/2020``) only reads day first, and then every value is read day
-    first. Times with an offset or a zone (``+01:00``, ``Z``, a daylight-saving change) are
-    converted to UTC. Only when no single format fits is each value read on its own.
+    One format for the whole column, so that a column is never read partly month first and partly
+    day first: ``01/02/2020`` is 1 February unless another value (``13/01/2020``) only reads day
+    first, and then every value is read day first. The format is chosen on the column's first
+    :data:`SNIFF_VALUES` values (pandas' guess from the first ones, month first then day first,
+    ISO 8601, then formats with month names); the whole column is then read with it in one
+    vectorised call, never value by value. When a value does not fit, the other formats that read
+    the whole sample are tried, and the one that reads the most values is kept. Times with an
+    offset or a zone (``+01:00``, ``Z``, a daylight-saving change) are converted to UTC.
     """
     if pd.api.types.is_datetime64_any_dtype(values):
-        d = values
-    else:
-        d = None
-        for dayfirst in (False, True):
-            try:
-                with warnings.catch_warnings():
-                    # "Could not infer format": pandas then reads each value on its own, as below.
-                    warnings.simplefilter("ignore", UserWarning)
-                    d = pd.to_datetime(values, dayfirst=dayfirst, utc=True)
-                break
-            except (ValueError, TypeError, OverflowError):
-                continue
-        if d is None:
-            d = pd.to_datetime(values, errors="coerce", format="mixed", utc=True)
-    return _naive_utc(d)
+        return _naive_utc(values)
+    sample = _text_sample(values)
+    formats = [] if sample is None else _date_formats(sample)
+    present = values.notna()
+    text = values.astype(str).str.strip().where(present)
+    best = pd.Series(pd.NaT, index=values.index, dtype="datetime64[ns, UTC]")
+    best_count = -1
+    for fmt, share in formats[:3]:  # at most three passes over the column
+        if share < formats[0][1]:
+            break
+        d = _parse_with(text, fmt)
+        count = int(d.notna().sum())
+        if count > best_count:
+            best, best_count = d, count
+        if count == int(present.sum()):
+            break
+    return _naive_utc(best)
 
 
 def _naive_utc(d: pd.Series) -> pd.Series:
@@ -422,22 +510,21 @@ def decimal_years_to_dates(x: ArrayLike) -> pd.DatetimeIndex:
 
 
 def _looks_like_dates(s: pd.Series) -> bool:
+    """Whether a column holds dates: one format reads more than 90 % of its first values."""
     if pd.api.types.is_numeric_dtype(s):
         return False
     if pd.api.types.is_datetime64_any_dtype(s):
         return True
-    sample = s.dropna().astype(str).head(50)
-    if sample.empty:
+    sample = _text_sample(s)
+    if sample is None:
         return False
-    try:
-        parsed = parse_dates(sample)
-    except (ValueError, TypeError, OverflowError):
-        return False
-    return bool(parsed.notna().mean() > 0.9)
+    formats = _date_formats(sample)
+    return bool(formats) and formats[0][1] > 0.9
 
 
 def _mb(n: float) -> str:
-    return f"{n / 1e6:.3g} MB"
+    # MB of 2**20 bytes, as Streamlit's maxUploadSize counts them: the limit reads "50 MB" in both.
+    return f"{n / 2**20:.3g} MB"
 
 
 def _delimiter(head: str) -> str:
@@ -454,14 +541,39 @@ def _delimiter(head: str) -> str:
     return best
 
 
-def read_table(source: str | Path | IO[bytes] | IO[str] | bytes, *, max_bytes: int | None = None) -> pd.DataFrame:
-    """Read a CSV into a DataFrame with clear errors for files that are not tables.
+def _lines(text: str, pos: int) -> Iterator[str]:
+    """The lines of ``text`` from ``pos`` on, one at a time (the header is read without splitting the file)."""
+    while pos < len(text):
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end + 1
+        yield text[pos:end]
+        pos = end
 
-    The delimiter (comma, semicolon, tab or bar) is taken from the header line. Leading lines that
-    start with ``#`` (a data provider's preamble, as NOAA's CO2 files have) are skipped, and with
-    ``;`` or tab between fields decimal commas are read as numbers (``1.234,5`` as 1234.5). What
-    was changed is listed in ``df.attrs["notes"]``.
-    """
+
+def _first_record(text: str, pos: int, sep: str) -> list[str] | None:
+    """The fields of the first record from ``pos`` (the header line), or None when csv cannot read it."""
+    try:
+        return next(csv.reader(_lines(text, pos), delimiter=sep, skipinitialspace=True), [])
+    except csv.Error as exc:
+        if "field limit" in str(exc):  # csv's own limit, 131,072 characters, is above ours
+            raise DataError(f"line {text.count(chr(10), 0, pos) + 1} holds a field longer than "
+                            f"{MAX_FIELD_CHARS:,} characters, the limit of a field; a table of numbers and "
+                            "dates has none: is this the right file?") from None
+        return None
+
+
+def _decode(raw: bytes) -> str:
+    """UTF-8 (with or without a byte-order mark), or UTF-16 with its mark (Excel's "Unicode text")."""
+    try:
+        if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            return raw.decode("utf-16")
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise DataError("not a readable CSV file (it is not UTF-8 text)") from None
+
+
+def _read_bytes(source: str | Path | IO[bytes] | IO[str] | bytes, max_bytes: int | None) -> bytes:
+    """The file's bytes, refused above ``max_bytes`` before more than that is read."""
     if isinstance(source, (str, Path)):
         p = Path(source)
         if not p.exists():
@@ -474,48 +586,124 @@ def read_table(source: str | Path | IO[bytes] | IO[str] | bytes, *, max_bytes: i
     elif isinstance(source, bytes):
         raw = source
     else:
-        content = source.read()
+        # One byte past the limit is enough to refuse: a stream is not read to its end.
+        content = source.read() if max_bytes is None else source.read(max_bytes + 1)
         raw = content.encode("utf-8") if isinstance(content, str) else content
     if max_bytes is not None and len(raw) > max_bytes:
-        raise DataError(f"file is {_mb(len(raw))}, above the limit of {_mb(max_bytes)}")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise DataError("not a readable CSV file (it is not UTF-8 text)") from None
+        size = f"{_mb(len(raw))}" if isinstance(source, bytes) else f"more than {_mb(max_bytes)}"
+        raise DataError(f"file is {size}, above the limit of {_mb(max_bytes)}")
+    return raw
+
+
+def read_table(
+    source: str | Path | IO[bytes] | IO[str] | bytes,
+    *,
+    max_bytes: int | None = MAX_BYTES,
+    max_rows: int = MAX_ROWS,
+    max_columns: int = MAX_COLUMNS,
+) -> pd.DataFrame:
+    """Read a CSV into a DataFrame with clear errors for files that are not tables.
+
+    The delimiter (comma, semicolon, tab or bar) is taken from the header line. Leading lines that
+    start with ``#`` (a data provider's preamble, as NOAA's CO2 files have) are skipped, and with
+    ``;`` or tab between fields decimal commas are read as numbers (``1.234,5`` as 1234.5). What
+    was changed is listed in ``df.attrs["notes"]``; columns holding a field longer than a number
+    or a date can be (:data:`MAX_VALUE_CHARS`) are text, listed with the line of their longest
+    field in ``df.attrs["long_fields"]``.
+
+    Reading costs time linear in the file's size: pandas' C parser reads the file once, and
+    numbers, dates and decimal commas are sniffed on the first :data:`SNIFF_VALUES` values of a
+    column. A file past a limit is refused with the limit named: above ``max_bytes``
+    (:data:`MAX_BYTES`), ``max_rows`` (:data:`MAX_ROWS`) or ``max_columns``
+    (:data:`MAX_COLUMNS`), or with a field longer than :data:`MAX_FIELD_CHARS` characters.
+
+    Parameters
+    ----------
+    source : path, bytes or file object
+        The CSV file.
+    max_bytes : int or None, optional
+        The largest file accepted (None: no limit).
+    max_rows, max_columns : int, optional
+        The most data rows and columns accepted.
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    DataError
+        Saying in one line why the file cannot be read.
+    """
+    raw = _read_bytes(source, max_bytes)
+    text = _decode(raw)
     if not text.strip():
         raise DataError("the file is empty")
-    if "\x00" in text[:4096]:
+    if "\x00" in text:
         raise DataError("not a readable CSV file (it looks binary)")
     notes: list[str] = []
-    skip = _preamble_lines(text)
-    table = text
+    skip, start = _preamble(text)
     if skip:
-        table = "".join(text.splitlines(keepends=True)[skip:])
         notes.append(f"the first {skip} line(s) start with '#' (or are blank) and were skipped as comments")
-        if not table.strip():
+        if not text[start:].strip():
             raise DataError("the file holds only comment lines (lines that start with '#') and no table")
-    sep = _delimiter(table[:4096])
+    sep = _delimiter(text[start:start + 4096])
+    first = _first_record(text, start, sep)
+    if first is not None and len(first) > max_columns:
+        raise DataError(f"the file has {len(first):,} columns, above the limit of {max_columns:,}: keep the "
+                        "columns to model (a date or x column and the values) and try again")
+    # The first line is data, not names (a file saved without a header): decided on the header's own
+    # fields, so that the file is parsed once.
+    headless = bool(first) and all(_is_number(c) or (i == 0 and _is_date(c)) for i, c in enumerate(first))
     try:
-        # skiprows, not slicing, so that pandas' messages keep the file's own line numbers.
-        df = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, skiprows=skip)
-        if len(df.columns) and all(_is_number(c) or (i == 0 and _is_date(c)) for i, c in enumerate(df.columns)):
-            # The first line is data, not names (a file saved without a header).
-            df = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, header=None, skiprows=skip)
-            df.columns = [f"column {i + 1}" for i in range(df.shape[1])]
-            notes.append("the file has no header line: its first line was read as data, the columns named "
-                         + ", ".join(repr(c) for c in df.columns))
+        with warnings.catch_warnings():
+            # "Columns have mixed types": such a column is read as text, as it should be.
+            warnings.simplefilter("ignore", pd.errors.DtypeWarning)
+            # skiprows, not slicing, so that pandas' messages keep the file's own line numbers.
+            df = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, skiprows=skip,
+                             header=None if headless else "infer", nrows=max_rows + 1)
     except pd.errors.EmptyDataError:
         raise DataError("the file is empty") from None
-    except (pd.errors.ParserError, csv.Error, ValueError) as exc:
+    except (pd.errors.ParserError, csv.Error, ValueError, OverflowError) as exc:
         raise DataError(f"not a readable CSV file ({str(exc).splitlines()[0][:120]})") from None
+    if headless:
+        df.columns = [f"column {i + 1}" for i in range(df.shape[1])]
+        notes.append("the file has no header line: its first line was read as data, the columns named "
+                     + ", ".join(repr(c) for c in df.columns))
     if df.shape[0] == 0:
         raise DataError("the file has a header but no data rows")
+    if df.shape[0] > max_rows:
+        raise DataError(f"the file has more than {max_rows:,} rows, the limit: subsample or split it and try again")
+    if df.shape[1] > max_columns:
+        raise DataError(f"the file has {df.shape[1]:,} columns, above the limit of {max_columns:,}: keep the "
+                        "columns to model (a date or x column and the values) and try again")
     df.columns = [str(c).strip() for c in df.columns]
+    longest = max((len(c) for c in df.columns), default=0)
+    if longest > MAX_FIELD_CHARS:
+        raise DataError(f"line {skip + 1} holds a field of {longest:,} characters, above the limit of "
+                        f"{MAX_FIELD_CHARS:,} characters a field; a table of numbers and dates has none: is this "
+                        "the right file?")
+    long_fields: dict[str, tuple[int, int]] = {}
+    for c in df.columns:
+        col = df[c]
+        if col.dtype != object:
+            continue
+        lengths = col.str.len()  # NaN for what is not text (missing values, numbers of a mixed column)
+        if not bool(lengths.notna().any()) or int(lengths.max()) <= MAX_VALUE_CHARS:
+            continue
+        row = int(np.nanargmax(lengths.to_numpy(dtype=np.float64)))
+        line, n = skip + row + (1 if headless else 2), int(lengths.iloc[row])
+        if n > MAX_FIELD_CHARS:
+            raise DataError(f"line {line} holds a field of {n:,} characters (column {c!r}), above the limit of "
+                            f"{MAX_FIELD_CHARS:,} characters a field; a table of numbers and dates has none: is "
+                            "this the right file?")
+        long_fields[c] = (line, n)
     if sep != ",":
         # With ; or tab between fields (as spreadsheets in many locales save), 0,5 is one half.
         for c in df.columns:
             col = df[c]
-            if col.dtype == object and _comma_numbers(col):
+            if (col.dtype == object and c not in long_fields and _comma_numbers(col.head(SNIFF_VALUES))
+                    and _comma_numbers(col)):
                 text_col = col.astype(str).str.strip()
                 grouped = bool(text_col.str.contains(".", regex=False).any())
                 # A point between digit groups is a thousands separator here (1.234,5): _comma_numbers
@@ -525,6 +713,7 @@ def read_table(source: str | Path | IO[bytes] | IO[str] | bytes, *, max_bytes: i
                 notes.append(f"column {c!r} has decimal commas: read as numbers (0,5 as 0.5"
                              + ("; 1.234,5 as 1234.5)" if grouped else ")"))
     df.attrs["notes"] = notes
+    df.attrs["long_fields"] = long_fields
     return df
 
 
@@ -533,9 +722,10 @@ def read_table(source: str | Path | IO[bytes] | IO[str] | bytes, *, max_bytes: i
 _DECIMAL_COMMA = r"[+-]?(\d{1,3}(\.\d{3})+(,\d*)?|\d+(,\d*)?|,\d+)([eE][+-]?\d+)?"
 
 
-def _preamble_lines(text: str) -> int:
-    """How many leading lines are comments (``#``) or blank, counted only when one is a comment."""
-    k, pos, comment = 0, 0, False
+def _preamble(text: str) -> tuple[int, int]:
+    """(lines, characters) of the leading lines that are comments (``#``) or blank, counted only when
+    one is a comment."""
+    k, pos, comment, start = 0, 0, False, 0
     while pos < len(text):  # line by line from the top: a 100,000-row file is not split to read its head
         end = text.find("\n", pos)
         end = len(text) if end < 0 else end
@@ -544,7 +734,14 @@ def _preamble_lines(text: str) -> int:
             break
         comment = comment or bool(line)
         k, pos = k + 1, end + 1
-    return k if comment else 0
+    if comment:
+        start = min(pos, len(text))
+    return (k, start) if comment else (0, 0)
+
+
+def _preamble_lines(text: str) -> int:
+    """How many leading lines are comments (``#``) or blank, counted only when one is a comment."""
+    return _preamble(text)[0]
 
 
 def _comma_numbers(col: pd.Series) -> bool:
@@ -555,20 +752,46 @@ def _comma_numbers(col: pd.Series) -> bool:
 
 
 def _is_number(name: object) -> bool:
+    text = str(name)
+    if len(text) > MAX_VALUE_CHARS:
+        return False
     try:
-        float(str(name))
+        float(text)
     except ValueError:
         return False
     return True
 
 
 def _is_date(name: object) -> bool:
-    text = str(name)
-    return any(ch.isdigit() for ch in text) and pd.notna(pd.to_datetime(text, errors="coerce", format="mixed"))
+    text = str(name).strip()
+    if len(text) > MAX_VALUE_CHARS or not any(ch.isdigit() for ch in text):
+        return False
+    formats = _date_formats(pd.Series([text]))
+    return bool(formats) and formats[0][1] == 1.0
+
+
+def _long_field(df: pd.DataFrame, column: str) -> tuple[int, int] | None:
+    """(file line, characters) of the longest field of a column of text longer than a number or a date
+    can be: from :func:`read_table`'s ``long_fields``, else from the column's first values."""
+    known = df.attrs.get("long_fields")
+    if isinstance(known, dict) and column in known:
+        return known[column]
+    s = df[column]
+    if s.dtype != object:
+        return None
+    lengths = s.head(SNIFF_VALUES).astype(str).str.len()
+    if lengths.empty or int(lengths.max()) <= MAX_VALUE_CHARS:
+        return None
+    row = int(lengths.to_numpy().argmax())
+    return row + 2, int(lengths.iloc[row])  # +2: header and 1-based, as dataset_from_frame counts lines
 
 
 def numeric_columns(df: pd.DataFrame) -> list[str]:
-    """Columns that are numbers (or mostly numbers)."""
+    """Columns that are numbers (or mostly numbers).
+
+    A column of text is numbers when more than 90 % of its first :data:`SNIFF_VALUES` values are
+    numbers (and they are not dates); a field longer than :data:`MAX_VALUE_CHARS` makes it text.
+    """
     out = []
     for c in df.columns:
         s = df[c]
@@ -577,14 +800,18 @@ def numeric_columns(df: pd.DataFrame) -> list[str]:
         if pd.api.types.is_numeric_dtype(s):
             out.append(c)
             continue
-        conv = pd.to_numeric(s, errors="coerce")
-        if len(s) and conv.notna().mean() > 0.9 and not _looks_like_dates(s):
+        if _long_field(df, c) is not None:
+            continue
+        head = s.head(SNIFF_VALUES)
+        conv = pd.to_numeric(head, errors="coerce")
+        if len(head) and conv.notna().mean() > 0.9 and not _looks_like_dates(s):
             out.append(c)
     return out
 
 
 def date_columns(df: pd.DataFrame) -> list[str]:
-    return [c for c in df.columns if _looks_like_dates(df[c])]
+    """Columns of dates (sniffed on their first values, see :func:`parse_dates`)."""
+    return [c for c in df.columns if _long_field(df, c) is None and _looks_like_dates(df[c])]
 
 
 def _samples(s: pd.Series, k: int = 3) -> str:
@@ -621,6 +848,13 @@ def guess_columns(df: pd.DataFrame) -> tuple[str | None, str]:
     dates = date_columns(df)
     last = df.columns[-1] if len(df.columns) else None
     if last is not None and last not in nums and last not in dates and len(df.columns) > 1:
+        long = _long_field(df, last)
+        if long is not None:
+            raise DataError(
+                f"the last column {last!r} is not numeric (line {long[0]} holds a field of {long[1]:,} characters, "
+                f"longer than any number or date, {MAX_VALUE_CHARS}); "
+                f"choose the column to model{' among ' + ', '.join(map(repr, nums)) if nums else ''} "
+                "(Data page: value column; command line: --y NAME), or fix the file")
         raise DataError(
             f"the last column {last!r} is not numeric (values such as {_samples(df[last])}"
             f"{_decimal_comma_hint(df[[last]])}); "
