@@ -313,15 +313,17 @@ class Dataset:
             extra.append("rows were not sorted by x; sorted them")
             X, Y = X[order], Y[order]
         rows = X.shape[0]
-        if duplicates == "average":
+        # One input column sorted strictly upwards repeats no x: skip np.unique's sort of rows (1 s at 10⁶).
+        if duplicates not in ("average", "keep"):
+            raise ValueError("duplicates must be 'average' or 'keep'")
+        distinct = X.shape[1] == 1 and bool(np.all(np.diff(X[:, 0]) > 0))
+        if duplicates == "average" and not distinct:
             keys, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
             if keys.shape[0] < X.shape[0]:
                 inverse = inverse.reshape(-1)
                 Y = np.bincount(inverse, weights=Y) / counts
                 extra.append(f"{X.shape[0] - keys.shape[0]} repeated x values: averaged their y")
                 X = keys
-        elif duplicates != "keep":
-            raise ValueError("duplicates must be 'average' or 'keep'")
         if X.shape[0] < min_points:
             why = (f" ({rows} rows, whose repeated x values were averaged: is the x column the right one?)"
                    if X.shape[0] < rows else "")
@@ -402,6 +404,11 @@ def spread(y: ArrayLike) -> float:
 _MONTH_NAME_FORMATS = ("%b %Y", "%B %Y", "%Y %b", "%Y %B", "%b-%Y", "%b-%y", "%Y-%b", "%d %b %Y", "%d %B %Y",
                        "%b %d, %Y", "%B %d, %Y", "%d-%b-%Y", "%d-%b-%y", "%b %d %Y", "%d.%b.%Y")
 
+#: Quarters as statistics offices write them (``2020Q1``, ``2020-Q1``, ``2020 q1``): our own pseudo-format,
+#: read as the quarter's first day (so that quarterly series are an exact grid of decimal years).
+_QUARTER = "quarter"
+_QUARTER_RE = r"^(\d{4})\s*-?\s*[Qq]([1-4])$"
+
 
 def _date_candidates(sample: pd.Series) -> list[str]:
     """Formats that may read a column of dates, from its first values: pandas' guess month first,
@@ -416,6 +423,8 @@ def _date_candidates(sample: pd.Series) -> list[str]:
                 if fmt and fmt not in out:
                     out.append(fmt)
     out.append("ISO8601")
+    if bool(sample.str.contains("[Qq][1-4]", regex=True).any()):
+        out.append(_QUARTER)
     if bool(sample.str.contains(r"[A-Za-z]{3}", regex=True).any()):
         out.extend(f for f in _MONTH_NAME_FORMATS if f not in out)
     return out
@@ -426,6 +435,11 @@ def _parse_with(values: pd.Series, fmt: str) -> pd.Series:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            if fmt == _QUARTER:
+                parts = values.astype(str).str.extract(_QUARTER_RE)
+                months = (pd.to_numeric(parts[1]) - 1) * 3 + 1
+                return pd.to_datetime(pd.DataFrame({"year": pd.to_numeric(parts[0]), "month": months, "day": 1}),
+                                      errors="coerce", utc=True)
             return pd.to_datetime(values, format=fmt, errors="coerce", utc=True)
     except (ValueError, TypeError, OverflowError):  # a format pandas cannot use at all
         return pd.Series(pd.NaT, index=values.index, dtype="datetime64[ns, UTC]")
@@ -459,7 +473,7 @@ def parse_dates(values: pd.Series) -> pd.Series:
     day first: ``01/02/2020`` is 1 February unless another value (``13/01/2020``) only reads day
     first, and then every value is read day first. The format is chosen on the column's first
     :data:`SNIFF_VALUES` values (pandas' guess from the first ones, month first then day first,
-    ISO 8601, then formats with month names); the whole column is then read with it in one
+    ISO 8601, quarters such as ``2020Q1``, then formats with month names); the whole column is then read with it in one
     vectorised call, never value by value. When a value does not fit, the other formats that read
     the whole sample are tried, and the one that reads the most values is kept. Times with an
     offset or a zone (``+01:00``, ``Z``, a daylight-saving change) are converted to UTC.
@@ -468,18 +482,24 @@ def parse_dates(values: pd.Series) -> pd.Series:
         return _naive_utc(values)
     sample = _text_sample(values)
     formats = [] if sample is None else _date_formats(sample)
-    present = values.notna()
-    text = values.astype(str).str.strip().where(present)
+    present = int(values.notna().sum())
+    stripped: pd.Series | None = None
     best = pd.Series(pd.NaT, index=values.index, dtype="datetime64[ns, UTC]")
     best_count = -1
-    for fmt, share in formats[:3]:  # at most three passes over the column
+    for fmt, share in formats[:3]:  # at most three formats, each read in vectorised passes over the column
         if share < formats[0][1]:
             break
-        d = _parse_with(text, fmt)
+        d = _parse_with(values, fmt)
+        if int(d.notna().sum()) < present:
+            # Some value does not fit as it is: read again as stripped text ("2020-01-01 " fits); a column
+            # read whole at once (the usual file) is never copied.
+            if stripped is None:
+                stripped = values.astype(str).str.strip().where(values.notna())
+            d = _parse_with(stripped, fmt)
         count = int(d.notna().sum())
         if count > best_count:
             best, best_count = d, count
-        if count == int(present.sum()):
+        if count == present:
             break
     return _naive_utc(best)
 
@@ -560,6 +580,13 @@ def _first_record(text: str, pos: int, sep: str) -> list[str] | None:
                             f"{MAX_FIELD_CHARS:,} characters, the limit of a field; a table of numbers and "
                             "dates has none: is this the right file?") from None
         return None
+
+
+def _longest_line(raw: bytes) -> int:
+    """The length in bytes of the longest line (at least that of its longest field in characters)."""
+    ends = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == ord("\n"))
+    bounds = np.concatenate(([-1], ends, [len(raw)]))
+    return int(np.max(np.diff(bounds))) - 1
 
 
 def _decode(raw: bytes) -> str:
@@ -684,9 +711,12 @@ def read_table(
                         f"{MAX_FIELD_CHARS:,} characters a field; a table of numbers and dates has none: is this "
                         "the right file?")
     long_fields: dict[str, tuple[int, int]] = {}
+    # Without quotes no field spans lines, so when no line is longer than a number or a date can be, no
+    # field is either: the usual file is not measured field by field.
+    short = '"' not in text and _longest_line(raw) <= MAX_VALUE_CHARS
     for c in df.columns:
         col = df[c]
-        if col.dtype != object:
+        if col.dtype != object or short:
             continue
         lengths = col.str.len()  # NaN for what is not text (missing values, numbers of a mixed column)
         if not bool(lengths.notna().any()) or int(lengths.max()) <= MAX_VALUE_CHARS:
