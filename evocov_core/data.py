@@ -20,6 +20,7 @@ Conventions
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import io
 import json
@@ -617,8 +618,13 @@ def _read_bytes(source: str | Path | IO[bytes] | IO[str] | bytes, max_bytes: int
         content = source.read() if max_bytes is None else source.read(max_bytes + 1)
         raw = content.encode("utf-8") if isinstance(content, str) else content
     if max_bytes is not None and len(raw) > max_bytes:
-        size = f"{_mb(len(raw))}" if isinstance(source, bytes) else f"more than {_mb(max_bytes)}"
-        raise DataError(f"file is {size}, above the limit of {_mb(max_bytes)}")
+        size = len(raw)
+        if isinstance(source, io.BufferedIOBase | io.RawIOBase) and source.seekable():
+            # Only the limit's worth was read: the rest's size, told without reading it.
+            with contextlib.suppress(OSError, ValueError):
+                here = source.tell()
+                size += source.seek(0, io.SEEK_END) - here
+        raise DataError(f"file is {_mb(size)}, above the limit of {_mb(max_bytes)}")
     return raw
 
 
