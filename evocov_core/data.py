@@ -583,11 +583,55 @@ def _first_record(text: str, pos: int, sep: str) -> list[str] | None:
         return None
 
 
-def _longest_line(raw: bytes) -> int:
-    """The length in bytes of the longest line (at least that of its longest field in characters)."""
-    ends = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == ord("\n"))
-    bounds = np.concatenate(([-1], ends, [len(raw)]))
-    return int(np.max(np.diff(bounds))) - 1
+#: The bytes a number is written with, quotes and spaces around it included.
+_NUMBER_BYTES = np.zeros(256, dtype=bool)
+_NUMBER_BYTES[list(b"0123456789.,eE+-_ \"'")] = True
+
+
+def _long_runs(data: bytes, sep: str, chunk: int = 1 << 22) -> tuple[bool, list[tuple[int, int]]]:
+    """Whether ``data`` has a run of bytes between separators and line ends longer than a number or a
+    date can be (:data:`MAX_VALUE_CHARS`), and (offset, length) of the first 10,000 such runs made of
+    number bytes alone: fields that pandas may have read as numbers though no number is so long.
+
+    One vectorised pass, block by block, so that memory stays bounded whatever the file.
+    """
+    arr = np.frombuffer(data, dtype=np.uint8)
+    stops = np.frombuffer((sep + "\n\r").encode(), dtype=np.uint8)
+    has_long, numbers = False, []
+    start, carry = 0, 0  # the open run's first byte, and how many of its bytes so far are no number's
+    for lo in range(0, arr.size, chunk):
+        block = arr[lo:lo + chunk]
+        other = np.concatenate(([0], np.cumsum(~_NUMBER_BYTES[block], dtype=np.int64)))
+        ends = np.flatnonzero(np.isin(block, stops)) + lo
+        starts = np.concatenate(([start], ends[:-1] + 1))
+        long = np.flatnonzero(ends - starts > MAX_VALUE_CHARS)
+        if long.size:
+            has_long = True
+            s0, e0 = starts[long], ends[long]
+            inside = np.maximum(s0 - lo, 0)
+            bad = other[e0 - lo] - other[inside] + np.where(s0 < lo, carry, 0)
+            numbers += [(int(s), int(e - s)) for s, e in zip(s0[bad == 0], e0[bad == 0], strict=True)][:10_000]
+        if ends.size:
+            start = int(ends[-1]) + 1
+            carry = int(other[-1] - other[start - lo])
+        else:
+            carry += int(other[-1])
+    if arr.size - start > MAX_VALUE_CHARS:
+        has_long = True
+        if carry == 0:
+            numbers.append((start, arr.size - start))
+    return has_long, numbers[:10_000]
+
+
+def _number_fields(data: bytes, runs: list[tuple[int, int]], sep: str) -> Iterator[tuple[int, int, int]]:
+    """(file line, column index, length) of each run of :func:`_long_runs`: the line by counting line ends
+    once from the top, the column by counting separators before the run on its line."""
+    line, pos = 1, 0
+    for offset, length in runs:
+        line += data.count(b"\n", pos, offset)
+        pos = offset
+        begin = data.rfind(b"\n", 0, offset) + 1
+        yield line, data.count(sep.encode(), begin, offset), length
 
 
 def _decode(raw: bytes) -> str:
@@ -717,9 +761,23 @@ def read_table(
                         f"{MAX_FIELD_CHARS:,} characters a field; a table of numbers and dates has none: is this "
                         "the right file?")
     long_fields: dict[str, tuple[int, int]] = {}
-    # Without quotes no field spans lines, so when no line is longer than a number or a date can be, no
-    # field is either: the usual file is not measured field by field.
-    short = '"' not in text and _longest_line(raw) <= MAX_VALUE_CHARS
+    data = raw if not raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) else text.encode("utf-8")
+    has_long, number_runs = _long_runs(data, sep)
+    # Pandas reads some numbers of any length as floats (1.11e99 for a hundred 1s): such a field makes its
+    # column text, as a long field of text does below; past the limit of a field, the file is refused.
+    first_data_line = skip + (1 if headless else 2)
+    for line, j, n in _number_fields(data, number_runs, sep):
+        c = df.columns[j] if line >= first_data_line and j < df.shape[1] else None
+        if c is None or df[c].dtype == object or c in long_fields:
+            continue
+        if n > MAX_FIELD_CHARS:
+            raise DataError(f"line {line} holds a field of {n:,} characters (column {c!r}), above the limit of "
+                            f"{MAX_FIELD_CHARS:,} characters a field; a table of numbers and dates has none: is "
+                            "this the right file?")
+        long_fields[c] = (line, n)
+    # Without quotes no field spans lines, so when no run between separators is longer than a number or a
+    # date can be, no field is either: the usual file is not measured field by field.
+    short = '"' not in text and not has_long
     for c in df.columns:
         col = df[c]
         if col.dtype != object or short:
@@ -831,12 +889,10 @@ def numeric_columns(df: pd.DataFrame) -> list[str]:
     out = []
     for c in df.columns:
         s = df[c]
-        if pd.api.types.is_bool_dtype(s):
+        if pd.api.types.is_bool_dtype(s) or _long_field(df, c) is not None:
             continue
         if pd.api.types.is_numeric_dtype(s):
             out.append(c)
-            continue
-        if _long_field(df, c) is not None:
             continue
         head = s.head(SNIFF_VALUES)
         conv = pd.to_numeric(head, errors="coerce")

@@ -16,16 +16,15 @@ import datetime as dt
 import io
 
 import numpy as np
-import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import event, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from evocov_core.data import (  # noqa: E402
+from evocov_core.data import (
     MAX_COLUMNS,
+    MAX_VALUE_CHARS,
     DataError,
     Dataset,
+    _long_runs,
     dataset_from_frame,
     date_columns,
     guess_columns,
@@ -137,3 +136,23 @@ def test_any_csv_ends_in_a_dataset_or_a_one_line_error(data: bytes) -> None:
     else:
         event("read")
         assert ds.n >= 10 and np.all(np.isfinite(ds.y)) and np.all(np.isfinite(ds.x))
+
+
+def _runs_by_hand(data: bytes, sep: str) -> tuple[bool, list[tuple[int, int]]]:
+    runs, start = [], 0
+    for i in range(len(data) + 1):
+        if i == len(data) or data[i] in (sep + "\n\r").encode():
+            runs.append((start, i - start))
+            start = i + 1
+    long = [(s, n) for s, n in runs if n > MAX_VALUE_CHARS]
+    return bool(long), [(s, n) for s, n in long if all(b in b"0123456789.,eE+-_ \"'" for b in data[s:s + n])]
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(st.sampled_from(["1", "a", "12e5", ",", ";", "\n", "\r", '"']), st.integers(1, 90)),
+                max_size=12),
+       st.sampled_from([",", ";"]), st.integers(1, 300))
+def test_the_scan_for_long_fields_is_the_same_block_by_block(pieces, sep, chunk) -> None:
+    """The vectorised scan of :func:`_long_runs`, in blocks of any size, finds the runs a plain loop does."""
+    data = "".join(text * k for text, k in pieces).encode()
+    assert _long_runs(data, sep, chunk=chunk) == _runs_by_hand(data, sep)
