@@ -596,26 +596,24 @@ def _long_runs(data: bytes, sep: str, chunk: int = 1 << 22) -> tuple[bool, list[
     One vectorised pass, block by block, so that memory stays bounded whatever the file.
     """
     arr = np.frombuffer(data, dtype=np.uint8)
-    stops = np.frombuffer((sep + "\n\r").encode(), dtype=np.uint8)
+    stops = [ord(c) for c in sep + "\n\r"]
     has_long, numbers = False, []
     start, carry = 0, 0  # the open run's first byte, and how many of its bytes so far are no number's
     for lo in range(0, arr.size, chunk):
         block = arr[lo:lo + chunk]
-        other = np.concatenate(([0], np.cumsum(~_NUMBER_BYTES[block], dtype=np.int64)))
-        ends = np.flatnonzero(np.isin(block, stops)) + lo
+        ends = np.flatnonzero((block == stops[0]) | (block == stops[1]) | (block == stops[2])) + lo
         starts = np.concatenate(([start], ends[:-1] + 1))
         long = np.flatnonzero(ends - starts > MAX_VALUE_CHARS)
-        if long.size:
+        if long.size:  # rare but in files with notes: only then count the bytes that are no number's
             has_long = True
+            other = np.concatenate(([0], np.cumsum(~_NUMBER_BYTES[block], dtype=np.int32)))
             s0, e0 = starts[long], ends[long]
-            inside = np.maximum(s0 - lo, 0)
-            bad = other[e0 - lo] - other[inside] + np.where(s0 < lo, carry, 0)
+            bad = other[e0 - lo] - other[np.maximum(s0 - lo, 0)] + np.where(s0 < lo, carry, 0)
             numbers += [(int(s), int(e - s)) for s, e in zip(s0[bad == 0], e0[bad == 0], strict=True)][:10_000]
         if ends.size:
-            start = int(ends[-1]) + 1
-            carry = int(other[-1] - other[start - lo])
-        else:
-            carry += int(other[-1])
+            start, carry = int(ends[-1]) + 1, 0
+        # The open run's bytes in this block (their total over blocks is the run's length).
+        carry += int(np.count_nonzero(~_NUMBER_BYTES[arr[max(start, lo):lo + block.size]]))
     if arr.size - start > MAX_VALUE_CHARS:
         has_long = True
         if carry == 0:
