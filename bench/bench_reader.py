@@ -8,8 +8,9 @@ The files (built here, seeded, in a temporary folder):
 * ``10,000 columns``: a header of 10,000 names and 50 rows of numbers;
 * ``1,000,000 dated rows``: hourly ``1990-01-01 00:00,12.3`` rows, about 21 MB, which must be read
   and its dates parsed right;
-* ``200,000 rows with notes``: hourly rows with a third column of 80-character notes, longer than
-  any number or date, so that the reader measures its text fields one by one (its slow path).
+* ``200,000 rows with notes``: hourly rows with a column of 80-character notes before the values,
+  longer than any number or date, so that the reader measures its text fields one by one (its
+  slow path).
 
 Each file is read as the command line reads it (``load_csv(path, max_points=None)``), and as the
 Data page does (``dashboard.datasets.upload_to_dataset`` on its bytes, subsampling to 200,000 points
@@ -68,13 +69,13 @@ def wide(columns: int = 10_000, rows: int = 50) -> bytes:
 
 def dated_rows(n: int = 1_000_000, seed: int = 0, notes: bool = False) -> tuple[bytes, pd.DatetimeIndex]:
     """``n`` hourly rows ``1990-01-01 00:00,12.3`` (about 21 bytes each) and their timestamps; with
-    ``notes`` a third column of 80-character text."""
+    ``notes`` a column of 80-character text before the values."""
     stamps = pd.date_range("1990-01-01", periods=n, freq="h")
     values = np.round(10 + np.random.default_rng(seed).standard_normal(n), 1)
     frame = pd.DataFrame({"time": np.datetime_as_string(stamps.to_numpy(), unit="m"), "value": values})
     frame["time"] = frame["time"].str.replace("T", " ", regex=False)
-    if notes:
-        frame["note"] = "n" * 80
+    if notes:  # between the dates and the values, which stay the last column (the one modelled)
+        frame.insert(1, "note", "n" * 80)
     return frame.to_csv(index=False).encode(), stamps
 
 
@@ -144,7 +145,7 @@ def main() -> None:
                 print(lines[-1], flush=True)
     summary = "\n".join(lines)
     sections = [
-        " ".join(__doc__.split("\n\n")[2].split()),
+        "\n\n".join(__doc__.split("\n\n")[1:4]),
         md_table(["file", "MB", "read by", "wall s", "CPU s", "CPU s / MB", "outcome"], rows, "lrlrrrl"),
         f"## Summary lines\n\n```\n{summary}\n```",
     ]

@@ -24,9 +24,11 @@ import contextlib
 import csv
 import io
 import json
+import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import IO
 
@@ -411,24 +413,53 @@ _QUARTER = "quarter"
 _QUARTER_RE = r"^(\d{4})\s*-?\s*[Qq]([1-4])$"
 
 
-def _date_candidates(sample: pd.Series) -> list[str]:
-    """Formats that may read a column of dates, from its first values: pandas' guess month first,
-    then day first (``01/02/2020``), ISO 8601 (of any precision), then month names."""
+#: What ISO 8601 as pandas reads it may look like (``2020``, ``2020-01``, ``20200101``, times, zones):
+#: a quick test of a column's first value before pandas reads its sample.
+_ISO_RE = re.compile(r"\d{4}(-\d{2}(-\d{2})?|\d{4})?([T ]\d{2}(:?\d{2}(:?\d{2}([.,]\d+)?)?)?)?\s*"
+                     r"(Z|[+-]\d{2}(:?\d{2})?)?")
+
+
+def _fits(value: str, fmt: str) -> bool:
+    """Whether one value may be read with ``fmt``: a quick test in plain Python (a few µs), so that a
+    column of text costs no call of pandas' parser; pandas decides on the whole sample."""
+    if fmt == "ISO8601":
+        return _ISO_RE.fullmatch(value) is not None
+    if fmt == _QUARTER:
+        return re.fullmatch(_QUARTER_RE, value) is not None
+    try:
+        datetime.strptime(value, fmt)
+    except ValueError:
+        # Pandas reads more digits of a second's fraction (%f) than Python: let pandas decide.
+        return "%f" in fmt
+    return True
+
+
+def _date_candidates(sample: list[str]) -> list[str]:
+    """Formats that may read a column of dates, from its first three distinct values that hold a digit
+    (a stray ``n/a`` does not decide), each format fitting one of them at least: pandas' guess month
+    first, then day first (``01/02/2020``), ISO 8601 (of any precision), then quarters and month names."""
+    first: list[str] = []
+    for value in sample:  # a column of one value repeated is not read to its end
+        if value not in first and _DIGIT.search(value):
+            first.append(value)
+            if len(first) == 3:
+                break
     out: list[str] = []
     with warnings.catch_warnings():
         # "Parsing dates in %d/%m/%Y format when dayfirst=False": the order of guesses is ours.
         warnings.simplefilter("ignore", UserWarning)
-        for value in sample.head(3):
+        for value in first:
             for dayfirst in (False, True):
-                fmt = guess_datetime_format(value, dayfirst=dayfirst)
+                try:
+                    fmt = guess_datetime_format(value, dayfirst=dayfirst)
+                except (ValueError, TypeError, OverflowError):
+                    fmt = None
                 if fmt and fmt not in out:
                     out.append(fmt)
-    out.append("ISO8601")
-    if bool(sample.str.contains("[Qq][1-4]", regex=True).any()):
-        out.append(_QUARTER)
-    if bool(sample.str.contains(r"[A-Za-z]{3}", regex=True).any()):
-        out.extend(f for f in _MONTH_NAME_FORMATS if f not in out)
-    return out
+    out += ["ISO8601", _QUARTER]
+    if any(re.search("[A-Za-z]{3}", v) for v in first):
+        out += [f for f in _MONTH_NAME_FORMATS if f not in out]
+    return [f for f in out if any(_fits(v, f) for v in first)]
 
 
 def _parse_with(values: pd.Series, fmt: str) -> pd.Series:
@@ -446,25 +477,37 @@ def _parse_with(values: pd.Series, fmt: str) -> pd.Series:
         return pd.Series(pd.NaT, index=values.index, dtype="datetime64[ns, UTC]")
 
 
-def _text_sample(s: pd.Series) -> pd.Series | None:
+def _text_sample(s: pd.Series) -> list[str] | None:
     """The first :data:`SNIFF_VALUES` values of a column that are not missing, as stripped text; None
     when there are none or one is longer than a number or a date can be (the column is text)."""
-    head = s[s.notna()].head(SNIFF_VALUES)
-    if head.empty:
+    values = s.to_numpy()
+    sample = [str(v).strip() for v in values[np.flatnonzero(pd.notna(values))[:SNIFF_VALUES]]]
+    if not sample or max(map(len, sample)) > MAX_VALUE_CHARS:
         return None
-    text = head.astype(str).str.strip()
-    if int(text.str.len().max()) > MAX_VALUE_CHARS:
-        return None
-    return text
+    return sample
 
 
-def _date_formats(sample: pd.Series) -> list[tuple[str, float]]:
+def _date_formats(sample: list[str], enough: float = 1.1) -> list[tuple[str, float]]:
     """(format, share of the sample it reads) of the candidate formats that read some of it, in the
-    order of :func:`_date_candidates` (ties keep that order: month first before day first)."""
-    if not bool(sample.str.contains(r"\d", regex=True).mean() > 0.9):  # every date holds a digit
+    order of :func:`_date_candidates` (ties keep that order: month first before day first). The
+    first format that reads more than ``enough`` of the sample ends the list (a quick yes)."""
+    if sum(1 for v in sample if _DIGIT.search(v)) <= 0.9 * len(sample):  # every date holds a digit
         return []
-    found = [(fmt, float(_parse_with(sample, fmt).notna().mean())) for fmt in _date_candidates(sample)]
-    return sorted([(f, share) for f, share in found if share > 0], key=lambda fs: -fs[1])
+    candidates = _date_candidates(sample)
+    if not candidates:  # the usual column of text: no call of pandas' parser
+        return []
+    text = pd.Series(sample, dtype=object)
+    found = []
+    for fmt in candidates:
+        share = float(_parse_with(text, fmt).notna().mean())
+        if share > 0:
+            found.append((fmt, share))
+        if share > enough:
+            break
+    return sorted(found, key=lambda fs: -fs[1])
+
+
+_DIGIT = re.compile(r"\d")
 
 
 def parse_dates(values: pd.Series) -> pd.Series:
@@ -539,7 +582,7 @@ def _looks_like_dates(s: pd.Series) -> bool:
     sample = _text_sample(s)
     if sample is None:
         return False
-    formats = _date_formats(sample)
+    formats = _date_formats(sample, enough=0.9)
     return bool(formats) and formats[0][1] > 0.9
 
 
@@ -858,7 +901,7 @@ def _is_date(name: object) -> bool:
     text = str(name).strip()
     if len(text) > MAX_VALUE_CHARS or not any(ch.isdigit() for ch in text):
         return False
-    formats = _date_formats(pd.Series([text]))
+    formats = _date_formats([text])
     return bool(formats) and formats[0][1] == 1.0
 
 
@@ -866,8 +909,8 @@ def _long_field(df: pd.DataFrame, column: str) -> tuple[int, int] | None:
     """(file line, characters) of the longest field of a column of text longer than a number or a date
     can be: from :func:`read_table`'s ``long_fields``, else from the column's first values."""
     known = df.attrs.get("long_fields")
-    if isinstance(known, dict) and column in known:
-        return known[column]
+    if isinstance(known, dict):  # read_table measured every field
+        return known.get(column)
     s = df[column]
     if s.dtype != object:
         return None
@@ -892,9 +935,9 @@ def numeric_columns(df: pd.DataFrame) -> list[str]:
         if pd.api.types.is_numeric_dtype(s):
             out.append(c)
             continue
-        head = s.head(SNIFF_VALUES)
-        conv = pd.to_numeric(head, errors="coerce")
-        if len(head) and conv.notna().mean() > 0.9 and not _looks_like_dates(s):
+        head = s.to_numpy()[:SNIFF_VALUES]
+        share = float(pd.notna(pd.to_numeric(head, errors="coerce")).mean()) if len(head) else 0.0
+        if share > 0.9 and not _looks_like_dates(s):
             out.append(c)
     return out
 

@@ -27,6 +27,7 @@ from evocov_core.data import (
     MAX_VALUE_CHARS,
     DataError,
     dataset_from_frame,
+    date_columns,
     dates_to_decimal_years,
     guess_columns,
     load_csv,
@@ -172,3 +173,26 @@ def test_a_frame_not_read_from_a_file_is_sniffed_on_its_first_values() -> None:
         guess_columns(frame)
     ds = dataset_from_frame(frame.iloc[1:], "t", "y")
     assert ds.n == 29
+
+
+@pytest.mark.parametrize("cell", ["a1b2", "2020-01-01", "Jan 5 2020"])
+def test_a_file_at_the_column_limit_is_sniffed_in_seconds(cell) -> None:
+    """1,000 columns (the limit) of 300 rows, sniffed as the Data page does (numbers, dates, then the guess):
+    each column on its first values, a column of text with no call of pandas' date parser. Target 5 s;
+    limit 20 s (generous, see the module)."""
+    head = ",".join(f"c{j}" for j in range(MAX_COLUMNS - 1)) + ",y\n"
+    data = (head + "".join(",".join([cell] * (MAX_COLUMNS - 1)) + f",{i % 7}\n" for i in range(300))).encode()
+    t0 = time.perf_counter()
+    frame = read_table(data)
+    numbers, dates = numeric_columns(frame), date_columns(frame)
+    x, y = guess_columns(frame)
+    seconds = time.perf_counter() - t0
+    assert numbers == ["y"] and y == "y"
+    assert (dates, x) == (([], None) if cell == "a1b2" else (list(frame.columns[:-1]), "c0"))
+    assert seconds < 20.0, f"{seconds:.1f} s (target 5 s)"
+
+
+def test_a_stray_value_first_does_not_hide_a_column_of_dates() -> None:
+    values = pd.Series(["n/a"] + [f"{d:%d/%m/%Y}" for d in pd.date_range("2020-01-01", periods=40)])
+    parsed = parse_dates(values)
+    assert pd.isna(parsed.iloc[0]) and parsed.iloc[13] == pd.Timestamp("2020-01-13")
