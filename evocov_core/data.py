@@ -605,13 +605,15 @@ def _delimiter(head: str) -> str:
     return best
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
+
+
 def _lines(text: str, pos: int) -> Iterator[str]:
-    """The lines of ``text`` from ``pos`` on, one at a time (the header is read without splitting the file)."""
-    while pos < len(text):
-        end = text.find("\n", pos)
-        end = len(text) if end < 0 else end + 1
-        yield text[pos:end]
-        pos = end
+    """The lines of ``text`` from ``pos`` on, one at a time (the header is read without splitting the file),
+    each with its end: ``\n``, ``\r\n`` or ``\r`` (old Macs' and some exports')."""
+    for match in _LINE.finditer(text, pos):
+        if match.group():
+            yield match.group()
 
 
 def _first_record(text: str, pos: int, sep: str) -> list[str] | None:
