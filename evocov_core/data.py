@@ -951,6 +951,7 @@ def date_columns(df: pd.DataFrame) -> list[str]:
 
 def _samples(s: pd.Series, k: int = 3) -> str:
     """A few of a column's values that are not numbers, quoted and shortened, for messages."""
+    s = s.head(SNIFF_VALUES)  # what decided the column is text: a message never reads the whole column
     bad = s[pd.to_numeric(s, errors="coerce").isna() & s.notna()].astype(str).unique()[:k]
     if len(bad) == 0:  # e.g. True/False, which pandas reads as numbers but a model should not
         bad = s.dropna().astype(str).unique()[:k]
