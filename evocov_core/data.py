@@ -786,6 +786,11 @@ def read_table(
         raise DataError("the file is empty") from None
     except (pd.errors.ParserError, csv.Error, ValueError, OverflowError) as exc:
         raise DataError(f"not a readable CSV file ({str(exc).splitlines()[0][:120]})") from None
+    if not isinstance(df.index, pd.RangeIndex):
+        # Rows with one more field than the header: pandas takes each row's first field as its label.
+        df = df.reset_index(drop=True)
+        notes.append("the rows have one more field than the header line: the first field of each row was "
+                     "taken as its label and left out")
     if headless:
         df.columns = [f"column {i + 1}" for i in range(df.shape[1])]
         notes.append("the file has no header line: its first line was read as data, the columns named "
@@ -1037,7 +1042,7 @@ def dataset_from_frame(
         xv = pd.Series(np.arange(len(df), dtype=np.float64))
         kind, x_label = "number", "row"
     elif _looks_like_dates(df[x]):
-        parsed = parse_dates(df[x])
+        parsed = parse_dates(df[x]).reset_index(drop=True)  # aligned with xv whatever the frame's index
         xv = pd.Series(np.full(len(df), np.nan))
         ok = parsed.notna()
         xv[ok] = dates_to_decimal_years(parsed[ok])
