@@ -517,10 +517,10 @@ def parse_dates(values: pd.Series) -> pd.Series:
     day first: ``01/02/2020`` is 1 February unless another value (``13/01/2020``) only reads day
     first, and then every value is read day first. The format is chosen on the column's first
     :data:`SNIFF_VALUES` values (pandas' guess from the first ones, month first then day first,
-    ISO 8601, quarters such as ``2020Q1``, then formats with month names); the whole column is then read with it in one
-    vectorised call, never value by value. When a value does not fit, the other formats that read
-    the whole sample are tried, and the one that reads the most values is kept. Times with an
-    offset or a zone (``+01:00``, ``Z``, a daylight-saving change) are converted to UTC.
+    ISO 8601, quarters such as ``2020Q1``, then formats with month names); the whole column is then
+    read with it in one vectorised call, never value by value. When a value does not fit, the other
+    formats that read the whole sample are tried, and the one that reads the most values is kept.
+    Times with an offset or a zone (``+01:00``, ``Z``, a daylight-saving change) are converted to UTC.
     """
     if pd.api.types.is_datetime64_any_dtype(values):
         return _naive_utc(values)
@@ -879,11 +879,6 @@ def _preamble(text: str) -> tuple[int, int]:
     if comment:
         start = min(pos, len(text))
     return (k, start) if comment else (0, 0)
-
-
-def _preamble_lines(text: str) -> int:
-    """How many leading lines are comments (``#``) or blank, counted only when one is a comment."""
-    return _preamble(text)[0]
 
 
 def _comma_numbers(col: pd.Series) -> bool:
