@@ -23,7 +23,17 @@ from dashboard.datasets import (
 from dashboard.format import polish
 from dashboard.search_form import fit_points, fit_points_label
 from dashboard.state import DATASET_KEY, PAGE_SEARCH
-from evocov_core.data import MAX_POINTS, DataError, Dataset, date_columns, guess_columns, numeric_columns
+from evocov_core.data import (
+    MAX_COLUMNS,
+    MAX_FIELD_CHARS,
+    MAX_POINTS,
+    MAX_ROWS,
+    DataError,
+    Dataset,
+    date_columns,
+    guess_columns,
+    numeric_columns,
+)
 from evocov_core.figures import drawn_note, minmax_indices, series_figure
 
 FLASH = "data_flash"  # (kind, message) shown once under the tabs
@@ -80,7 +90,7 @@ def bundled_tab(source: dict) -> None:
 
 def upload_tab(ds: Dataset) -> None:
     """Upload a table, pick its columns and options; offer the dataset once it validates."""
-    limit_mb = datasets.max_upload_bytes() // (1024 * 1024)
+    limit_mb = max(1, datasets.max_upload_bytes() // (1024 * 1024))
     st.markdown(
         "Upload a table with one row per observation: a column of numbers to model (y) and, "
         "optionally, a column of x values (numbers or dates). Comma, semicolon or tab separated."
@@ -89,7 +99,10 @@ def upload_tab(ds: Dataset) -> None:
         f"CSV file (up to {limit_mb} MB)",
         type=["csv", "txt", "tsv"],
         key="data_upload",
-        help="The file stays in this browser session; nothing is written to disk.",
+        # The reader's limit, whatever server.maxUploadSize a command line sets: the widget refuses what it would.
+        max_upload_size=limit_mb,
+        help="The file stays in this browser session; nothing is written to disk. Limits: "
+        f"{limit_mb} MB, {MAX_ROWS:,} rows, {MAX_COLUMNS:,} columns, {MAX_FIELD_CHARS:,} characters a field.",
     )
     if up is None:
         return
@@ -138,7 +151,7 @@ def upload_tab(ds: Dataset) -> None:
     try:
         new = upload_to_dataset(up.getvalue(), name=name or "upload", x=x_col, y=y_col, guess=False,
                                 test_fraction=_test_fraction(ds), max_points=int(max_points), subsample=sub,
-                                drop_missing=drop)
+                                drop_missing=drop, frame=df)
     except DataError as exc:
         st.error(f"**Cannot use these data:** {exc}. The current dataset ({ds.name}) is unchanged.",
                  icon=":material/block:")

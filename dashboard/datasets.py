@@ -14,6 +14,7 @@ import streamlit as st
 
 from dashboard.state import DATASET_KEY, DEFAULT_DATASET, DEFAULT_TEST_FRACTION, SOURCE_KEY
 from evocov_core.data import (
+    MAX_BYTES,
     MAX_POINTS,
     DataError,
     Dataset,
@@ -30,12 +31,12 @@ ROW_NUMBER = "(row number)"
 
 
 def max_upload_bytes() -> int:
-    """The upload limit in bytes (``server.maxUploadSize`` of ``.streamlit/config.toml``, in MB)."""
-    try:
-        mb = int(st.get_option("server.maxUploadSize"))
-    except Exception:  # pragma: no cover - option always exists in practice
-        mb = 20
-    return mb * 1024 * 1024
+    """The upload limit in bytes: the core reader's :data:`~evocov_core.data.MAX_BYTES`, the command line's too.
+
+    ``server.maxUploadSize`` of ``.streamlit/config.toml`` is the same number of MB
+    (tests/test_server_config.py checks it), so the browser refuses what the reader would.
+    """
+    return MAX_BYTES
 
 
 @st.cache_data(show_spinner=False)
@@ -133,14 +134,16 @@ def upload_to_dataset(
     max_points: int = MAX_POINTS,
     subsample: bool = False,
     drop_missing: bool = False,
+    frame: pd.DataFrame | None = None,
 ) -> Dataset:
     """The whole upload validation path: bytes -> Dataset, or a :class:`DataError` that says why.
 
     ``x`` is a column name, :data:`ROW_NUMBER`/None for the row number; with ``guess`` and no
     ``y`` both are guessed from the table. The split is checked as everywhere
-    (:func:`evocov_core.data.validate_split`).
+    (:func:`evocov_core.data.validate_split`). ``frame``: the table :func:`read_upload` has
+    already read from ``data`` (the Data page's), so that a file is parsed once a rerun.
     """
-    df = read_upload(data)
+    df = read_upload(data) if frame is None else frame
     if y is None:
         if not guess:
             raise DataError("choose a column to model (y)")

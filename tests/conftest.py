@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,21 @@ from evocov_core.parallel import prepare_process
 # limits libraries already loaded, hence the imports above: with scipy's OpenBLAS left at
 # 2 threads on a busy 2-core machine, small GP fits ran 150x slower.
 prepare_process()
+
+try:
+    from hypothesis import HealthCheck, settings
+except ModuleNotFoundError:  # the property-based tests skip themselves (pytest.importorskip)
+    settings = None
+if settings is not None:
+    # "ci" (the default): the same examples on every run, so that CI is reproducible, and no example
+    # database written into the checkout. Each example's deadline is generous: a hostile file costs
+    # milliseconds once the reader is bounded (at most 0.3 s measured), a minute when it is not; on a
+    # shared 2-core machine under load a process niced to 19 was once held 9 s. HYPOTHESIS_PROFILE=dev
+    # explores new examples.
+    settings.register_profile("ci", derandomize=True, database=None, deadline=timedelta(seconds=10),
+                              print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("dev", deadline=timedelta(seconds=10))
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 #: The 13 TSDL benchmark series live next to the repository (``../shared``), in CI only.
 TSDL_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "tsdl"
