@@ -379,7 +379,10 @@ def test_a_corpus_folder_is_judged_against_autoets_and_its_classical_table_is_re
     res = acc.accuracy_report(out)
     assert calls == []  # every series read from classical.csv
     # Ratios to AutoETS: 0.5, 1.5 (median 1) and 0.5, 0.5 (median 0.5).
-    [line] = res.summary
+    line, goal = res.summary  # the summary, then issue 55's line on the kernel
+    kernel = dict(kv.split("=") for kv in goal.split())
+    assert kernel["corpus_kernel_vs_autoets"] == f"{(0.5 * 1.5 * 0.5 * 0.5) ** 0.25:.4g}"
+    assert kernel["corpus_kernel_worst"] == "1.5" and kernel["corpus_kernel_weight"] == "nan"  # no forecast recorded
     want = {"corpus_accuracy_geomean": "0.7071", "corpus_worst_ratio": "1", "corpus_series_over_3x": "0",
             "corpus_single_run_geomean": f"{(0.5 * 1.5 * 0.5 * 0.5) ** 0.25:.4g}", "corpus_worst_single": "1.5",
             "corpus_median5_geomean": "0.7071", "corpus_coverage_95": "0.667", "corpus_coverage_trials": "4",

@@ -199,11 +199,10 @@ VARIANTS: dict[str, Variant] = {
                              "candidate refitted at each origin, instead of one refit scored on the last 10 %"),
     "with-changewindows": Variant({"changewindows": True}, "one part added, not removed: ABCD's change-window "
                                   "operator in the grammar (off in the presets until it is shown to help)"),
-    "no-ets": Variant({"ets_seeds": False, "statespace": False}, "no exponential-smoothing seeds and no "
-                      "state-space operations in the grammar (local level, local trend, damped trend): the "
-                      "presets before issue 55"),
-    "no-ets-seeds": Variant({"ets_seeds": False}, "the state-space operations in the grammar, but no "
-                            "exponential-smoothing seeds in the first population"),
+    "no-ets": Variant({"ets_seeds": False}, "no exponential-smoothing seeds (SES, Holt, damped Holt, "
+                      "Holt-Winters) in the first population: the preset before issue 55"),
+    "with-statespace": Variant({"statespace": True}, "one part added, not removed: random trees and mutations "
+                               "also draw the state-space operations (local level, local trend, damped trend)"),
     "before": Variant({}, "the previous default, preset('quick-fixed') (paper operators, no cache, no screening, "
                       "no seeds, no data bounds, lowest BIC returned), stopped by the same time budget",
                       preset="quick-fixed"),
