@@ -11,7 +11,6 @@ from evocov_core.data import Dataset
 from evocov_core.kernel import Kernel, slot_roles
 from evocov_core.metrics import FitData
 from evocov_core.search import preset, run_evocov
-from evocov_core.search.config import ConfigError
 from evocov_core.search.spectral_seeds import (
     CALENDAR_WEIGHT,
     LOCAL_LENGTHSCALE,
@@ -152,9 +151,10 @@ def test_exact_data_get_no_spectral_seeds():
     assert spectral_seeds(short) == []  # ... but gets no seeds from them
     from evocov_core.search.stages import search_stages
 
-    cfg = preset("quick")
+    cfg = preset("quick", ets_seeds=False)
     assert "seed" not in search_stages(short, cfg)  # its executor holds what it always held
     assert "seed" in search_stages(FitData.from_dataset(_two_cycles(6000), max_points=1500), cfg)
+    assert "seed" in search_stages(short, preset("quick"))  # the exponential-smoothing seeds' stage
 
 
 def test_seed_evals_caps_the_seed_stage_alone():
@@ -196,7 +196,7 @@ def test_ets_seeds_begin_the_first_population():
     ets = ets_seeds(short)
     assert len(ets) == 8  # a clear season: the seasonal forms too
     cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none", naive_seeds=True)
-    assert cfg.ets_seeds and cfg.statespace and cfg.grammar.statespace
+    assert cfg.ets_seeds and not cfg.statespace and not cfg.grammar.statespace  # random trees draw none
     ex = _Recorder()
     run_evocov(short, cfg, ex, seed=0)  # type: ignore[arg-type]
     first = ex.batches[0]  # 1,200 points: screened, so the seeds are the first batch (stage "seed")
@@ -213,8 +213,6 @@ def test_ets_seeds_begin_the_first_population():
     got = [Kernel(t.tokens).canonical for t in ex.batches[0]]
     assert got == [k.canonical for k, _ in spectral] + [k.canonical for k, _ in ets_seeds(long)]
     assert ETS_SEED != "seed"
-    with pytest.raises(ConfigError, match="ets_seeds needs statespace"):
-        preset("quick", statespace=False)
 
 
 class _Recorder:
