@@ -15,7 +15,7 @@ kernel each trial of a ``bench accuracy`` folder returned (its kernel file; no s
     on the first 90 % of the training range (one L-BFGS-B run from its values, as the model
     choice does) forecasts the last 10 %; ``q``: the 95 % quantile of the standardised errors
     ``|z|`` over 1.96 (:func:`evocov_core.search.validate.spread_scale`), ``rms``: ``sqrt(mean z²)``
-    (:func:`evocov_core.calibration.rms_scale`); both never below 1;
+    (:func:`evocov_core.fitting.calibration.rms_scale`); both never below 1;
 ``origins-q`` / ``origins-rms``
     the same factors from four such forecasts, from 60, 70, 80 and 90 % of the range
     (:func:`evocov_core.search.validate.origin_scores` with a refit), errors pooled.
@@ -45,10 +45,10 @@ from bench._common import RESULTS_DIR, limit_threads, md_table, write_report
 from bench.bench_choice import folder_setup, predictive_on_test, trial_data
 from evocov_core.benchmarks.accuracy import read_trials
 from evocov_core.benchmarks.common import TrialStatus, geomean
-from evocov_core.calibration import rms_scale
-from evocov_core.kernel_file import load_kernel_file
-from evocov_core.metrics import FitData, crps_normal
-from evocov_core.optimize import FitResult
+from evocov_core.fitting.calibration import rms_scale
+from evocov_core.fitting.metrics import FitData, crps_normal
+from evocov_core.fitting.optimize import FitResult
+from evocov_core.runs.kernel_file import load_kernel_file
 from evocov_core.search.stages import head_stage
 from evocov_core.search.validate import origin_scores, spread_scale
 

@@ -53,10 +53,10 @@ import pandas as pd
 from bench._common import limit_threads, parse_tuple, write_report
 from evocov_core.benchmarks.accuracy import read_trials, reference_rmse, variant_config
 from evocov_core.benchmarks.common import geomean, load_series, md_table
-from evocov_core.kernel import Kernel
-from evocov_core.kernel_file import parse_expression
-from evocov_core.metrics import FitData
-from evocov_core.optimize import FitStatus, Start, fit_kernel, slot_roles
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import FitStatus, Start, fit_kernel, slot_roles
+from evocov_core.language.kernel import Kernel
+from evocov_core.runs.kernel_file import parse_expression
 from evocov_core.search.select import EXPLODING_SPREAD, horizon_spread, tail_score
 from evocov_core.search.stages import head_stage
 

@@ -39,7 +39,7 @@ itself costs, which the search would have lost):
 The test part is never used to choose. The test RMSE of a single kernel is the recorded one;
 of a mixture, that of its mean. Ratios are to the reference RMSE of the series: the best
 published (TSDL, ``evocov_paper_rmse.csv``) or AutoETS fitted on the same training part
-(the development corpus; ``evocov_core.classical``).
+(the development corpus; ``evocov_core.forecast.classical``).
 
 Usage (from the repository root)::
 
@@ -77,10 +77,10 @@ from bench._common import RESULTS_DIR, folders_trials, limit_threads, map_jobs, 
 from evocov_core.benchmarks.accuracy import read_trials, variant_config
 from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
 from evocov_core.benchmarks.long import load_long
-from evocov_core.gp import posterior
-from evocov_core.kernel_file import load_kernel_file, parse_expression
-from evocov_core.metrics import FitData, coverage, crps_normal, rmse
-from evocov_core.optimize import NUMERIC_ERRORS, FitResult, FitStatus, OptimConfig, fit_kernel
+from evocov_core.fitting.gp import posterior
+from evocov_core.fitting.metrics import FitData, coverage, crps_normal, rmse
+from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult, FitStatus, OptimConfig, fit_kernel
+from evocov_core.runs.kernel_file import load_kernel_file, parse_expression
 from evocov_core.search.select import INDEFINITE, indefiniteness, tail_score
 from evocov_core.search.stages import head_stage
 from evocov_core.search.validate import OriginScores, origin_scores, spread_scale, stacking_weights

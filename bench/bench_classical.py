@@ -1,10 +1,10 @@
 """Benchmark: what the classical forecasters (statsforecast) cost: imports, the child process, each model.
 
-:mod:`evocov_core.classical` runs statsforecast's models in a child process, one after another,
+:mod:`evocov_core.forecast.classical` runs statsforecast's models in a child process, one after another,
 each within a time limit. This measures the numbers its design and defaults rest on:
 
 1. **Imports**, each in a fresh interpreter (wall, median of ``--reps``): nothing, numpy +
-   pandas + scipy, ``evocov_core.classical`` (which must not import statsforecast), statsforecast,
+   pandas + scipy, ``evocov_core.forecast.classical`` (which must not import statsforecast), statsforecast,
    ``statsforecast.models``.
 2. **The child**: seconds from starting it to its being ready, bare (interpreter and
    ``evocov_core.parallel``) and with statsforecast imported (``run_with_time_limits``'s
@@ -38,14 +38,15 @@ import pandas as pd
 
 from bench._common import ROOT, limit_threads, write_report
 from evocov_core.benchmarks.common import md_table
-from evocov_core.classical import _forecast, _import_statsforecast, _Task, classical_forecasts
+from evocov_core.compute.timed import run_with_time_limits
 from evocov_core.data import Dataset, dates_to_decimal_years, load_bundled
-from evocov_core.parallel import run_with_time_limits
+from evocov_core.forecast.classical import _forecast, _import_statsforecast, _Task, classical_forecasts
 
 IMPORTS = {
     "nothing (`pass`)": "pass",
     "numpy, pandas, scipy.stats": "import numpy, pandas, scipy.stats",
-    "`evocov_core.classical`": "import sys, evocov_core.classical; assert 'statsforecast' not in sys.modules",
+    "`evocov_core.forecast.classical`": ("import sys, evocov_core.forecast.classical; "
+                                         "assert 'statsforecast' not in sys.modules"),
     "`statsforecast`": "import statsforecast",
     "`statsforecast.models`": "import statsforecast.models",
 }

@@ -1,7 +1,7 @@
 """Which classical forecasts should the kernel's forecast be weighed with?
 
 Since 1bf900b a search's forecast weighs its kernel, AutoETS and AutoTheta by the inverse square of
-their squared errors summed over four earlier origins (:mod:`evocov_core.combination`), and its
+their squared errors summed over four earlier origins (:mod:`evocov_core.forecast.combination`), and its
 kernel file records those errors. On the development corpus that forecast is 0.95 × AutoETS, where
 issue 27 asks for 0.85; the classical side holds about half of the weight, so a better classical
 side moves the forecast directly. The M4 competition's lesson is that combinations of classical
@@ -19,7 +19,7 @@ code (the kernels and their origin errors as recorded, no refit), trial by trial
 
 The kernel keeps its recorded guard (left out where its forecast leaves AutoETS's and AutoTheta's
 intervals). Every classical model is fitted on the same points as beside the search
-(:func:`evocov_core.search.combine.origin_datasets`). Nothing here sees the test part but the scores.
+(:func:`evocov_core.forecast.beside.origin_datasets`). Nothing here sees the test part but the scores.
 
 Usage (from the repository root)::
 
@@ -45,14 +45,13 @@ from bench._common import RESULTS_DIR, limit_threads, map_jobs, paired_rules_tab
 from bench.bench_choice import add_folder_study_args, folder_study_jobs
 from bench.bench_pooled_searches import _weights
 from evocov_core.benchmarks.common import load_series
-from evocov_core.classical import classical_forecasts_many
-from evocov_core.combination import KERNEL, MIN_WEIGHT, POWER, SHORT_KERNEL_WEIGHT, inverse_error_weights
-from evocov_core.kernel_file import load_kernel_file
-from evocov_core.metrics import FitData, rmse
-from evocov_core.model import FittedModel
-from evocov_core.search.combine import ORIGIN_TIME_LIMIT, origin_datasets
+from evocov_core.fitting.metrics import FitData, rmse
+from evocov_core.fitting.seasons import infer_seasons
+from evocov_core.forecast.beside import ORIGIN_TIME_LIMIT, origin_datasets
+from evocov_core.forecast.classical import classical_forecasts_many
+from evocov_core.forecast.combination import KERNEL, MIN_WEIGHT, POWER, SHORT_KERNEL_WEIGHT, inverse_error_weights
+from evocov_core.runs.kernel_file import load_kernel_file
 from evocov_core.search.validate import origin_windows
-from evocov_core.seasons import infer_seasons
 
 MODELS = ("AutoETS", "AutoTheta", "AutoARIMA", "AutoCES", "DynamicOptimizedTheta")
 SHORT = {"AutoETS": "E", "AutoTheta": "T", "AutoARIMA": "A", "AutoCES": "C", "DynamicOptimizedTheta": "D"}
@@ -155,7 +154,7 @@ def series_rows(job: tuple) -> list[dict]:
         recorded = dict(c.origin_sse)
         check_sse = max((abs(errors[m] / recorded[m] - 1) for m in ("AutoETS", "AutoTheta")
                          if m in recorded and math.isfinite(recorded[m]) and recorded[m] > 0), default=0.0)
-        kmean = np.asarray(FittedModel.from_file(kf, fallback_norm=ds.norm)
+        kmean = np.asarray(kf.model(fallback_norm=ds.norm)
                            .predict_mean(ds.X_train, ds.y_train, ds.X_test), dtype=np.float64)
         ksse = recorded.get(KERNEL, math.inf)
         if c.guard or not c.origins:

@@ -7,7 +7,7 @@ forecasts among a search's candidates but nothing on the training range that tel
 M competitions: an average of unlike methods is rarely the worst and often the best). Here the
 returned kernel's predictive mean on the test inputs is averaged, with equal weights, with the
 point forecasts of statsforecast's AutoETS and AutoTheta fitted on the same training part
-(:func:`evocov_core.classical.classical_forecasts`, the dashboard's and the benchmark's settings),
+(:func:`evocov_core.forecast.classical.classical_forecasts`, the dashboard's and the benchmark's settings),
 and the test RMSE of each average is compared, trial by trial, with the kernel's own.
 
 The GP's mean is recomputed from the kernel file; its test RMSE is checked against the one the
@@ -22,7 +22,7 @@ the rules that contain the kernel's forecast, ``val-inverse`` weights the three
 forecasts by the inverse of that error (Bates & Granger 1969).
 
 ``val-best-gp`` was what a budgeted search returned as its forecast from b43bd69 to 1bf900b, when
-the weighted average of ``bench/bench_combine_weights.py`` replaced it (:mod:`evocov_core.combination`,
+the weighted average of ``bench/bench_combine_weights.py`` replaced it (:mod:`evocov_core.forecast.combination`,
 the presets' ``combine``), with two differences: the kernel's
 origin forecasts are the interval calibration's refits (seeded by the search), and the classical
 models at every origin get the seasons read from the whole training part. ``bench accuracy``
@@ -54,12 +54,12 @@ from bench.bench_choice import folder_setup, is_long, long_setup, reference, tri
 from evocov_core.benchmarks.accuracy import read_trials
 from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
 from evocov_core.benchmarks.long import load_long
-from evocov_core.classical import classical_forecasts
 from evocov_core.data import Dataset
-from evocov_core.gp import posterior
-from evocov_core.kernel_file import load_kernel_file
-from evocov_core.metrics import FitData, rmse
-from evocov_core.optimize import NUMERIC_ERRORS, Start, fit_kernel
+from evocov_core.fitting.gp import posterior
+from evocov_core.fitting.metrics import FitData, rmse
+from evocov_core.fitting.optimize import NUMERIC_ERRORS, Start, fit_kernel
+from evocov_core.forecast.classical import classical_forecasts
+from evocov_core.runs.kernel_file import load_kernel_file
 from evocov_core.search.validate import DEFAULT_ORIGINS
 
 #: The classical forecasters averaged with the kernel's forecast unless ``--models`` says otherwise.

@@ -2,7 +2,7 @@
 
 The search's forecast is the average (the kernel alone, or with AutoETS, AutoTheta or both) whose
 forecasts from four earlier origins had the lowest squared error summed over the origins
-(:mod:`evocov_core.combination`, ``val-best-gp`` in ``bench/bench_combine.py``). The sum is ruled
+(:mod:`evocov_core.forecast.combination`, ``val-best-gp`` in ``bench/bench_combine.py``). The sum is ruled
 by the origin with the largest errors, and an average is taken on any margin. This script asks
 whether a rule that reads the origins one by one chooses better. It fits nothing: it reads the
 per-origin squared errors and each average's test RMSE that ``bench_combine --validate`` wrote

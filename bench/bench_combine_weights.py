@@ -16,8 +16,8 @@ origins favoured it. This script measures, trial by trial:
   weighted by its summed squared error over the origins to the power ``-p`` (p = 0: equal weights);
 * ``+guard``: the same, with the kernel left out (its weight 0, the others renormalised) wherever its
   forecast of the test part lies more than one half-width outside the union of AutoETS's and
-  AutoTheta's 95 % intervals at some step (:func:`evocov_core.search.combine.guard_reason`);
-* ``product``: what a search returns since 1bf900b (:func:`evocov_core.combination.weigh_members`
+  AutoTheta's 95 % intervals at some step (:func:`evocov_core.forecast.beside.guard_reason`);
+* ``product``: what a search returns since 1bf900b (:func:`evocov_core.forecast.combination.weigh_members`
   with the preset's power and the guard; members under 1 % dropped), computed by the package itself.
 
 Each origin (60, 70, 80, 90 % of the training x-range, forecasting the next tenth) refits the kernel
@@ -54,12 +54,12 @@ from bench.bench_combine import kernel_mean, origin_sets
 from evocov_core.benchmarks.accuracy import read_trials
 from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
 from evocov_core.benchmarks.long import load_long
-from evocov_core.classical import ClassicalForecast, classical_forecasts
-from evocov_core.combination import KERNEL, POWER, inverse_error_weights, weigh_members
 from evocov_core.data import Dataset
-from evocov_core.kernel_file import load_kernel_file
-from evocov_core.metrics import rmse
-from evocov_core.search.combine import guard_reason
+from evocov_core.fitting.metrics import rmse
+from evocov_core.forecast.beside import guard_reason
+from evocov_core.forecast.classical import ClassicalForecast, classical_forecasts
+from evocov_core.forecast.combination import KERNEL, POWER, inverse_error_weights, weigh_members
+from evocov_core.runs.kernel_file import load_kernel_file
 
 #: The classical models fitted at every origin, unless ``--models`` says otherwise.
 MODELS = ("AutoETS", "AutoTheta", "AutoARIMA")

@@ -8,7 +8,7 @@ draws), three times, median; the first render of each page is reported too (cold
 
 * the Data page uploading the series' CSV (3 MB) until it offers "Use this dataset", and with
   the series as the current dataset (its chart thinned to at most 8,000 drawn points,
-  :func:`evocov_core.figures.minmax_indices`);
+  :func:`evocov_core.present.figures.minmax_indices`);
 * the Search page watching the finished run (progress, fitness curve, best kernel);
 * the Results page of the run: every tab (Best kernel with its forecast and components,
   Report, All kernels (Pareto), Apply a kernel file) is built on each render; the SE
@@ -67,7 +67,7 @@ def main() -> None:
     ds = load_long(tmp / "data" / f"{SERIES}.csv")
     rows: list[list[str]] = [["read and validate the CSV (load_csv)", f"{t_read:.2f}", "-"]]
 
-    from evocov_core.figures import series_data, series_figure
+    from evocov_core.present.figures import series_data, series_figure
 
     t_fig = _timed(lambda: series_figure(ds))
     thin = len(series_figure(ds).to_json())
@@ -75,9 +75,9 @@ def main() -> None:
     full = len(go.Figure([go.Scattergl(x=df.x, y=df.y)]).to_json())
     rows.append(["series chart built (series_figure)", f"{t_fig:.2f}", "-"])
 
-    from evocov_core.jobs import JobManager, JobSpec
+    from evocov_core.runs.jobs import JobManager, JobSpec
+    from evocov_core.runs.store import RunStore
     from evocov_core.search import preset
-    from evocov_core.store import RunStore
 
     jm = JobManager(RunStore(tmp / "store"), max_concurrent=1)
     cfg = preset("quick", "evocov", time_budget=args.time_budget)
@@ -131,8 +131,8 @@ def main() -> None:
         rows.append([label, f"{statistics.median(t):.2f}", f"{t[0]:.2f}"])
 
     # A click on the Pareto tab opens that kernel: its forecast and components (what show_kernel computes).
-    from evocov_core.figures import components_data, extrapolation_data, extrapolation_figure
-    from evocov_core.model import FittedModel
+    from evocov_core.fitting.model import FittedModel
+    from evocov_core.present.figures import components_data, extrapolation_data, extrapolation_figure
     from evocov_core.search import EvalRecord
 
     records = RunStore(tmp / "store").evaluations(jid)
@@ -149,8 +149,8 @@ def main() -> None:
         rows.append(["Pareto tab: opening a kernel (its forecast and components)", f"{_timed(open_record):.2f}",
                      "-"])
 
-    from evocov_core.kernel_file import parse_kernel_file
-    from evocov_core.report_html import report_html
+    from evocov_core.present.report_html import report_html
+    from evocov_core.runs.kernel_file import parse_kernel_file
     run = RunStore(tmp / "store").get_run(jid)
     assert run is not None and run.best is not None
     kf = parse_kernel_file(run.best.text)
@@ -165,7 +165,7 @@ def main() -> None:
     if not args.no_report:
         # The dashboard's way: the Results page fits the classical forecasters in the background when it
         # opens, and the report made afterwards reuses them (dashboard.comparison.classical_for_report).
-        from evocov_core.classical import classical_forecasts
+        from evocov_core.forecast.classical import classical_forecasts
 
         t0 = time.perf_counter()
         done = classical_forecasts(ds)
@@ -179,8 +179,8 @@ def main() -> None:
         # (dashboard.comparison.baselines_for_report): the report then fits nothing.
         from dashboard.comparison import baselines_for_report
         from dashboard.datasets import dataset_fingerprint
-        from evocov_core.baselines import se_baseline
-        from evocov_core.metrics import FitData
+        from evocov_core.fitting.metrics import FitData
+        from evocov_core.present.baselines import se_baseline
 
         t0 = time.perf_counter()
         se_fit = se_baseline(FitData.from_dataset(ds))

@@ -1,7 +1,7 @@
 """How well do the Gaussian-process forms of exponential smoothing forecast on their own?
 
 Issue 55 adds a local level, a local trend and a damped trend to the grammar
-(:mod:`evocov_core.grammar`) and starts every budgeted search from the GP forms of the models ETS
+(:mod:`evocov_core.language.grammar`) and starts every budgeted search from the GP forms of the models ETS
 chooses among (:mod:`evocov_core.search.ets_seeds`). Before they enter a search: fitted alone, from
 the values the search gives them, what does each form forecast? For every series of a folder, each
 form of :func:`~evocov_core.search.ets_seeds.ets_seeds` is fitted once (the ``quick`` preset's
@@ -35,9 +35,9 @@ import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, map_jobs, write_report
 from evocov_core.benchmarks.common import geomean, load_series, md_table
-from evocov_core.gp import posterior
-from evocov_core.metrics import FitData
-from evocov_core.optimize import fit_kernel
+from evocov_core.fitting.gp import posterior
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import fit_kernel
 from evocov_core.search.config import preset
 from evocov_core.search.ets_seeds import NON_SEASONAL, SEASONAL, ets_seeds, season
 

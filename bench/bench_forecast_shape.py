@@ -50,11 +50,11 @@ import pandas as pd
 from bench._common import RESULTS_DIR, limit_threads, map_jobs, recorded_trials, write_report
 from bench.bench_choice import as_fit, distinct_fits, folder_setup, reference, trial_data
 from evocov_core.benchmarks.common import md_table
-from evocov_core.evaluate import covariance_diag
-from evocov_core.gp import posterior
-from evocov_core.kernel_file import load_kernel_file
-from evocov_core.metrics import FitData, rmse
-from evocov_core.optimize import NUMERIC_ERRORS, FitResult
+from evocov_core.fitting.gp import posterior
+from evocov_core.fitting.metrics import FitData, rmse
+from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult
+from evocov_core.language.evaluate import covariance_diag
+from evocov_core.runs.kernel_file import load_kernel_file
 
 FEATURES = ("growth", "excursion", "off_trend", "bend", "spread_end", "q")
 #: The horizon after the training range, as a share of its span (the benchmarks' 10 % test part

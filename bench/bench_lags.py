@@ -3,7 +3,7 @@
 The evaluator's lag row used to serve only inputs on an exact lattice ``x_0 + k·h`` and whole
 trees without ``dot_prod`` or a change operator. Eight of the 13 TSDL series give their dates as
 decimal years of months or days (steps of 28-31 days, 365 or 366 days a year), so they missed it
-and every node of every kernel was an n×n array. Now (:class:`evocov_core.evaluate.Inputs`):
+and every node of every kernel was an n×n array. Now (:class:`evocov_core.language.evaluate.Inputs`):
 
 * inputs whose n² lags take few distinct values once rounded to 1e-7 of the smallest gap
   (monthly or daily dates, with or without gaps, sorted or not) get a lag row and a gather;
@@ -16,7 +16,7 @@ Internet (hourly, n = 909, one date out of order), Births (daily with gaps, n = 
 RQ, PER, ``SE × (RQ + PER)`` (stationary), ``LIN × (SE + PER)`` and ``LIN + RQ × PER`` (mixed).
 Contenders, timed in interleaved blocks in one run (median over repetitions):
 
-``pairs``  :func:`evocov_core.gp.lml_and_grad` with ``Inputs(X, toeplitz=False)``: every node
+``pairs``  :func:`evocov_core.fitting.gp.lml_and_grad` with ``Inputs(X, toeplitz=False)``: every node
            on all n² pairs (what these series got before);
 ``lags``   the same with ``Inputs(X)``.
 
@@ -37,11 +37,11 @@ import numpy as np
 
 from bench._common import interleaved, limit_threads, report_ratio_table
 from evocov_core.benchmarks.common import geomean, load_series, md_table
-from evocov_core.evaluate import Inputs
-from evocov_core.gp import lml_and_grad
-from evocov_core.kernel import Kernel
-from evocov_core.library import WELL_KNOWN, compose
-from evocov_core.metrics import FitData
+from evocov_core.fitting.gp import lml_and_grad
+from evocov_core.fitting.metrics import FitData
+from evocov_core.language.evaluate import Inputs
+from evocov_core.language.kernel import Kernel
+from evocov_core.language.library import WELL_KNOWN, compose
 
 SERIES = ("10-sulphuric", "06-internet", "12-births")
 KERNELS: dict[str, Kernel] = {

@@ -4,7 +4,7 @@ Kernel ``SE + PER×SE`` written in the grammar (``compose(["+", "SE", ["*", "PER
 at n = 129, 315, 490, 900, on two input grids in model units:
 
 * ``regular``: ``np.linspace(1, 2, n)``; the Toeplitz fast path of
-  :mod:`evocov_core.evaluate` applies;
+  :mod:`evocov_core.language.evaluate` applies;
 * ``irregular``: sorted uniform draws on [1, 2] (seeded); the general path.
 
 Contenders, timed in interleaved blocks (median over repetitions):
@@ -16,8 +16,8 @@ Contenders, timed in interleaved blocks (median over repetitions):
                   place. So the floor includes one n×n copy that our code does not pay;
 ``floor_nocopy``  the same on a fresh copy made outside the timer (the pure LAPACK work);
 ``build``         ``covariance`` only (our K build, no factorisation), to show the split;
-``ours_lml``      :func:`evocov_core.gp.lml` (build + Cholesky + solve + log-det);
-``ours_grad``     :func:`evocov_core.gp.lml_and_grad`;
+``ours_lml``      :func:`evocov_core.fitting.gp.lml` (build + Cholesky + solve + log-det);
+``ours_grad``     :func:`evocov_core.fitting.gp.lml_and_grad`;
 ``sk_lml``        ``GaussianProcessRegressor(kernel, optimizer=None).fit(X, y)`` then
                   ``log_marginal_likelihood(theta, eval_gradient=False)``;
 ``sk_grad``       the same with ``eval_gradient=True``.
@@ -50,9 +50,9 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from bench._common import interleaved, limit_threads, machine_info, write_report
 from evocov_core.benchmarks.common import md_table
-from evocov_core.evaluate import Inputs, covariance
-from evocov_core.gp import lml, lml_and_grad
-from evocov_core.library import compose
+from evocov_core.fitting.gp import lml, lml_and_grad
+from evocov_core.language.evaluate import Inputs, covariance
+from evocov_core.language.library import compose
 
 SIZES = (129, 315, 490, 900)
 EXPR = ["+", "SE", ["*", "PER", "SE"]]

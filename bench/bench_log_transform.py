@@ -43,8 +43,8 @@ from bench._common import limit_threads, write_report
 from evocov_core.benchmarks.accuracy import read_trials, reference_rmse
 from evocov_core.benchmarks.common import TrialStatus, geomean, md_table
 from evocov_core.data import Dataset, load_tsdl
-from evocov_core.gp import posterior
-from evocov_core.metrics import FitData
+from evocov_core.fitting.gp import posterior
+from evocov_core.fitting.metrics import FitData
 from evocov_core.search import run_search
 from evocov_core.search.config import preset
 

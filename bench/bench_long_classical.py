@@ -1,12 +1,12 @@
 """How many recent points the classical members of a long series' forecast combination need.
 
 On long series the search's forecast can weigh the kernel with MSTL and AutoETS (the setting
-``long_combine``, :mod:`evocov_core.search.combine`). They are fitted five times a search (the whole
+``long_combine``, :mod:`evocov_core.forecast.beside`). They are fitted five times a search (the whole
 training part and the points before each of four origins) beside a 60 s search: on all of up to
 10,000 points (the benchmark baselines' setting) AutoETS takes 6-10 s a fit. This script fits both
 on the last N training points for several N, on every series of a ``bench long`` folder, and
 reports each forecast's test RMSE against the one from 10,000 points, with the seconds per fit:
-what :data:`evocov_core.search.combine.LONG_POINTS` is chosen on (the development set's folder).
+what :data:`evocov_core.forecast.beside.LONG_POINTS` is chosen on (the development set's folder).
 
 Usage (from the repository root; the folder's ``data/`` is rebuilt from the installed packages)::
 
@@ -29,10 +29,10 @@ import pandas as pd
 from bench._common import RESULTS_DIR, limit_threads, write_report
 from evocov_core.benchmarks.common import geomean, md_table
 from evocov_core.benchmarks.long import load_long, write_series
-from evocov_core.classical import classical_forecasts
 from evocov_core.data import Dataset
-from evocov_core.metrics import rmse
-from evocov_core.seasons import infer_seasons
+from evocov_core.fitting.metrics import rmse
+from evocov_core.fitting.seasons import infer_seasons
+from evocov_core.forecast.classical import classical_forecasts
 
 POINTS = (1000, 2000, 4000, 10_000)
 MODELS = ("MSTL", "AutoETS")
@@ -86,7 +86,7 @@ def main() -> None:
     write_report(f"bench_long_classical__{name}", "Classical members of a long series' forecast on recent points", [
         __doc__.split("\n\n", 1)[1].split("Usage")[0].strip(),
         f"Folder `{args.folder}`, {len(names)} series; the seasons are those of each whole series "
-        "(:func:`evocov_core.seasons.infer_seasons`); MSTL keeps a season when it sees two of it. Ratio = test "
+        "(:func:`evocov_core.fitting.seasons.infer_seasons`); MSTL keeps a season when it sees two of it. Ratio = test "
         "RMSE from the last N training points over that from the last 10,000 (every point when fewer), per "
         "series and model; seconds = one fit in the child process.",
         md_table(["points", "forecasts", "geomean ratio", "best", "worst", "median s", "max s"], table,

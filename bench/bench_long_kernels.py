@@ -27,11 +27,11 @@ import numpy as np
 from bench._common import limit_threads, write_report
 from evocov_core.benchmarks.common import md_table
 from evocov_core.benchmarks.long import load_long, write_series
-from evocov_core.gp import posterior
-from evocov_core.kernel import Kernel
-from evocov_core.library import compose
-from evocov_core.metrics import FitData, rmse
-from evocov_core.optimize import OptimConfig, Start, fit_kernel
+from evocov_core.fitting.gp import posterior
+from evocov_core.fitting.metrics import FitData, rmse
+from evocov_core.fitting.optimize import OptimConfig, Start, fit_kernel
+from evocov_core.language.kernel import Kernel
+from evocov_core.language.library import compose
 from evocov_core.search.spectral_seeds import local_periodic, wandering_trend
 
 MAX_EVALS = 150

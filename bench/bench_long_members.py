@@ -1,7 +1,7 @@
 """Which classical forecasters a long series' forecast combination should weigh, post hoc on a ``bench long`` folder.
 
 Each trial's returned kernel is combined by the package's own
-``evocov_core.search.combine.ClassicalBeside``, as a search with ``long_combine`` does: the kernel
+``evocov_core.forecast.beside.ClassicalBeside``, as a search with ``long_combine`` does: the kernel
 forecasts each of the four origins' next tenth with its fitted values, the classical models see the
 last ``LONG_POINTS`` points before each origin and before the test part, and every member is weighed
 by the inverse square of its error summed over the origins (the guard included). One
@@ -29,11 +29,11 @@ from bench._common import RESULTS_DIR, limit_threads, write_report
 from bench.bench_long_weights import finished_trials
 from evocov_core.benchmarks.common import geomean, md_table
 from evocov_core.benchmarks.long import load_long
-from evocov_core.combination import KERNEL, Combination
-from evocov_core.kernel_file import load_kernel_file
-from evocov_core.metrics import rmse
+from evocov_core.fitting.metrics import rmse
+from evocov_core.forecast.beside import ClassicalBeside, combined_test_mean, kernel_test_mean
+from evocov_core.forecast.combination import KERNEL, Combination
+from evocov_core.runs.kernel_file import load_kernel_file
 from evocov_core.search import preset, search_data
-from evocov_core.search.combine import ClassicalBeside, combined_test_mean, kernel_test_mean
 
 #: The member sets weighed with the kernel; the first is the presets' (``long_combine``).
 SETS: tuple[tuple[str, ...], ...] = (

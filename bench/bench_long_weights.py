@@ -5,7 +5,7 @@ error summed over the four origins (``combination.origin_sse``: the kernel's wit
 MSTL's and AutoETS's from the last ``LONG_POINTS`` points) and the weights they gave at the preset's
 power 2. This script recomputes the forecast of the test part for other powers from those errors:
 the kernel's mean from its kernel file, the classical members' from the same last ``LONG_POINTS``
-training points the search gave them (``evocov_core.search.combine``), the guard as the search
+training points the search gave them (``evocov_core.forecast.beside``), the guard as the search
 applied it (recorded). Nothing is refitted but the classical models, once per series; the power-2
 row is checked against the forecast RMSE each trial recorded.
 
@@ -37,16 +37,16 @@ from bench.bench_choice import long_setup
 from bench.bench_long_classical import last_points
 from evocov_core.benchmarks.common import geomean, md_table
 from evocov_core.benchmarks.long import load_long, write_series
-from evocov_core.classical import classical_forecasts
-from evocov_core.combination import KERNEL, MIN_WEIGHT, Combination, inverse_error_weights
 from evocov_core.data import Dataset
-from evocov_core.kernel_file import load_kernel_file
-from evocov_core.metrics import rmse
-from evocov_core.model import FittedModel
-from evocov_core.optimize import FitResult
+from evocov_core.fitting.metrics import rmse
+from evocov_core.fitting.model import FittedModel
+from evocov_core.fitting.optimize import FitResult
+from evocov_core.fitting.seasons import infer_seasons
+from evocov_core.forecast.beside import LONG_POINTS, ClassicalBeside
+from evocov_core.forecast.classical import classical_forecasts
+from evocov_core.forecast.combination import KERNEL, MIN_WEIGHT, Combination, inverse_error_weights
+from evocov_core.runs.kernel_file import load_kernel_file
 from evocov_core.search import SearchConfig, preset, search_data
-from evocov_core.search.combine import LONG_POINTS, ClassicalBeside
-from evocov_core.seasons import infer_seasons
 
 POWERS = (0.0, 1.0, 2.0, 3.0, 4.0, 8.0)
 
@@ -62,7 +62,7 @@ def weighted(errors: dict[str, float], means: dict[str, np.ndarray], power: floa
 
 def _product_combination(ds: Dataset, fit: FitResult, kernel_mean: np.ndarray, config: SearchConfig) -> Combination:
     """What a search whose returned kernel is ``fit`` makes of it since the presets combine long series: the
-    package's own :class:`~evocov_core.search.combine.ClassicalBeside`, with the presets' members and power."""
+    package's own :class:`~evocov_core.forecast.beside.ClassicalBeside`, with the presets' members and power."""
     members = preset("quick").long_combine
     beside = ClassicalBeside(ds, search_data(ds, config), members)
     return beside.choose(None, fit=fit, kernel_mean=kernel_mean)[0]

@@ -40,15 +40,15 @@ from bench._common import RESULTS_DIR, limit_threads, map_jobs, paired_rules_tab
 from bench.bench_choice import add_folder_study_args, folder_study_jobs
 from bench.bench_classical_members import capped, sse, weighed
 from evocov_core.benchmarks.common import load_series
-from evocov_core.classical import classical_forecasts_many
-from evocov_core.combination import KERNEL, SHORT_KERNEL_WEIGHT
-from evocov_core.evaluate import Inputs, covariance
-from evocov_core.kernel_file import load_kernel_file
-from evocov_core.metrics import FitData, rmse
-from evocov_core.model import FittedModel
-from evocov_core.search.combine import ORIGIN_TIME_LIMIT, guard_reason, origin_datasets
+from evocov_core.fitting.metrics import FitData, rmse
+from evocov_core.fitting.model import FittedModel
+from evocov_core.fitting.seasons import infer_seasons
+from evocov_core.forecast.beside import ORIGIN_TIME_LIMIT, guard_reason, origin_datasets
+from evocov_core.forecast.classical import classical_forecasts_many
+from evocov_core.forecast.combination import KERNEL, SHORT_KERNEL_WEIGHT
+from evocov_core.language.evaluate import Inputs, covariance
+from evocov_core.runs.kernel_file import load_kernel_file
 from evocov_core.search.validate import DEFAULT_ORIGINS, origin_windows
-from evocov_core.seasons import infer_seasons
 
 MEMBERS = ("AutoETS", "AutoTheta")
 #: The mean's basis functions of x (model units: 1 to 2 over the training range).
@@ -98,7 +98,7 @@ def series_rows(job: tuple) -> list[dict]:
     rows = []
     for t in trials:
         kf = load_kernel_file(Path(t["folder"]) / str(t["kernel_file"]))
-        model = FittedModel.from_file(kf, fallback_norm=ds.norm)
+        model = kf.model(fallback_norm=ds.norm)
         norm = model.norm
         keep = model.conditioning(ds.X_train)
         if not keep.all():

@@ -2,7 +2,7 @@
 
 Series: ``../shared/data/tsdl/01-airline.csv`` (n_train = 129) and ``03-mauna.csv``
 (n_train = 490), loaded with :func:`evocov_core.data.load_tsdl` (the published split) and
-normalised with :meth:`evocov_core.metrics.FitData.from_dataset`; every method fits the same
+normalised with :meth:`evocov_core.fitting.metrics.FitData.from_dataset`; every method fits the same
 model-unit X and y. Kernel ``compose(["+", "SE", ["*", "PER", "SE"]])`` plus white noise.
 
 Methods, each run once per seed (the order rotates from seed to seed):
@@ -60,7 +60,7 @@ default_minus_sklearn_lml=…`` and the same for ``mauna``. Results also go to
 Run from the repository root: ``python -m bench.bench_optimizers`` (about 3-5 minutes, mostly
 scikit-learn on Mauna Loa); ``--profile`` adds a cProfile of one default fit on Mauna Loa;
 ``--n-screen N`` adds a row for the defaults with ``OptimConfig(n_screen=N)`` (start screening,
-when :mod:`evocov_core.optimize` has that option).
+when :mod:`evocov_core.fitting.optimize` has that option).
 """
 
 from __future__ import annotations
@@ -82,13 +82,13 @@ from sklearn.gaussian_process.kernels import RBF, ExpSineSquared, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from bench._common import ROOT, limit_threads, machine_info, write_report
-from evocov_core import optimize
 from evocov_core.benchmarks.common import md_table
 from evocov_core.data import load_tsdl
-from evocov_core.gp import lml
-from evocov_core.library import compose
-from evocov_core.metrics import FitData, rmse
-from evocov_core.optimize import OptimConfig, _starts, fit_kernel
+from evocov_core.fitting import optimize
+from evocov_core.fitting.gp import lml
+from evocov_core.fitting.metrics import FitData, rmse
+from evocov_core.fitting.optimize import OptimConfig, _starts, fit_kernel
+from evocov_core.language.library import compose
 
 EXPR = ["+", "SE", ["*", "PER", "SE"]]
 SERIES = {"airline": "01-airline.csv", "mauna": "03-mauna.csv"}

@@ -50,13 +50,12 @@ import pandas as pd
 from bench._common import RESULTS_DIR, folders_trials, limit_threads, write_report
 from bench.bench_choice import folder_setup, reference
 from evocov_core.benchmarks.common import load_series, md_table
-from evocov_core.classical import classical_forecasts
-from evocov_core.combination import KERNEL, MIN_WEIGHT, POWER, inverse_error_weights
-from evocov_core.kernel_file import load_kernel_file
-from evocov_core.metrics import rmse
-from evocov_core.model import FittedModel
-from evocov_core.search.combine import ORIGIN_TIME_LIMIT
-from evocov_core.seasons import infer_seasons
+from evocov_core.fitting.metrics import rmse
+from evocov_core.fitting.seasons import infer_seasons
+from evocov_core.forecast.beside import ORIGIN_TIME_LIMIT
+from evocov_core.forecast.classical import classical_forecasts
+from evocov_core.forecast.combination import KERNEL, MIN_WEIGHT, POWER, inverse_error_weights
+from evocov_core.runs.kernel_file import load_kernel_file
 
 RULES = ("one search", "pooled", "pooled, kernels share one weight", "lowest origin error",
          "mean of the K forecasts")
@@ -98,7 +97,7 @@ def series_rows(data_dir: Path, series: str, group: pd.DataFrame, ks: list[int],
         # A search that made no origins (out of time) forecast with its kernel alone: it joins a pool only
         # through its own forecast (no error to weigh its kernel by).
         models = tuple(m for m in c.members if m != KERNEL) or models
-        mean = FittedModel.from_file(kf, fallback_norm=ds.norm).predict_mean(ds.X_train, ds.y_train, ds.X_test)
+        mean = kf.model(fallback_norm=ds.norm).predict_mean(ds.X_train, ds.y_train, ds.X_test)
         seeds[int(t.seed)] = {"kernel": np.asarray(mean, dtype=np.float64), "combination": c,
                               "sse": dict(c.origin_sse), "recorded": float(t.forecast_test_rmse)}
     fc = classical_forecasts(ds, season_lengths=infer_seasons(ds).lengths or (1,), models=models,

@@ -11,7 +11,7 @@ Kernel: RQ written in the grammar, ``div(power(add(1, sq_dist(euc(x), hp0)), hp1
 uniform draws; the Toeplitz fast path of regular grids would hide the cost) at n = 129, 490,
 909. Contenders, timed in interleaved blocks in one run (median over repetitions):
 
-``before``  :func:`evocov_core.gp.lml_and_grad` with the previous reverse step (kept as
+``before``  :func:`evocov_core.fitting.gp.lml_and_grad` with the previous reverse step (kept as
             the reference in this script, swapped into the evaluator for its blocks);
 ``after``   the same with the evaluator as it is.
 
@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 
 from bench._common import interleaved, limit_threads, report_ratio_table
-from evocov_core import evaluate
 from evocov_core.benchmarks.common import md_table
-from evocov_core.evaluate import Inputs
-from evocov_core.gp import lml_and_grad
-from evocov_core.kernel import Kernel
+from evocov_core.fitting.gp import lml_and_grad
+from evocov_core.language import evaluate
+from evocov_core.language.evaluate import Inputs
+from evocov_core.language.kernel import Kernel
 
 SIZES = (129, 490, 909)
 KERNEL = Kernel(("multiply", "div", "power", "add", "1", "sq_dist", "euc", "x", "hp0", "hp1",

@@ -10,7 +10,7 @@ search is not rerun: this measures what priors do to the kernels a search finds,
 kernels it finds.
 
 The prior is log-normal on every slot, by the role the slot plays in the tree
-(:func:`~evocov_core.kernel.slot_roles`), in model units (training inputs span [1, 2],
+(:func:`~evocov_core.language.kernel.slot_roles`), in model units (training inputs span [1, 2],
 outputs standardised), as AutoGP's (``log θ ~ N(−1.5, 1)`` on a unit time span) where the
 parametrisations agree:
 
@@ -51,11 +51,11 @@ from scipy.optimize import minimize
 from bench._common import RESULTS_DIR, limit_threads, map_jobs, recorded_trials, write_report
 from bench.bench_choice import as_fit, distinct_fits, folder_setup, reference, trial_data
 from evocov_core.benchmarks.common import geomean, md_table
-from evocov_core.gp import lml_and_grad, posterior
-from evocov_core.kernel import Kernel, slot_roles
-from evocov_core.kernel_file import load_kernel_file
-from evocov_core.metrics import FitData, rmse
-from evocov_core.optimize import NUMERIC_ERRORS, FitResult, OptimConfig, slot_bounds
+from evocov_core.fitting.gp import lml_and_grad, posterior
+from evocov_core.fitting.metrics import FitData, rmse
+from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult, OptimConfig, slot_bounds
+from evocov_core.language.kernel import Kernel, slot_roles
+from evocov_core.runs.kernel_file import load_kernel_file
 
 #: (mean, sd) of ``log θ`` by slot role; model units (see the module docstring).
 PRIORS: dict[str, tuple[float, float]] = {

@@ -38,8 +38,7 @@ import pandas as pd
 from bench._common import limit_threads, write_report
 from evocov_core.benchmarks.accuracy import read_trials, reference_rmse
 from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
-from evocov_core.kernel_file import load_kernel_file
-from evocov_core.model import FittedModel
+from evocov_core.runs.kernel_file import load_kernel_file
 
 
 def seed_forecasts(folder: Path, data_dir: Path, series: str) -> tuple[dict[int, np.ndarray], np.ndarray]:
@@ -48,7 +47,7 @@ def seed_forecasts(folder: Path, data_dir: Path, series: str) -> tuple[dict[int,
     out = {}
     for path in sorted((folder / "kernels").glob(f"{series}__full__seed*.json")):
         seed = int(path.stem.rsplit("seed", 1)[1])
-        model = FittedModel.from_file(load_kernel_file(path))
+        model = load_kernel_file(path).model()
         out[seed] = model.predict(ds.X_train, ds.y_train, ds.X_test).mean
     return out, np.asarray(ds.y_test, dtype=float)
 

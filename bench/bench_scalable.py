@@ -8,7 +8,7 @@ own structure):
 
 **fits** (untimed, seeded: the same numbers on any machine)
 
-* the **subset of data** (:mod:`evocov_core.subset`, what the package does) at 500, 1,000 and
+* the **subset of data** (:mod:`evocov_core.fitting.subset`, what the package does) at 500, 1,000 and
   2,000 points, and the **exact GP** on every training point where it is affordable (taylor):
   each kernel fitted with the quick preset's optimiser (``fit_kernel``, one L-BFGS-B start
   after 20 screened starts, 60 evaluations), its test RMSE, LML and evaluations;
@@ -45,11 +45,11 @@ from bench.vfe import fit_vfe, grid_inducing, vfe_lml, vfe_lml_and_grad, vfe_pre
 from evocov_core.benchmarks.common import fmt, md_table
 from evocov_core.benchmarks.long import SERIES, load_long, write_series
 from evocov_core.data import Dataset
-from evocov_core.gp import lml_and_grad
-from evocov_core.library import compose
-from evocov_core.metrics import FitData
-from evocov_core.model import FittedModel
-from evocov_core.optimize import fit_kernel, slot_bounds
+from evocov_core.fitting.gp import lml_and_grad
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.model import FittedModel
+from evocov_core.fitting.optimize import fit_kernel, slot_bounds
+from evocov_core.language.library import compose
 from evocov_core.search import preset
 
 OUT = RESULTS_DIR / "scalable"

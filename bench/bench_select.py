@@ -35,9 +35,9 @@ import pandas as pd
 from bench._common import limit_threads, parse_tuple, write_report
 from evocov_core.benchmarks.common import md_table
 from evocov_core.data import load_csv
-from evocov_core.kernel_file import parse_expression
-from evocov_core.metrics import FitData, metric_value
-from evocov_core.optimize import FitStatus, OptimConfig, Start, fit_kernel
+from evocov_core.fitting.metrics import FitData, metric_value
+from evocov_core.fitting.optimize import FitStatus, OptimConfig, Start, fit_kernel
+from evocov_core.runs.kernel_file import parse_expression
 
 
 def tail_scores(records: pd.DataFrame, data: FitData, k: int, seed: int = 0) -> pd.DataFrame:

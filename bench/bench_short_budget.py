@@ -27,15 +27,16 @@ import numpy as np
 from bench._common import limit_threads, parse_tuple, write_report
 from evocov_core.benchmarks.common import md_table
 from evocov_core.benchmarks.long import load_long, synthetic_series
-from evocov_core.kernel_file import load_kernel_file
-from evocov_core.parallel import run_measured
-from evocov_core.provenance import git_state
+from evocov_core.compute.measure import run_measured
+from evocov_core.compute.provenance import git_state
+from evocov_core.runs.kernel_file import load_kernel_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _commit(root: Path) -> str:
-    """The short commit of checkout ``root`` (:func:`~evocov_core.provenance.git_state`), "+dirty" if changed."""
+    """The short commit of checkout ``root`` (:func:`~evocov_core.compute.provenance.git_state`),
+    "+dirty" if changed."""
     state = git_state(root)
     return (state["commit"] or "unknown")[:7] + ("+dirty" if state["dirty"] else "")
 

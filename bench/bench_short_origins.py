@@ -3,14 +3,14 @@
 On a series of at most 100 training points a search weighs its kernel, AutoETS and AutoTheta by
 their squared errors summed over four earlier origins (0.6, 0.7, 0.8 and 0.9 of the training
 range, each forecasting the next tenth: 3-10 points each), with the kernel's weight held at one half
-(``combine_short``, :mod:`evocov_core.combination`), because four such errors could not tell a kernel
+(``combine_short``, :mod:`evocov_core.forecast.combination`), because four such errors could not tell a kernel
 that extrapolates well from one that leaves the data. This script asks whether more origins, each
 still forecasting the next tenth, tell them apart better, post hoc on ``bench accuracy`` folders:
 for each trial on a short series the returned kernel is refitted at each origin exactly as the
 search refits it there (:func:`~evocov_core.search.validate.origin_scores` with the model choice's
 refit settings and the search's seeds; at the presets' four origins this reproduces the recorded
 errors), AutoETS and AutoTheta are fitted on the same points as beside the search
-(:func:`~evocov_core.search.combine.origin_datasets`), and the forecast of the test part is weighed
+(:func:`~evocov_core.forecast.beside.origin_datasets`), and the forecast of the test part is weighed
 as the product weighs it, held and not. The kernel keeps its recorded guard. Nothing here sees the
 test part but the scores.
 
@@ -35,15 +35,14 @@ from bench._common import RESULTS_DIR, limit_threads, map_jobs, paired_rules_tab
 from bench.bench_choice import add_folder_study_args, folder_study_jobs
 from bench.bench_classical_members import capped, sse, weighed
 from evocov_core.benchmarks.common import load_series
-from evocov_core.classical import classical_forecasts_many
-from evocov_core.combination import KERNEL, SHORT_KERNEL_WEIGHT
-from evocov_core.kernel_file import load_kernel_file
-from evocov_core.metrics import FitData, rmse
-from evocov_core.model import FittedModel
-from evocov_core.search.combine import ORIGIN_TIME_LIMIT, origin_datasets
+from evocov_core.fitting.metrics import FitData, rmse
+from evocov_core.fitting.seasons import infer_seasons
+from evocov_core.forecast.beside import ORIGIN_TIME_LIMIT, origin_datasets
+from evocov_core.forecast.classical import classical_forecasts_many
+from evocov_core.forecast.combination import KERNEL, SHORT_KERNEL_WEIGHT
+from evocov_core.runs.kernel_file import load_kernel_file
 from evocov_core.search.stages import head_stage
 from evocov_core.search.validate import DEFAULT_ORIGINS, origin_scores, origin_windows
-from evocov_core.seasons import infer_seasons
 
 MEMBERS = ("AutoETS", "AutoTheta")
 #: Origin sets, as shares of the training range; each origin forecasts the next tenth of it.
@@ -99,7 +98,7 @@ def series_rows(job: tuple) -> list[dict]:
         if kf.normalisation is not None and kf.normalisation != ds.norm:
             raise SystemExit(f"{series}: the kernel file's units are not the data's")
         fit = kf.to_fit(ds.n_train)
-        kmean = np.asarray(FittedModel.from_file(kf, fallback_norm=ds.norm)
+        kmean = np.asarray(kf.model(fallback_norm=ds.norm)
                            .predict_mean(ds.X_train, ds.y_train, ds.X_test), dtype=np.float64)
         values: dict[str, float] = {"kernel": rmse(y, kmean)}
         check = math.nan

@@ -32,9 +32,9 @@ import numpy as np
 from bench._common import ROOT, limit_threads, machine_info, write_report
 from evocov_core.benchmarks.common import md_table
 from evocov_core.data import load_tsdl
-from evocov_core.library import compose
-from evocov_core.metrics import FitData
-from evocov_core.optimize import OptimConfig, fit_kernel
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+from evocov_core.language.library import compose
 
 SERIES = {"airline": "01-airline.csv", "mauna": "03-mauna.csv"}
 SETTINGS = {

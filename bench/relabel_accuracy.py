@@ -31,7 +31,7 @@ from pathlib import Path
 
 from evocov_core.benchmarks.accuracy import VARIANTS, kernel_path, settings_differences, variant_config
 from evocov_core.benchmarks.common import now_iso, write_json, write_text_atomic
-from evocov_core.kernel_file import dump_kernel_file
+from evocov_core.runs.kernel_file import dump_kernel_file
 
 
 def relabel(out: Path, mapping: dict[str, str]) -> list[str]:

@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from evocov_core.benchmarks.common import load_series
-from evocov_core.kernel_file import load_kernel_file
-from evocov_core.parallel import prepare_process
-from evocov_core.report_html import report_html
+from evocov_core.compute.setup import prepare_process
+from evocov_core.present.report_html import report_html
+from evocov_core.runs.kernel_file import load_kernel_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SERIES = {"01-airline": "Airline passengers", "03-mauna": "Mauna Loa CO₂"}

@@ -37,8 +37,8 @@ from numpy.typing import NDArray
 from scipy.linalg import cho_solve, solve_triangular
 from scipy.optimize import minimize
 
-from evocov_core.evaluate import Inputs, covariance, covariance_diag, covariance_vjp
-from evocov_core.kernel import Kernel
+from evocov_core.language.evaluate import Inputs, covariance, covariance_diag, covariance_vjp
+from evocov_core.language.kernel import Kernel
 
 __all__ = ["VFEParts", "fit_vfe", "grid_inducing", "vfe_lml", "vfe_lml_and_grad", "vfe_predict_mean"]
 

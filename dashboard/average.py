@@ -12,10 +12,10 @@ import streamlit as st
 from dashboard.format import dash_empty, fmt
 from dashboard.views import average_download_button, extrapolation_chart, kernel_download_button, model_key
 from evocov_core.data import Dataset
-from evocov_core.figures import average_members_data
-from evocov_core.kernel_file import KernelFileError, model_average_dict
-from evocov_core.model import ModelAverage
-from evocov_core.run_record import RunRecord
+from evocov_core.fitting.model import ModelAverage
+from evocov_core.present.figures import average_members_data
+from evocov_core.runs.kernel_file import KernelFileError, model_average, model_average_dict
+from evocov_core.runs.run_record import RunRecord
 
 
 def run_model_average(run: RunRecord, ds: Dataset) -> tuple[ModelAverage | None, str | None]:
@@ -26,14 +26,15 @@ def run_model_average(run: RunRecord, ds: Dataset) -> tuple[ModelAverage | None,
     if not run.ensemble:
         return None, None
     try:
-        avg = ModelAverage.from_docs([m.kernel.doc for m in run.ensemble], [m.weight for m in run.ensemble], ds.norm)
+        avg = model_average([m.kernel.doc for m in run.ensemble], [m.weight for m in run.ensemble], ds.norm)
     except (KernelFileError, ValueError, TypeError) as exc:
         return None, str(exc)
     return avg, None
 
 
 def members_table(run: RunRecord) -> pd.DataFrame:
-    """The kernels of a run's model average, heaviest first (:func:`evocov_core.figures.average_members_data`)."""
+    """The kernels of a run's model average, heaviest first
+    (:func:`evocov_core.present.figures.average_members_data`)."""
     return average_members_data([{"weight": m.weight, "kernel": m.kernel.doc} for m in run.ensemble])
 
 

@@ -1,7 +1,7 @@
 """Reference fits (SE baseline, fixed structures) in a child process, one at a time, as Futures.
 
 No Streamlit here: the child process imports only the core. Each fit runs through
-:func:`evocov_core.parallel.run_in_daemon_process` (its own *daemon* ``spawn`` process driven
+:func:`evocov_core.compute.runners.run_in_daemon_process` (its own *daemon* ``spawn`` process driven
 by a daemon thread), so a fit never blocks a page, never holds the server's GIL, and never
 delays the server's exit (a ProcessPoolExecutor would make interpreter shutdown wait for the
 running fit). This module only adds the keys: each fit runs once per key, for every session.
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from evocov_core.parallel import run_in_daemon_process
+from evocov_core.compute.runners import run_in_daemon_process
 
 __all__ = ["FitRunner"]
 

@@ -5,7 +5,7 @@ The SE fit and the classical forecasters run in the background (:mod:`dashboard.
 data set and split (and, for the classical ones, seasons and time limit) for every session of the
 server: a rerun of the page refits nothing. Until they end, their rows say ``running…`` and the
 table refreshes itself; when the classical forecasts arrive the page redraws once, to draw them.
-The numbers come from :func:`evocov_core.compare.forecast_comparison`.
+The numbers come from :func:`evocov_core.present.compare.forecast_comparison`.
 """
 
 from __future__ import annotations
@@ -21,20 +21,25 @@ from dashboard import fits
 from dashboard.datasets import dataset_fingerprint
 from dashboard.format import fmt, poll_every
 from dashboard.views import model_key
-from evocov_core.baselines import Compared, FittedBaseline, se_baseline
-from evocov_core.classical import DEFAULT_TIME_LIMIT, ClassicalForecasts, classical_forecasts, running_forecasts
-from evocov_core.combination import Combination
-from evocov_core.compare import forecast_comparison
+from evocov_core.compute.timed import one_line
 from evocov_core.data import Dataset
-from evocov_core.figures import comparison_forecasts_data
-from evocov_core.jobs import Job
-from evocov_core.kernel_file import KernelFile, KernelFileError, parse_kernel_file
-from evocov_core.metrics import FitData
-from evocov_core.model import FittedModel, ModelAverage
-from evocov_core.optimize import FitResult
-from evocov_core.parallel import one_line
-from evocov_core.run_record import RunRecord
-from evocov_core.seasons import Seasons, infer_seasons, parse_seasons
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.model import FittedModel, ModelAverage
+from evocov_core.fitting.optimize import FitResult
+from evocov_core.fitting.seasons import Seasons, infer_seasons, parse_seasons
+from evocov_core.forecast.classical import (
+    DEFAULT_TIME_LIMIT,
+    ClassicalForecasts,
+    classical_forecasts,
+    running_forecasts,
+)
+from evocov_core.forecast.combination import Combination
+from evocov_core.present.baselines import Compared, FittedBaseline, se_baseline
+from evocov_core.present.compare import forecast_comparison
+from evocov_core.present.figures import comparison_forecasts_data
+from evocov_core.runs.jobs import Job
+from evocov_core.runs.kernel_file import KernelFile, KernelFileError, parse_kernel_file
+from evocov_core.runs.run_record import RunRecord
 
 TABLE_HELP = (
     "Every method forecasts the {h} test points from the {n} training points. **Test RMSE** of the forecast "
@@ -114,7 +119,7 @@ def baselines_for_report(ds: Dataset, kf: KernelFile, gpss: RunRecord | None
                          ) -> tuple[FittedBaseline | None, FittedBaseline | None]:
     """The GP baselines the page has fitted already, for the report to score instead of fitting its own:
     ``(SE, GPSS)``, each None when it is not done, failed, or was fitted on other points or in other units
-    than the report compares ``kf`` on (:meth:`~evocov_core.baselines.FittedBaseline.fits`).
+    than the report compares ``kf`` on (:meth:`~evocov_core.present.baselines.FittedBaseline.fits`).
 
     The SE fit is :func:`se_future`'s, the same seeded fit the report would make, so the report is the same
     with it (but for the SE row's seconds: spent elsewhere); ``gpss``, a finished GPSS run on ``ds``, then
@@ -270,7 +275,7 @@ def comparison_section(run: RunRecord, ds: Dataset, best: FitResult, average: Mo
     Returns
     -------
     DataFrame or None
-        :func:`~evocov_core.figures.comparison_forecasts_data` of the classical forecasts (None when
+        :func:`~evocov_core.present.figures.comparison_forecasts_data` of the classical forecasts (None when
         there are none to draw yet).
     """
     st.markdown("##### Every forecast of the test part")

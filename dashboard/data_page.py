@@ -34,7 +34,7 @@ from evocov_core.data import (
     guess_columns,
     numeric_columns,
 )
-from evocov_core.figures import drawn_note, minmax_indices, series_figure
+from evocov_core.present.figures import drawn_note, minmax_indices, series_figure
 
 FLASH = "data_flash"  # (kind, message) shown once under the tabs
 

@@ -106,7 +106,7 @@ def subset_note(ds: Dataset, fit_points: int) -> str | None:
 
     ``fit_points``: the search setting (:attr:`evocov_core.search.SearchConfig.fit_points`).
     """
-    from evocov_core.subset import plan_subset
+    from evocov_core.fitting.subset import plan_subset
 
     plan = plan_subset(ds.n_train, fit_points)
     if plan.exact:

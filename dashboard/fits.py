@@ -2,7 +2,7 @@
 every session.
 
 Three lanes, each one child process at a time: the GP fits; the classical forecasters
-(:func:`evocov_core.classical.classical_forecasts`, seconds each), so that a long SE fit never
+(:func:`evocov_core.forecast.classical.classical_forecasts`, seconds each), so that a long SE fit never
 holds the classical rows of the Results page back; and the HTML reports, whose baselines take
 the GPSS budget the user sets (tens of seconds on a long series). Callers look these functions
 up on the module (``fits.background_fit(...)``), so a test can replace them.

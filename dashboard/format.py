@@ -54,8 +54,8 @@ def fmt(v: Any, spec: str = ".4g") -> str:
 
 def dash_empty(table: Any, formats: dict[str, str]) -> Any:
     """A copy of ``table`` with the columns of ``formats`` written out (column -> format spec), ``—`` where a
-    cell has no number (:func:`evocov_core.glance.text_cells`): a table then never prints None."""
-    from evocov_core.glance import text_cells
+    cell has no number (:func:`evocov_core.present.glance.text_cells`): a table then never prints None."""
+    from evocov_core.present.glance import text_cells
 
     out = table.copy()
     for col, spec in formats.items():

@@ -1,5 +1,5 @@
 """The Results page's forecast past the data: the next steps after the last observation, drawn and
-downloadable as CSV (:mod:`evocov_core.future`).
+downloadable as CSV (:mod:`evocov_core.present.future`).
 
 When the search's forecast averages the kernel with classical forecasters, those are fitted on every
 observed point in the background (the forecasts' lane of :mod:`dashboard.fits`, once per run, data and
@@ -16,14 +16,14 @@ import streamlit as st
 from dashboard import fits
 from dashboard.datasets import dataset_fingerprint
 from dashboard.format import polish, poll_every
-from evocov_core.classical import DEFAULT_TIME_LIMIT, classical_forecasts
-from evocov_core.combination import Combination
 from evocov_core.data import DataError, Dataset
-from evocov_core.figures import future_figure
-from evocov_core.future import MAX_HORIZON, default_horizon, forecast_future, future_members_data
-from evocov_core.kernel_file import KernelFile
-from evocov_core.run_record import RunRecord
-from evocov_core.seasons import infer_seasons
+from evocov_core.fitting.seasons import infer_seasons
+from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT, classical_forecasts
+from evocov_core.forecast.combination import Combination
+from evocov_core.present.figures import future_figure
+from evocov_core.present.future import MAX_HORIZON, default_horizon, forecast_future, future_members_data
+from evocov_core.runs.kernel_file import KernelFile
+from evocov_core.runs.run_record import RunRecord
 
 
 def future_section(run: RunRecord, ds: Dataset, kf: KernelFile) -> None:

@@ -20,15 +20,15 @@ from dashboard.datasets import current_dataset, dataset_fingerprint
 from dashboard.format import fmt, polish, poll_every
 from dashboard.runs import gpss_baseline_job, runs_on_dataset, store
 from dashboard.views import show_kernel
-from evocov_core.counts import fit_counts
+from evocov_core.compute.timed import one_line
 from evocov_core.data import Dataset
-from evocov_core.figures import pareto_data, pareto_figure
-from evocov_core.glance import forecast_row
-from evocov_core.kernel_file import KernelFileError, parse_kernel_file
-from evocov_core.model import FittedModel, ModelAverage
-from evocov_core.optimize import FitResult
-from evocov_core.parallel import one_line
-from evocov_core.run_record import RunRecord
+from evocov_core.fitting.model import FittedModel, ModelAverage
+from evocov_core.fitting.optimize import FitResult
+from evocov_core.present.figures import pareto_data, pareto_figure
+from evocov_core.present.glance import forecast_row
+from evocov_core.runs.counts import fit_counts
+from evocov_core.runs.kernel_file import KernelFileError, parse_kernel_file
+from evocov_core.runs.run_record import RunRecord
 from evocov_core.search import EvalRecord
 
 
@@ -72,7 +72,7 @@ def report_tab(run: RunRecord, ds: Dataset) -> None:
     key = ("report", run.id, dataset_fingerprint(ds), budget, gpss_key)
 
     def make() -> None:  # a callback, so the page drawn after the click already knows the report runs
-        from evocov_core.report_html import report_html
+        from evocov_core.present.report_html import report_html
 
         se_done, gpss_done = baselines_for_report(ds, kf, gpss_runs[0] if gpss_runs else None)
         fits.background_report(key, report_html, kf, ds, baseline_budget=budget,

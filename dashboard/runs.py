@@ -1,8 +1,8 @@
 """Runs and jobs: the process-wide job manager, the run store, the runs this session watches.
 
 Nothing here runs a search in the script thread: searches and explorations go to the
-:class:`~evocov_core.jobs.JobManager`; pages poll it from fragments. What the store hands
-back is a frozen :class:`~evocov_core.run_record.RunRecord`.
+:class:`~evocov_core.runs.jobs.JobManager`; pages poll it from fragments. What the store hands
+back is a frozen :class:`~evocov_core.runs.run_record.RunRecord`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from dashboard.datasets import dataset_fingerprint
 from dashboard.format import algorithm_label, finite, fmt
 from dashboard.state import GPSS_JOBS_KEY, MY_RUNS_KEY
 from evocov_core.data import Dataset
-from evocov_core.jobs import Job, JobManager, JobSpec
-from evocov_core.run_record import RunRecord
+from evocov_core.runs.jobs import Job, JobManager, JobSpec
+from evocov_core.runs.run_record import RunRecord
+from evocov_core.runs.store import RunStore, StoreVersionError, default_data_dir
 from evocov_core.search import RunStatus, preset
-from evocov_core.store import RunStore, StoreVersionError, default_data_dir
 
 
 @st.cache_resource(show_spinner=False)

@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from evocov_core.metrics import METRIC_LABELS
+from evocov_core.fitting.metrics import METRIC_LABELS
 from evocov_core.search import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
 from evocov_core.search.config import GROUPS, settings, with_derived
 

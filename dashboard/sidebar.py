@@ -17,7 +17,7 @@ from dashboard.state import (
     SEARCH_JOB_KEY,
     SOURCE_KEY,
 )
-from evocov_core.jobs import Job, JobKind, JobSnapshot
+from evocov_core.runs.jobs import Job, JobKind, JobSnapshot
 from evocov_core.search import RunStatus
 
 

@@ -1,6 +1,6 @@
 """Drawing one kernel: its formula, scores, hyperparameters, tree, extrapolation and components.
 
-The data behind every figure comes from :mod:`evocov_core.figures`; this module lays it out.
+The data behind every figure comes from :mod:`evocov_core.present.figures`; this module lays it out.
 """
 
 from __future__ import annotations
@@ -16,7 +16,11 @@ import streamlit as st
 from dashboard.datasets import dataset_fingerprint
 from dashboard.format import fmt, polish
 from evocov_core.data import Dataset
-from evocov_core.figures import (
+from evocov_core.fitting.model import FittedModel, ModelAverage
+from evocov_core.fitting.optimize import FitResult
+from evocov_core.fitting.subset import DataSubset
+from evocov_core.language.kernel import Kernel
+from evocov_core.present.figures import (
     component_figure,
     components_data,
     extrapolation_data,
@@ -27,11 +31,7 @@ from evocov_core.figures import (
     tree_layout,
     tree_outline,
 )
-from evocov_core.kernel import Kernel
-from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict
-from evocov_core.model import FittedModel, ModelAverage
-from evocov_core.optimize import FitResult
-from evocov_core.subset import DataSubset
+from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict
 
 #: Containers whose key starts with these scroll sideways inside their column (a long formula, a wide tree).
 SCROLL_KEYS = ("formula_", "treebox_")
@@ -54,9 +54,9 @@ def latex_box(latex: str, key: str) -> None:
 
 
 def formula(kernel: Kernel, key: str = "kernel") -> None:
-    """A kernel's formula as a person reads it: simplified by SymPy (evocov_core.simplify), the tree as
+    """A kernel's formula as a person reads it: simplified by SymPy (evocov_core.language.simplify), the tree as
     evolved one click away (the stored expression never changes). Each scrolls in its own box."""
-    from evocov_core.simplify import display_latex
+    from evocov_core.language.simplify import display_latex
 
     latex_box(display_latex(kernel), key)
     with st.expander("As evolved (the stored tree)"):
@@ -150,7 +150,7 @@ def extrapolation_chart(model: FittedModel | ModelAverage, ds: Dataset, key: str
                         forecasts: pd.DataFrame | None = None) -> None:
     """The predictive mean and ±2σ band over the data (a broken kernel gives a warning, not an error).
 
-    ``forecasts`` (:func:`evocov_core.figures.comparison_forecasts_data`) are drawn dashed over the test
+    ``forecasts`` (:func:`evocov_core.present.figures.comparison_forecasts_data`) are drawn dashed over the test
     range, one legend entry each.
     """
     try:

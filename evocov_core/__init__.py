@@ -55,10 +55,10 @@ The front door (``docs/api.md``), imported on first use so that ``import evocov_
     ec.EvoCovRegressor(preset="quick").fit(X, y)       # scikit-learn (needs scikit-learn)
 """
 
-__version__ = "0.1.0"
-
 import sys
 import types
+
+from evocov_core._version import __version__
 
 #: Front-door name -> the module defining it (imported on first use).
 _EXPORTS = {
@@ -85,7 +85,7 @@ class _SearchPackage(types.ModuleType):
     """
 
     def __call__(self, *args: object, **kwargs: object) -> object:
-        from .api import search
+        from evocov_core.api import search
 
         return search(*args, **kwargs)  # type: ignore[arg-type]
 
@@ -106,15 +106,15 @@ def __getattr__(name: str) -> object:
     """The front door's names, imported on first use (PEP 562): ``import evocov_core`` loads nothing else."""
     where = _EXPORTS.get(name)
     if name == "search":
-        from .search import run_search  # noqa: F401 - loads the subpackage (callable, see _SearchPackage)
+        from evocov_core.search import run_search  # noqa: F401 - loads the subpackage (callable, see _SearchPackage)
 
         return globals()["search"]
     if where == "api":
-        from . import api
+        from evocov_core import api
 
         return getattr(api, name)
     if where == "sklearn":
-        from . import sklearn
+        from evocov_core import sklearn
 
         return getattr(sklearn, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

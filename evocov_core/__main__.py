@@ -1,8 +1,8 @@
-"""``python -m evocov_core``: see :mod:`evocov_core.cli`."""
+"""``python -m evocov_core``: see :mod:`evocov_core.present.cli`."""
 
 import sys
 
-from .cli import main
+from evocov_core.present.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -12,8 +12,8 @@
     again = ec.load_kernel("airline.kernel.json", ds)
 
 Everything here wraps the modules that do the work: :func:`evocov_core.data.load_csv`,
-:func:`evocov_core.search.run_search`, :mod:`evocov_core.kernel_file`,
-:class:`evocov_core.model.FittedModel` and :func:`evocov_core.future.forecast_future`. A result
+:func:`evocov_core.search.run_search`, :mod:`evocov_core.runs.kernel_file`,
+:class:`evocov_core.fitting.model.FittedModel` and :func:`evocov_core.present.future.forecast_future`. A result
 predicts exactly as the command line's ``predict`` and ``forecast`` do with the kernel file the
 search would have written (``evocov search --out``), which :meth:`KernelResult.save` writes.
 
@@ -35,11 +35,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 if TYPE_CHECKING:  # pragma: no cover - types only
-    from .data import Dataset
-    from .kernel import Kernel
-    from .kernel_file import KernelFile
-    from .model import FittedModel
-    from .search import SearchConfig, SearchResult
+    from evocov_core.data import Dataset
+    from evocov_core.fitting.model import FittedModel
+    from evocov_core.language.kernel import Kernel
+    from evocov_core.runs.kernel_file import KernelFile
+    from evocov_core.search import SearchConfig, SearchResult
 
 __all__ = ["Interval", "KernelResult", "load_kernel", "read_series", "search"]
 
@@ -86,7 +86,7 @@ class KernelResult:
     ----------
     kernel_file : KernelFile
         The kernel, its values, normalisation, calibration and combination: what
-        :meth:`save` writes, as :func:`evocov_core.kernel_file.parse_kernel_file` reads it back.
+        :meth:`save` writes, as :func:`evocov_core.runs.kernel_file.parse_kernel_file` reads it back.
     dataset : Dataset or None
         The data predictions are conditioned on (None for a kernel loaded without data: it
         cannot predict until :meth:`with_data` gives it some).
@@ -112,7 +112,7 @@ class KernelResult:
     # --- what was found -----------------------------------------------------------------
     @property
     def kernel(self) -> Kernel:
-        """The kernel's structure (:class:`evocov_core.kernel.Kernel`); ``.infix`` reads it."""
+        """The kernel's structure (:class:`evocov_core.language.kernel.Kernel`); ``.infix`` reads it."""
         return self.kernel_file.kernel
 
     @property
@@ -152,16 +152,15 @@ class KernelResult:
     @property
     def forecast_members(self) -> tuple[tuple[str, float], ...]:
         """What the search's forecast averages, with the weights it chose: ``(("kernel", 1.0),)`` for
-        the kernel's own forecast (:mod:`evocov_core.combination`)."""
+        the kernel's own forecast (:mod:`evocov_core.forecast.combination`)."""
         comb = self.kernel_file.combination
         return tuple(zip(comb.members, (float(w) for w in comb.member_weights), strict=True))
 
     @property
     def model(self) -> FittedModel:
-        """The kernel as a :class:`evocov_core.model.FittedModel` (values, noise, normalisation, calibration)."""
-        from .model import FittedModel
-
-        return FittedModel.from_file(self.kernel_file, None if self.dataset is None else self.dataset.norm)
+        """The kernel as a :class:`~evocov_core.fitting.model.FittedModel` (values, noise, normalisation,
+        calibration)."""
+        return self.kernel_file.model(None if self.dataset is None else self.dataset.norm)
 
     def with_data(self, data: Dataset | str | Path) -> KernelResult:
         """The same kernel conditioned on other data (a :class:`Dataset`, or a CSV path or bundled name,
@@ -194,7 +193,7 @@ class KernelResult:
         Interval
             Mean, standard deviation and 95 % interval of a new observation, each of shape (m,).
         """
-        from .compare import Z95
+        from evocov_core.present.compare import Z95
 
         ds = self._data()
         pred = self.model.predict(ds.X_train, ds.y_train, x)
@@ -207,14 +206,14 @@ class KernelResult:
         The kernel keeps its fitted values and is conditioned on every observed point (training
         and test). When the search averaged its forecast with classical forecasters
         (:attr:`forecast_members`), they are fitted again on the observed points and averaged
-        with the search's weights (:func:`evocov_core.future.forecast_future`).
+        with the search's weights (:func:`evocov_core.present.future.forecast_future`).
 
         Parameters
         ----------
         h : int, optional
-            Steps (default: :func:`evocov_core.future.default_horizon`).
+            Steps (default: :func:`evocov_core.present.future.default_horizon`).
         time_limit : float or mapping of str to float, optional
-            Seconds per classical member (default :data:`evocov_core.classical.DEFAULT_TIME_LIMIT`).
+            Seconds per classical member (default :data:`evocov_core.forecast.classical.DEFAULT_TIME_LIMIT`).
 
         Returns
         -------
@@ -222,8 +221,8 @@ class KernelResult:
             ``x`` of shape (h, 1) continues the data's step; ``mean``, ``std``, ``lower``, ``upper``
             of shape (h,).
         """
-        from .compare import Z95
-        from .future import forecast_future
+        from evocov_core.present.compare import Z95
+        from evocov_core.present.future import forecast_future
 
         kw = {} if time_limit is None else {"time_limit": time_limit}
         fc = forecast_future(self.kernel_file, self._data(), h, **kw)
@@ -234,7 +233,7 @@ class KernelResult:
         return Interval(np.asarray(fc.x, dtype=np.float64)[:, None], fc.mean, std, fc.lower, fc.upper)
 
     def save(self, path: str | Path) -> Path:
-        """Write the kernel file (``evocov-kernel`` JSON, :mod:`evocov_core.kernel_file`) and return its path."""
+        """Write the kernel file (``evocov-kernel`` JSON, :mod:`evocov_core.runs.kernel_file`) and return its path."""
         p = Path(path)
         p.write_text(self.document, encoding="utf-8")
         return p
@@ -268,7 +267,7 @@ def read_series(path: str | Path, x: str | None = None, y: str | None = None, *,
     evocov_core.data.DataError
         The file cannot be used (the message says why) or no such file or bundled series.
     """
-    from .data import DataError, bundled_datasets, load_bundled, load_csv, validate_split
+    from evocov_core.data import DataError, bundled_datasets, load_bundled, load_csv, validate_split
 
     validate_split(test_fraction)
     p = Path(path)
@@ -283,7 +282,7 @@ def read_series(path: str | Path, x: str | None = None, y: str | None = None, *,
 
 
 def _dataset(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], test_fraction: float = 0.1) -> Dataset:
-    from .data import Dataset
+    from evocov_core.data import Dataset
 
     if isinstance(data, Dataset):
         return data
@@ -327,11 +326,11 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
     RuntimeError
         No kernel could be fitted (or none within the time budget).
     """
-    from .kernel_file import dump_kernel_file, kernel_file_dict, parse_kernel_file
-    from .search import ConfigError, run_search, search_data
-    from .search import preset as make_preset
-    from .search.config import SearchConfig, with_derived
-    from .search.replay import run_record
+    from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict, parse_kernel_file
+    from evocov_core.search import ConfigError, search_data
+    from evocov_core.search import preset as make_preset
+    from evocov_core.search.config import SearchConfig, with_derived
+    from evocov_core.search.replay import run_record
 
     ds = _dataset(data)
     known = {f for f in SearchConfig.__dataclass_fields__}
@@ -339,7 +338,8 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
     if unknown:
         raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
     config = make_preset(preset, algorithm, **with_derived(settings))
-    result = run_search(search_data(ds, config), config, seed=seed, workers=workers, dataset=ds)
+    from evocov_core.forecast.stage import search_and_forecast
+    result = search_and_forecast(search_data(ds, config), config, seed=seed, workers=workers, dataset=ds)
     best = result.best
     if best is None or not best.ok:
         raise RuntimeError("no kernel could be fitted on these data"
@@ -372,10 +372,10 @@ def load_kernel(path: str | Path, data: Dataset | str | Path | None = None) -> K
 
     Raises
     ------
-    evocov_core.kernel_file.KernelFileError
+    evocov_core.runs.kernel_file.KernelFileError
         The file is not a valid kernel file (the message names the problem).
     """
-    from .kernel_file import load_kernel_file
+    from evocov_core.runs.kernel_file import load_kernel_file
 
     kf = load_kernel_file(path)
     text = Path(path).read_text(encoding="utf-8")

@@ -85,7 +85,7 @@ MAX_ABS_VALUE = 1e100
 MIN_SPREAD = 1e-100
 #: The most points a table may give unless the caller says otherwise (the Data page's default).
 #: Fits never use more than a search's ``fit_points`` of them (an exact GP on a subset of the
-#: data, :mod:`evocov_core.subset`), so this bounds only reading, drawing and forecasting:
+#: data, :mod:`evocov_core.fitting.subset`), so this bounds only reading, drawing and forecasting:
 #: 200,000 half-hourly points are eleven years.
 MAX_POINTS = 200_000
 #: The former name of :data:`MAX_POINTS`.

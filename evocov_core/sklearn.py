@@ -6,9 +6,9 @@ Needs scikit-learn (``pip install scikit-learn``; in ``requirements.txt``). Impo
 A kernel in scikit-learn
 ------------------------
 :func:`to_sklearn_kernel` turns a found kernel (a :class:`~evocov_core.api.KernelResult`, a kernel
-file, a fit, or a :class:`~evocov_core.kernel.Kernel` with its log slot values) into an
+file, a fit, or a :class:`~evocov_core.language.kernel.Kernel` with its log slot values) into an
 :class:`EvoCovKernel`, a ``sklearn.gaussian_process.kernels.Kernel`` that evaluates the tree with
-:mod:`evocov_core.evaluate`. Its ``theta`` is what scikit-learn's always is, the natural
+:mod:`evocov_core.language.evaluate`. Its ``theta`` is what scikit-learn's always is, the natural
 logarithms of the hyperparameters, which is also how EvoCov stores them (``KernelResult.theta``), so
 the values carry over unchanged and ``K_gradient`` is ``∂K/∂ log θ``, the evaluator's reverse mode.
 
@@ -25,7 +25,7 @@ kernel and ``alpha=0``), ``normalize_y=False`` and ``optimizer=None``::
     norm = res.dataset.norm
     gpr = GaussianProcessRegressor(k, alpha=alpha, optimizer=None, normalize_y=False)
     gpr.fit(norm.x_to_model(ds.X_train), norm.y_to_model(ds.y_train))
-    gpr.log_marginal_likelihood_value_            # == LML in evocov_core.gp.lml
+    gpr.log_marginal_likelihood_value_            # == LML in evocov_core.fitting.gp.lml
     norm.y_from_model(gpr.predict(norm.x_to_model(ds.X_test)))   # == res.predict(ds.X_test).mean
 
 ``tests/test_sklearn.py`` checks both on Airline to 1e-8.
@@ -42,13 +42,13 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.gaussian_process.kernels import Hyperparameter, Kernel, WhiteKernel
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .evaluate import Inputs, covariance, covariance_diag, covariance_vjp
-from .kernel import Kernel as TreeKernel
-from .kernel_file import KernelFile, parse_expression
-from .optimize import FitResult, HyperSpace
+from evocov_core.fitting.optimize import FitResult, HyperSpace
+from evocov_core.language.evaluate import Inputs, covariance, covariance_diag, covariance_vjp
+from evocov_core.language.kernel import Kernel as TreeKernel
+from evocov_core.runs.kernel_file import KernelFile, parse_expression
 
 if TYPE_CHECKING:  # pragma: no cover - types only
-    from .api import KernelResult
+    from evocov_core.api import KernelResult
 
 __all__ = ["EvoCovKernel", "EvoCovRegressor", "kernel_jacobian", "noise_of", "to_sklearn_kernel"]
 
@@ -61,7 +61,7 @@ _BATCH_BYTES = 64 * 2**20
 def kernel_jacobian(kernel: TreeKernel, X: ArrayLike, theta: ArrayLike) -> tuple[Array, Array]:
     """``K(X, X)`` and its exact Jacobian with respect to the log slot values.
 
-    By the evaluator's reverse mode (:func:`evocov_core.evaluate.covariance_vjp`), one adjoint per
+    By the evaluator's reverse mode (:func:`evocov_core.language.evaluate.covariance_vjp`), one adjoint per
     distinct entry, in batches of bounded memory. For a stationary tree on 1-D inputs whose lags
     repeat (a regular grid, monthly dates) K is a function of the lag: one adjoint per distinct lag,
     ``O(n_lags · n²)``. Otherwise one per entry of the upper triangle, ``O(n⁴)``: seconds at a
@@ -70,7 +70,7 @@ def kernel_jacobian(kernel: TreeKernel, X: ArrayLike, theta: ArrayLike) -> tuple
     Parameters
     ----------
     kernel : Kernel
-        The tree (:class:`evocov_core.kernel.Kernel`).
+        The tree (:class:`evocov_core.language.kernel.Kernel`).
     X : array_like of shape (n, d) or (n,)
     theta : array_like of shape (p,)
         Log slot values, ordered as ``kernel.slots``.
@@ -116,13 +116,13 @@ class EvoCovKernel(Kernel):
     ----------
     expression : str
         The tree in prefix form (``KernelResult.kernel.prefix``), parsed by
-        :func:`evocov_core.kernel_file.parse_expression` (validated, never evaluated).
+        :func:`evocov_core.language.parse.parse_expression` (validated, never evaluated).
     log_values : tuple of float
         Natural logarithms of the slot values, ordered as the kernel's slots (sorted by slot
         number): scikit-learn's ``theta``.
     log_bounds : "search", "fixed" or (float, float)
         Box of every ``log θ`` for scikit-learn's optimiser: ``"search"`` is the box EvoCov's fits use
-        (:class:`evocov_core.optimize.HyperSpace`, −10 to 10), ``"fixed"`` leaves no free
+        (:class:`evocov_core.fitting.optimize.HyperSpace`, −10 to 10), ``"fixed"`` leaves no free
         hyperparameter.
 
     Notes
@@ -139,7 +139,7 @@ class EvoCovKernel(Kernel):
     # --- the tree ---------------------------------------------------------------------------
     @property
     def tree(self) -> TreeKernel:
-        """The parsed :class:`evocov_core.kernel.Kernel`."""
+        """The parsed :class:`evocov_core.language.kernel.Kernel`."""
         cached = self.__dict__.get("_tree")
         if cached is None or cached[0] != self.expression:
             cached = (self.expression, parse_expression(self.expression))
@@ -239,7 +239,7 @@ class EvoCovKernel(Kernel):
 
 def _source_values(source: object, theta: ArrayLike | None) -> tuple[TreeKernel, Array, float]:
     """(tree, log slot values, noise variance + jitter) of anything :func:`to_sklearn_kernel` takes."""
-    from .api import KernelResult
+    from evocov_core.api import KernelResult
 
     if isinstance(source, KernelResult):
         source = source.kernel_file
@@ -261,7 +261,7 @@ def to_sklearn_kernel(source: KernelResult | KernelFile | FitResult | TreeKernel
     Parameters
     ----------
     source : KernelResult, KernelFile, FitResult or Kernel
-        The kernel and its fitted values (a bare :class:`~evocov_core.kernel.Kernel` needs ``theta``).
+        The kernel and its fitted values (a bare :class:`~evocov_core.language.kernel.Kernel` needs ``theta``).
     theta : array_like of shape (p,), optional
         Log slot values, ordered as ``kernel.slots`` (only with a bare Kernel).
     noise : bool
@@ -363,8 +363,8 @@ class EvoCovRegressor(RegressorMixin, BaseEstimator):
         -------
         self
         """
-        from .api import search
-        from .data import MIN_POINTS, Dataset
+        from evocov_core.api import search
+        from evocov_core.data import MIN_POINTS, Dataset
 
         X, y = validate_data(self, X, y, y_numeric=True, ensure_min_samples=MIN_POINTS, dtype=np.float64)
         ds = Dataset.from_arrays(X, y, name="fit", test_fraction=0.0, duplicates="keep")

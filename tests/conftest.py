@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import scipy.linalg  # noqa: F401  (load scipy's own BLAS before limiting threads, see below)
 
-from evocov_core import optimize  # noqa: F401  (every numerical library the package uses)
-from evocov_core.parallel import prepare_process
+from evocov_core.compute.setup import prepare_process
+from evocov_core.fitting import optimize  # noqa: F401  (every numerical library the package uses)
 
 # One BLAS thread, as every entry point that evaluates kernels does. threadpoolctl only
 # limits libraries already loaded, hence the imports above: with scipy's OpenBLAS left at

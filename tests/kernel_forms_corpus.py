@@ -18,8 +18,8 @@ N_RANDOM = 300
 
 def corpus() -> list[tuple[str, tuple[str, ...]]]:
     """``(origin, tokens)`` of the library's kernels and of seeded random trees."""
-    from evocov_core.grammar import get_grammar, typed_grow
-    from evocov_core.library import BASE_KERNELS, GPSS_PUBLISHED, WELL_KNOWN, compose
+    from evocov_core.language.grammar import get_grammar, typed_grow
+    from evocov_core.language.library import BASE_KERNELS, GPSS_PUBLISHED, WELL_KNOWN, compose
 
     out: list[tuple[str, tuple[str, ...]]] = []
     for name, make in WELL_KNOWN.items():
@@ -39,9 +39,9 @@ def corpus() -> list[tuple[str, tuple[str, ...]]]:
 
 def forms(tokens: tuple[str, ...], *, simplify: bool) -> dict:
     """Every printed form of one kernel, and its slot roles."""
-    from evocov_core.kernel import Kernel
-    from evocov_core.optimize import slot_roles
-    from evocov_core.simplify import display_latex, to_sympy
+    from evocov_core.fitting.optimize import slot_roles
+    from evocov_core.language.kernel import Kernel
+    from evocov_core.language.simplify import display_latex, to_sympy
 
     k = Kernel(tokens)
     d = {

@@ -36,7 +36,7 @@ def _float(v: float | None) -> str | None:
 def run_case(name: str) -> dict:
     """The record of one case: the returned kernel, its BIC and every kernel the run fitted."""
     from evocov_core.data import load_bundled
-    from evocov_core.parallel import SerialExecutor
+    from evocov_core.fitting.fits import SerialExecutor
     from evocov_core.search import preset, run_search, search_data
 
     preset_name, algorithm, seed, overrides = CASES[name]
@@ -64,7 +64,7 @@ def write() -> None:
     import numpy as np
     import scipy
 
-    from evocov_core.parallel import prepare_process
+    from evocov_core.compute.setup import prepare_process
 
     prepare_process()
     doc = {"note": "written by tests/search_record_cases.py before issue 56's changes; do not regenerate to "

@@ -83,9 +83,9 @@ def tiny_search(data_dir: Path, algorithm: str = "gpss", ds=None, seed: int = 0)
     """A finished run in the store, made synchronously with the core (GPSS, one level, serial), on
     ``ds`` (default: the bundled Airline series)."""
     from evocov_core.data import load_bundled
-    from evocov_core.jobs import JobManager, JobSpec
+    from evocov_core.runs.jobs import JobManager, JobSpec
+    from evocov_core.runs.store import RunStore
     from evocov_core.search import preset
-    from evocov_core.store import RunStore
 
     ds = ds if ds is not None else load_bundled("airline")
     cfg = preset("quick", "gpss", generations=1, n_restarts=1, max_evals=20)
@@ -212,8 +212,8 @@ def test_a_reload_watching_a_search_shows_that_search_s_settings(data_dir, no_ba
 
 def test_the_search_page_given_an_exploration_says_so_instead_of_showing_it_as_a_search(data_dir):
     from evocov_core.data import load_bundled
+    from evocov_core.runs.store import RunStore
     from evocov_core.search import preset
-    from evocov_core.store import RunStore
 
     RunStore(data_dir).create_run("explore00001", kind="explore", algorithm="explore", dataset=load_bundled("airline"),
                                   settings=preset("quick", "evocov").to_dict(), seed=0, label="an exploration")
@@ -581,8 +581,8 @@ def test_a_store_that_cannot_be_opened_is_one_message_on_every_page(tmp_path, mo
 
 def test_runs_page_lists_a_stored_run(data_dir):
     from evocov_core.data import load_bundled
+    from evocov_core.runs.store import RunStore
     from evocov_core.search import preset
-    from evocov_core.store import RunStore
 
     store = RunStore(data_dir)
     ds = load_bundled("airline")
@@ -610,8 +610,8 @@ def test_results_page_asked_for_a_run_without_results_says_why_and_shows_no_othe
     """?run= with an unknown id, a failed run, or one cancelled before any kernel: a warning saying which
     and why, no run drawn in its place, and the URL left alone until the user picks one."""
     from evocov_core.data import load_bundled
+    from evocov_core.runs.store import RunStore
     from evocov_core.search import preset
-    from evocov_core.store import RunStore
 
     jid = tiny_search(data_dir)
     store = RunStore(data_dir)
@@ -736,10 +736,10 @@ def test_results_page_compares_every_forecast(data_dir, no_background_fits):
     """The table of every forecast: running rows at first, then every classical row with its scores
     (or its reason) and the classical forecasts dashed in the figure; a rerun refits nothing; another
     season starts another background run; a typo in the seasons is one line."""
-    from evocov_core.baselines import se_baseline
-    from evocov_core.classical import MODELS, classical_forecasts
     from evocov_core.data import load_bundled
-    from evocov_core.metrics import FitData
+    from evocov_core.fitting.metrics import FitData
+    from evocov_core.forecast.classical import MODELS, classical_forecasts
+    from evocov_core.present.baselines import se_baseline
 
     jid = tiny_search(data_dir)
     at = app().run()
@@ -821,8 +821,8 @@ def test_results_page_a_baseline_failing_on_a_tiny_series_says_why(data_dir, no_
     other rows their scores, and the page renders; a failed SE fit and a dead background run say so too."""
     import pandas as pd
 
-    from evocov_core.classical import MODELS, classical_forecasts
     from evocov_core.data import Dataset, dates_to_decimal_years
+    from evocov_core.forecast.classical import MODELS, classical_forecasts
 
     x = dates_to_decimal_years(pd.Series(pd.date_range("2000-01-01", periods=12, freq="MS")))
     y = 10 + np.random.default_rng(0).standard_normal(12)
@@ -856,20 +856,20 @@ def test_results_page_a_baseline_failing_on_a_tiny_series_says_why(data_dir, no_
 
 
 def test_results_download_is_a_valid_kernel_file(data_dir):
-    from evocov_core.kernel_file import parse_kernel_file
-    from evocov_core.store import RunStore
+    from evocov_core.runs.kernel_file import parse_kernel_file
+    from evocov_core.runs.store import RunStore
 
     jid = tiny_search(data_dir)
     doc = RunStore(data_dir).get_run(jid).best.doc
-    from evocov_core.kernel_file import dump_kernel_file
+    from evocov_core.runs.kernel_file import dump_kernel_file
 
     kf = parse_kernel_file(dump_kernel_file(doc))
     assert kf.normalisation is not None and kf.q >= 2
 
 
 def test_results_applies_an_uploaded_kernel_file(data_dir):
-    from evocov_core.kernel_file import dump_kernel_file
-    from evocov_core.store import RunStore
+    from evocov_core.runs.kernel_file import dump_kernel_file
+    from evocov_core.runs.store import RunStore
 
     jid = tiny_search(data_dir)
     text = dump_kernel_file(RunStore(data_dir).get_run(jid).best.doc)
@@ -946,7 +946,7 @@ def test_runs_page_compare_export_delete(data_dir):
     at.checkbox(key=f"runs_delete_confirm_{jid}").check().run()
     at.button(key="runs_delete").click().run()
     no_exception(at)
-    from evocov_core.store import RunStore
+    from evocov_core.runs.store import RunStore
 
     assert RunStore(data_dir).get_run(jid) is None
 
@@ -1003,11 +1003,11 @@ def test_the_report_is_made_in_a_child_process(data_dir):
     """What the Results page sends to the reports' lane (the kernel file, the data, the classical forecasts
     made) crosses into the child process, and the report comes back."""
     from dashboard.background import FitRunner
-    from evocov_core.classical import classical_forecasts
     from evocov_core.data import load_bundled
-    from evocov_core.kernel_file import parse_kernel_file
-    from evocov_core.report_html import report_html
-    from evocov_core.store import RunStore
+    from evocov_core.forecast.classical import classical_forecasts
+    from evocov_core.present.report_html import report_html
+    from evocov_core.runs.kernel_file import parse_kernel_file
+    from evocov_core.runs.store import RunStore
 
     jid = tiny_search(data_dir)
     ds = load_bundled("airline")
@@ -1019,8 +1019,8 @@ def test_the_report_is_made_in_a_child_process(data_dir):
 
 
 def test_explorer_base_from_a_kernel_file(data_dir):
-    from evocov_core.kernel_file import dump_kernel_file
-    from evocov_core.store import RunStore
+    from evocov_core.runs.kernel_file import dump_kernel_file
+    from evocov_core.runs.store import RunStore
 
     jid = tiny_search(data_dir)
     text = dump_kernel_file(RunStore(data_dir).get_run(jid).best.doc)
@@ -1037,10 +1037,10 @@ def test_explorer_base_from_a_kernel_file(data_dir):
 
 
 def test_explorer_well_known_base_is_fitted_in_the_background(no_background_fits):
-    from evocov_core.baselines import fit_fixed
     from evocov_core.data import load_bundled
-    from evocov_core.library import WELL_KNOWN
-    from evocov_core.metrics import FitData
+    from evocov_core.fitting.metrics import FitData
+    from evocov_core.language.library import WELL_KNOWN
+    from evocov_core.present.baselines import fit_fixed
 
     at = app().run()
     at.switch_page("pages/4_explorer.py").run()
@@ -1167,11 +1167,11 @@ def test_the_report_scores_the_gp_baselines_the_page_fitted(data_dir, no_backgro
     """With the page's SE fit done and another GPSS run on these data finished, the report fits no GP
     baseline: it scores those (on a 100,000-point series they took its GPSS budget and an SE fit). Its SE row
     is the one it would have made; its GPSS row is the other run's kernel, and the tab says so."""
-    import evocov_core.baselines as baselines_module
+    import evocov_core.present.baselines as baselines_module
     from dashboard.runs import get_run
-    from evocov_core.baselines import se_baseline
     from evocov_core.data import load_bundled
-    from evocov_core.metrics import FitData
+    from evocov_core.fitting.metrics import FitData
+    from evocov_core.present.baselines import se_baseline
 
     other = tiny_search(data_dir)
     jid = tiny_search(data_dir)
@@ -1208,9 +1208,9 @@ def test_the_report_scores_the_gp_baselines_the_page_fitted(data_dir, no_backgro
 def test_the_report_uses_the_classical_forecasts_the_page_made(data_dir, no_background_fits, monkeypatch):
     """Once the Results page's background classical forecasts are done, the report shows them instead of
     fitting them again (on 100,000 points that took minutes)."""
-    import evocov_core.compare as compare_module
-    from evocov_core.classical import classical_forecasts
+    import evocov_core.present.compare as compare_module
     from evocov_core.data import load_bundled
+    from evocov_core.forecast.classical import classical_forecasts
 
     tiny_search(data_dir)
     at = app().run()
@@ -1237,7 +1237,7 @@ def test_results_page_forecasts_past_the_data_and_offers_it_as_csv(data_dir, no_
     CSV's rows are tested on the core: tests/test_future.py.)"""
     import json
 
-    from evocov_core.store import RunStore
+    from evocov_core.runs.store import RunStore
 
     jid = tiny_search(data_dir)
     run = RunStore(data_dir).get_run(jid)
@@ -1280,11 +1280,11 @@ def test_the_choice_is_described_by_the_rule_the_run_used():
 
     from dashboard.results_page import choice_rule
     from evocov_core.data import load_bundled
-    from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict
-    from evocov_core.library import compose
-    from evocov_core.metrics import FitData
-    from evocov_core.optimize import OptimConfig, fit_kernel
-    from evocov_core.subset import plan_subset
+    from evocov_core.fitting.metrics import FitData
+    from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+    from evocov_core.fitting.subset import plan_subset
+    from evocov_core.language.library import compose
+    from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict
 
     ds = load_bundled("airline")
     fit = fit_kernel(compose("SE"), FitData.from_dataset(ds), OptimConfig(n_restarts=1, n_screen=4),
@@ -1303,7 +1303,7 @@ def test_the_sidebar_gives_a_timed_search_its_time_left_not_its_generation_cap()
     from types import SimpleNamespace
 
     from dashboard.sidebar import _progress_words
-    from evocov_core.jobs import JobSnapshot
+    from evocov_core.runs.jobs import JobSnapshot
     from evocov_core.search import RunStatus, preset
 
     snap = JobSnapshot(id="r1", kind="search", status=RunStatus.RUNNING, label="", algorithm="evocov",
@@ -1320,13 +1320,13 @@ def test_the_sidebar_gives_a_timed_search_its_time_left_not_its_generation_cap()
 def test_one_count_of_fits_on_every_page_the_cli_and_the_kernel_file(data_dir, no_background_fits, tmp_path, capsys):
     """One search, with screening: the Search page, Results, Runs, the kernel file the dashboard stores and the
     command line's last line and kernel file (the same seeded run of fixed size, made by ``python -m evocov_core
-    search``) all give the same two counts, named the same way (evocov_core.counts)."""
-    from evocov_core import cli
-    from evocov_core.counts import fit_counts
+    search``) all give the same two counts, named the same way (evocov_core.runs.counts)."""
     from evocov_core.data import load_csv
-    from evocov_core.jobs import JobManager, JobSpec
-    from evocov_core.kernel_file import load_kernel_file
-    from evocov_core.store import RunStore
+    from evocov_core.present import cli
+    from evocov_core.runs.counts import fit_counts
+    from evocov_core.runs.jobs import JobManager, JobSpec
+    from evocov_core.runs.kernel_file import load_kernel_file
+    from evocov_core.runs.store import RunStore
 
     csv = tmp_path / "series.csv"
     csv.write_bytes(csv_bytes(72))

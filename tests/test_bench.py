@@ -39,8 +39,8 @@ from evocov_core.benchmarks.gpss_params import (
     verify,
 )
 from evocov_core.benchmarks.paper import PAPER_TABLE3, PAPER_TABLE4, PAPER_TABLE6, PAPER_TABLE6_COLUMNS, SERIES
-from evocov_core.library import GPSS_PUBLISHED, compose
-from evocov_core.optimize import powell_budget
+from evocov_core.fitting.optimize import powell_budget
+from evocov_core.language.library import GPSS_PUBLISHED, compose
 from evocov_core.search import preset
 
 AIRLINE_GPSS = ("RQ[len=0.622,alp=-9.83,sf=-0.833] × Lin[loc=1942.25,invsf=-2.11,offset=1.64] × "
@@ -357,7 +357,7 @@ def test_mutations_metrics_scaling_tiny(tsdl_dir: Path, tmp_path: Path) -> None:
 def test_cli_registers_bench() -> None:
     import importlib.util
 
-    from evocov_core.cli import build_parser, main
+    from evocov_core.present.cli import build_parser, main
 
     assert importlib.util.find_spec("evocov_core.bench") is None  # the shim is gone: one entry point
 

@@ -163,9 +163,9 @@ def _toy_data_dir(path: Path) -> Path:
 
 def test_a_rerun_runs_only_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The command's loop, with a stand-in search (one real SE fit) instead of ``run_search``."""
-    from evocov_core.kernel_file import load_kernel_file
-    from evocov_core.library import squared_exponential
-    from evocov_core.optimize import fit_kernel
+    from evocov_core.fitting.optimize import fit_kernel
+    from evocov_core.language.library import squared_exponential
+    from evocov_core.runs.kernel_file import load_kernel_file
 
     calls: list[tuple[int, float]] = []
 
@@ -189,11 +189,10 @@ def test_a_rerun_runs_only_what_is_missing(tmp_path: Path, monkeypatch: pytest.M
     # The returned kernel's predictive normal (latent variance + noise) on the test part.
     assert rows["coverage_95"].between(0, 1).all() and (rows["crps"] > 0).all()
     from evocov_core.benchmarks.common import load_series
-    from evocov_core.compare import forecast_scores
-    from evocov_core.model import FittedModel
+    from evocov_core.present.compare import forecast_scores
 
     ds = load_series(data_dir, "01-toy")
-    scores = forecast_scores(FittedModel.from_file(load_kernel_file(out / rows["kernel_file"][1])), ds)
+    scores = forecast_scores(load_kernel_file(out / rows["kernel_file"][1]).model(), ds)
     assert (scores.coverage_95, scores.crps, scores.test_rmse) == (
         pytest.approx(rows["coverage_95"][1]), pytest.approx(rows["crps"][1]), pytest.approx(rows["test_rmse"][1]))
     # The report ran the classical forecasters once on the series and kept them.
@@ -277,7 +276,7 @@ def test_report_is_regenerated_from_the_folder(tmp_path: Path, capsys: pytest.Ca
 
 def _classical(rows: dict[str, dict[str, float]]) -> pd.DataFrame:
     """A classical-scores table: ``{series: {model: test RMSE}}``, every other model failed."""
-    from evocov_core.classical import MODELS
+    from evocov_core.forecast.classical import MODELS
 
     out = []
     for series, models in rows.items():
@@ -336,8 +335,8 @@ def _corpus_dir(path: Path, n: int = 2) -> Path:
 def _fake_classical(calls: list[str]):
     """A stand-in for ``classical_forecasts``: each model forecasts the last training value ± 1 (MSTL never
     starts, as when its process cannot start)."""
-    from evocov_core.classical import MODELS, ClassicalForecast, ClassicalForecasts
-    from evocov_core.seasons import infer_seasons
+    from evocov_core.fitting.seasons import infer_seasons
+    from evocov_core.forecast.classical import MODELS, ClassicalForecast, ClassicalForecasts
 
     def fake(ds, **kwargs):
         calls.append(ds.name)
@@ -357,7 +356,7 @@ def test_a_corpus_folder_is_judged_against_autoets_and_its_classical_table_is_re
     corpus_, the report has no paper columns; the classical table in the folder is reused while a series'
     file is the same, made again when it changes, and a model that never ran is tried again."""
     from evocov_core.benchmarks.classical_cache import classical_file, series_checksum
-    from evocov_core.classical import MODELS
+    from evocov_core.forecast.classical import MODELS
 
     data_dir = _corpus_dir(tmp_path / "series")
     out = tmp_path / "out"
@@ -375,7 +374,7 @@ def test_a_corpus_folder_is_judged_against_autoets_and_its_classical_table_is_re
             cf.append({"series": series, "checksum": series_checksum(data_dir / f"{series}.csv"), "model": m,
                        "status": "ok" if rmse else "skipped", "test_rmse": rmse, "reason": "" if rmse else "no"})
     calls: list[str] = []
-    monkeypatch.setattr("evocov_core.classical.classical_forecasts", _fake_classical(calls))
+    monkeypatch.setattr("evocov_core.forecast.classical.classical_forecasts", _fake_classical(calls))
     res = acc.accuracy_report(out)
     assert calls == []  # every series read from classical.csv
     # Ratios to AutoETS: 0.5, 1.5 (median 1) and 0.5, 0.5 (median 0.5).
@@ -515,7 +514,7 @@ def test_the_module_entry_point_reports_errors_on_one_line(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_one_real_budgeted_trial(tmp_path: Path) -> None:
-    from evocov_core.kernel_file import load_kernel_file
+    from evocov_core.runs.kernel_file import load_kernel_file
 
     data_dir = _toy_data_dir(tmp_path / "data")
     res = acc.accuracy(data_dir, tmp_path / "out", time_budget=1.5, seeds=1, workers=1, log=lambda s: None,
@@ -606,8 +605,8 @@ def test_the_help_names_every_variant(capsys: pytest.CaptureFixture[str]) -> Non
 def test_variants_are_renamed_when_a_preset_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``bench/relabel_accuracy.py``: a preset adopts a variant; the folder's trials follow their settings."""
     from bench.relabel_accuracy import relabel
-    from evocov_core.library import squared_exponential
-    from evocov_core.optimize import fit_kernel
+    from evocov_core.fitting.optimize import fit_kernel
+    from evocov_core.language.library import squared_exponential
 
     def fake_search(data, config, *, seed: int, workers: int, dataset=None):
         fit = fit_kernel(squared_exponential(), data, config.optim, np.random.default_rng(seed))

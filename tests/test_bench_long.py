@@ -19,7 +19,7 @@ import pytest
 
 from evocov_core.benchmarks import long as lb
 from evocov_core.benchmarks.common import BenchError
-from evocov_core.parallel import MeasuredRun
+from evocov_core.compute.measure import MeasuredRun
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,10 +122,10 @@ def tiny(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def _kernel_text(test_rmse: float, forecast_rmse: float | None = None) -> str:
     """A kernel file; with ``forecast_rmse``, of a search whose forecast averaged the kernel with MSTL."""
-    from evocov_core.combination import Combination
-    from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict
-    from evocov_core.library import squared_exponential
-    from evocov_core.optimize import FitResult, FitStatus
+    from evocov_core.fitting.optimize import FitResult, FitStatus
+    from evocov_core.forecast.combination import Combination
+    from evocov_core.language.library import squared_exponential
+    from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict
 
     k = squared_exponential()
     fit = FitResult(kernel=k, theta=(0.0, -1.0), log_noise=-2.0, jitter=0.0, status=FitStatus.OK, reason="",

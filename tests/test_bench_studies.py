@@ -16,9 +16,9 @@ from bench.bench_log_transform import lml_of_y, log_dataset
 from bench.bench_run_average import bic_pick_gains, full_trials
 from evocov_core.benchmarks.common import geomean
 from evocov_core.data import Dataset
-from evocov_core.evaluate import Inputs, covariance
-from evocov_core.gp import lml
-from evocov_core.library import squared_exponential
+from evocov_core.fitting.gp import lml
+from evocov_core.language.evaluate import Inputs, covariance
+from evocov_core.language.library import squared_exponential
 
 
 def test_lml_of_y_is_the_density_of_y_by_change_of_variables() -> None:
@@ -114,7 +114,7 @@ def test_run_average_counts_a_rerun_trial_once(tmp_path) -> None:
 
 
 def _vfe_problem(n: int = 20):
-    from evocov_core.library import compose
+    from evocov_core.language.library import compose
 
     rng = np.random.default_rng(5)
     X = np.sort(rng.uniform(1.0, 2.0, n))[:, None]
@@ -132,7 +132,7 @@ def test_vfe_with_every_input_as_inducing_point_is_the_exact_lml() -> None:
     assert jitter == 0.0
     assert math.isclose(vfe_lml(kernel, X, y, X, theta, log_noise, jitter=0.0), exact, rel_tol=1e-7)
     value, grad = vfe_lml_and_grad(kernel, X, y, X, theta, log_noise, jitter=0.0)
-    from evocov_core.gp import lml_and_grad
+    from evocov_core.fitting.gp import lml_and_grad
 
     ev, eg, _ = lml_and_grad(kernel, Inputs(X), y, theta, log_noise)
     assert math.isclose(value, ev, rel_tol=1e-7) and np.allclose(grad, eg, rtol=1e-4, atol=1e-5)
@@ -157,7 +157,7 @@ def test_vfe_bound_lies_below_the_exact_lml_and_its_gradient_is_right() -> None:
 
 def test_priors_follow_each_slots_role_and_leave_change_point_slots_free() -> None:
     from bench.bench_priors import NOISE_PRIOR, PRIORS, prior
-    from evocov_core.kernel_file import parse_expression
+    from evocov_core.runs.kernel_file import parse_expression
 
     k = parse_expression("changepoint(x, multiply(square(hp(hp0)), exp(multiply(-0.5, sq_dist(euc(x), hp1)))), "
                          "exp(multiply(-0.5, sq_dist(spectral(x, hp2), hp3))), hp4, hp5)")
@@ -173,8 +173,8 @@ def test_priors_follow_each_slots_role_and_leave_change_point_slots_free() -> No
 
 def test_map_refit_moves_towards_the_prior_as_it_tightens() -> None:
     from bench.bench_priors import map_refit
-    from evocov_core.metrics import FitData
-    from evocov_core.optimize import OptimConfig, fit_kernel
+    from evocov_core.fitting.metrics import FitData
+    from evocov_core.fitting.optimize import OptimConfig, fit_kernel
 
     rng = np.random.default_rng(3)
     x = np.linspace(1.0, 2.0, 40)
@@ -191,9 +191,9 @@ def test_map_refit_moves_towards_the_prior_as_it_tightens() -> None:
 
 def test_forecast_shape_tells_a_growing_kernel_from_a_stationary_one() -> None:
     from bench.bench_forecast_shape import level_share, shape
-    from evocov_core.library import linear
-    from evocov_core.metrics import FitData
-    from evocov_core.optimize import FitResult, FitStatus
+    from evocov_core.fitting.metrics import FitData
+    from evocov_core.fitting.optimize import FitResult, FitStatus
+    from evocov_core.language.library import linear
 
     x = np.linspace(1.0, 2.0, 30)
     y = 3 * x + 0.05 * np.sin(20 * x)
@@ -338,9 +338,9 @@ def test_long_weights_follow_the_power_and_the_guard() -> None:
 
 def test_long_weights_make_the_presets_combination_for_a_folder_that_did_not_combine() -> None:
     from bench.bench_long_weights import _product_combination
-    from evocov_core.library import compose
-    from evocov_core.metrics import FitData
-    from evocov_core.optimize import OptimConfig, fit_kernel
+    from evocov_core.fitting.metrics import FitData
+    from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+    from evocov_core.language.library import compose
     from evocov_core.search import preset
 
     n = 2600
@@ -358,7 +358,7 @@ def test_pooled_searches_weigh_like_one_search_and_share_the_kernels_weight() ->
     """One kernel pooled is the product's weighting; K identical kernels crowd the classical members out
     unless they share one weight, which then gives the one kernel's forecast."""
     from bench.bench_pooled_searches import _weights, pooled
-    from evocov_core.combination import inverse_error_weights
+    from evocov_core.forecast.combination import inverse_error_weights
 
     k, ets, theta = np.array([1.0, 2.0]), np.array([3.0, 3.0]), np.array([5.0, 4.0])
     classical = {"AutoETS": (4.0, ets), "AutoTheta": (2.0, theta)}
@@ -377,7 +377,7 @@ def test_classical_members_group_weigh_and_cap_as_documented() -> None:
     """A group is the mean or median of the members that forecast; weighing at the product's power is
     the product's weighting; a cap holds the kernel's weight and shares the rest as before."""
     from bench.bench_classical_members import capped, group_forecast, sse, weighed
-    from evocov_core.combination import inverse_error_weights
+    from evocov_core.forecast.combination import inverse_error_weights
 
     a, b, c = np.array([1.0, 2.0]), np.array([3.0, 6.0]), np.array([8.0, 7.0])
     assert np.allclose(group_forecast("median", [a, b, c, None]), [3.0, 6.0])
@@ -398,9 +398,9 @@ def test_mean_function_is_the_limit_of_a_vague_linear_term_and_holds_the_kernels
     grows (Rasmussen & Williams §2.7); no basis is the plain posterior mean; two kernel members share the hold."""
     from bench.bench_classical_members import capped
     from bench.bench_mean_function import mean_forecast
-    from evocov_core.combination import inverse_error_weights
     from evocov_core.data import Normalisation
-    from evocov_core.model import FittedModel
+    from evocov_core.fitting.model import FittedModel
+    from evocov_core.forecast.combination import inverse_error_weights
 
     rng = np.random.default_rng(3)
     x = np.sort(rng.uniform(1.0, 2.0, 15))[:, None]

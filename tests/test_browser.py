@@ -368,8 +368,8 @@ def test_upload_search_reload_results_download(server, browser, tmp_path):
     path = tmp_path / "kernel.json"
     dl.value.save_as(str(path))
 
-    from evocov_core.kernel_file import load_kernel_file
-    from evocov_core.psd import check_psd
+    from evocov_core.language.psd import check_psd
+    from evocov_core.runs.kernel_file import load_kernel_file
 
     kf = load_kernel_file(path)
     assert kf.scores.get("dataset") == "synthetic_sales"
@@ -452,7 +452,7 @@ def test_results_compare_every_forecast_with_the_classical_ones(server, browser)
     """After a short search on the bundled Airline series, the Results page shows within 30 s the table of
     every forecast with every classical forecaster's row finished (scores, or a one-line reason), and
     their forecasts dashed on the forecast figure."""
-    from evocov_core.classical import MODELS
+    from evocov_core.forecast.classical import MODELS
 
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     page.set_default_timeout(60_000)
@@ -495,11 +495,11 @@ def test_results_compare_every_forecast_with_the_classical_ones(server, browser)
 def test_report_html_renders_offline(browser, tmp_path):
     """The HTML report opens from a file with no network and every Plotly figure draws."""
     from evocov_core.data import Dataset
-    from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict, parse_kernel_file
-    from evocov_core.library import compose
-    from evocov_core.metrics import FitData
-    from evocov_core.optimize import OptimConfig, fit_kernel
-    from evocov_core.report_html import report_html
+    from evocov_core.fitting.metrics import FitData
+    from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+    from evocov_core.language.library import compose
+    from evocov_core.present.report_html import report_html
+    from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict, parse_kernel_file
 
     x = 1990 + np.arange(96) / 12.0
     y = 0.5 * (x - 1990) + np.sin(2 * math.pi * x) + 0.1 * np.random.default_rng(1).standard_normal(96)

@@ -23,10 +23,10 @@ RUN_ID = "widest000001"
 def _store_run(data_dir: Path) -> str:
     """A finished search on Airline whose returned kernel is the fixture's, in the server's run store."""
     from evocov_core.data import load_bundled
-    from evocov_core.kernel_file import load_kernel_file
+    from evocov_core.runs.kernel_file import load_kernel_file
+    from evocov_core.runs.store import RunStore
     from evocov_core.search import preset
     from evocov_core.search.common import EvalRecord, GenerationStats, RunStatus
-    from evocov_core.store import RunStore
 
     ds = load_bundled("airline")
     doc = __import__("json").loads(FIXTURE.read_text(encoding="utf-8"))

@@ -9,22 +9,22 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from evocov_core.averaging import bic_weights, ensemble_predict, mixture, score_weights
 from evocov_core.data import Dataset
-from evocov_core.gp import posterior
-from evocov_core.grammar import check_tree, subtree_end
-from evocov_core.kernel import Kernel
-from evocov_core.kernel_file import parse_expression
-from evocov_core.library import compose
-from evocov_core.metrics import FitData
-from evocov_core.optimize import FitStatus, OptimConfig, fit_kernel, slot_bounds, slot_roles
-from evocov_core.parallel import SerialExecutor
-from evocov_core.psd import PSDConfig, check_psd
+from evocov_core.fitting.averaging import bic_weights, ensemble_predict, mixture, score_weights
+from evocov_core.fitting.fits import SerialExecutor
+from evocov_core.fitting.gp import posterior
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import FitStatus, OptimConfig, fit_kernel, slot_bounds, slot_roles
+from evocov_core.language.grammar import check_tree, subtree_end
+from evocov_core.language.kernel import Kernel
+from evocov_core.language.library import compose
+from evocov_core.language.psd import PSDConfig, check_psd
+from evocov_core.runs.kernel_file import parse_expression
 from evocov_core.search import ConfigError, preset, run_search, search_stages, select
 from evocov_core.search.select import INDEFINITE, choose_model, indefiniteness
 from evocov_core.search.stages import screen_mask
 from evocov_core.search.structures import expand, expand_once, seed_kernels, seed_structures
-from evocov_core.variation import VariationConfig
+from evocov_core.search.variation import VariationConfig
 
 
 def _series(n: int, seed: int = 0) -> FitData:
@@ -331,7 +331,7 @@ def test_indefiniteness_separates_a_kernel_from_round_off(small: FitData) -> Non
 def test_indefiniteness_of_a_long_irregular_series_is_decided_without_sorting_its_lags(monkeypatch) -> None:
     """Above EIG_MAX_POINTS the Cholesky decides; the search for distinct lags (a sort of every n² lag, which
     gives up on irregular inputs after 0.8 s at 2,200 points) is not made, and the verdicts are the same."""
-    import evocov_core.evaluate as evaluate
+    import evocov_core.language.evaluate as evaluate
 
     rng = np.random.default_rng(3)
     x = np.sort(rng.uniform(0.0, 100.0, select.EIG_MAX_POINTS + 100))
@@ -522,7 +522,7 @@ def test_the_marginal_tail_score_judges_each_point_on_its_own(small: FitData) ->
     """The tail's marginal densities: the sum of N(y_i; μ_i, σ_i²) from the head's posterior. Above
     the joint density of the same tail for a smooth kernel (its one-step-ahead predictions inside the
     tail are sharper than the forecast from the head)."""
-    from evocov_core.gp import posterior
+    from evocov_core.fitting.gp import posterior
     from evocov_core.search.select import tail_score
     from evocov_core.search.stages import head_stage
 

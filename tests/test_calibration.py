@@ -1,4 +1,4 @@
-"""Calibrating a returned kernel's predictive spread (evocov_core.calibration, search.validate.calibrate):
+"""Calibrating a returned kernel's predictive spread (evocov_core.fitting.calibration, search.validate.calibrate):
 the factor, where it is learned, how it travels in a kernel file and what a forecast does with it."""
 
 from __future__ import annotations
@@ -8,15 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from evocov_core.calibration import MAX_SPREAD, Calibration, rms_scale
 from evocov_core.data import Dataset
-from evocov_core.gp import posterior
-from evocov_core.kernel_file import KernelFileError, dump_kernel_file, kernel_file_dict, parse_kernel_file
-from evocov_core.library import compose
-from evocov_core.metrics import FitData
-from evocov_core.model import FittedModel
-from evocov_core.optimize import OptimConfig, fit_kernel
-from evocov_core.parallel import SerialExecutor
+from evocov_core.fitting.calibration import MAX_SPREAD, Calibration, rms_scale
+from evocov_core.fitting.fits import SerialExecutor
+from evocov_core.fitting.gp import posterior
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+from evocov_core.language.library import compose
+from evocov_core.runs.kernel_file import KernelFileError, dump_kernel_file, kernel_file_dict, parse_kernel_file
 from evocov_core.search import preset, run_search
 from evocov_core.search.stages import head_stage
 from evocov_core.search.validate import calibrate
@@ -64,8 +63,8 @@ def test_a_forecast_from_a_calibrated_file_has_the_same_mean_and_a_wider_spread(
     wide = parse_kernel_file(dump_kernel_file(kernel_file_dict(fit, ds.norm, n_train=ds.n_train,
                                                                calibration=Calibration(1.7, "origins", 40))))
     assert plain.calibration == Calibration() and wide.calibration == Calibration(1.7, "origins", 40)
-    a = FittedModel.from_file(plain).predict_dataset(ds)
-    b = FittedModel.from_file(wide).predict_dataset(ds)
+    a = plain.model().predict_dataset(ds)
+    b = wide.model().predict_dataset(ds)
     np.testing.assert_allclose(b.mean, a.mean, rtol=1e-12)
     np.testing.assert_allclose(b.std, 1.7 * a.std, rtol=1e-12)
     np.testing.assert_allclose(b.std_f, 1.7 * a.std_f, rtol=1e-12)
@@ -115,7 +114,7 @@ def test_a_search_returns_its_calibration_and_the_cli_file_carries_it():
 
 
 def test_the_report_says_how_much_wider_the_intervals_are():
-    from evocov_core.report_html import report_html
+    from evocov_core.present.report_html import report_html
 
     ds = _trend(60)
     fit = _fit(["+", "SE", "LIN"], FitData.from_dataset(ds))

@@ -7,18 +7,18 @@ import math
 import numpy as np
 import pytest
 
-from evocov_core import library
 from evocov_core.data import Dataset
-from evocov_core.evaluate import covariance, covariance_diag
-from evocov_core.grammar import Cov, TreeError, check_tree, get_grammar, typed_grow
-from evocov_core.kernel import Kernel
-from evocov_core.kernel_file import KernelFileError, parse_expression
-from evocov_core.metrics import FitData
-from evocov_core.optimize import OptimConfig, fit_kernel, slot_bounds, slot_roles
-from evocov_core.psd import PSDConfig, check_psd
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import OptimConfig, fit_kernel, slot_bounds, slot_roles
+from evocov_core.language import library
+from evocov_core.language.evaluate import covariance, covariance_diag
+from evocov_core.language.grammar import Cov, TreeError, check_tree, get_grammar, typed_grow
+from evocov_core.language.kernel import Kernel
+from evocov_core.language.psd import PSDConfig, check_psd
+from evocov_core.runs.kernel_file import KernelFileError, parse_expression
 from evocov_core.search import preset, run_search
 from evocov_core.search.structures import expand_once
-from evocov_core.variation import VariationConfig, mutate
+from evocov_core.search.variation import VariationConfig, mutate
 
 SE = library.squared_exponential("hp0", "hp1").tokens
 LIN = library.linear("hp2", "hp3").tokens

@@ -14,14 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evocov_core.baselines import se_baseline
-from evocov_core.classical import COMBINE_MODELS, MODELS, classical_forecasts
-from evocov_core.compare import COLUMNS, forecast_comparison
 from evocov_core.data import Dataset, load_bundled
-from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict, load_kernel_file
-from evocov_core.metrics import FitData
-from evocov_core.model import FittedModel
-from evocov_core.seasons import infer_seasons
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.model import FittedModel
+from evocov_core.fitting.seasons import infer_seasons
+from evocov_core.forecast.classical import COMBINE_MODELS, MODELS, classical_forecasts
+from evocov_core.present.baselines import se_baseline
+from evocov_core.present.compare import COLUMNS, forecast_comparison
+from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict, load_kernel_file
 
 ROOT = Path(__file__).resolve().parents[1]
 DAY = 1 / 365.2425
@@ -64,7 +64,7 @@ def test_seasons_from_dates(index: pd.DatetimeIndex, primary: int, secondary: tu
 ])
 def test_calendar_periods_are_lengths_of_time(index: pd.DatetimeIndex, periods_in_days: tuple[float, ...]) -> None:
     """The calendar's seasons in x units (decimal years) for the long-series seeds' periods."""
-    from evocov_core.seasons import calendar_periods
+    from evocov_core.fitting.seasons import calendar_periods
 
     got = calendar_periods(dated(index))
     assert [p / DAY for p in got] == pytest.approx(periods_in_days, rel=1e-9)
@@ -119,7 +119,7 @@ def test_given_seasons_win_and_are_checked() -> None:
 
 
 def test_seasons_typed_by_a_person() -> None:
-    from evocov_core.seasons import parse_seasons
+    from evocov_core.fitting.seasons import parse_seasons
 
     assert parse_seasons("") is None and parse_seasons("  ") is None
     assert parse_seasons("12") == (12,)
@@ -216,9 +216,9 @@ def test_a_model_that_fails_has_a_one_line_reason_and_the_table_still_builds() -
 def test_rows_still_running_or_skipped_and_rows_of_fits_made_elsewhere(seasonal: Dataset) -> None:
     """What the Results page builds while its baselines run in the background: every row is there,
     the ones not ready say so without numbers, and the best is among the finished ones."""
-    from evocov_core.baselines import Compared
-    from evocov_core.classical import running_forecasts
-    from evocov_core.compare import forecast_scores
+    from evocov_core.forecast.classical import running_forecasts
+    from evocov_core.present.baselines import Compared
+    from evocov_core.present.compare import forecast_scores
 
     fit = se_baseline(FitData.from_dataset(seasonal))
     se = Compared.from_fit("SE", fit, seasonal, seconds=1.5)
@@ -284,8 +284,9 @@ def test_no_test_part_or_bad_arguments() -> None:
 
 
 def test_importing_the_package_does_not_import_statsforecast() -> None:
-    code = ("import sys, evocov_core, evocov_core.classical, evocov_core.compare, evocov_core.report_html, "
-            "evocov_core.cli; print('statsforecast' in sys.modules)")
+    code = ("import sys, evocov_core, evocov_core.forecast.classical, evocov_core.present.compare, "
+            "evocov_core.present.report_html, "
+            "evocov_core.present.cli; print('statsforecast' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr
@@ -343,7 +344,7 @@ def test_compare_errors_are_one_line(airline_se: Path, args: list[str], message:
 
 
 def test_the_airline_report_holds_the_classical_rows(airline_se: Path) -> None:
-    from evocov_core.report_html import report_html
+    from evocov_core.present.report_html import report_html
 
     text = report_html(load_kernel_file(airline_se), load_bundled("airline"), baseline_budget=0, time_limit=60)
     m = re.search(r'<script type="application/json" id="evocov-forecast-comparison">(.*?)</script>', text, re.S)
@@ -367,8 +368,8 @@ def test_the_airline_report_holds_the_classical_rows(airline_se: Path) -> None:
 
 def test_a_report_reuses_classical_forecasts_made_already(airline_se: Path, monkeypatch) -> None:
     """Given finished classical forecasts (the Results page's), the report shows them and fits none."""
-    import evocov_core.compare as compare_module
-    from evocov_core.report_html import report_html
+    import evocov_core.present.compare as compare_module
+    from evocov_core.present.report_html import report_html
 
     ds = load_bundled("airline")
     done = classical_forecasts(ds, season_lengths=(12,), time_limit=60)

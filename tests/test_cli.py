@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evocov_core.kernel_file import VERSION, load_kernel_file
+from evocov_core.runs.kernel_file import VERSION, load_kernel_file
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--preset", "quick-fixed",
@@ -193,7 +193,7 @@ def test_report_writes_a_self_contained_html(series_csv: Path, searched: tuple[P
 
 def test_change_windows_flag_sits_next_to_change_points() -> None:
     """``--changewindows`` turns the grammar option on; without it every preset keeps it off."""
-    from evocov_core.cli import _config_from_args, build_parser
+    from evocov_core.present.cli import _config_from_args, build_parser
 
     def config(*extra: str):
         return _config_from_args(build_parser().parse_args(["search", "--data", "d.csv", "--out", "k.json", *extra]))
@@ -209,10 +209,10 @@ def test_change_windows_flag_sits_next_to_change_points() -> None:
 def airline_kernel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A kernel fitted on the bundled Airline data (its published 10 % test split), as a kernel file."""
     from evocov_core.data import load_csv
-    from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict
-    from evocov_core.library import compose
-    from evocov_core.metrics import FitData
-    from evocov_core.optimize import OptimConfig, fit_kernel
+    from evocov_core.fitting.metrics import FitData
+    from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+    from evocov_core.language.library import compose
+    from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict
 
     ds = load_csv(ROOT / "data" / "airline.csv", test_fraction=0.1)
     fit = fit_kernel(compose(["+", ["*", "SE", "PER"], "LIN"]), FitData.from_dataset(ds),
@@ -345,7 +345,7 @@ def _other_value(name: str, typ: type, meta, default, algorithm: str = "evocov")
 
 def test_every_setting_is_reachable_from_the_cli(series_csv: Path, tmp_path: Path) -> None:
     """Each SearchConfig field has an option generated from its metadata, and it reaches the config."""
-    from evocov_core.cli import _config_from_args, build_parser
+    from evocov_core.present.cli import _config_from_args, build_parser
     from evocov_core.search import preset
     from evocov_core.search.config import settings
 
@@ -376,14 +376,14 @@ def test_a_search_budget_counts_from_the_process_start() -> None:
     """process_seconds: this process has run for a while (imports included), and a new one for less."""
     import time
 
-    from evocov_core.cli import process_seconds
+    from evocov_core.present.cli import process_seconds
 
     if not Path("/proc/self/stat").is_file():
         pytest.skip("needs Linux /proc")
     t0 = time.perf_counter()
     here = process_seconds()
     assert 0.0 < here < 86400
-    fresh = subprocess.run([sys.executable, "-c", "import time; time.sleep(0.5); from evocov_core.cli import "
+    fresh = subprocess.run([sys.executable, "-c", "import time; time.sleep(0.5); from evocov_core.present.cli import "
                             "process_seconds; print(process_seconds())"], capture_output=True, text=True,
                            cwd=Path(__file__).resolve().parents[1], timeout=120, check=True)
     assert 0.5 <= float(fresh.stdout) <= time.perf_counter() - t0 + 0.05
@@ -436,7 +436,7 @@ def test_outputs_and_counts_that_cannot_work_are_refused_before_any_work(tmp_pat
 def test_a_programming_error_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the user's errors become one line: a ValueError from our own code (an inverted random range,
     say) used to print as 'error: high - low < 0', which tells the user nothing and hides the bug."""
-    from evocov_core import cli as cli_module
+    from evocov_core.present import cli as cli_module
 
     def broken(args):
         raise ValueError("high - low < 0")

@@ -1,6 +1,6 @@
 """The search's forecast: the kernel's and classical forecasts weighted by their errors from earlier origins,
-without the kernel's when it leaves the classical intervals (evocov_core.combination,
-evocov_core.search.combine), and where it is recorded and shown."""
+without the kernel's when it leaves the classical intervals (evocov_core.forecast.combination,
+evocov_core.forecast.beside), and where it is recorded and shown."""
 
 from __future__ import annotations
 
@@ -12,26 +12,12 @@ import re
 import numpy as np
 import pytest
 
-from evocov_core.classical import ClassicalForecast, ClassicalForecasts, classical_forecasts, classical_forecasts_many
-from evocov_core.combination import (
-    GUARD_HALF_WIDTHS,
-    KERNEL,
-    MIN_WEIGHT,
-    SHORT_KERNEL_WEIGHT,
-    Combination,
-    interval_excess,
-    inverse_error_weights,
-    weigh_members,
-)
-from evocov_core.compare import forecast_comparison
 from evocov_core.data import Dataset, load_bundled
-from evocov_core.kernel_file import KernelFileError, dump_kernel_file, kernel_file_dict, parse_kernel_file
-from evocov_core.library import compose
-from evocov_core.metrics import FitData, rmse
-from evocov_core.model import FittedModel
-from evocov_core.optimize import OptimConfig, fit_kernel
-from evocov_core.search import preset, run_search, search_data, search_executor
-from evocov_core.search.combine import (
+from evocov_core.fitting.metrics import FitData, rmse
+from evocov_core.fitting.model import FittedModel
+from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+from evocov_core.fitting.seasons import Seasons
+from evocov_core.forecast.beside import (
     LONG_POINTS,
     ClassicalBeside,
     combined_test_mean,
@@ -41,8 +27,28 @@ from evocov_core.search.combine import (
     kernel_test_mean,
     origin_datasets,
 )
+from evocov_core.forecast.classical import (
+    ClassicalForecast,
+    ClassicalForecasts,
+    classical_forecasts,
+    classical_forecasts_many,
+)
+from evocov_core.forecast.combination import (
+    GUARD_HALF_WIDTHS,
+    KERNEL,
+    MIN_WEIGHT,
+    SHORT_KERNEL_WEIGHT,
+    Combination,
+    interval_excess,
+    inverse_error_weights,
+    weigh_members,
+)
+from evocov_core.forecast.stage import search_and_forecast
+from evocov_core.language.library import compose
+from evocov_core.present.compare import forecast_comparison
+from evocov_core.runs.kernel_file import KernelFileError, dump_kernel_file, kernel_file_dict, parse_kernel_file
+from evocov_core.search import preset, run_search, search_data, search_executor
 from evocov_core.search.validate import OriginScores, origin_masks, origin_windows
-from evocov_core.seasons import Seasons
 
 
 def _series(n: int = 96, seed: int = 0) -> Dataset:
@@ -278,7 +284,7 @@ def test_the_comparison_shows_the_combined_forecast_beside_the_kernels():
     ds = _series()
     kf = parse_kernel_file(dump_kernel_file(_doc(Combination((KERNEL, "AutoTheta"), (), 4))))
     kf = dataclasses.replace(kf, normalisation=ds.norm)
-    kernel_mean = FittedModel.from_file(kf).predict_dataset(ds).mean
+    kernel_mean = kf.model().predict_dataset(ds).mean
     theta = ds.y_test + 1.0
     table = forecast_comparison(ds, kf, classical=_classical(ds, theta)).table.set_index("method")
     row = table.loc["forecast (kernel + AutoTheta)"]
@@ -308,7 +314,7 @@ def searched():
     cfg = _config()
     data = search_data(ds, cfg)
     with search_executor(data, cfg, workers=1) as ex:
-        res = run_search(data, cfg, seed=0, executor=ex, dataset=ds)
+        res = search_and_forecast(data, cfg, seed=0, executor=ex, dataset=ds)
     return ds, data, cfg, res
 
 
@@ -363,7 +369,7 @@ def test_the_short_origins_study_refits_the_kernel_at_the_origins_as_the_search_
 def test_the_same_seed_gives_the_same_forecast(searched):
     ds, data, cfg, res = searched
     with search_executor(data, cfg, workers=1) as ex:
-        again = run_search(data, cfg, seed=0, executor=ex, dataset=ds)
+        again = search_and_forecast(data, cfg, seed=0, executor=ex, dataset=ds)
     assert again.combination == res.combination and again.best.kernel.canonical == res.best.kernel.canonical
 
 
@@ -373,10 +379,10 @@ def test_the_kernels_own_forecast_is_kept_with_a_reason_where_no_choice_can_be_m
     assert eligibility(ds, data) == ""
     cfg = _config(calibration="tail")
     with search_executor(data, cfg, workers=1) as ex:
-        res = run_search(data, cfg, seed=0, executor=ex, dataset=ds)
+        res = search_and_forecast(data, cfg, seed=0, executor=ex, dataset=ds)
     assert not res.combination.combined and "interval calibration" in res.combination.reason
-    with search_executor(data, cfg, workers=1) as ex:  # without the data set: nothing is said
-        assert run_search(data, cfg, seed=0, executor=ex).combination == Combination()
+    with search_executor(data, cfg, workers=1) as ex:  # the search alone says nothing of a forecast
+        assert not hasattr(run_search(data, cfg, seed=0, executor=ex), "combination")
     # Two inputs.
     two = Dataset.from_arrays(np.c_[np.arange(30.0), np.arange(30.0) % 7], np.arange(30.0), test_fraction=0.1)
     assert "one input" in eligibility(two, FitData.from_dataset(two))
@@ -415,7 +421,7 @@ def test_the_classical_models_see_each_origins_head_and_forecast_its_targets():
 
 
 def test_the_report_says_what_the_forecast_is():
-    from evocov_core.report_html import report_html
+    from evocov_core.present.report_html import report_html
 
     ds = _series(60)
     avg = Combination((KERNEL, "AutoTheta"), (("kernel", 3.0), ("kernel + AutoTheta", 2.0)), 4)
@@ -506,10 +512,10 @@ def test_a_long_series_search_combines_with_its_own_members(long_series):
     data = search_data(ds, cfg)
     assert data.on_subset
     with search_executor(data, cfg, workers=1) as ex:
-        res = run_search(data, cfg, seed=0, executor=ex, dataset=ds)
+        res = search_and_forecast(data, cfg, seed=0, executor=ex, dataset=ds)
     c = res.combination
     assert c.origins == 4 and not c.refitted and set(c.models) <= {"AutoETS"}
     assert [n for n, _ in c.origin_sse] == [KERNEL, "AutoETS"]
     with search_executor(data, cfg, workers=1) as ex:  # no long_combine: the kernel's own, nothing said
-        alone = run_search(data, dataclasses.replace(cfg, long_combine=()), seed=0, executor=ex, dataset=ds)
+        alone = search_and_forecast(data, dataclasses.replace(cfg, long_combine=()), seed=0, executor=ex, dataset=ds)
     assert alone.combination == Combination()

@@ -1,4 +1,4 @@
-"""A Dask cluster that has only the dependencies installed (evocov_core.dask_setup).
+"""A Dask cluster that has only the dependencies installed (evocov_core.compute.cluster).
 
 The cluster tests start ``dask scheduler`` and ``dask worker`` as subprocesses in a temporary
 folder with no ``PYTHONPATH``, so neither can import ``evocov_core`` (the fixture checks it);
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from evocov_core.dask_setup import (
+from evocov_core.compute.cluster import (
     DaskSetupError,
     _forget_other_versions,
     package_zip,
@@ -69,10 +69,10 @@ def test_remote_task_unpickles_where_evocov_core_is_missing(tmp_path):
     """What the scheduler gets: the task function and its bytes load without the package."""
     from distributed.protocol.pickle import dumps
 
-    from evocov_core.parallel import Task
+    from evocov_core.fitting.fits import Task
 
-    blob = dumps((remote("evocov_core.parallel", "_dask_call"),
-                  pickle.dumps(("evocov_core.parallel", "_run_in", Task(("SE",), (1,))))))
+    blob = dumps((remote("evocov_core.fitting.fits", "_dask_call"),
+                  pickle.dumps(("evocov_core.fitting.fits", "_run_in", Task(("SE",), (1,))))))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     code = ("import sys, pickle, importlib.util; assert importlib.util.find_spec('evocov_core') is None; "
             "f, b = pickle.loads(sys.stdin.buffer.read()); print(f.__name__, type(b).__name__)")
@@ -154,7 +154,7 @@ def _cannot_import_probe():
 
 def _tiny_search_inputs():
     from evocov_core.data import load_bundled
-    from evocov_core.metrics import FitData
+    from evocov_core.fitting.metrics import FitData
     from evocov_core.search import preset
 
     ds = load_bundled("airline")
@@ -204,14 +204,14 @@ def test_long_series_search_on_a_cluster_equals_serial(cluster):
 @pytest.mark.slow
 def test_a_worker_with_another_version_loaded_takes_the_shipped_one(cluster):
     """A long-lived worker that imported another version forgets it before the next run."""
-    from evocov_core.dask_setup import ship_package
-    from evocov_core.library import compose
-    from evocov_core.parallel import DaskExecutor, SerialExecutor, Task
+    from evocov_core.compute.cluster import ship_package
+    from evocov_core.fitting.fits import DaskExecutor, SerialExecutor, Task
+    from evocov_core.language.library import compose
 
     address, client = cluster
     data, cfg = _tiny_search_inputs()
     ship_package(client)
-    assert all(client.run(lambda: bool(__import__("evocov_core.parallel"))).values())  # an earlier run's
+    assert all(client.run(lambda: bool(__import__("evocov_core.fitting.fits"))).values())  # an earlier run's
     # Seen from a newer version, every module the workers hold is stale.
     forgotten = client.run(_forget_other_versions("evocov_core-000000000000.zip", ("client", -1)))
     assert all(n >= 2 for n in forgotten.values()), forgotten
@@ -227,8 +227,8 @@ def test_a_worker_with_another_version_loaded_takes_the_shipped_one(cluster):
 def test_run_jobs_on_a_bare_cluster(cluster):
     """The benchmarks' job runner ships the package too, and results come back as our objects."""
     from evocov_core.benchmarks.common import run_jobs
-    from evocov_core.kernel import Kernel
-    from evocov_core.library import compose
+    from evocov_core.language.kernel import Kernel
+    from evocov_core.language.library import compose
 
     address, _ = cluster
     got: dict[str, object] = {}
@@ -262,7 +262,7 @@ def test_cli_on_a_cluster_missing_a_dependency_fails_in_one_line(tmp_path):
 
 
 def test_a_scheduler_without_workers_is_one_line(monkeypatch):
-    from evocov_core.dask_setup import ship_package
+    from evocov_core.compute.cluster import ship_package
 
     class NoWorkers:
         scheduler = type("S", (), {"address": "tcp://a:8786"})()

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from evocov_core.benchmarks.common import load_series
-from evocov_core.decompose import additive_terms, decompose, describe, kernel_summary
-from evocov_core.figures import components_data
-from evocov_core.gp import posterior
-from evocov_core.kernel_file import load_kernel_file, parse_expression
-from evocov_core.library import compose
-from evocov_core.model import FittedModel
+from evocov_core.fitting.gp import posterior
+from evocov_core.fitting.model import FittedModel
+from evocov_core.language.library import compose
+from evocov_core.present.decompose import additive_terms, decompose, describe, kernel_summary
+from evocov_core.present.figures import components_data
+from evocov_core.runs.kernel_file import load_kernel_file, parse_expression
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +205,7 @@ def test_airline_and_mauna_name_a_rising_trend_and_a_yearly_cycle(path, tsdl_dir
     steps = np.diff(ds.x[:, 0])
     assert ds.x_label == "year" and 1940 < ds.x[0, 0] < 2010 and np.median(steps) == pytest.approx(1 / 12, rel=0.01)
     kf = load_kernel_file(path)
-    comps, _, _, _ = components_data(FittedModel.from_file(kf, fallback_norm=ds.norm), ds)
+    comps, _, _, _ = components_data(kf.model(fallback_norm=ds.norm), ds)
     said = [c.sentence for c in comps]
     assert any(re.search(r"\brising (smooth )?trend\b", s) for s in said), said
     yearly = [c for c in comps if c.behaviour.period is not None and abs(c.behaviour.period - 1.0) <= 0.02]
@@ -238,8 +238,8 @@ def test_the_kernel_in_one_phrase_names_cycles_first_and_what_they_sit_on():
                          x_offset=lo, x_unit="years")
     assert kernel_summary(comps, "years") == "a falling trend that bends around 1974"
     from evocov_core.data import load_bundled
-    from evocov_core.metrics import FitData
-    from evocov_core.optimize import OptimConfig, fit_kernel
+    from evocov_core.fitting.metrics import FitData
+    from evocov_core.fitting.optimize import OptimConfig, fit_kernel
 
     air = load_bundled("airline")
     fit = fit_kernel(compose(["*", "LIN", ["+", "PER", "SE"]]), FitData.from_dataset(air), OptimConfig(n_restarts=2),
@@ -254,7 +254,7 @@ def test_the_kernel_in_one_phrase_names_cycles_first_and_what_they_sit_on():
 
 def test_the_phrase_of_a_cycle_that_changes_and_of_a_bending_trend():
     """Read from the components' behaviour, trend and change points, not from an expression."""
-    from evocov_core.decompose import Behaviour, Component, Trend
+    from evocov_core.present.decompose import Behaviour, Component, Trend
 
     def comp(period, growth, direction, changes=(), share=0.5):
         beh = Behaviour(False, False, period, 7.0, 1.0, np.zeros(1), np.zeros(1))

@@ -1,4 +1,4 @@
-"""Chart data and Plotly figures (evocov_core.figures): the Pareto front, extrapolation bands, tree
+"""Chart data and Plotly figures (evocov_core.present.figures): the Pareto front, extrapolation bands, tree
 layout, series split, fitness curves, hyperparameter table, and the traces each figure builder draws.
 No browser: figures are inspected as plotly objects."""
 
@@ -15,7 +15,10 @@ import plotly.graph_objects as go
 import pytest
 
 from evocov_core.data import Dataset
-from evocov_core.figures import (
+from evocov_core.fitting.model import FittedModel
+from evocov_core.language.kernel import Kernel
+from evocov_core.language.library import compose
+from evocov_core.present.figures import (
     TREE_FONT,
     TREE_MAX_WIDTH,
     explorer_figure,
@@ -39,9 +42,6 @@ from evocov_core.figures import (
     tree_layout,
     tree_outline,
 )
-from evocov_core.kernel import Kernel
-from evocov_core.library import compose
-from evocov_core.model import FittedModel
 from evocov_core.search.common import GenerationStats
 
 FORMS = Path(__file__).parent / "fixtures" / "kernel_forms.json"
@@ -451,8 +451,8 @@ def test_fitness_chart_stays_readable_when_the_mean_explodes():
 
 def test_components_on_a_grid_in_data_units(ds):
     """Components of a fitted SE + PER + LIN: their means add up to the model's mean minus the data mean."""
-    from evocov_core.figures import component_figure, components_data
-    from evocov_core.model import FittedModel
+    from evocov_core.fitting.model import FittedModel
+    from evocov_core.present.figures import component_figure, components_data
 
     k = compose(["+", "SE", ["+", "PER", "LIN"]])
     theta = tuple(np.full(k.n_params, math.log(0.5)))
@@ -470,7 +470,7 @@ def test_components_on_a_grid_in_data_units(ds):
 
 
 def test_minmax_indices_keep_every_bucket_extreme_and_the_ends() -> None:
-    from evocov_core.figures import minmax_indices
+    from evocov_core.present.figures import minmax_indices
 
     rng = np.random.default_rng(3)
     y = np.cumsum(rng.standard_normal(100_000))
@@ -496,7 +496,7 @@ def _long_dataset(n: int = 30_000) -> Dataset:
 
 
 def test_long_series_are_drawn_thinned_with_webgl() -> None:
-    from evocov_core.figures import MAX_DRAWN, minmax_indices
+    from evocov_core.present.figures import MAX_DRAWN, minmax_indices
 
     big = _long_dataset()
     fig = series_figure(big)
@@ -508,7 +508,7 @@ def test_long_series_are_drawn_thinned_with_webgl() -> None:
 
 
 def test_a_long_series_forecast_chart_opens_on_its_test_part(ds, model) -> None:
-    from evocov_core.figures import _display_x, extrapolation_grid, forecast_window
+    from evocov_core.present.figures import _display_x, extrapolation_grid, forecast_window
 
     big = _long_dataset()  # 27,000 training points, 3,000 test points
     grid = extrapolation_grid(big, 400)
@@ -536,7 +536,7 @@ def test_a_long_series_forecast_chart_opens_on_its_test_part(ds, model) -> None:
 
 
 def test_the_extrapolation_of_a_long_series_predicts_at_a_bounded_number_of_points() -> None:
-    from evocov_core.figures import DETAIL_POINTS, extrapolation_grid
+    from evocov_core.present.figures import DETAIL_POINTS, extrapolation_grid
 
     big = _long_dataset()
     grid = extrapolation_grid(big, 400)

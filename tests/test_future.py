@@ -1,4 +1,4 @@
-"""Forecasts past the last observation (evocov_core.future) and the ``forecast`` command."""
+"""Forecasts past the last observation (evocov_core.present.future) and the ``forecast`` command."""
 
 from __future__ import annotations
 
@@ -12,10 +12,14 @@ import pandas as pd
 import pytest
 from scipy.special import ndtr
 
-from evocov_core.classical import ClassicalForecast, ClassicalForecasts
-from evocov_core.combination import Combination
 from evocov_core.data import DataError, Dataset, dates_to_decimal_years, load_csv
-from evocov_core.future import (
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+from evocov_core.fitting.seasons import Seasons
+from evocov_core.forecast.classical import ClassicalForecast, ClassicalForecasts
+from evocov_core.forecast.combination import Combination
+from evocov_core.language.library import compose
+from evocov_core.present.future import (
     default_horizon,
     forecast_future,
     future_labels,
@@ -23,12 +27,7 @@ from evocov_core.future import (
     future_x,
     linear_pool_interval,
 )
-from evocov_core.kernel_file import kernel_file_dict, parse_kernel_file
-from evocov_core.library import compose
-from evocov_core.metrics import FitData
-from evocov_core.model import FittedModel
-from evocov_core.optimize import OptimConfig, fit_kernel
-from evocov_core.seasons import Seasons
+from evocov_core.runs.kernel_file import kernel_file_dict, parse_kernel_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,7 +106,7 @@ def test_the_kernel_is_conditioned_on_every_observed_point(sales, sales_fit):
     only the test part's y moves it."""
     kf = kernel_file(sales, sales_fit)
     fc = forecast_future(kf, sales, 12)
-    model = FittedModel.from_file(kf)
+    model = kf.model()
     pred = model.predict(sales.x, sales.y, fc.x)
     np.testing.assert_allclose(fc.mean, pred.mean, rtol=1e-12)
     np.testing.assert_allclose(fc.upper - fc.lower, 2 * 1.959963984540054 * pred.std, rtol=1e-9)

@@ -1,4 +1,5 @@
-"""The verdict on a search's forecast (evocov_core.glance) and the one count of fits (evocov_core.counts)."""
+"""The verdict on a search's forecast (evocov_core.present.glance) and the one count of fits
+(evocov_core.runs.counts)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from evocov_core.combination import Combination
-from evocov_core.counts import FitCounts, count_scores, fit_counts
-from evocov_core.glance import (
+from evocov_core.forecast.combination import Combination
+from evocov_core.present.glance import (
     MISSING,
     compared_in_words,
     forecast_row,
@@ -19,6 +19,7 @@ from evocov_core.glance import (
     verdict,
     weight_sentence,
 )
+from evocov_core.runs.counts import FitCounts, count_scores, fit_counts
 
 
 def table(rows: list[tuple[str, str, float, float, str]]) -> pd.DataFrame:

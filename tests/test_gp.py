@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from evocov_core import library
-from evocov_core.evaluate import Inputs, covariance
-from evocov_core.gp import (
+from evocov_core.fitting.gp import (
     JITTER_LADDER,
     Factor,
     NumericalFailure,
@@ -21,7 +19,9 @@ from evocov_core.gp import (
     lml_and_grad,
     posterior,
 )
-from evocov_core.kernel import Kernel
+from evocov_core.language import library
+from evocov_core.language.evaluate import Inputs, covariance
+from evocov_core.language.kernel import Kernel
 
 KERNELS = {
     "SE": library.squared_exponential(),
@@ -222,7 +222,7 @@ def test_lml_gradient_two_dimensional_inputs():
 
 def test_lml_and_grad_does_not_disturb_vjp_inputs():
     """The gradient equals the VJP of ½(ααᵀ − K_y⁻¹) computed independently (LIN: dot_prod at the root)."""
-    from evocov_core.evaluate import covariance_vjp
+    from evocov_core.language.evaluate import covariance_vjp
 
     k = KERNELS["LIN"]
     X, y, _ = _data(10, 11)

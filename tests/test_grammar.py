@@ -9,8 +9,8 @@ import deap.creator
 import numpy as np
 import pytest
 
-from evocov_core import grammar
-from evocov_core.grammar import (
+from evocov_core.language import grammar
+from evocov_core.language.grammar import (
     CONSTANTS,
     Cov,
     Hyper,

@@ -1,4 +1,4 @@
-"""Background jobs (evocov_core.jobs): running a search or an exploration, the FIFO queue, the
+"""Background jobs (evocov_core.runs.jobs): running a search or an exploration, the FIFO queue, the
 concurrency cap, cancelling (queued and running), failures, shutdown, and what reaches the store.
 
 Queue and cap tests replace the search with a stand-in that blocks until the test releases it, so
@@ -16,16 +16,16 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from evocov_core import jobs as jobs_module
 from evocov_core.data import Dataset
-from evocov_core.jobs import JobKind, JobManager, JobSpec
-from evocov_core.library import squared_exponential
-from evocov_core.metrics import FitData
-from evocov_core.optimize import OptimConfig, fit_kernel
-from evocov_core.parallel import SerialExecutor
+from evocov_core.fitting.fits import SerialExecutor
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+from evocov_core.forecast.stage import ForecastResult
+from evocov_core.language.library import squared_exponential
+from evocov_core.runs import jobs as jobs_module
+from evocov_core.runs.jobs import JobKind, JobManager, JobSpec
+from evocov_core.runs.store import RunStore
 from evocov_core.search import preset, run_search
-from evocov_core.search.common import SearchResult
-from evocov_core.store import RunStore
 
 #: Safety net for every wait (never an assertion about speed).
 TIMEOUT = 120.0
@@ -55,7 +55,7 @@ def wait_until(cond: Callable[[], bool], what: str) -> None:
 
 
 class BlockingSearch:
-    """Stands in for ``run_search``: the call for seed s blocks until ``release(s)`` (or a stop request).
+    """Stands in for ``search_and_forecast``: the call for seed s blocks until ``release(s)`` (or a stop request).
 
     Records the order of calls and the largest number of calls in progress at once.
     """
@@ -83,7 +83,8 @@ class BlockingSearch:
     def wait_entered(self, seed: int) -> None:
         assert self._event(self.entered, seed).wait(TIMEOUT), f"search {seed} never started"
 
-    def __call__(self, data, config, *, seed, executor, progress=None, should_stop=None, dataset=None) -> SearchResult:
+    def __call__(self, data, config, *, seed, executor, progress=None, should_stop=None,
+                 dataset=None) -> ForecastResult:
         with self.lock:
             self.calls.append(seed)
             self.in_progress += 1
@@ -100,7 +101,7 @@ class BlockingSearch:
                     break
                 if time.monotonic() > end:
                     raise AssertionError("the test never released this search")
-            return SearchResult(config.algorithm, None, status, (), (), 0, 0, 0.0)
+            return ForecastResult(config.algorithm, None, status, (), (), 0, 0, 0.0)
         finally:
             with self.lock:
                 self.in_progress -= 1
@@ -109,7 +110,7 @@ class BlockingSearch:
 @pytest.fixture
 def blocking(monkeypatch):
     fake = BlockingSearch()
-    monkeypatch.setattr(jobs_module, "run_search", fake)
+    monkeypatch.setattr(jobs_module, "search_and_forecast", fake)
     yield fake
     fake.release_all()  # never leave a job thread waiting
 
@@ -336,7 +337,7 @@ def test_cancel_a_running_job_stops_it(ds, tmp_path, blocking):
 
 def test_a_failing_job_is_recorded_and_the_queue_goes_on(ds, tmp_path, monkeypatch):
     fake = BlockingSearch(fail=frozenset({1}))
-    monkeypatch.setattr(jobs_module, "run_search", fake)
+    monkeypatch.setattr(jobs_module, "search_and_forecast", fake)
     store = RunStore(tmp_path)
     jm = JobManager(store, max_concurrent=1)
     try:

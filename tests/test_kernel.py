@@ -5,17 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evocov_core import library
-from evocov_core.evaluate import covariance
-from evocov_core.grammar import TreeError, get_grammar, is_slot, slot_index, typed_grow
-from evocov_core.kernel import Kernel
+from evocov_core.language import library
+from evocov_core.language.evaluate import covariance
+from evocov_core.language.grammar import TreeError, get_grammar, is_slot, slot_index, typed_grow
+from evocov_core.language.kernel import Kernel
 
 SE = library.squared_exponential()
 
 
 def _nest(tokens):
     """Prefix tokens -> (token, children) tuples (test-side reference, recursive: small trees only)."""
-    from evocov_core.grammar import arity
+    from evocov_core.language.grammar import arity
 
     pos = 0
 

@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 from deap import gp
 
-from evocov_core import library
 from evocov_core.data import Dataset
-from evocov_core.evaluate import covariance
-from evocov_core.kernel import Kernel
-from evocov_core.kernel_file import (
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import FitResult, OptimConfig, fit_kernel
+from evocov_core.language import library
+from evocov_core.language.evaluate import covariance
+from evocov_core.language.kernel import Kernel
+from evocov_core.runs.kernel_file import (
     FORMAT,
     MAX_FILE_BYTES,
     VERSION,
@@ -26,8 +28,6 @@ from evocov_core.kernel_file import (
     parse_expression,
     parse_kernel_file,
 )
-from evocov_core.metrics import FitData
-from evocov_core.optimize import FitResult, OptimConfig, fit_kernel
 
 # --- helpers -------------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ ROWS = json.loads(FIXTURE.read_text(encoding="utf-8"))
 
 
 def test_the_corpus_covers_every_operator():
-    from evocov_core.grammar import get_grammar
+    from evocov_core.language.grammar import get_grammar
 
     used = {t for r in ROWS for t in r["tokens"]}
     ops = {s.name for s in get_grammar(20, changepoints=True, changewindows=True).symbols() if s.arity}
@@ -28,7 +28,7 @@ def test_forms_are_unchanged(row):
 
 def test_every_operator_record_says_how_it_is_written():
     """Each Cov operator has its infix, LaTeX and SymPy rules; each Hyper argument a role."""
-    from evocov_core.grammar import OPERATORS, Cov, Hyper, Node
+    from evocov_core.language.grammar import OPERATORS, Cov, Hyper, Node
 
     for s in OPERATORS:
         if s.ret is Cov:

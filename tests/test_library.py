@@ -14,10 +14,10 @@ from sklearn.gaussian_process.kernels import (
     WhiteKernel,
 )
 
-from evocov_core import library
-from evocov_core.evaluate import covariance, covariance_diag
-from evocov_core.grammar import check_tree
-from evocov_core.kernel import Kernel
+from evocov_core.language import library
+from evocov_core.language.evaluate import covariance, covariance_diag
+from evocov_core.language.grammar import check_tree
+from evocov_core.language.kernel import Kernel
 
 TOL = 1e-10
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal, norm
 
-from evocov_core import library
 from evocov_core.data import Dataset
-from evocov_core.evaluate import covariance
-from evocov_core.gp import lml
-from evocov_core.kernel import Kernel
-from evocov_core.metrics import GRADIENT_METRICS, METRICS, FitData, loss, loss_and_grad, metric_value, rmse
+from evocov_core.fitting.gp import lml
+from evocov_core.fitting.metrics import GRADIENT_METRICS, METRICS, FitData, loss, loss_and_grad, metric_value, rmse
+from evocov_core.language import library
+from evocov_core.language.evaluate import covariance
+from evocov_core.language.kernel import Kernel
 
 KERNELS = {
     "SE": library.squared_exponential(),
@@ -253,7 +253,7 @@ def test_fitdata_from_dataset():
 
 
 def test_coverage_counts_the_points_inside_their_interval() -> None:
-    from evocov_core.metrics import coverage
+    from evocov_core.fitting.metrics import coverage
 
     y = [1.0, 2.0, 3.0, 4.0, 5.0]
     lower = [0.0, 2.5, 3.0, 5.0, 4.0]
@@ -268,7 +268,7 @@ def test_coverage_counts_the_points_inside_their_interval() -> None:
 def test_crps_normal_against_hand_computed_values() -> None:
     """σ[z(2Φ(z) − 1) + 2φ(z) − 1/√π] with tabulated Φ(1) = 0.8413447461, φ(1) = 0.2419707245,
     φ(0) = 0.3989422804, 1/√π = 0.5641895835."""
-    from evocov_core.metrics import crps_normal
+    from evocov_core.fitting.metrics import crps_normal
 
     at_mean = 2 * 0.3989422804 - 0.5641895835  # z = 0: 0.2336949773
     one_sd = 1 * (2 * 0.8413447461 - 1) + 2 * 0.2419707245 - 0.5641895835  # z = ±1: 0.6024413576
@@ -288,7 +288,7 @@ def test_crps_normal_is_the_integral_of_its_definition() -> None:
     """CRPS(F, y) = ∫ (F(t) − 1{t ≥ y})² dt, by quadrature."""
     from scipy.integrate import quad
 
-    from evocov_core.metrics import crps_normal
+    from evocov_core.fitting.metrics import crps_normal
 
     for y, mu, sd in [(0.3, -0.2, 0.7), (12.0, 10.0, 1.5), (-4.0, 0.0, 1.0)]:
         def below(t, mu=mu, sd=sd):
@@ -303,7 +303,7 @@ def test_crps_normal_is_the_integral_of_its_definition() -> None:
 
 def test_interval_score_against_hand_computed_values() -> None:
     """(u − l) + (2/α)(l − y)1{y < l} + (2/α)(y − u)1{y > u}, α = 0.05 (2/α = 40)."""
-    from evocov_core.metrics import interval_score
+    from evocov_core.fitting.metrics import interval_score
 
     y, lower, upper = [1.0, 5.0, -1.0], [0.0, 0.0, 0.0], [2.0, 2.0, 2.0]
     # inside: 2; 3 above: 2 + 40·3 = 122; 1 below: 2 + 40·1 = 42

@@ -1,4 +1,4 @@
-"""Fitted models in original units (evocov_core.model): FittedModel construction, predict shapes and
+"""Fitted models in original units (evocov_core.fitting.model): FittedModel construction, predict shapes and
 values against a hand-written GP posterior, units, test RMSE, the round trip through kernel files,
 and the ModelAverage basics not covered by test_model_average.py."""
 
@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from evocov_core.data import Dataset
-from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict, load_kernel_file, parse_kernel_file
-from evocov_core.library import compose
-from evocov_core.metrics import FitData
-from evocov_core.model import FittedModel, ModelAverage, Prediction
-from evocov_core.optimize import OptimConfig, fit_kernel
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.model import FittedModel, ModelAverage, Prediction
+from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+from evocov_core.language.library import compose
+from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict, load_kernel_file, parse_kernel_file
 
 THETA = (math.log(1.3), math.log(0.2))  # SE: amplitude 1.3, lengthscale 0.2 (model units)
 LOG_NOISE = math.log(0.02)
@@ -149,7 +149,7 @@ def test_round_trip_through_a_kernel_file(ds, fit, tmp_path):
     path = tmp_path / "kernel.json"
     path.write_text(dump_kernel_file(kernel_file_dict(fit, ds.norm, dataset=ds.name)), encoding="utf-8")
     a = FittedModel.from_fit(fit, ds.norm)
-    b = FittedModel.from_file(load_kernel_file(path))
+    b = load_kernel_file(path).model()
     assert b.kernel == a.kernel and b.norm == a.norm
     np.testing.assert_allclose(b.theta, a.theta, rtol=0, atol=1e-15)
     assert b.log_noise == pytest.approx(a.log_noise, abs=1e-15) and b.jitter == a.jitter
@@ -166,12 +166,12 @@ def test_kernel_file_without_normalisation_needs_a_fallback(ds, fit):
     assert doc["normalisation"] is None
     kf = parse_kernel_file(dump_kernel_file(doc))
     with pytest.raises(ValueError, match="no normalisation and none was given"):
-        FittedModel.from_file(kf)
-    assert FittedModel.from_file(kf, fallback_norm=ds.norm).norm == ds.norm
+        kf.model()
+    assert kf.model(fallback_norm=ds.norm).norm == ds.norm
     # A file's own normalisation wins over the fallback.
     other = Dataset.from_arrays(ds.x[:, 0], 2 * ds.y, test_fraction=0.25).norm
     with_norm = parse_kernel_file(dump_kernel_file(kernel_file_dict(fit, ds.norm)))
-    assert FittedModel.from_file(with_norm, fallback_norm=other).norm == ds.norm
+    assert with_norm.model(fallback_norm=other).norm == ds.norm
 
 
 # --- model average basics ----------------------------------------------------------------------------------

@@ -8,21 +8,23 @@ import math
 import numpy as np
 import pytest
 
-from evocov_core import library
-from evocov_core.averaging import ensemble_predict
 from evocov_core.data import Dataset
-from evocov_core.figures import average_members_data, extrapolation_data, selection_data
-from evocov_core.kernel_file import (
+from evocov_core.fitting.averaging import ensemble_predict
+from evocov_core.fitting.metrics import FitData, rmse
+from evocov_core.fitting.model import FittedModel, average_weights
+from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+from evocov_core.language import library
+from evocov_core.present.figures import average_members_data, extrapolation_data, selection_data
+from evocov_core.runs.kernel_file import (
     AVERAGE_FORMAT,
     KernelFileError,
     dump_kernel_file,
     kernel_file_dict,
+    model_average,
     model_average_dict,
+    model_average_predict,
     parse_model_average,
 )
-from evocov_core.metrics import FitData, rmse
-from evocov_core.model import FittedModel, ModelAverage, average_weights, model_average_predict
-from evocov_core.optimize import OptimConfig, fit_kernel
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +76,7 @@ def test_agrees_with_the_model_unit_ensemble(two_fits):
     got = model_average_predict(docs, w, ds)  # default: the test inputs
     np.testing.assert_allclose(got.mean, ds.norm.y_from_model(mean_m), rtol=1e-10, atol=1e-8)
     np.testing.assert_allclose(got.std, ds.norm.std_from_model(np.sqrt(var_m)), rtol=1e-8, atol=1e-8)
-    avg = ModelAverage.from_docs(docs, w, ds.norm)
+    avg = model_average(docs, w, ds.norm)
     assert math.isclose(avg.test_rmse(ds), rmse(ds.y_test, got.mean), rel_tol=1e-12)
 
 
@@ -93,7 +95,7 @@ def test_weights_not_summing_to_one_are_normalised(two_fits):
     b = model_average_predict(docs, [0.3, 0.7], ds)
     np.testing.assert_allclose(a.mean, b.mean, rtol=0, atol=1e-10)
     np.testing.assert_allclose(a.std, b.std, rtol=0, atol=1e-10)
-    assert ModelAverage.from_docs(docs, [3.0, 7.0]).weights == pytest.approx((0.3, 0.7))
+    assert model_average(docs, [3.0, 7.0]).weights == pytest.approx((0.3, 0.7))
     # A zero weight leaves that kernel out.
     c = model_average_predict(docs, [0.0, 2.0], ds)
     d = model_average_predict(docs[1:], [1.0], ds)
@@ -127,7 +129,7 @@ def test_invalid_member_is_named(two_fits):
 
 def test_extrapolation_data_draws_an_average(two_fits):
     ds, _, _, docs = two_fits
-    df = extrapolation_data(ModelAverage.from_docs(docs, [0.5, 0.5], ds.norm), ds, n_grid=30)
+    df = extrapolation_data(model_average(docs, [0.5, 0.5], ds.norm), ds, n_grid=30)
     assert np.all(df.upper >= df["mean"]) and np.all(df["mean"] >= df.lower)
 
 
@@ -178,7 +180,7 @@ def test_the_mean_alone_is_the_full_prediction_s_mean(two_fits):
     model = FittedModel.from_fit(fits[1], ds.norm)
     np.testing.assert_allclose(model.predict_mean(ds.X_train, ds.y_train, X_new),
                                model.predict(ds.X_train, ds.y_train, X_new).mean, rtol=0, atol=1e-10)
-    avg = ModelAverage.from_docs(docs, [0.3, 0.7], ds.norm)
+    avg = model_average(docs, [0.3, 0.7], ds.norm)
     np.testing.assert_allclose(avg.predict_mean(ds.X_train, ds.y_train, X_new),
                                avg.predict(ds.X_train, ds.y_train, X_new).mean, rtol=0, atol=1e-8)
     assert avg.test_rmse(ds) == pytest.approx(rmse(ds.y_test, avg.predict_dataset(ds).mean), rel=1e-12)

@@ -9,14 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from evocov_core import library, optimize
 from evocov_core.data import Dataset
-from evocov_core.evaluate import covariance
-from evocov_core.gp import NumericalFailure
-from evocov_core.kernel import Kernel
-from evocov_core.kernel_file import KernelFile
-from evocov_core.metrics import FitData, metric_value
-from evocov_core.optimize import (
+from evocov_core.fitting import optimize
+from evocov_core.fitting.gp import NumericalFailure
+from evocov_core.fitting.metrics import FitData, metric_value
+from evocov_core.fitting.optimize import (
     NUMERIC_ERRORS,
     FitResult,
     FitStatus,
@@ -28,6 +25,10 @@ from evocov_core.optimize import (
     powell_budget,
     slot_roles,
 )
+from evocov_core.language import library
+from evocov_core.language.evaluate import covariance
+from evocov_core.language.kernel import Kernel
+from evocov_core.runs.kernel_file import KernelFile
 
 SE = library.squared_exponential()
 TRUE_LENGTHSCALE = 0.1

@@ -25,24 +25,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evocov_core.compute.measure import run_measured
+from evocov_core.compute.runners import PoolRunner, SerialRunner, _collect, make_runner, run_in_daemon_process
+from evocov_core.compute.timed import run_with_time_limits
 from evocov_core.data import Dataset
-from evocov_core.library import compose
-from evocov_core.metrics import FitData
-from evocov_core.optimize import OptimConfig, Start, fit_kernel
-from evocov_core.parallel import (
-    PoolRunner,
-    ProcessExecutor,
-    SerialExecutor,
-    SerialRunner,
-    Task,
-    _collect,
-    make_executor,
-    make_runner,
-    run_in_daemon_process,
-    run_measured,
-    run_task,
-    run_with_time_limits,
-)
+from evocov_core.fitting.fits import ProcessExecutor, SerialExecutor, Task, make_executor, run_task
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import OptimConfig, Start, fit_kernel
+from evocov_core.language.library import compose
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -225,7 +215,7 @@ def test_make_executor_chooses_by_workers(data, stages):
 
 def test_dask_equals_serial(data, stages, tasks, serial):
     pytest.importorskip("distributed")
-    from evocov_core.parallel import DaskExecutor
+    from evocov_core.fitting.fits import DaskExecutor
 
     with DaskExecutor(data, CONFIG, workers=2, stages=stages) as ex:
         assert ex.stages == frozenset({"window", "refine"})
@@ -394,12 +384,12 @@ def test_run_with_time_limits_stops_and_runs_inside_a_daemon_process():
 
 # --- the one place ---------------------------------------------------------------------------------------
 
-#: What starts processes or sets their BLAS threads: only parallel's modules (and dask_setup, which ships
-#: the package). ``parallel.py`` re-exports the names of the modules it is split into.
+#: What starts processes or sets their BLAS threads: only the compute layer (evocov_core/compute: set-up,
+#: runners, calls with time limits, measured commands, the Dask cluster that ships the package).
 STARTS_PROCESSES = re.compile(r"\b(multiprocessing|ProcessPoolExecutor|LocalCluster|subprocess|Popen|fork|"
                               r"threadpool_limits|set_start_method|get_context)\b|\bClient \(")
-PARALLEL = tuple(f"evocov_core/parallel_{part}.py" for part in ("setup", "runners", "timed", "fits", "measure"))
-ONE_PLACE = ("evocov_core/parallel.py", *PARALLEL, "evocov_core/dask_setup.py")
+COMPUTE = tuple(f"evocov_core/compute/{part}.py" for part in ("setup", "runners", "timed", "measure", "cluster"))
+ONE_PLACE = COMPUTE
 
 
 def code_of(path: Path) -> str:
@@ -418,35 +408,19 @@ def test_only_parallel_starts_processes():
     found = {p.relative_to(ROOT).as_posix(): sorted({m.group(0) for m in STARTS_PROCESSES.finditer(code_of(p))})
              for p in sources()}
     elsewhere = {f: hits for f, hits in found.items() if hits and f not in ONE_PLACE}
-    assert not elsewhere, f"start processes through evocov_core.parallel: {elsewhere}"
+    assert not elsewhere, f"start processes through evocov_core.compute: {elsewhere}"
     # The check can fail: it sees what parallel itself does.
     assert {"multiprocessing", "ProcessPoolExecutor", "LocalCluster", "Client (", "threadpool_limits",
-            "get_context", "Popen"} <= {hit for f in PARALLEL for hit in found[f]}
-    assert found["evocov_core/parallel_fits.py"] == []  # executors start processes through the runners
-
-
-def test_parallel_re_exports_every_name_of_its_parts():
-    """``from evocov_core.parallel import X`` works for every public name of the modules it was split into,
-    and is the same object."""
-    import importlib
-
-    from evocov_core import parallel
-
-    for path in PARALLEL:
-        part = importlib.import_module(path.removesuffix(".py").replace("/", "."))
-        for name in part.__all__:
-            assert getattr(parallel, name) is getattr(part, name), (path, name)
-    assert set(parallel.__all__) >= {n for path in PARALLEL
-                                     for n in importlib.import_module(path[:-3].replace("/", ".")).__all__
-                                     if n not in ("OnResult", "StopCheck")}
+            "get_context", "Popen"} <= {hit for f in COMPUTE for hit in found[f]}
+    assert found["evocov_core/fitting/fits.py"] == []  # executors start processes through the runners
 
 
 def test_the_process_setup_is_defined_once():
-    from evocov_core import evaluate
+    from evocov_core.language import evaluate
 
     defined = [p.relative_to(ROOT).as_posix() for p in sources()
                if re.search(r"\bdef (prepare_process|limit_blas_threads)\b", code_of(p))]
-    assert defined == ["evocov_core/parallel_setup.py"]
+    assert defined == ["evocov_core/compute/setup.py"]
     assert not hasattr(evaluate, "prepare_process")
     for p in sources():
         assert "evaluate import prepare_process" not in code_of(p), p

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from evocov_core import provenance
-from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict, parse_kernel_file
-from evocov_core.library import squared_exponential
-from evocov_core.optimize import FitResult, FitStatus
+from evocov_core.compute import measure, provenance
+from evocov_core.fitting.optimize import FitResult, FitStatus
+from evocov_core.language.library import squared_exponential
+from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict, parse_kernel_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,7 +37,6 @@ def test_git_state_outside_a_checkout_is_none(tmp_path: Path) -> None:
 
 
 def test_git_state_never_raises(tmp_path: Path, monkeypatch) -> None:
-    from evocov_core import parallel_measure  # where command_output runs git
 
     def missing(*args, **kwargs):
         raise FileNotFoundError("git")
@@ -47,7 +46,7 @@ def test_git_state_never_raises(tmp_path: Path, monkeypatch) -> None:
 
     for broken in (missing, slow):
         provenance._state.cache_clear()
-        monkeypatch.setattr(parallel_measure.subprocess, "run", broken)
+        monkeypatch.setattr(measure.subprocess, "run", broken)
         assert provenance.git_state(tmp_path / "sub") == {"commit": None, "dirty": None}
     provenance._state.cache_clear()
 

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from evocov_core.data import Dataset, load_bundled
+from evocov_core.forecast.beside import forecast_test_rmse
+from evocov_core.forecast.stage import search_and_forecast
 from evocov_core.search import RunLog, preset, run_search, search_data
-from evocov_core.search.combine import forecast_test_rmse
 from evocov_core.search.replay import replay_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,8 +93,8 @@ def test_the_forecast_combination_ignores_the_test_part():
     y = ds.y.copy()
     y[~ds.train] = np.random.default_rng(0).permutation(y[~ds.train]) * 3.0 + 100.0
     other = Dataset.from_arrays(ds.x, y, test_fraction=ds.test_fraction)
-    a = run_search(search_data(ds, config), config, seed=0, workers=1, dataset=ds)
-    b = run_search(search_data(other, config), config, seed=0, workers=1, dataset=other)
+    a = search_and_forecast(search_data(ds, config), config, seed=0, workers=1, dataset=ds)
+    b = search_and_forecast(search_data(other, config), config, seed=0, workers=1, dataset=other)
     assert a.combination.origins == 4 and not a.combination.reason
     assert a.combination == b.combination and a.best.kernel.canonical == b.best.kernel.canonical
     assert forecast_test_rmse(a, ds) != forecast_test_rmse(b, other)  # the test part did change

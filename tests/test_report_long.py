@@ -10,14 +10,14 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-import evocov_core.model as model_module
+import evocov_core.fitting.model as model_module
 from evocov_core.data import Dataset
-from evocov_core.figures import MAX_DRAWN, WEBGL_FROM, extrapolation_data
-from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict, parse_kernel_file
-from evocov_core.library import compose
-from evocov_core.metrics import FitData, rmse
-from evocov_core.model import FittedModel, shared_posteriors
-from evocov_core.optimize import OptimConfig, fit_kernel
+from evocov_core.fitting.metrics import FitData, rmse
+from evocov_core.fitting.model import FittedModel, shared_posteriors
+from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+from evocov_core.language.library import compose
+from evocov_core.present.figures import MAX_DRAWN, WEBGL_FROM, extrapolation_data
+from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict, parse_kernel_file
 
 
 def _series(n: int, seed: int = 0) -> Dataset:
@@ -39,7 +39,7 @@ def _kernel_file(ds: Dataset, points: int = 400):
 
 def test_shared_posteriors_factorise_once_and_give_the_same_numbers(monkeypatch):
     ds = _series(3000)
-    model = FittedModel.from_file(_kernel_file(ds))
+    model = _kernel_file(ds).model()
     grid = np.linspace(0, 3300, 500)[:, None]
     alone = model.predict(ds.X_train, ds.y_train, grid)
     alone_test = model.predict_dataset(ds)
@@ -67,7 +67,7 @@ def test_shared_posteriors_factorise_once_and_give_the_same_numbers(monkeypatch)
 
 def test_baseline_curves_are_means_only_and_the_same_means():
     ds = _series(1200)
-    model = FittedModel.from_file(_kernel_file(ds, points=300))
+    model = _kernel_file(ds, points=300).model()
     band = extrapolation_data(model, ds, extend=0.1)
     line = extrapolation_data(model, ds, extend=0.1, band=False)
     assert np.allclose(line["mean"], band["mean"], rtol=1e-12, atol=1e-12)
@@ -82,7 +82,7 @@ def _trace_points(trace) -> int:
 def test_the_report_of_a_long_series_draws_thinned_traces_and_scores_every_point(monkeypatch):
     """6,000 points (5,400 training): every trace of the report draws at most MAX_DRAWN points, the Q-Q
     plot at most QQ_DRAWN, yet the test RMSE, BIC and residual counts are those of every point."""
-    from evocov_core.report_html import QQ_DRAWN, RESIDUAL_POINTS, report_html, residual_checks
+    from evocov_core.present.report_html import QQ_DRAWN, RESIDUAL_POINTS, report_html, residual_checks
 
     ds = _series(6000)
     assert ds.n_train > RESIDUAL_POINTS > MAX_DRAWN
@@ -101,7 +101,7 @@ def test_the_report_of_a_long_series_draws_thinned_traces_and_scores_every_point
     titles = {fig.layout.title.text: fig for fig in drawn if fig.layout.title.text}
     qq = titles["Normal Q-Q plot of the residuals"]
     assert _trace_points(qq.data[0]) <= QQ_DRAWN
-    model = FittedModel.from_file(kf)
+    model = kf.model()
     chk = residual_checks(model, ds)
     # Thinned, never cut: the largest residual, and both ends of the Q-Q plot, are drawn.
     res = titles["Standardised residuals on the training data"].data[0]
@@ -130,8 +130,8 @@ def test_compare_fits_the_gps_while_the_classical_forecasters_run(monkeypatch):
     the same time as the GP baselines, and the table is the one made one after the other."""
     import threading
 
-    import evocov_core.compare as compare_module
-    from evocov_core.classical import classical_forecasts
+    import evocov_core.present.compare as compare_module
+    from evocov_core.forecast.classical import classical_forecasts
 
     ds = _series(400)
     kf = _kernel_file(ds, points=0)
@@ -163,9 +163,9 @@ def test_the_tail_score_reads_a_long_series_fitted_values_and_refits_a_short_one
     as the search's own choice reads them there (a refit on 1,800 points took most of the report's time);
     a short series' is still refitted on the head."""
     import evocov_core.search.stages as stages
-    from evocov_core import baselines
-    from evocov_core.metrics import metric_value
-    from evocov_core.optimize import Start
+    from evocov_core.fitting.metrics import metric_value
+    from evocov_core.fitting.optimize import Start
+    from evocov_core.present import baselines
     from evocov_core.search import preset
 
     optim = preset("quick").optim
@@ -175,7 +175,7 @@ def test_the_tail_score_reads_a_long_series_fitted_values_and_refits_a_short_one
     for n, refitted in ((3000, False), (120, True)):
         ds = _series(n)
         kf = _kernel_file(ds)
-        model = FittedModel.from_file(kf)
+        model = kf.model()
         data = baselines.training_data(ds, model.norm, approximation=model.approximation)
         assert data.on_subset is not refitted
         refits.clear()
@@ -192,7 +192,7 @@ def test_baselines_fitted_already_are_scored_as_they_are_and_refused_on_other_po
     baseline fitted on other points or in other units is refused, not scored against the wrong data."""
     import dataclasses
 
-    from evocov_core import baselines
+    from evocov_core.present import baselines
 
     ds = _series(1200)
     kf = _kernel_file(ds, points=300)

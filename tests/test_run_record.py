@@ -1,4 +1,4 @@
-"""The frozen, typed run record the store hands back (evocov_core.run_record)."""
+"""The frozen, typed run record the store hands back (evocov_core.runs.run_record)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from evocov_core.data import Dataset
-from evocov_core.kernel_file import kernel_file_dict
-from evocov_core.library import periodic, squared_exponential
-from evocov_core.optimize import FitResult, FitStatus
-from evocov_core.run_record import KernelRecord, RunRecord
+from evocov_core.fitting.optimize import FitResult, FitStatus
+from evocov_core.language.library import periodic, squared_exponential
+from evocov_core.runs.kernel_file import kernel_file_dict
+from evocov_core.runs.run_record import KernelRecord, RunRecord
+from evocov_core.runs.store import RunStore, dataset_to_json
 from evocov_core.search.common import EvalRecord, GenerationStats, RunStatus
 from evocov_core.search.explore import neighbour_ratios
-from evocov_core.store import RunStore, dataset_to_json
 
 
 @pytest.fixture

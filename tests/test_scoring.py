@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from evocov_core import library
-from evocov_core.scoring import PENALTY, bic
+from evocov_core.fitting.scoring import PENALTY, bic
+from evocov_core.language import library
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from evocov_core.data import Dataset
-from evocov_core.grammar import check_tree
-from evocov_core.library import compose
-from evocov_core.metrics import FitData
-from evocov_core.optimize import OptimConfig, fit_kernel
-from evocov_core.parallel import DaskExecutor, ProcessExecutor, SerialExecutor
+from evocov_core.fitting.fits import DaskExecutor, ProcessExecutor, SerialExecutor
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+from evocov_core.language.grammar import check_tree
+from evocov_core.language.library import compose
 from evocov_core.search import ConfigError, SearchConfig, explore_mutations, preset, run_search
 from evocov_core.search.gpss import build, expansions
 
@@ -82,7 +82,7 @@ def test_evocov_generation_count_and_progress(data: FitData) -> None:
 
 
 def _tokens(expr: str) -> list[str]:
-    from evocov_core.kernel_file import parse_expression
+    from evocov_core.runs.kernel_file import parse_expression
 
     return list(parse_expression(expr).tokens)
 

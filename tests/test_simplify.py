@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from evocov_core.evaluate import covariance
-from evocov_core.grammar import get_grammar
-from evocov_core.kernel_file import parse_expression
-from evocov_core.psd import PSDConfig
-from evocov_core.simplify import XP, X, display_latex, simplified, slot_symbol
-from evocov_core.variation import VariationConfig, random_kernel
+from evocov_core.language.evaluate import covariance
+from evocov_core.language.grammar import get_grammar
+from evocov_core.language.psd import PSDConfig
+from evocov_core.language.simplify import XP, X, display_latex, simplified, slot_symbol
+from evocov_core.runs.kernel_file import parse_expression
+from evocov_core.search.variation import VariationConfig, random_kernel
 
 
 def _matrix(kernel, x, theta):

@@ -16,11 +16,11 @@ from sklearn.utils.estimator_checks import check_estimator
 
 import evocov_core as ec
 from evocov_core.data import Dataset, load_bundled
-from evocov_core.evaluate import Inputs, covariance, covariance_jacobian
-from evocov_core.gp import lml, posterior
-from evocov_core.library import compose
-from evocov_core.metrics import FitData
-from evocov_core.optimize import OptimConfig, fit_kernel
+from evocov_core.fitting.gp import lml, posterior
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+from evocov_core.language.evaluate import Inputs, covariance, covariance_jacobian
+from evocov_core.language.library import compose
 from evocov_core.sklearn import EvoCovKernel, EvoCovRegressor, kernel_jacobian, noise_of, to_sklearn_kernel
 
 #: A fixed-count search of a few kernels: each fit takes a fraction of a second.

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from evocov_core.data import Dataset
-from evocov_core.kernel import Kernel, slot_roles
-from evocov_core.metrics import FitData
+from evocov_core.fitting.metrics import FitData
+from evocov_core.language.kernel import Kernel, slot_roles
 from evocov_core.search import preset, run_evocov
 from evocov_core.search.spectral_seeds import (
     CALENDAR_WEIGHT,
@@ -130,7 +130,7 @@ def test_the_naive_seeds_are_local_periodic_at_the_longest_period_and_a_wanderin
     assert "sin^2" in k_local.infix and "sqrt(|x-x'|^2" in k_local.infix  # a product: the cycle drifts
     assert "(x-hp2)*(x'-hp2)" in k_wander.infix and "sqrt(|x-x'|^2" in k_wander.infix
     # The kernels are PSD: a Cholesky of K + small noise on the fit points succeeds.
-    from evocov_core.evaluate import covariance
+    from evocov_core.language.evaluate import covariance
 
     for k, s in seeds:
         K = covariance(k, long.X[:300], np.asarray(s.theta))
@@ -254,7 +254,7 @@ def test_spectral_seeds_are_promoted_and_offered_to_the_choice_whatever_their_ra
     """Screening promotes a share of the kernels by BIC, the spectral seeds first and whatever their rank;
     ``top`` keeps them among the candidates even when other kernels have lower BIC, and keeps
     places for the search's own kernels."""
-    from evocov_core.parallel import SerialExecutor
+    from evocov_core.fitting.fits import SerialExecutor
     from evocov_core.search.common import Tracker
     from evocov_core.search.spectral_seeds import SPECTRAL_SEED
     from evocov_core.search.stages import search_stages

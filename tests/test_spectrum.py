@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from evocov_core.spectrum import periodogram_peaks
+from evocov_core.fitting.spectrum import periodogram_peaks
 
 
 @pytest.mark.parametrize("period", [0.05, 0.2, 0.45])
@@ -54,7 +54,7 @@ def test_fft_path_finds_a_daily_and_a_weekly_cycle(n):
     """Half-hourly data with a daily (48-step) and a weekly (336-step) cycle, trend and noise:
     above LOMB_SCARGLE_MAX points the FFT path finds both periods, each to a small fraction of a
     step after refinement."""
-    from evocov_core.spectrum import LOMB_SCARGLE_MAX
+    from evocov_core.fitting.spectrum import LOMB_SCARGLE_MAX
 
     assert n > LOMB_SCARGLE_MAX
     rng = np.random.default_rng(1)
@@ -89,7 +89,7 @@ def test_lomb_scargle_in_chunks_equals_one_call():
     """The chunked Lomb-Scargle path gives the periodogram of one call (each frequency is independent)."""
     from scipy.signal import lombscargle
 
-    from evocov_core import spectrum
+    from evocov_core.fitting import spectrum
 
     rng = np.random.default_rng(3)
     x = np.sort(rng.uniform(1, 2, 900))

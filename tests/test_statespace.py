@@ -16,19 +16,19 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from evocov_core import library
-from evocov_core.evaluate import covariance, covariance_diag, covariance_jacobian
-from evocov_core.gp import posterior
-from evocov_core.grammar import STATESPACE_OPERATORS, check_tree, get_grammar
-from evocov_core.kernel import Kernel
-from evocov_core.kernel_file import (
+from evocov_core.fitting.gp import posterior
+from evocov_core.language import library
+from evocov_core.language.evaluate import covariance, covariance_diag, covariance_jacobian
+from evocov_core.language.grammar import STATESPACE_OPERATORS, check_tree, get_grammar
+from evocov_core.language.kernel import Kernel
+from evocov_core.language.simplify import display_latex
+from evocov_core.runs.kernel_file import (
     VERSION,
     KernelFileError,
     dump_kernel_file,
     load_kernel_file,
     parse_kernel_file,
 )
-from evocov_core.simplify import display_latex
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -237,7 +237,7 @@ def test_kernel_tokens_are_hashable_and_immutable():
 
 def test_decomposition_names_level_and_damped_trend():
     """The report says what the state-space terms are, in the data's time units."""
-    from evocov_core.decompose import DAMPING_SPANS, decompose
+    from evocov_core.present.decompose import DAMPING_SPANS, decompose
 
     kernel = library.compose(["+", "C", "W", "DT"])  # slots: C hp0, W hp1, DT hp2 (amplitude), hp3 (θτ)
     rng = np.random.default_rng(0)

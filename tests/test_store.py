@@ -1,4 +1,4 @@
-"""The run store (evocov_core.store): schema, runs and their statistics, status changes, recovery of
+"""The run store (evocov_core.runs.store): schema, runs and their statistics, status changes, recovery of
 runs whose process died, deletion, listing and CSV export, the default data folder."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 from evocov_core.data import Dataset
+from evocov_core.runs.store import STATUSES, RunStatus, RunStore, dataset_from_json, dataset_to_json, default_data_dir
 from evocov_core.search.common import EVAL_COLUMNS, EvalRecord, GenerationStats
-from evocov_core.store import STATUSES, RunStatus, RunStore, dataset_from_json, dataset_to_json, default_data_dir
 
 
 @pytest.fixture
@@ -233,7 +233,7 @@ def test_list_runs_newest_first_with_best_columns(store, ds):
     df = store.list_runs()
     assert list(df.id) == ["c", "b", "a"]
     assert "best_json" not in df.columns and "extra_json" not in df.columns
-    # Both counts of evocov_core.counts: screening fits from the run's extra, 0 where none were recorded.
+    # Both counts of evocov_core.runs.counts: screening fits from the run's extra, 0 where none were recorded.
     assert list(df.n_screen_fits) == [0, 0, 9] and df.set_index("id").loc["a"].n_evaluations == 4
     a = df.set_index("id").loc["a"]
     assert (a.best_bic, a.best_test_rmse, a.best_q, a.best_kernel) == (12.5, 0.75, 5, "SE + PER")
@@ -342,7 +342,7 @@ def test_recover_own_runs_unless_active(store, ds):
 def test_schema_version_is_stamped_and_a_newer_file_is_refused(tmp_path, ds):
     """PRAGMA user_version: a new file gets SCHEMA_VERSION, a pre-versioning file (0) is stamped and keeps its
     runs, a file from a newer EvoCov is refused with a message naming the versions."""
-    from evocov_core.store import SCHEMA_VERSION, StoreVersionError
+    from evocov_core.runs.store import SCHEMA_VERSION, StoreVersionError
 
     store = RunStore(tmp_path / "a")
     with sqlite3.connect(store.path) as c:
@@ -368,7 +368,7 @@ def test_schema_version_is_stamped_and_a_newer_file_is_refused(tmp_path, ds):
 
 def test_statuses_are_stored_as_their_strings(store, ds):
     """RunStatus and FitStatus members go to SQLite as the plain strings the file always held."""
-    from evocov_core.optimize import FitStatus
+    from evocov_core.fitting.optimize import FitStatus
 
     assert STATUSES == ("queued", "running", "finished", "cancelled", "failed", "interrupted")
     assert [s for s in RunStatus if s.active] == [RunStatus.QUEUED, RunStatus.RUNNING]
@@ -387,7 +387,7 @@ def test_statuses_are_stored_as_their_strings(store, ds):
 
 def test_eval_record_row_round_trip(store, ds):
     """to_row is what the store writes; from_row reads it back (dict or pandas row), inf/NaN as NULL."""
-    from evocov_core.optimize import FitStatus
+    from evocov_core.fitting.optimize import FitStatus
 
     ok = _record(1, 0, bic=12.5, test_rmse=0.75)
     failed = EvalRecord(generation=1, index=1, expression="sqrt(-1)", canonical="sqrt(-1)", infix="sqrt(-1)", q=1,
@@ -411,7 +411,7 @@ def test_eval_record_row_round_trip(store, ds):
 
 def test_rows_written_before_the_enums_are_read(store, ds):
     """A row inserted the way EvoCov wrote them before (positional, plain strings) reopens as a fit."""
-    from evocov_core.optimize import FitStatus
+    from evocov_core.fitting.optimize import FitStatus
 
     _new_run(store, ds, "old")
     with sqlite3.connect(store.path) as c:

@@ -1,4 +1,4 @@
-"""Long series: the subset of data a GP conditions on above ``max_points`` (evocov_core.subset)."""
+"""Long series: the subset of data a GP conditions on above ``max_points`` (evocov_core.fitting.subset)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from evocov_core.data import Dataset
-from evocov_core.gp import lml_and_grad
-from evocov_core.kernel_file import dump_kernel_file, kernel_file_dict, parse_kernel_file
-from evocov_core.library import compose
-from evocov_core.metrics import FitData
-from evocov_core.model import FittedModel
-from evocov_core.optimize import OptimConfig, fit_kernel
-from evocov_core.subset import RECENT_SHARE, TAIL_SHARE, DataSubset, plan_subset
+from evocov_core.fitting.gp import lml_and_grad
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.model import FittedModel
+from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+from evocov_core.fitting.subset import RECENT_SHARE, TAIL_SHARE, DataSubset, plan_subset
+from evocov_core.language.library import compose
+from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict, parse_kernel_file
 
 
 def _series(n: int, seed: int = 0) -> Dataset:
@@ -97,7 +97,7 @@ def test_kernel_file_records_the_subset_and_predictions_condition_on_it():
     assert doc["approximation"]["method"] == "subset" and "600 of 2,250" in doc["approximation"]["description"]
     kf = parse_kernel_file(dump_kernel_file(doc))
     assert kf.approximation == plan_subset(ds.n_train, 600)
-    model = FittedModel.from_file(kf)
+    model = kf.model()
     pred = model.predict_dataset(ds)
     keep = kf.approximation.mask(ds.X_train[:, 0])
     exact_on_subset = FittedModel(kf.kernel, kf.theta, kf.log_noise, kf.jitter, ds.norm,
@@ -116,7 +116,7 @@ def test_approximation_record_is_validated():
         DataSubset.from_dict({"n_total": 10, "max_points": 5, "recent": 8, "history": 5})
     with pytest.raises(ValueError, match="malformed"):
         DataSubset.from_dict({"n_total": "x"})
-    from evocov_core.kernel_file import KernelFileError
+    from evocov_core.runs.kernel_file import KernelFileError
 
     doc = kernel_file_dict(fit_kernel(compose("SE"), FitData.from_dataset(_series(60)), OptimConfig(n_restarts=1),
                                       np.random.default_rng(0)), None)
@@ -142,8 +142,8 @@ def test_a_stored_record_reopens_on_the_subset_its_search_used():
 def test_the_report_of_a_long_series_says_so_and_scores_everything_on_the_subset():
     """A 20,000-point series (an exact GP on all of it would need a 2.6 GB matrix per kernel): the report
     names the subset, its baselines are fitted on it, its residual checks read the most recent points."""
-    from evocov_core.baselines import compare_with_baselines
-    from evocov_core.report_html import RESIDUAL_POINTS, report_html
+    from evocov_core.present.baselines import compare_with_baselines
+    from evocov_core.present.report_html import RESIDUAL_POINTS, report_html
 
     ds = _series(20_000)
     data = FitData.from_dataset(ds, max_points=500)
@@ -185,9 +185,9 @@ def test_screening_of_a_long_series_sees_two_weekly_cycles():
 def test_baselines_of_many_points_search_on_a_subset_and_are_scored_on_all():
     """Above ``points`` the SE baseline is fitted on the screening subset (the recent block whole) and
     refined on every point: its fit is on all of them, and no worse there than the subset's values."""
-    from evocov_core.baselines import baseline_subset, fit_fixed, se_baseline
-    from evocov_core.gp import lml
-    from evocov_core.library import squared_exponential
+    from evocov_core.fitting.gp import lml
+    from evocov_core.language.library import squared_exponential
+    from evocov_core.present.baselines import baseline_subset, fit_fixed, se_baseline
 
     data = FitData.from_dataset(_series(900), max_points=0)
     assert baseline_subset(data, points=data.n) is None
@@ -209,9 +209,9 @@ def test_baselines_of_many_points_search_on_a_subset_and_are_scored_on_all():
 def test_the_report_searches_its_gpss_baseline_on_a_subset_of_many_points(monkeypatch):
     """The report's GPSS baseline on a long series searches the subset and is scored on every point
     the kernel was fitted on; its note says so."""
-    import evocov_core.baselines as baselines
-    from evocov_core.gp import lml
-    from evocov_core.scoring import bic
+    import evocov_core.present.baselines as baselines
+    from evocov_core.fitting.gp import lml
+    from evocov_core.fitting.scoring import bic
 
     monkeypatch.setattr(baselines, "BASELINE_POINTS", 150)
     ds = _series(1000)

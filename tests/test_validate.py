@@ -10,10 +10,10 @@ from scipy.special import ndtri
 from scipy.stats import norm
 
 from evocov_core.data import Dataset, load_bundled
-from evocov_core.library import compose
-from evocov_core.metrics import FitData, crps_normal
-from evocov_core.optimize import OptimConfig, fit_kernel
-from evocov_core.parallel import SerialExecutor
+from evocov_core.fitting.fits import SerialExecutor
+from evocov_core.fitting.metrics import FitData, crps_normal
+from evocov_core.fitting.optimize import OptimConfig, fit_kernel
+from evocov_core.language.library import compose
 from evocov_core.search.select import choose_model
 from evocov_core.search.validate import DEFAULT_ORIGINS, origin_scores, spread_scale, stacking_weights
 
@@ -29,7 +29,7 @@ def airline() -> FitData:
 
 def test_each_origin_is_the_posterior_from_the_points_before_it(airline):
     """The CRPS of an origin equals the CRPS of the GP conditioned on the head, computed by hand."""
-    from evocov_core.gp import posterior
+    from evocov_core.fitting.gp import posterior
 
     fit = _fit(["+", "SE", ["*", "PER", "SE"]], airline)
     s = origin_scores(airline, fit, origins=(0.7,), horizon=0.1)
@@ -94,7 +94,7 @@ def _trend_data() -> FitData:
 def test_given_refits_replace_the_full_data_values_origin_by_origin():
     """``refits`` (one per window) are what each origin forecasts with: the scores equal those of
     the refitted values conditioned by hand, and differ from the full-data values' scores."""
-    from evocov_core.gp import posterior
+    from evocov_core.fitting.gp import posterior
     from evocov_core.search.validate import origin_windows
 
     data = _trend_data()

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from evocov_core import library
-from evocov_core.grammar import check_tree, get_grammar, is_slot, subtree_end, symbol, tree_depth
-from evocov_core.kernel import Kernel
-from evocov_core.psd import check_psd
-from evocov_core.variation import (
+from evocov_core.language import library
+from evocov_core.language.grammar import check_tree, get_grammar, is_slot, subtree_end, symbol, tree_depth
+from evocov_core.language.kernel import Kernel
+from evocov_core.language.psd import check_psd
+from evocov_core.search.variation import (
     MUTATIONS,
     Child,
     VariationConfig,

@@ -32,6 +32,6 @@ number format; :func:`~evocov_core.benchmarks.accuracy.read_trials`) and write t
 See ``bench/README.md`` for the commands and what each output file holds.
 """
 
-from .cli import add_parser, main
+from evocov_core.benchmarks.cli import add_parser, main
 
 __all__ = ["add_parser", "main"]

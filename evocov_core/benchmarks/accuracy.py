@@ -15,7 +15,7 @@ The output folder holds::
 
     run.json       every invocation (command, start, end, wall, machine, settings of each variant)
     trials.csv     one row per finished trial (appended and synced as each ends)
-    kernels/       <series>__<variant>__seed<k>.json, the returned kernel (evocov_core.kernel_file format)
+    kernels/       <series>__<variant>__seed<k>.json, the returned kernel (evocov_core.runs.kernel_file format)
     classical.csv  the classical forecasters on each series, made once by the report
                    (:mod:`evocov_core.benchmarks.classical_cache`)
     report.md      per-series table, ablation table, summary lines, every trial
@@ -48,7 +48,7 @@ RMSE) / that classical forecaster's test RMSE on the same split.
 Trials also record the test RMSE of the forecast the search returned (``forecast_test_rmse``)
 and what it was (``forecast``: ``kernel``, or ``kernel 0.62 + AutoTheta 0.38``… when the search
 weighed the kernel's forecast with classical ones, ``kernel + AutoTheta``… in folders made before
-weights: :mod:`evocov_core.combination`). Where they do, a
+weights: :mod:`evocov_core.forecast.combination`). Where they do, a
 second line per variant (:func:`forecast_line`) gives that forecast's single-run figures
 (``forecast_single_run_geomean``…), its RMSE paired against the kernel's own
 (``forecast_paired``, ``forecast_paired_se_log``) and ``forecast_combined=K/N``. The summary's
@@ -74,9 +74,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data import Dataset
-from ..provenance import git_state
-from .common import (
+from evocov_core.benchmarks.common import (
     COUNTED,
     BenchError,
     ResultFile,
@@ -94,6 +92,8 @@ from .common import (
     update_run,
     write_text_atomic,
 )
+from evocov_core.compute.provenance import git_state
+from evocov_core.data import Dataset
 
 __all__ = [
     "BUDGETS",
@@ -255,7 +255,7 @@ def budget_seconds(budget: str, time_budget: float | None = None) -> float:
 
 
 def _preset(name: str) -> Any:
-    from ..search import preset
+    from evocov_core.search import preset
 
     try:
         return preset(name)
@@ -355,7 +355,7 @@ def records_frame(records: Iterable[Any]) -> pd.DataFrame:
     The columns are those of ``search --records`` (:meth:`EvalRecord.to_dict`); screened-out
     kernels carry no full-data fit.
     """
-    from ..optimize import FitStatus
+    from evocov_core.fitting.optimize import FitStatus
 
     rows = [r.to_dict() for r in records if r.status != FitStatus.SCREENED_OUT]
     return pd.DataFrame(rows)
@@ -436,11 +436,11 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
     Never raises for a failed search: the exception becomes a row with status ``error``
     (run again on the next invocation). ``KeyboardInterrupt`` does propagate.
     """
-    from ..kernel_file import kernel_file_dict
-    from ..metrics import FitData
+    from evocov_core.fitting.metrics import FitData
+    from evocov_core.runs.kernel_file import kernel_file_dict
 
     if search is None:
-        from ..search import run_search as search
+        from evocov_core.search import run_search as search
     ds = spec.dataset
     row: dict = {"series": spec.series, "variant": spec.variant, "seed": spec.seed, "budget": spec.budget,
                  "n_train": ds.n_train, "n_test": ds.n_test, "budget_s": spec.budget_s, "host": socket.gethostname()}
@@ -464,7 +464,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
             ensemble = tuple(getattr(result, "ensemble", ()) or ())
             bma = None
             if ensemble:
-                from ..averaging import ensemble_test_rmse
+                from evocov_core.fitting.averaging import ensemble_test_rmse
 
                 bma = ensemble_test_rmse(data, ensemble)
             best_bic = getattr(result, "best_bic", None) or best
@@ -475,7 +475,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
                        **_predictive_scores(best, ds, getattr(result, "calibration", None)))
             combination = getattr(result, "combination", None)
             if combination is not None:
-                from ..search.combine import forecast_test_rmse
+                from evocov_core.forecast.beside import forecast_test_rmse
 
                 row.update(forecast_test_rmse=forecast_test_rmse(result, ds), forecast=combination.label)
             doc = kernel_file_dict(best, ds.norm, dataset=spec.series, n_test=ds.n_test, n_train=ds.n_train,
@@ -498,8 +498,8 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
 def _predictive_scores(best: Any, ds: Dataset, calibration: Any = None) -> dict[str, float | None]:
     """``coverage_95`` and ``crps`` of the returned kernel's predictive normal (latent variance + noise),
     its spread scaled by the search's ``calibration``."""
-    from ..compare import forecast_scores
-    from ..model import FittedModel
+    from evocov_core.fitting.model import FittedModel
+    from evocov_core.present.compare import forecast_scores
 
     if ds.n_test == 0 or ds.x.shape[1] != 1:
         return {}
@@ -540,7 +540,7 @@ def settings_differences(recorded: Mapping[str, object], now: Mapping[str, objec
     """
     from dataclasses import MISSING, fields
 
-    from ..search import SearchConfig
+    from evocov_core.search import SearchConfig
 
     defaults = _json_norm({f.name: f.default for f in fields(SearchConfig) if f.default is not MISSING})
     before, after = _json_norm(dict(recorded)), _json_norm(dict(now))
@@ -652,7 +652,7 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
             res = run_trial(spec)
             row, doc = res["row"], res["kernel"]
             if doc is not None:
-                from ..kernel_file import dump_kernel_file
+                from evocov_core.runs.kernel_file import dump_kernel_file
 
                 write_text_atomic(out / row["kernel_file"], dump_kernel_file(doc))
             if records and res.get("records") is not None:
@@ -838,7 +838,7 @@ def trial_summary(trials: pd.DataFrame, refs: pd.DataFrame, variant: str,
     classical : DataFrame, optional
         :func:`~evocov_core.benchmarks.classical_cache.classical_scores`; without it ``vs`` is NaN.
     """
-    from .classical_cache import VS_KEYS
+    from evocov_core.benchmarks.classical_cache import VS_KEYS
 
     nan = math.nan
     t = _finished(trials, variant, ["test_rmse", "coverage_95", "n_test"])
@@ -871,7 +871,7 @@ def forecast_line(trials: pd.DataFrame, refs: pd.DataFrame, variant: str, prefix
     """``variant=NAME forecast_single_run_geomean=… forecast_single_run_p90=… forecast_worst_single=…
     forecast_median5_geomean=… forecast_paired=… forecast_paired_se_log=… forecast_combined=K/N``: the
     single-run figures of the forecast the search returned (the kernel's, or its weighted average with
-    classical forecasts: :mod:`evocov_core.combination`), its test RMSE paired trial by trial against the
+    classical forecasts: :mod:`evocov_core.forecast.combination`), its test RMSE paired trial by trial against the
     kernel's own (geometric mean, standard error of the mean log) and the trials whose forecast was not the
     kernel's own; None when no trial of ``variant`` recorded a forecast (older folders)."""
     if "forecast_test_rmse" not in trials or not len(trials):
@@ -1040,7 +1040,7 @@ def _notes(v: object) -> list[str]:
 
 
 def _commands(runs: list[dict], trials: pd.DataFrame) -> list[str]:
-    from .common import invocation_walls
+    from evocov_core.benchmarks.common import invocation_walls
 
     lines = ["## Commands", ""]
     walls = invocation_walls(runs, trials) if runs else []
@@ -1064,7 +1064,7 @@ def _commands(runs: list[dict], trials: pd.DataFrame) -> list[str]:
 
 def _series_section(tab: pd.DataFrame, variant: str, trials: pd.DataFrame, classical: pd.DataFrame,
                     corpus: bool) -> list[str]:
-    from ..classical import MODELS
+    from evocov_core.forecast.classical import MODELS
 
     t = _finished(trials, variant, ["coverage_95", "n_test"])
     t = t[(t["status"] == TrialStatus.OK) & t["coverage_95"].notna()] if len(t) else t
@@ -1173,7 +1173,7 @@ def references(out: Path, data_dir: Path, series: Sequence[str], *, classical: b
     BenchError
         ``data_dir`` has neither ``evocov_paper_rmse.csv`` nor series.
     """
-    from .classical_cache import CLASSICAL_COLUMNS, classical_scores
+    from evocov_core.benchmarks.classical_cache import CLASSICAL_COLUMNS, classical_scores
 
     data_dir = Path(data_dir)
     corpus = not (data_dir / "evocov_paper_rmse.csv").is_file()

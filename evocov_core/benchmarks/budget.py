@@ -55,8 +55,8 @@ import math
 import os
 from dataclasses import dataclass
 
-from ..optimize import powell_budget
-from ..search import SearchConfig, preset
+from evocov_core.fitting.optimize import powell_budget
+from evocov_core.search import SearchConfig, preset
 
 __all__ = [
     "ALGORITHMS",

@@ -1,7 +1,7 @@
 """The classical forecasters' test scores on each series of a benchmark, computed once per folder.
 
 ``bench accuracy-report`` sets our test RMSE beside SeasonalNaive, AutoETS, AutoARIMA,
-AutoTheta and MSTL (:mod:`evocov_core.classical`) on the same split. They are deterministic,
+AutoTheta and MSTL (:mod:`evocov_core.forecast.classical`) on the same split. They are deterministic,
 so each series' forecasts are made once and kept in the output folder::
 
     classical.csv   series, checksum, n_train, n_test, model, status, test_rmse, coverage_95, crps,
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..classical import DEFAULT_TIME_LIMIT, MODELS
-from .common import ResultFile, load_series
+from evocov_core.benchmarks.common import ResultFile, load_series
+from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT, MODELS
 
 __all__ = ["CLASSICAL_COLUMNS", "VS_KEYS", "classical_file", "classical_scores", "series_checksum"]
 
@@ -47,8 +47,8 @@ def classical_file(out: Path) -> ResultFile:
 
 
 def _rows(data_dir: Path, series: str, checksum: str, time_limit: float) -> list[dict]:
-    from ..classical import classical_forecasts
-    from ..compare import forecast_comparison
+    from evocov_core.forecast.classical import classical_forecasts
+    from evocov_core.present.compare import forecast_comparison
 
     ds = load_series(data_dir, series)
     fc = classical_forecasts(ds, time_limit=time_limit)

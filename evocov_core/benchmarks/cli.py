@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from .accuracy import VARIANTS
-from .budget import ALGORITHMS
-from .common import BenchError
+from evocov_core.benchmarks.accuracy import VARIANTS
+from evocov_core.benchmarks.budget import ALGORITHMS
+from evocov_core.benchmarks.common import BenchError
 
 __all__ = ["add_parser", "build_parser", "main"]
 
@@ -221,57 +221,57 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         except SystemExit as exc:
             return int(exc.code or 0)
         ns.argv = argv
-        from ..dask_setup import DaskSetupError
+        from evocov_core.compute.cluster import DaskSetupError
 
         try:
             return main(ns)
         except (BenchError, DaskSetupError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    from ..parallel import prepare_process
+    from evocov_core.compute.setup import prepare_process
 
     prepare_process()  # one BLAS thread here too (and OPENBLAS_NUM_THREADS=1 for the workers)
     a = args
     argv = getattr(a, "argv", None)
     cmd = a.bench_command
     if cmd == "reproduce":
-        from .reproduce import reproduce
+        from evocov_core.benchmarks.reproduce import reproduce
 
         reproduce(a.data_dir, a.out, algorithms=a.algorithms, trials=a.trials, budget=a.budget, workers=a.workers,
                   scheduler=a.scheduler, series=a.series, quick_scale=a.quick_scale, argv=argv)
         print(f"wrote {a.out / 'report.md'}")
     elif cmd == "report":
-        from .report import report
+        from evocov_core.benchmarks.report import report
 
         print(f"wrote {report(a.out, data_dir=a.data_dir)}")
     elif cmd == "estimate":
-        from .estimate import estimate
+        from evocov_core.benchmarks.estimate import estimate
 
         doc = estimate(a.data_dir, a.out, series=a.series, generations=a.generations, trials=a.trials,
                        population=a.population, workers=a.workers, scheduler=a.scheduler, argv=argv)
         print(f"paper budget: about {doc['total_core_hours']} core-hours "
               f"({doc['total_wall_hours_on_cores']} h on {doc['cores']} cores); wrote {a.out}")
     elif cmd == "mutations":
-        from .mutations import mutations
+        from evocov_core.benchmarks.mutations import mutations
 
         path = mutations(a.data_dir, a.out, n_mutations=a.mutations, series=a.series, seed=a.seed,
                          method=a.method, base=a.base, y_mean=a.y_mean, workers=a.workers, scheduler=a.scheduler,
                          argv=argv)
         print(f"wrote {path}")
     elif cmd == "metrics":
-        from .hpmetrics import hp_metrics
+        from evocov_core.benchmarks.hpmetrics import hp_metrics
 
         path = hp_metrics(a.data_dir, a.out, trials=a.trials, series=a.series, method=a.method, init=a.init,
                           workers=a.workers, scheduler=a.scheduler, argv=argv)
         print(f"wrote {path}")
     elif cmd == "scaling":
-        from .scaling import scaling
+        from evocov_core.benchmarks.scaling import scaling
 
         path = scaling(a.data_dir, a.out, kernels=a.kernels, series=a.series, workers_series=a.workers_series,
                        population=a.population, reps=a.reps, seed=a.seed, dask=not a.no_dask, argv=argv)
         print(f"wrote {path}")
     elif cmd == "accuracy":
-        from .accuracy import accuracy
+        from evocov_core.benchmarks.accuracy import accuracy
 
         res = accuracy(a.data_dir, a.out, budget=a.budget, time_budget=a.time_budget, seeds=a.seeds,
                        series=a.series, workers=a.workers, variants=a.variants, records=a.records,
@@ -280,7 +280,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
             print(line)
         print(f"wrote {res.path}")
     elif cmd == "accuracy-report":
-        from .accuracy import accuracy_report
+        from evocov_core.benchmarks.accuracy import accuracy_report
 
         res = accuracy_report(a.out, data_dir=a.data_dir, classical=not a.no_classical,
                               log=lambda line: print(line, file=sys.stderr, flush=True))
@@ -288,15 +288,15 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
             print(line)
         print(f"wrote {res.path}")
         if a.readme:
-            from .accuracy import readme_table
-            from .common import read_runs
+            from evocov_core.benchmarks.accuracy import readme_table
+            from evocov_core.benchmarks.common import read_runs
 
             data_dir = a.data_dir or next((Path(r["data_dir"]) for r in reversed(read_runs(a.out / "run.json"))
                                            if r.get("data_dir")), None)
             print(readme_table(a.out, data_dir))
     elif cmd == "accuracy-headline":
-        from .accuracy import headline_table
-        from .common import read_runs
+        from evocov_core.benchmarks.accuracy import headline_table
+        from evocov_core.benchmarks.common import read_runs
 
         folders = {}
         for item in a.folder:
@@ -311,7 +311,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
             raise BenchError(f"{first}/run.json records no data folder; pass --data-dir")
         print(headline_table(folders, data_dir))
     elif cmd == "long":
-        from .long import long_bench
+        from evocov_core.benchmarks.long import long_bench
 
         res = long_bench(a.out, budget=a.budget, seeds=a.seeds, fit_points=a.fit_points, series=a.series,
                          which=a.which, workers=a.workers, time_budget=a.time_budget,
@@ -319,7 +319,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         print(res.summary)
         print(f"wrote {res.path}")
     elif cmd == "long-report":
-        from .long import long_report
+        from evocov_core.benchmarks.long import long_report
 
         res = long_report(a.out)
         print(res.summary)

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data import Dataset, load_tsdl
-from ..parallel import DaskRunner, PoolRunner, make_runner
+from evocov_core.compute.runners import DaskRunner, PoolRunner, make_runner
+from evocov_core.data import Dataset, load_tsdl
 
 __all__ = [
     "COUNTED",
@@ -265,7 +265,7 @@ def run_jobs(func: Callable[[Any], Any], items: Iterable[Any], *, workers: int |
     ----------
     func : callable
         A module-level function of this package (pickled to the workers, or named to a Dask
-        cluster, which gets the package shipped: :mod:`evocov_core.dask_setup`). It should
+        cluster, which gets the package shipped: :mod:`evocov_core.compute.cluster`). It should
         catch its own errors and return them as results.
     workers : int, optional
         Processes of the local pool (default: every core, at most one per item); ``1`` runs

@@ -32,12 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..metrics import FitData
-from ..parallel import make_executor
-from ..provenance import git_state
-from ..search import run_search
-from .budget import ALGORITHMS, budget_config, estimated_fits
-from .common import (
+from evocov_core.benchmarks.budget import ALGORITHMS, budget_config, estimated_fits
+from evocov_core.benchmarks.common import (
     BenchError,
     command_line,
     load_series,
@@ -45,8 +41,12 @@ from .common import (
     now_iso,
     resolve_series,
 )
-from .common import write_json as _write_json
-from .report import estimate_markdown, report
+from evocov_core.benchmarks.common import write_json as _write_json
+from evocov_core.benchmarks.report import estimate_markdown, report
+from evocov_core.compute.provenance import git_state
+from evocov_core.fitting.fits import make_executor
+from evocov_core.fitting.metrics import FitData
+from evocov_core.search import run_search
 
 __all__ = ["estimate", "load_estimate"]
 

@@ -9,8 +9,8 @@ test predictions, with its hyperparameters, e.g.::
            × Lin[loc=1948.75,invsf=1.42,offset=0.668])
 
 :func:`parse_gpss` reads such a string into a tree; :func:`convert` writes it in our
-grammar (the base kernels of :data:`evocov_core.library.BASE_KERNELS`, composed exactly as
-:func:`evocov_core.library.compose` composes them, so slot ``k`` of the result is slot
+grammar (the base kernels of :data:`evocov_core.language.library.BASE_KERNELS`, composed exactly as
+:func:`evocov_core.language.library.compose` composes them, so slot ``k`` of the result is slot
 ``k`` of ``compose(structure)``) **with the published values converted to model units**.
 
 GPSS parameterisation (GPML covariance functions; every value a natural log, x in years,
@@ -59,9 +59,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from ..data import Dataset
-from ..kernel import Kernel
-from ..library import compose
+from evocov_core.data import Dataset
+from evocov_core.language.kernel import Kernel
+from evocov_core.language.library import compose
 
 __all__ = [
     "GPSS_LIK_SF",
@@ -253,7 +253,7 @@ def _flatten(node: Node) -> Node:
 
 
 def structure(node: Node) -> str | list:
-    """The :func:`evocov_core.library.compose` structure of a parsed kernel."""
+    """The :func:`evocov_core.language.library.compose` structure of a parsed kernel."""
     if isinstance(node, Leaf):
         return _BASES[node.name][0]
     op, kids = node
@@ -455,10 +455,10 @@ def verify(entry: GpssEntry, ds: Dataset, *, precise: bool = True) -> Verificati
     models differ, hence the two conventions, see :class:`Verification`). ``precise``
     uses :attr:`GpssEntry.precise_tree`, else the md file's rounded values.
     """
-    from ..evaluate import Inputs
-    from ..gp import lml as gp_lml
-    from ..gp import posterior
-    from ..metrics import rmse
+    from evocov_core.fitting.gp import lml as gp_lml
+    from evocov_core.fitting.gp import posterior
+    from evocov_core.fitting.metrics import rmse
+    from evocov_core.language.evaluate import Inputs
 
     conv = convert(entry.precise_tree if precise else entry.tree, ds, lik_sf=GPSS_LIK_SF.get(entry.series))
     nm = ds.norm

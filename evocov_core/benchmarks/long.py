@@ -28,7 +28,7 @@ a CSV ``time,value`` into the output folder's
 
 Every series is split as everywhere in EvoCov: train on the first 90 % of the x-range
 (:func:`evocov_core.data.split_mask`). Beside our test RMSE (the kernel file's), each
-series gets the classical forecasters of :mod:`evocov_core.classical`, fitted once on the
+series gets the classical forecasters of :mod:`evocov_core.forecast.classical`, fitted once on the
 same training part and cached in ``baselines.csv``: seasonal naive (with the **longest**
 season read from the x spacing: one week for half-hourly and hourly data), MSTL (all the
 seasons) and AutoETS. A trial's **ratio** is our test RMSE over the better of seasonal naive
@@ -71,10 +71,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data import Dataset, load_csv
-from ..parallel import MeasuredRun, run_measured
-from ..provenance import git_state
-from .common import (
+from evocov_core.benchmarks.common import (
     BenchError,
     ResultFile,
     TrialStatus,
@@ -89,6 +86,9 @@ from .common import (
     update_run,
     write_text_atomic,
 )
+from evocov_core.compute.measure import MeasuredRun, run_measured
+from evocov_core.compute.provenance import git_state
+from evocov_core.data import Dataset, load_csv
 
 __all__ = [
     "BASELINE_COLUMNS",
@@ -406,18 +406,18 @@ def baseline_rmse(ds: Dataset, *, time_limit: float = BASELINE_TIME_LIMIT) -> li
     """The classical forecasters' test RMSE on ``ds`` (one row per :data:`BASELINE_MODELS`).
 
     Seasonal naive repeats the **longest** season read from the x spacing
-    (:func:`evocov_core.seasons.infer_seasons`): a week for half-hourly or hourly data, where
+    (:func:`evocov_core.fitting.seasons.infer_seasons`): a week for half-hourly or hourly data, where
     the previous day is a worse guess; MSTL and AutoETS get every season as
-    :func:`evocov_core.classical.classical_forecasts` chooses them.
+    :func:`evocov_core.forecast.classical.classical_forecasts` chooses them.
 
     Returns
     -------
     list of dict
         ``model, seasons, status, test_rmse`` (None unless ok), ``seconds, settings, reason``.
     """
-    from ..classical import classical_forecasts
-    from ..metrics import rmse
-    from ..seasons import infer_seasons
+    from evocov_core.fitting.metrics import rmse
+    from evocov_core.fitting.seasons import infer_seasons
+    from evocov_core.forecast.classical import classical_forecasts
 
     seasons = infer_seasons(ds)
     longest = max(seasons.lengths) if seasons.lengths else 1
@@ -476,7 +476,7 @@ def _trial(out: Path, name: str, seed: int, ds: Dataset, baselines: dict[str, fl
            seconds: float, workers: int, fit_points: int | None, extra: Sequence[str] = (),
            runner: Callable[..., MeasuredRun] = run_measured) -> dict:
     """Run one trial and return its ``trials.csv`` row (never raises for a failed search)."""
-    from ..kernel_file import KernelFileError, load_kernel_file
+    from evocov_core.runs.kernel_file import KernelFileError, load_kernel_file
 
     kernel_rel = f"kernels/{name}__seed{seed}.json"
     kernel = out / kernel_rel
@@ -570,7 +570,7 @@ def _check_search_args(extra: Sequence[str]) -> None:
     """Refuse ``extra`` options that the search command would refuse, or that the benchmark sets itself.
 
     The command's own parser judges them, in a child process as the trials run it (a file that
-    does not exist stops it right after parsing; ``evocov_core.cli`` is not imported here, since
+    does not exist stops it right after parsing; ``evocov_core.present.cli`` is not imported here, since
     it imports the benchmarks)."""
     own = {"--data", "--preset", "--time-budget", "--seed", "--test-fraction", "--workers", "--out", "--records",
            "--fit-points", "--replay", "--quiet"}
@@ -632,7 +632,7 @@ def long_bench(out: Path, *, budget: str = "quick", seeds: int = 3, fit_points: 
     log : callable, optional
         Progress lines (default: standard error).
     runner : callable
-        Runs a trial's command (:func:`evocov_core.parallel.run_measured`; tests pass a stand-in).
+        Runs a trial's command (:func:`evocov_core.compute.measure.run_measured`; tests pass a stand-in).
 
     Raises
     ------

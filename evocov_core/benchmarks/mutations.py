@@ -41,13 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data import Dataset
-from ..metrics import FitData
-from ..optimize import FitResult, FitStatus, Start, fit_kernel
-from ..parallel import make_executor
-from ..provenance import git_state
-from ..search import SearchConfig, explore_mutations, preset, run_gpss
-from .common import (
+from evocov_core.benchmarks.common import (
     BenchError,
     ResultFile,
     append_run,
@@ -61,8 +55,14 @@ from .common import (
     resolve_series,
     update_run,
 )
-from .gpss_params import GPSS_LIK_SF, GpssParseError, convert, read_gpss_entries, verify
-from .paper import PAPER_TABLE3
+from evocov_core.benchmarks.gpss_params import GPSS_LIK_SF, GpssParseError, convert, read_gpss_entries, verify
+from evocov_core.benchmarks.paper import PAPER_TABLE3
+from evocov_core.compute.provenance import git_state
+from evocov_core.data import Dataset
+from evocov_core.fitting.fits import make_executor
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import FitResult, FitStatus, Start, fit_kernel
+from evocov_core.search import SearchConfig, explore_mutations, preset, run_gpss
 
 __all__ = ["mutations", "published_fit"]
 
@@ -81,10 +81,10 @@ CONVERSION_COLUMNS = [
 
 def published_fit(kernel, theta: tuple[float, ...], log_noise: float, data: FitData) -> FitResult:
     """A :class:`FitResult` at given values (no optimisation): LML, BIC and test RMSE there."""
-    from ..gp import lml as gp_lml
-    from ..gp import posterior
-    from ..metrics import rmse
-    from ..scoring import bic
+    from evocov_core.fitting.gp import lml as gp_lml
+    from evocov_core.fitting.gp import posterior
+    from evocov_core.fitting.metrics import rmse
+    from evocov_core.fitting.scoring import bic
 
     z = np.asarray(theta, dtype=np.float64)
     value, jitter = gp_lml(kernel, data.inputs, data.y, z, log_noise)

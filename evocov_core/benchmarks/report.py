@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .budget import ALGORITHMS
-from .common import (
+from evocov_core.benchmarks.budget import ALGORITHMS
+from evocov_core.benchmarks.common import (
     BenchError,
     ResultFile,
     TrialStatus,
@@ -26,7 +26,7 @@ from .common import (
     invocation_walls,
     md_table,
 )
-from .paper import (
+from evocov_core.benchmarks.paper import (
     PAPER_TABLE6,
     PAPER_TABLE6_COLUMNS,
     PUBLISHED_METHODS,
@@ -114,7 +114,7 @@ def table5(trials: pd.DataFrame, data_dir: Path) -> tuple[pd.DataFrame, pd.DataF
 
 def table6(trials: pd.DataFrame) -> pd.DataFrame:
     """Hyperparameter counts q (noise included): the paper's Table 6, our GPSS-kernel count, ours (mean)."""
-    from ..library import GPSS_PUBLISHED, compose
+    from evocov_core.language.library import GPSS_PUBLISHED, compose
 
     ours = _ours(trials)
     series = sorted({s for df in ours.values() for s in df["series"]})
@@ -280,7 +280,7 @@ def report(out: Path, *, data_dir: Path | None = None) -> Path:
 
 
 def _budget_section(run: dict) -> list[str]:
-    from .budget import __doc__ as rule
+    from evocov_core.benchmarks.budget import __doc__ as rule
 
     budget = run.get("budget")
     lines = [f"## Budget `{budget}`", ""]

@@ -9,7 +9,7 @@ The output folder holds::
 
     run.json      every invocation (argv, start, end, wall time, machine), the budget and its settings
     trials.csv    one row per finished trial (appended as each ends)
-    kernels/      one kernel file per successful trial (evocov_core.kernel_file format)
+    kernels/      one kernel file per successful trial (evocov_core.runs.kernel_file format)
     table5.csv    standardised test RMSE (each RMSE / the best on its series over every method shown)
     table5_raw.csv, table6.csv, figure5.html, report.md
 
@@ -27,12 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data import Dataset
-from ..metrics import FitData
-from ..provenance import git_state
-from ..search import SearchConfig, run_search
-from .budget import ALGORITHMS, budget_config, predicted_core_seconds, settings_summary
-from .common import (
+from evocov_core.benchmarks.budget import ALGORITHMS, budget_config, predicted_core_seconds, settings_summary
+from evocov_core.benchmarks.common import (
     BenchError,
     TrialStatus,
     command_line,
@@ -45,7 +41,11 @@ from .common import (
     write_json,
     write_text_atomic,
 )
-from .report import kernel_path, load_run, report, trials_file
+from evocov_core.benchmarks.report import kernel_path, load_run, report, trials_file
+from evocov_core.compute.provenance import git_state
+from evocov_core.data import Dataset
+from evocov_core.fitting.metrics import FitData
+from evocov_core.search import SearchConfig, run_search
 
 __all__ = ["TrialSpec", "reproduce", "run_trial"]
 
@@ -72,8 +72,9 @@ def run_trial(spec: TrialSpec) -> dict:
 
     Never raises: an exception becomes a row with status ``error`` and its message.
     """
-    from ..kernel_file import kernel_file_dict
-    from ..parallel import SerialExecutor, prepare_process
+    from evocov_core.compute.setup import prepare_process
+    from evocov_core.fitting.fits import SerialExecutor
+    from evocov_core.runs.kernel_file import kernel_file_dict
 
     prepare_process()
     t0, c0 = time.perf_counter(), time.process_time()
@@ -205,7 +206,7 @@ def reproduce(data_dir: Path, out: Path, *, algorithms: str, trials: int, budget
     def on_result(spec: TrialSpec, res: dict) -> None:
         row, doc = res["row"], res["kernel"]
         if doc is not None:
-            from ..kernel_file import dump_kernel_file
+            from evocov_core.runs.kernel_file import dump_kernel_file
 
             write_text_atomic(out / row["kernel_file"], dump_kernel_file(doc))
         rf.append(row)

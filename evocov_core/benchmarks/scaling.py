@@ -1,23 +1,23 @@
 """``bench scaling``: what a kernel fit costs, against n and against the number of workers.
 
 1. **Against n.** A fixed set of kernels (``--kernels`` random kernels from
-   :func:`evocov_core.variation.random_kernel`, seed ``--seed``, depths 3–8, kernels that
+   :func:`evocov_core.search.variation.random_kernel`, seed ``--seed``, depths 3–8, kernels that
    never read x discarded, plus SE + PER×SE) is fitted once per series, serially in this
    process, with the searches' default optimiser (``SearchConfig().optim``: L-BFGS-B, 20
    screened starts, 3 runs of at most 60 evaluations); each series uses its own n_train
    (129 … 909). Reported: median and mean seconds per fit, seconds per metric evaluation.
 2. **Against workers.** One population (``--population`` random kernels) on one series
    (``--workers-series``), fitted by: the serial executor, a process pool of 1 and of 2
-   processes (:class:`~evocov_core.parallel.ProcessExecutor`), and 2 Dask workers on a
-   ``LocalCluster`` (:class:`~evocov_core.parallel.DaskExecutor`). Executors are started
+   processes (:class:`~evocov_core.fitting.fits.ProcessExecutor`), and 2 Dask workers on a
+   ``LocalCluster`` (:class:`~evocov_core.fitting.fits.DaskExecutor`). Executors are started
    (and warmed up with two small fits) before timing; repetitions interleave the executors
    in rotated order and the median is kept. Throughput = fits per second; speed-ups are
    ratios measured side by side in this run.
 3. **Where the time goes.** One cProfile run of the same population, serially:
-   linear algebra (:func:`evocov_core.gp.factorize` = Cholesky ``dpotrf``,
-   :func:`~evocov_core.gp._raw_inverse` = ``dpotri``, ``Factor.solve`` = ``dpotrs``,
+   linear algebra (:func:`evocov_core.fitting.gp.factorize` = Cholesky ``dpotrf``,
+   :func:`~evocov_core.fitting.gp._raw_inverse` = ``dpotri``, ``Factor.solve`` = ``dpotrs``,
    ``scipy.linalg.solve_triangular``), building K and its gradient
-   (:func:`evocov_core.evaluate._forward`, ``_backward``, Toeplitz ``expand``/``reduce``),
+   (:func:`evocov_core.language.evaluate._forward`, ``_backward``, Toeplitz ``expand``/``reduce``),
    and the rest (Python: the optimiser, bookkeeping, PSD-free glue). cProfile's own
    overhead lands mostly in "the rest".
 """
@@ -36,17 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..grammar import get_grammar
-from ..kernel import Kernel
-from ..library import compose
-from ..metrics import FitData
-from ..optimize import FitStatus
-from ..parallel import DaskExecutor, ProcessExecutor, SerialExecutor, Task, run_task
-from ..provenance import git_state
-from ..psd import PSDConfig
-from ..search import SearchConfig
-from ..variation import VariationConfig, random_kernel
-from .common import (
+from evocov_core.benchmarks.common import (
     BenchError,
     append_run,
     command_line,
@@ -60,6 +50,16 @@ from .common import (
     resolve_series,
     update_run,
 )
+from evocov_core.compute.provenance import git_state
+from evocov_core.fitting.fits import DaskExecutor, ProcessExecutor, SerialExecutor, Task, run_task
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import FitStatus
+from evocov_core.language.grammar import get_grammar
+from evocov_core.language.kernel import Kernel
+from evocov_core.language.library import compose
+from evocov_core.language.psd import PSDConfig
+from evocov_core.search import SearchConfig
+from evocov_core.search.variation import VariationConfig, random_kernel
 
 __all__ = ["fixed_kernels", "profile_breakdown", "scaling"]
 
@@ -145,7 +145,7 @@ def scaling(data_dir: Path, out: Path, *, kernels: int = 20, series: str | None 
             workers_series: str = "03-mauna", population: int = 40, reps: int = 2, seed: int = 0,
             dask: bool = True, argv: list[str] | None = None, log=None) -> Path:
     """Measure fit cost against n and workers, profile a population; write the folder's report."""
-    from ..parallel import prepare_process
+    from evocov_core.compute.setup import prepare_process
 
     say = log or (lambda s: print(s, file=sys.stderr, flush=True))
     prepare_process()

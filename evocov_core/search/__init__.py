@@ -11,12 +11,10 @@ import dataclasses
 import math
 import time
 
-from ..combination import Combination
-from ..data import Dataset
-from ..metrics import FitData
-from ..parallel import Executor
-from .combine import ClassicalBeside, kernel_test_mean
-from .common import (
+from evocov_core.data import Dataset
+from evocov_core.fitting.fits import Executor
+from evocov_core.fitting.metrics import FitData
+from evocov_core.search.common import (
     CHOICE_EXTRA_EVALS,
     END_SHARE,
     EvalRecord,
@@ -27,15 +25,15 @@ from .common import (
     SearchResult,
     StopCheck,
 )
-from .config import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
-from .evocov import run_evocov
-from .explore import ExploreResult, explore_mutations, neighbour_ratios
-from .gpss import run_gpss
-from .gwtf import run_gwtf
-from .random_search import run_random_search
-from .replay import RecordingExecutor, ReplayExecutor, RunLog
-from .select import calibrate_returned, choose_model
-from .stages import head_refit, needs_head_stage, search_executor, search_stages
+from evocov_core.search.config import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
+from evocov_core.search.evocov import run_evocov
+from evocov_core.search.explore import ExploreResult, explore_mutations, neighbour_ratios
+from evocov_core.search.gpss import run_gpss
+from evocov_core.search.gwtf import run_gwtf
+from evocov_core.search.random_search import run_random_search
+from evocov_core.search.replay import RecordingExecutor, ReplayExecutor, RunLog
+from evocov_core.search.select import calibrate_returned, choose_model
+from evocov_core.search.stages import head_refit, needs_head_stage, search_executor, search_stages
 
 __all__ = [
     "ALGORITHMS",
@@ -68,14 +66,14 @@ _RUNNERS = {"evocov": run_evocov, "random": run_random_search, "gwtf": run_gwtf,
 
 def search_data(ds: Dataset, config: SearchConfig) -> FitData:
     """The training data a search with ``config`` fits on: the split of ``config.metric_split``
-    and, on long series, the subset of ``config.fit_points`` (:mod:`evocov_core.subset`)."""
+    and, on long series, the subset of ``config.fit_points`` (:mod:`evocov_core.fitting.subset`)."""
     return FitData.from_dataset(ds, split_fraction=config.metric_split, max_points=config.fit_points)
 
 
 def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: Executor | None = None,
                workers: int | None = None, scheduler: str | None = None,
                progress: ProgressCallback | None = None, should_stop: StopCheck | None = None,
-               replay: RunLog | None = None, dataset: Dataset | None = None) -> SearchResult:
+               replay: RunLog | None = None, started: float | None = None) -> SearchResult:
     """Run ``config.algorithm`` on ``data`` and choose the kernel to return.
 
     Without ``executor``, one is made for the run with the stages ``config`` needs
@@ -90,48 +88,15 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
     clock stopped it; ``replay`` (such a log, with the run's settings and seed) reruns it
     without a clock and returns the same kernel and BIC on any machine.
 
-    With ``config.combine`` (``config.long_combine`` when ``data`` is a long series' subset) and
-    the ``dataset`` that ``data`` was made from, the result's
-    ``combination`` says how the forecast weighs the kernel's and the classical forecasts, and
-    whether the guard left the kernel's out (:mod:`evocov_core.combination`); those are fitted
-    beside the search (:mod:`evocov_core.search.combine`), within the budget. Without ``dataset``
-    no combination is made.
+    ``started``: the :func:`time.perf_counter` at which the caller started the clock of the budget
+    (default: now). The forecast stage that runs beside the search is
+    :func:`evocov_core.forecast.stage.search_and_forecast`.
     """
-    t0 = time.perf_counter()
-    beside = None
-    # Long series: their own members, and no refits at the origins to wait for (ClassicalBeside.choose).
-    models = config.long_combine if data.on_subset else config.combine
-    if dataset is not None and models and (data.on_subset or config.calibration == "origins"):
-        beside = ClassicalBeside(dataset, data, models)
-    try:
-        if executor is not None:
-            result = _run(data, config, executor, seed, progress, should_stop, t0, replay)
-        else:
-            with search_executor(data, config, workers=workers, scheduler=scheduler) as ex:
-                result = _run(data, config, ex, seed, progress, should_stop, t0, replay)
-    except BaseException:
-        if beside is not None:
-            beside.cancel()
-        raise
-    if dataset is not None and models and beside is None:
-        why = "combining needs interval calibration from the origins, whose refits it reuses"
-        return dataclasses.replace(result, combination=Combination(reason=why))
-    if beside is None:
-        return result
-    if result.status == RunStatus.CANCELLED or result.best is None:
-        beside.cancel()
-        return result
-    until = None
-    if config.time_budget > 0 and replay is None:
-        until = time.time() + (t0 + config.time_budget - time.perf_counter())
-    # The guard's input: the kernel's forecast of the test part (not computed where no combination is made).
-    kernel_mean = kernel_test_mean(result.best, dataset) if config.combine_guard and not beside.reason else None
-    combination, classical = beside.choose(result.origins, until=until, kernel_mean=kernel_mean,
-                                           power=config.combine_power, guard=config.combine_guard,
-                                           fit=result.best if data.on_subset else None,
-                                           short=0 if data.on_subset else config.combine_short)
-    return dataclasses.replace(result, combination=combination, classical=classical,
-                               elapsed=time.perf_counter() - t0)
+    t0 = time.perf_counter() if started is None else started
+    if executor is not None:
+        return _run(data, config, executor, seed, progress, should_stop, t0, replay)
+    with search_executor(data, config, workers=workers, scheduler=scheduler) as ex:
+        return _run(data, config, ex, seed, progress, should_stop, t0, replay)
 
 
 def _run(data: FitData, config: SearchConfig, executor: Executor, seed: int, progress: ProgressCallback | None,

@@ -34,19 +34,17 @@ from enum import StrEnum
 
 import numpy as np
 
-from ..classical import ClassicalForecasts
-from ..combination import Combination
-from ..kernel import Kernel
-from ..kernel_file import parse_expression
-from ..metrics import FitData
-from ..optimize import NUMERIC_ERRORS, FitResult, FitStatus, Start, finite_or
-from ..parallel import Executor, Task
-from ..scoring import PENALTY
-from ..subset import DEFAULT_MAX_POINTS, plan_subset
-from .ets_seeds import ETS_SEED
-from .replay import RunLog
-from .spectral_seeds import SPECTRAL_SEED
-from .validate import DEFAULT_ORIGINS, Calibration, OriginScores
+from evocov_core.fitting.fits import Executor, Task
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult, FitStatus, Start, finite_or
+from evocov_core.fitting.scoring import PENALTY
+from evocov_core.fitting.subset import DEFAULT_MAX_POINTS, plan_subset
+from evocov_core.language.kernel import Kernel
+from evocov_core.language.parse import parse_expression
+from evocov_core.search.ets_seeds import ETS_SEED
+from evocov_core.search.replay import RunLog
+from evocov_core.search.spectral_seeds import SPECTRAL_SEED
+from evocov_core.search.validate import DEFAULT_ORIGINS, Calibration, OriginScores
 
 __all__ = [
     "EVAL_COLUMNS",
@@ -201,16 +199,16 @@ class EvalRecord:
             Training points of the data set (not stored with the record).
         fit_points : int, optional
             The search's ``fit_points`` (its run settings): on a long series the fit used a
-            subset of the ``n`` points (:func:`~evocov_core.subset.plan_subset`), and its
+            subset of the ``n`` points (:func:`~evocov_core.fitting.subset.plan_subset`), and its
             ``n`` says so, so that :meth:`FittedModel.from_fit` conditions on the same points
             and never builds an exact GP on all of them. None: the default limit
-            (:data:`~evocov_core.subset.DEFAULT_MAX_POINTS`).
+            (:data:`~evocov_core.fitting.subset.DEFAULT_MAX_POINTS`).
 
         Raises
         ------
         ValueError
             The fit failed, or its values are missing or not finite (a
-            :class:`~evocov_core.kernel_file.KernelFileError`, also a ValueError, for a bad
+            :class:`~evocov_core.runs.kernel_file.KernelFileError`, also a ValueError, for a bad
             expression).
         """
         kernel = parse_expression(self.expression)
@@ -330,11 +328,6 @@ class SearchResult:
     origins : OriginScores or None
         The returned kernel's out-of-sample forecasts from the four origins (its refits there) that
         calibrated it; None when none were made.
-    combination : Combination
-        Whether the forecast is the kernel's own or its weighted average with classical forecasts, and why
-        (:mod:`evocov_core.combination`; ``config.combine``).
-    classical : ClassicalForecasts or None
-        The classical forecasts of the test part the combination may average (None when none were made).
     """
 
     algorithm: str
@@ -357,8 +350,6 @@ class SearchResult:
     run_log: RunLog = field(default_factory=RunLog)
     calibration: Calibration = field(default_factory=Calibration)
     origins: OriginScores | None = None
-    combination: Combination = field(default_factory=Combination)
-    classical: ClassicalForecasts | None = None
 
 
 def fit_key(kernel: Kernel, start: Start | None, origin: str) -> str:
@@ -431,8 +422,8 @@ CALIBRATE_ABOVE = 1000
 def _calibrate(data: FitData) -> float:
     """Seconds of one LML-with-gradient evaluation of SE + PER × SE on ``data`` (the fastest of
     two; a failed evaluation costs what it cost)."""
-    from ..library import compose
-    from ..metrics import loss_and_grad
+    from evocov_core.fitting.metrics import loss_and_grad
+    from evocov_core.language.library import compose
 
     kernel = compose(["+", "SE", ["*", "PER", "SE"]])
     z = np.zeros(kernel.n_params + 1)

@@ -38,13 +38,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from ..grammar import Grammar, get_grammar
-from ..metrics import METRICS
-from ..optimize import HyperSpace, OptimConfig
-from ..psd import PSDConfig
-from ..subset import DEFAULT_MAX_POINTS
-from ..variation import VariationConfig
-from .structures import SEED_BASES
+from evocov_core.fitting.metrics import METRICS
+from evocov_core.fitting.optimize import HyperSpace, OptimConfig
+from evocov_core.fitting.subset import DEFAULT_MAX_POINTS
+from evocov_core.language.grammar import Grammar, get_grammar
+from evocov_core.language.psd import PSDConfig
+from evocov_core.search.structures import SEED_BASES
+from evocov_core.search.variation import VariationConfig
 
 __all__ = ["ALGORITHMS", "GROUPS", "PRESETS", "SearchConfig", "Setting", "preset", "settings"]
 
@@ -187,7 +187,7 @@ class SearchConfig:
         GPSS base kernels.
     require_input : bool
         Discard kernels that do not depend on x (constants) when generating and varying
-        (see :class:`~evocov_core.variation.VariationConfig`; the paper keeps them).
+        (see :class:`~evocov_core.search.variation.VariationConfig`; the paper keeps them).
     time_budget : float
         Wall-clock seconds for the whole search, model choice included; 0 = no limit
         (fixed counts: N, G exact). With a budget, ``generations`` is only a cap: the
@@ -248,10 +248,10 @@ class SearchConfig:
         (:func:`~evocov_core.search.validate.calibrate`).
     data_bounds : bool
         Tie lengthscale and period bounds to the data
-        (:func:`~evocov_core.optimize.slot_bounds`).
+        (:func:`~evocov_core.fitting.optimize.slot_bounds`).
     changepoints : bool
         Grammar option: random trees, mutations and GPSS-style expansions also use
-        ABCD's change-point operator (:mod:`evocov_core.grammar`). Off in the paper's
+        ABCD's change-point operator (:mod:`evocov_core.language.grammar`). Off in the paper's
         settings, whose Table 2 grammar has none.
     changepoints_by_expansion : bool
         With ``changepoints``: only the GPSS-style expansions ``S -> CP(S, B)`` and
@@ -264,7 +264,7 @@ class SearchConfig:
         drew before the operator existed (same seed, same result).
     statespace : bool
         Grammar option: random trees and mutations also use the state-space operations (a local
-        level, a local trend, a damped trend: :mod:`evocov_core.grammar`).
+        level, a local trend, a damped trend: :mod:`evocov_core.language.grammar`).
     ets_seeds : bool
         EvoCov's first population begins with the GP forms of the exponential-smoothing models
         (:mod:`~evocov_core.search.ets_seeds`), offered to the model choice whatever their BIC.

@@ -3,9 +3,9 @@
 A stationary kernel's forecast goes back to the training mean; the worst single runs of the
 development corpus missed the level (the squared mean error was 0.74 of their MSE), and the
 classical members of the forecast had to carry it. The grammar's state-space operations
-(:mod:`evocov_core.grammar`: ``wiener``, ``iwiener``, ``damped``) write a local level, a local
+(:mod:`evocov_core.language.grammar`: ``wiener``, ``iwiener``, ``damped``) write a local level, a local
 trend and a damped trend, whose forecasts are simple exponential smoothing's, Holt's and damped
-Holt's. :data:`~evocov_core.library.ETS_FORMS` writes the models ETS chooses among with them, and
+Holt's. :data:`~evocov_core.language.library.ETS_FORMS` writes the models ETS chooses among with them, and
 :func:`ets_seeds` starts every search from them, at the series' season:
 
 * no season: ``C + W`` (SES), ``LIN + W + IW`` (Holt), ``C + W + DT`` (damped Holt);
@@ -27,17 +27,17 @@ from __future__ import annotations
 
 import math
 
-from ..kernel import Kernel, slot_roles
-from ..library import ETS_FORMS, compose
-from ..metrics import FitData
-from ..optimize import Start
-from .spectral_seeds import NOISE, PERIODIC_LENGTHSCALE, clear_frequencies
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import Start
+from evocov_core.language.kernel import Kernel, slot_roles
+from evocov_core.language.library import ETS_FORMS, compose
+from evocov_core.search.spectral_seeds import NOISE, PERIODIC_LENGTHSCALE, clear_frequencies
 
 __all__ = ["DAMPING", "ETS_SEED", "MIN_SEASONS", "NON_SEASONAL", "SEASONAL", "ets_seeds", "season"]
 
 #: The origin a search records for these seeds.
 ETS_SEED = "ets seed"
-#: The forms without a season, and those with one (keys of :data:`~evocov_core.library.ETS_FORMS`).
+#: The forms without a season, and those with one (keys of :data:`~evocov_core.language.library.ETS_FORMS`).
 NON_SEASONAL = ("ANN", "AAN", "AAdN")
 SEASONAL = ("ANA", "AAA", "AAdA", "ANM", "AAdM")
 #: A calendar season is used when the training data hold at least this many of its cycles.
@@ -85,7 +85,7 @@ def _start(kernel: Kernel, omega: float | None) -> Start:
 
 def _wandering_amplitudes(kernel: Kernel) -> set[str]:
     """The amplitude slots of the random-walk terms: ``square(hp(θ))`` multiplying a state-space
-    operation (as :mod:`evocov_core.library` writes them)."""
+    operation (as :mod:`evocov_core.language.library` writes them)."""
     toks = kernel.tokens
     out = set()
     for i in range(len(toks) - 4):

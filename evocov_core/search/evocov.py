@@ -35,16 +35,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..kernel import Kernel
-from ..metrics import FitData
-from ..optimize import FitResult, Start
-from ..parallel import Executor
-from ..variation import crossover, mutate, random_kernel
-from .common import ProgressCallback, SearchResult, StopCheck, Tracker, start_of, sub_rng
-from .config import SearchConfig
-from .ets_seeds import ETS_SEED, ets_seeds
-from .spectral_seeds import SPECTRAL_SEED, spectral_seeds
-from .structures import expand, seed_kernels
+from evocov_core.fitting.fits import Executor
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import FitResult, Start
+from evocov_core.language.kernel import Kernel
+from evocov_core.search.common import ProgressCallback, SearchResult, StopCheck, Tracker, start_of, sub_rng
+from evocov_core.search.config import SearchConfig
+from evocov_core.search.ets_seeds import ETS_SEED, ets_seeds
+from evocov_core.search.spectral_seeds import SPECTRAL_SEED, spectral_seeds
+from evocov_core.search.structures import expand, seed_kernels
+from evocov_core.search.variation import crossover, mutate, random_kernel
 
 __all__ = ["run_evocov"]
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..grammar import get_grammar
-from ..metrics import FitData
-from ..optimize import FitResult, FitStatus, Start
-from ..parallel import Executor
-from ..variation import mutate
-from .common import EvalRecord, ProgressCallback, SearchResult, StopCheck, Tracker, sub_rng
-from .config import SearchConfig
+from evocov_core.fitting.fits import Executor
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import FitResult, FitStatus, Start
+from evocov_core.language.grammar import get_grammar
+from evocov_core.search.common import EvalRecord, ProgressCallback, SearchResult, StopCheck, Tracker, sub_rng
+from evocov_core.search.config import SearchConfig
+from evocov_core.search.variation import mutate
 
 __all__ = ["ExploreResult", "explore_mutations", "neighbour_ratios"]
 

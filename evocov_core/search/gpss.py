@@ -25,13 +25,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from ..kernel import Kernel
-from ..library import BASE_KERNELS
-from ..metrics import FitData
-from ..optimize import FitResult, Start
-from ..parallel import Executor
-from .common import ProgressCallback, SearchResult, StopCheck, Tracker
-from .config import SearchConfig
+from evocov_core.fitting.fits import Executor
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import FitResult, Start
+from evocov_core.language.kernel import Kernel
+from evocov_core.language.library import BASE_KERNELS
+from evocov_core.search.common import ProgressCallback, SearchResult, StopCheck, Tracker
+from evocov_core.search.config import SearchConfig
 
 __all__ = ["build", "expansions", "run_gpss", "structure_str"]
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 
-from ..metrics import FitData
-from ..optimize import FitResult, Start
-from ..parallel import Executor
-from ..variation import mutate, random_kernel
-from .common import ProgressCallback, SearchResult, StopCheck, Tracker, sub_rng
-from .config import SearchConfig
+from evocov_core.fitting.fits import Executor
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import FitResult, Start
+from evocov_core.search.common import ProgressCallback, SearchResult, StopCheck, Tracker, sub_rng
+from evocov_core.search.config import SearchConfig
+from evocov_core.search.variation import mutate, random_kernel
 
 __all__ = ["run_gwtf"]
 

@@ -6,11 +6,11 @@ report per batch), and the lowest BIC wins. Paper budget: N = 20000.
 
 from __future__ import annotations
 
-from ..metrics import FitData
-from ..parallel import Executor
-from ..variation import random_kernel
-from .common import ProgressCallback, SearchResult, StopCheck, Tracker, sub_rng
-from .config import SearchConfig
+from evocov_core.fitting.fits import Executor
+from evocov_core.fitting.metrics import FitData
+from evocov_core.search.common import ProgressCallback, SearchResult, StopCheck, Tracker, sub_rng
+from evocov_core.search.config import SearchConfig
+from evocov_core.search.variation import random_kernel
 
 __all__ = ["run_random_search"]
 

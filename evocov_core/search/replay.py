@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..optimize import FitResult
-from ..parallel import Task
+from evocov_core.fitting.fits import Task
+from evocov_core.fitting.optimize import FitResult
 
 __all__ = ["MAX_LOG_FITS", "RecordingExecutor", "ReplayExecutor", "RunLog"]
 
@@ -150,8 +150,8 @@ def run_record(result: Any, config: Any, seed: int) -> dict:
         The settings it ran with.
     seed : int
     """
-    from .. import __version__
-    from ..provenance import git_state
+    from evocov_core._version import __version__
+    from evocov_core.compute.provenance import git_state
 
     return {
         "algorithm": config.algorithm,
@@ -176,7 +176,7 @@ def replay_inputs(run: object) -> tuple[Any, int, RunLog]:
     ValueError
         Naming what is missing or malformed (a ``ConfigError`` for a bad setting).
     """
-    from .config import SearchConfig
+    from evocov_core.search.config import SearchConfig
 
     if not isinstance(run, dict):
         raise ValueError("this kernel file has no record of its search ('run'); only files written by "

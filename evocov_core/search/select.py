@@ -8,7 +8,7 @@ posterior log-likelihood of the held-out last part (the *tail*) given the head: 
 question the user asks of the forecast, asked of data the search has. The best tail
 score is returned (refitted on all the training data, as found by the search); the test
 part is never used. The scores also weight a Bayesian model average of the K kernels
-(:mod:`evocov_core.averaging`), offered beside the single kernel.
+(:mod:`evocov_core.fitting.averaging`), offered beside the single kernel.
 
 Each candidate is also checked for a predictive variance that explodes over the forecast
 horizon (:func:`horizon_spread`): its standard deviation one tenth of the training span
@@ -38,15 +38,15 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.linalg import eigvalsh, lapack
 
-from ..averaging import bic_weights, score_weights
-from ..evaluate import Inputs, covariance
-from ..gp import NumericalFailure, posterior
-from ..metrics import FitData, metric_value
-from ..optimize import FitResult, OptimConfig
-from ..parallel import Executor, Task
-from .common import StopCheck
-from .stages import has_origin_stages, origin_stage
-from .validate import (
+from evocov_core.fitting.averaging import bic_weights, score_weights
+from evocov_core.fitting.fits import Executor, Task
+from evocov_core.fitting.gp import NumericalFailure, posterior
+from evocov_core.fitting.metrics import FitData, metric_value
+from evocov_core.fitting.optimize import FitResult, OptimConfig
+from evocov_core.language.evaluate import Inputs, covariance
+from evocov_core.search.common import StopCheck
+from evocov_core.search.stages import has_origin_stages, origin_stage
+from evocov_core.search.validate import (
     CALIBRATIONS,
     DEFAULT_ORIGINS,
     Calibration,

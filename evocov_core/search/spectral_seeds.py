@@ -1,9 +1,9 @@
 """Periodic seeds started at the data's clear periods, for long series.
 
-On a long, high-frequency series (fitted on a subset, :mod:`evocov_core.subset`) a 60 s
+On a long, high-frequency series (fitted on a subset, :mod:`evocov_core.fitting.subset`) a 60 s
 search fits a few dozen kernels on the screening subset and two or three on the fit
 points. Random periodic starts are drawn near a periodogram peak with probability
-proportional to its power (:func:`evocov_core.optimize._draw_new`), so on half-hourly demand
+proportional to its power (:func:`evocov_core.fitting.optimize._draw_new`), so on half-hourly demand
 nearly every periodic slot starts at the daily cycle, and the weekly one, which the forecast
 needs, is rarely tried: on ``forecast::taylor`` the search returned a daily PER + RQ with BIC
 −3,498 and test RMSE 3,071 (seasonal naive: 518), where PER(weekly) + SE started at the weekly
@@ -58,10 +58,10 @@ from __future__ import annotations
 import math
 from itertools import combinations
 
-from ..kernel import Kernel, slot_roles
-from ..library import compose, linear, matern12, periodic
-from ..metrics import FitData
-from ..optimize import Start
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import Start
+from evocov_core.language.kernel import Kernel, slot_roles
+from evocov_core.language.library import compose, linear, matern12, periodic
 
 __all__ = ["CALENDAR_WEIGHT", "HARMONICS", "LOCAL_LENGTHSCALE", "MAX_PERIODS", "MIN_REPEATS", "PEAK_WEIGHT",
            "SPECTRAL_SEED", "WANDER_LENGTHSCALE", "clear_frequencies", "local_periodic", "may_seed",

@@ -19,7 +19,7 @@ stage          data / settings
 =============  ====================================================================
 
 A subset has no train-train / train-test split of its own, so on ``screen`` and ``head``
-a metric that needs one (:data:`~evocov_core.metrics.SPLIT_METRICS`: posterior LML,
+a metric that needs one (:data:`~evocov_core.fitting.metrics.SPLIT_METRICS`: posterior LML,
 SoPL, RMSE) is replaced by the LML there; screening ranks by BIC, an LML score, anyway,
 and the model choice scores the head's refit by its own tail score.
 
@@ -34,13 +34,13 @@ import dataclasses
 import numpy as np
 from numpy.typing import NDArray
 
-from ..data import split_mask
-from ..metrics import SPLIT_METRICS, FitData
-from ..optimize import OptimConfig
-from ..parallel import Stages, make_executor
-from .config import SearchConfig
-from .spectral_seeds import clear_frequencies, may_seed
-from .validate import origin_windows
+from evocov_core.data import split_mask
+from evocov_core.fitting.fits import Stages, make_executor
+from evocov_core.fitting.metrics import SPLIT_METRICS, FitData
+from evocov_core.fitting.optimize import OptimConfig
+from evocov_core.search.config import SearchConfig
+from evocov_core.search.spectral_seeds import clear_frequencies, may_seed
+from evocov_core.search.validate import origin_windows
 
 __all__ = ["has_origin_stages", "head_refit", "head_stage", "needs_head_stage", "needs_origin_stages", "origin_stage",
            "screen_mask", "screen_recent", "screen_subset", "search_executor", "search_stages"]
@@ -179,6 +179,6 @@ def has_origin_stages(executor: object) -> bool:
 
 def search_executor(data: FitData, config: SearchConfig, *, workers: int | None = None,
                     scheduler: str | None = None, stages: Stages | None = None):
-    """An executor for a search with ``config`` on ``data`` (:func:`~evocov_core.parallel.make_executor`)."""
+    """An executor for a search with ``config`` on ``data`` (:func:`~evocov_core.fitting.fits.make_executor`)."""
     return make_executor(data, config.optim, workers=workers, scheduler=scheduler,
                          stages=search_stages(data, config) if stages is None else stages)

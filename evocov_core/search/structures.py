@@ -2,7 +2,7 @@
 
 The grammar can write every structure of the compositional kernel searches (GPSS, ABCD):
 sums and products of the base kernels SE, PER, LIN and RQ
-(:data:`~evocov_core.library.BASE_KERNELS`). A budgeted EvoCov run puts some of them in
+(:data:`~evocov_core.language.library.BASE_KERNELS`). A budgeted EvoCov run puts some of them in
 its first population (:func:`seed_kernels`) and lets one variation operator make the
 moves of GPSS's grammar on any tree, evolved or not (:func:`expand`)::
 
@@ -23,10 +23,10 @@ from itertools import combinations_with_replacement
 
 import numpy as np
 
-from ..grammar import Cov, is_slot, subtree_end, symbol
-from ..kernel import Kernel
-from ..library import BASE_KERNELS, compose
-from ..variation import Child, VariationConfig, _acceptable
+from evocov_core.language.grammar import Cov, is_slot, subtree_end, symbol
+from evocov_core.language.kernel import Kernel
+from evocov_core.language.library import BASE_KERNELS, compose
+from evocov_core.search.variation import Child, VariationConfig, _acceptable
 
 __all__ = ["SEED_BASES", "expand", "seed_kernels", "seed_structures"]
 

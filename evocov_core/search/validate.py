@@ -29,11 +29,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import ndtr
 
-from ..calibration import CALIBRATIONS, Calibration, rms_scale
-from ..evaluate import Inputs
-from ..gp import NumericalFailure, posterior
-from ..metrics import FitData
-from ..optimize import FitResult, OptimConfig, fit_kernel
+from evocov_core.fitting.calibration import CALIBRATIONS, Calibration, rms_scale
+from evocov_core.fitting.gp import NumericalFailure, posterior
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.optimize import FitResult, OptimConfig, fit_kernel
+from evocov_core.language.evaluate import Inputs
 
 __all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "calibrate",
            "calibrate_scored", "calibration_from_errors", "log_density", "origin_masks", "origin_scores",

@@ -1,0 +1,370 @@
+"""Runners: ``fn(item)`` for many items, in this process, a local process pool or on Dask; one call
+in a daemon process.
+
+Part of :mod:`evocov_core.parallel` (which re-exports every name; its docstring describes the layers).
+:class:`SerialRunner` (this process), :class:`PoolRunner` (a local ``spawn`` process pool),
+:class:`DaskRunner` (Dask distributed); :func:`make_runner` picks one. :func:`run_in_daemon_process`
+runs one call in a daemon process, as a Future.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import multiprocessing as mp
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any, Protocol, TypeVar
+
+from evocov_core.compute.setup import prepare_process
+
+__all__ = ["DaskRunner", "OnResult", "PoolRunner", "Runner", "SerialRunner", "StopCheck", "make_runner",
+           "run_in_daemon_process"]
+
+#: The module Dask workers must import before any call (:func:`~evocov_core.compute.cluster.ship_package`
+#: checks it): the facade, which imports every part of the parallel layer and what a kernel fit needs.
+_SHIPPED = "evocov_core.fitting.fits"
+
+
+# --- runners: fn(item) for many items ------------------------------------------------------------------
+
+StopCheck = Callable[[], bool]
+OnResult = Callable[[int, Any], None]
+
+
+class Runner(Protocol):
+    """Runs ``fn(item)`` (or ``fn(shared, item)``) for many items. Use as a context manager."""
+
+    workers: int
+
+    def map(self, fn: Callable[..., Any], items: Sequence[Any], should_stop: StopCheck | None = None,
+            on_result: OnResult | None = None) -> list[Any]:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+_C = TypeVar("_C", bound="_Closes")
+
+
+class _Closes:
+    """``with`` support for anything with ``close()``."""
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self: _C) -> _C:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SerialRunner(_Closes):
+    """Runs the calls one after another in this process, set up as a worker (:func:`prepare_process`)."""
+
+    workers = 1
+
+    def __init__(self, shared: object | None = None) -> None:
+        prepare_process()
+        self._shared = () if shared is None else (shared,)
+
+    def map(self, fn: Callable[..., Any], items: Sequence[Any], should_stop: StopCheck | None = None,
+            on_result: OnResult | None = None) -> list[Any]:
+        out: list[Any] = [None] * len(items)
+        for i, item in enumerate(items):
+            if should_stop is not None and should_stop():
+                break
+            out[i] = fn(*self._shared, item)
+            if on_result is not None:
+                on_result(i, out[i])
+        return out
+
+
+# Worker-process global of a PoolRunner: () or (shared,), set once by the initializer.
+_W_SHARED: tuple = ()
+
+
+def _init_pool_worker(shared: object | None, pids: Any = None) -> None:
+    global _W_SHARED
+    prepare_process()
+    _W_SHARED = () if shared is None else (shared,)
+    if pids is not None:
+        pids.put(os.getpid())  # so that the pool's owner can end it (PoolRunner.close)
+
+
+def _pool_call(fn: Callable[..., Any], item: Any) -> Any:
+    return fn(*_W_SHARED, item)
+
+
+def _collect(futures: list[Future], should_stop: StopCheck | None, on_result: OnResult | None,
+             poll: float = 0.2) -> list[Any]:
+    """Results of ``futures`` in their order, ``on_result`` as each ends; on a stop, cancel the rest."""
+    index = {f: i for i, f in enumerate(futures)}
+    out: list[Any] = [None] * len(futures)
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, timeout=poll, return_when=FIRST_COMPLETED)
+        for f in done:
+            if f.cancelled():
+                continue
+            r = f.result()
+            out[index[f]] = r
+            if on_result is not None:
+                on_result(index[f], r)
+        if should_stop is not None and should_stop():
+            for f in pending:
+                f.cancel()
+            break
+    return out
+
+
+class PoolRunner(_Closes):
+    """A local process pool whose workers are set up by :func:`prepare_process`.
+
+    Uses the ``spawn`` start method: forking a multi-threaded server (Streamlit) can
+    deadlock. ``close`` does not wait for calls still running (a stopped search returns at
+    once): it ends the worker processes when some are still running a call, whose result no
+    one will read, so that they free their core at once and a command that exits does not
+    wait for them (Python waits for a pool's running calls at exit). ``fn`` is pickled by
+    reference, so it must be a module-level function.
+
+    Parameters
+    ----------
+    workers : int or None
+        Processes (None: every core).
+    shared : object or None
+        Sent to each worker once, when it starts; calls are then ``fn(shared, item)``
+        (None: ``fn(item)``).
+    """
+
+    def __init__(self, workers: int | None = None, shared: object | None = None) -> None:
+        self.workers = workers or os.cpu_count() or 1
+        ctx = mp.get_context("spawn")
+        self._pids = ctx.SimpleQueue()  # each worker's process id, put there when it starts
+        self._futures: list[Future] = []
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
+                                         initializer=_init_pool_worker, initargs=(shared, self._pids))
+
+    def map(self, fn: Callable[..., Any], items: Sequence[Any], should_stop: StopCheck | None = None,
+            on_result: OnResult | None = None) -> list[Any]:
+        futures = [self._pool.submit(_pool_call, fn, item) for item in items]
+        self._futures = [f for f in self._futures if not f.done()] + futures
+        return _collect(futures, should_stop, on_result)
+
+    def close(self) -> None:
+        # The pool's own worker processes (CPython keeps them by pid), taken before shutdown drops them.
+        processes = dict(getattr(self._pool, "_processes", None) or {})
+        running = any(f.running() for f in self._futures)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if running:
+            # Ending running workers breaks the pool, and CPython 3.11's manager thread then sets an exception
+            # on every pending call, raising InvalidStateError (a traceback) on those already cancelled;
+            # 3.12 ignores them. Nobody waits for them: forget them first.
+            pending = getattr(self._pool, "_pending_work_items", {})
+            for key in [k for k, item in list(pending.items()) if item.future.cancelled()]:
+                pending.pop(key, None)
+        self._end_workers(processes, every=running)
+        self._futures = []
+
+    def _end_workers(self, processes: dict, every: bool) -> None:
+        """Terminate (SIGTERM) the workers still starting, which would otherwise fail to read their
+        start-up arguments once this process has exited and print a traceback; with ``every``, the
+        started ones too: their running calls' results would never be read."""
+        import signal
+
+        started = set()
+        while not self._pids.empty():
+            started.add(self._pids.get())
+        for pid in started if every else ():
+            with contextlib.suppress(OSError):  # already gone
+                os.kill(pid, signal.SIGTERM)
+        for pid, proc in processes.items():
+            if pid not in started:
+                with contextlib.suppress(OSError, ValueError):  # already gone, or closed
+                    proc.terminate()
+
+
+def _dask_call(*values: Any) -> Any:
+    """What a Dask worker runs: ``(*shared, module, name, item)`` -> ``module.name(*shared, item)``, set up first."""
+    *shared, module, name, item = values
+    prepare_process()
+    return getattr(importlib.import_module(module), name)(*shared, item)
+
+
+class DaskRunner(_Closes):
+    """Dask distributed: ``address`` of a scheduler (``tcp://host:8786``), or a ``client``.
+
+    Without either, or with ``address="local"``, starts a ``LocalCluster`` of ``workers``
+    single-threaded processes. The workers need this package's dependencies, not the package:
+    ``ship`` (default) uploads it to them (:func:`~evocov_core.compute.cluster.ship_package`, which
+    checks that they can import :mod:`evocov_core.parallel` and ``modules``) and calls reach the scheduler as
+    bytes, so it needs nothing of ours either.
+
+    Raises
+    ------
+    DaskSetupError
+        The workers cannot run the package (a dependency missing or of another version);
+        one line that says what to install where.
+    """
+
+    def __init__(self, address: str | None = None, *, client: object | None = None, workers: int = 2,
+                 shared: object | None = None, ship: bool = True, modules: Sequence[str] = ()) -> None:
+        from distributed import Client, LocalCluster
+
+        from evocov_core.compute.cluster import ship_package
+
+        self._cluster = None
+        self._own_client = False
+        try:
+            if client is not None:
+                self._client = client
+            else:
+                if address in (None, "local"):
+                    self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                 dashboard_address=None)
+                    address = self._cluster.scheduler_address
+                self._client = Client(address)
+                self._own_client = True
+            if ship:
+                ship_package(self._client, modules=tuple(dict.fromkeys((_SHIPPED, *modules))))
+            self.workers = len(self._client.scheduler_info().get("workers", {})) or workers  # type: ignore[attr-defined]
+            self.address = str(getattr(self._client.scheduler, "address", address))  # type: ignore[attr-defined]
+            # In a list: scatter() would send a dict's values one by one, keyed by its keys.
+            # Scattered data goes to the workers; the scheduler keeps it serialised.
+            self._shared = () if shared is None else (
+                self._client.scatter([shared], broadcast=True)[0],)  # type: ignore[attr-defined]
+        except BaseException:
+            self.close()
+            raise
+
+    def map(self, fn: Callable[..., Any], items: Sequence[Any], should_stop: StopCheck | None = None,
+            on_result: OnResult | None = None) -> list[Any]:
+        from distributed import as_completed
+
+        from evocov_core.compute.cluster import pack, remote, unpack
+
+        call = remote(__name__, "_dask_call", label=fn.__name__)  # tasks named after fn on Dask's dashboard
+        futures = [self._client.submit(call, pack(fn.__module__, fn.__qualname__, item),  # type: ignore[attr-defined]
+                                       *self._shared, pure=False) for item in items]
+        index = {f.key: i for i, f in enumerate(futures)}
+        out: list[Any] = [None] * len(futures)
+        remaining = set(index)
+        for f in as_completed(futures):
+            r = unpack(f.result())
+            i = index[f.key]
+            out[i] = r
+            remaining.discard(f.key)
+            if on_result is not None:
+                on_result(i, r)
+            if should_stop is not None and should_stop() and remaining:
+                self._client.cancel([g for g in futures if g.key in remaining])  # type: ignore[attr-defined]
+                break
+        return out
+
+    def close(self) -> None:
+        if self._own_client:
+            self._client.close()  # type: ignore[attr-defined]
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+def make_runner(*, workers: int | None = None, scheduler: str | None = None, shared: object | None = None,
+                modules: Sequence[str] = ()) -> SerialRunner | PoolRunner | DaskRunner:
+    """The runner for these settings, the choice every command offers.
+
+    Parameters
+    ----------
+    workers : int or None
+        ``1``: serial, in this process; otherwise a process pool of ``workers`` (None: every
+        core), or the size of a Dask ``LocalCluster``.
+    scheduler : str or None
+        A Dask scheduler address (``tcp://host:8786``), or ``"local"`` for a LocalCluster.
+    shared : object or None
+        Sent to each worker once; calls are then ``fn(shared, item)``.
+    modules : sequence of str
+        Modules whose functions the calls run: Dask workers import them before any call, so
+        a missing dependency is reported once, in one line.
+    """
+    if scheduler:
+        return DaskRunner(scheduler, workers=workers or os.cpu_count() or 1, shared=shared, modules=modules)
+    if workers == 1:
+        return SerialRunner(shared)
+    return PoolRunner(workers, shared)
+
+
+# --- one call in a daemon process ----------------------------------------------------------------------
+
+
+def _daemon_child(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+    prepare_process()
+    try:
+        result = (True, fn(*args, **kwargs))
+    except BaseException as exc:  # sent back to the caller's Future
+        result = (False, exc)
+    try:
+        conn.send(result)
+    except Exception as exc:  # an unpicklable result or exception
+        conn.send((False, RuntimeError(f"could not return the result: {exc}")))
+    finally:
+        conn.close()
+
+
+def _drive_daemon(fut: Future, fn: Callable[..., Any], args: tuple, kwargs: dict,
+                  gate: threading.Semaphore | None) -> None:
+    with gate if gate is not None else contextlib.nullcontext():
+        if not fut.set_running_or_notify_cancel():
+            return
+        ctx = mp.get_context("spawn")
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_daemon_child, args=(send, fn, args, kwargs), daemon=True)
+        try:
+            proc.start()
+            send.close()
+            ok, value = recv.recv()
+        except EOFError:
+            proc.join(timeout=5)  # for its exit code
+            fut.set_exception(RuntimeError(f"the process running {getattr(fn, '__name__', 'the call')} died "
+                                           f"(exit code {proc.exitcode})"))
+        except Exception as exc:
+            fut.set_exception(exc)
+        else:
+            if ok:
+                fut.set_result(value)
+            else:
+                fut.set_exception(value)
+        finally:
+            recv.close()
+            proc.join(timeout=5)
+
+
+def run_in_daemon_process(fn: Callable[..., Any], args: tuple = (), kwargs: Mapping[str, Any] | None = None, *,
+                          gate: threading.Semaphore | None = None, name: str = "evocov-process") -> Future:
+    """The Future of ``fn(*args, **kwargs)`` run in its own *daemon* ``spawn`` process.
+
+    For a server that must never wait for the work: a daemon thread starts the process and
+    waits for its result, so the call never blocks the caller, never holds its GIL, and never
+    delays its exit (a daemon process is killed at exit, where a ProcessPoolExecutor would
+    make interpreter shutdown wait for the running call). The process is set up like every
+    worker (:func:`prepare_process`). An exception of ``fn``, or the process dying, becomes
+    the Future's exception.
+
+    Parameters
+    ----------
+    fn : callable
+        Picklable by reference (a module-level function); so must its arguments and result be.
+    args, kwargs
+        Its arguments.
+    gate : threading.Semaphore or None
+        Held while the process runs: a semaphore shared by several calls caps how many run
+        at once. Until its turn the Future is pending and can be cancelled.
+    name : str
+        The driving thread's name.
+    """
+    fut: Future = Future()
+    threading.Thread(target=_drive_daemon, args=(fut, fn, tuple(args), dict(kwargs or {}), gate), daemon=True,
+                     name=name).start()
+    return fut

@@ -1,0 +1,1 @@
+"""Fitting one kernel: Cholesky and LML, metrics, hyperparameter optimisation, BIC, subsets, seasons."""

@@ -1,0 +1,373 @@
+"""The forecast a search returns: the kernel's own, or a weighted average with classical forecasts, and why.
+
+A search returns a kernel: the explanation of the series and, by default, its forecast. The
+forecasting literature's answer to a single model that cannot be trusted on its own is
+combination (the M competitions: an average of unlike methods is rarely the worst and often the
+best). Here the members are the kernel and classical models (:mod:`evocov_core.forecast.classical`;
+AutoETS and AutoTheta in the presets), and the training range alone weighs them: at each of four
+earlier origins (60, 70, 80 and 90 % of the training x-range, each forecasting the next tenth, as
+the interval calibration does: :func:`evocov_core.search.validate.calibrate_scored`) the kernel
+refitted on the points before the origin and the classical models fitted on the same points
+forecast, and each member's weight is proportional to the inverse square of its squared error
+summed over the origins (Bates & Granger's inverse-error weights, with power 2 instead of 1;
+:func:`inverse_error_weights`). A member that did far better takes nearly all the weight, members
+that did about as well share it. Members below 1 % are dropped. Fixed origins, one power for every
+series: nothing is tuned per series.
+
+**The guard.** A kernel can fit the training range and the four origins and still extrapolate
+wildly (an exponential of a linear term, a quartic trend). When the kernel's forecast of the
+horizon leaves the union of the classical members' 95 % intervals by more than
+:data:`GUARD_HALF_WIDTHS` of their half-width at some step, which no classical model finds
+plausible, the kernel's weight is 0: the forecast is the classical members', weighted as above
+(:func:`interval_excess`). The kernel stays the explanation of the series.
+
+**Short series.** On a series of few training points each origin forecasts a handful of points from
+a refit on a few dozen, and the summed errors cannot tell a kernel that extrapolates well from one
+that fits the recent past and leaves it (a quartic trend on 42 points took 0.95 of the weight and
+forecast 5 × worse than AutoETS). There the kernel's weight is held at :data:`SHORT_KERNEL_WEIGHT`
+(the others share the rest in the same proportions; the search's ``combine_short`` sets how short).
+
+Evidence (``docs/studies.md``). Post hoc on the kernels of the `quick` runs before it, every origin
+refitted (``bench/bench_combine_weights.py``), test RMSE paired against the rule it replaced (the
+equal-weight average with the lowest summed error, on the same refits): 0.977 (SE of the log
+0.037) on the development corpus (61 series), which chose the weighting and could not tell power
+1 from 2; 0.895 (0.055) on TSDL (13 series × 5 seeds), which confirms it and lost with power 1.
+As a user gets it (``bench/results/corpus/quick-41-weights``, ``accuracy/quick-41-weights``): the
+forecast is paired 0.938 (0.046) and 0.956 (0.034) against its kernel's own; single runs 0.951 ×
+AutoETS on the corpus (0.983 before) and 1.385 × the best published on TSDL (1.542 before, whose
+worst run, 56 ×, the guard now catches). On long series (fitted on a subset) the long-series
+development set did not confirm combining (1.011, SE 0.025, for the rule of its day), so they keep
+the kernel's forecast.
+
+:class:`Combination` records the choice (the kernel file's ``combination``); it is a pure value.
+The forecasts are made by :mod:`evocov_core.forecast.beside`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from evocov_core.forecast.classical import MODELS
+
+__all__ = ["GUARD_HALF_WIDTHS", "KERNEL", "MIN_WEIGHT", "POWER", "SHORT_KERNEL_WEIGHT", "Combination",
+           "interval_excess", "inverse_error_weights", "weigh_members"]
+
+Array = NDArray[np.float64]
+
+#: The member name of the kernel's own forecast.
+KERNEL = "kernel"
+#: Weights are proportional to (summed squared error over the origins) ** -POWER. On the development
+#: corpus every power from 1 to 4 beat choosing one average (paired 0.96-0.99 against it) and 1 could
+#: not be told from 2 (0.987, SE 0.015); TSDL, which confirms, lost with 1 and gained with 2.
+POWER = 2.0
+#: Half-widths of the classical members' 95 % intervals the kernel's forecast may lie beyond them.
+#: The development corpus has no returned kernel beyond 0.56 (the one that far was right: US
+#: incarceration, 0.09 × AutoETS's error), so 1 leaves every corpus forecast alone; on TSDL it
+#: catches the kernels that explode past the training range (Wages: 56 × the best published).
+GUARD_HALF_WIDTHS = 1.0
+#: Members whose weight falls below this are dropped (the rest renormalised): a forecast that is the
+#: kernel's to 99.6 % is reported as the kernel's own.
+MIN_WEIGHT = 0.01
+#: The kernel's largest weight on a short series (the search's ``combine_short``). On the
+#: development corpus's series of at most 100 training points (20 of 61) it brings the worst run
+#: from 5.3 to 2.9 × AutoETS, paired 0.981 (SE of the log 0.013) over the 61 series; TSDL has no
+#: series that short (``bench_classical_members__corpus.md``).
+SHORT_KERNEL_WEIGHT = 0.5
+_MAX_ORIGINS = 100
+_MAX_REASON = 500
+_MAX_MEMBERS = 8
+
+
+def _name(members: Sequence[str]) -> str:
+    return " + ".join(members)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4g}" if math.isfinite(v) else "none"
+
+
+def _possessive(names: Sequence[str]) -> str:
+    names = [f"{n}'s" for n in names]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+@dataclass(frozen=True)
+class Combination:
+    """Which forecasts a search's forecast averages, with which weights, and why.
+
+    Attributes
+    ----------
+    members : tuple of str
+        ``"kernel"`` first, then classical model names (:data:`evocov_core.forecast.classical.MODELS`).
+        ``("kernel",)``: the kernel's own forecast.
+    weights : tuple of float
+        One per member, non-negative, summing to 1; the kernel's is 0 when the guard left it out.
+        Empty: equal weights (kernel files written before weights, whose rule chose an equal-weight
+        average).
+    origin_sse : tuple of (str, float)
+        What the choice was made on: each member's squared forecast error summed over the origins, in
+        the data's units squared (+inf where it had no forecast). Older files: each candidate average
+        (its members joined by `` + ``).
+    origins : int
+        Earlier origins the choice was made on (0: no choice was made).
+    reason : str
+        Why no choice was made (a long series, no out-of-sample forecasts within the budget…);
+        empty otherwise or when combination was not asked for.
+    guard : str
+        Why the kernel's forecast was left out (it leaves the classical forecasts' intervals); empty
+        when it was not.
+    refitted : bool
+        The kernel's forecasts from the origins were made by refits there (short series); False: with
+        its fitted values (long series, where a refit costs seconds).
+    held : str
+        Why the kernel's weight was held below what its errors gave it (a short series); empty when
+        it was not.
+    """
+
+    members: tuple[str, ...] = (KERNEL,)
+    origin_sse: tuple[tuple[str, float], ...] = ()
+    origins: int = 0
+    reason: str = ""
+    weights: tuple[float, ...] = ()
+    guard: str = ""
+    refitted: bool = True
+    held: str = ""
+
+    @property
+    def combined(self) -> bool:
+        """The forecast is not the kernel's own (an average, or the classical members' alone)."""
+        return len(self.members) > 1
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The classical members."""
+        return self.members[1:]
+
+    @property
+    def member_weights(self) -> tuple[float, ...]:
+        """One weight per member (equal when none were recorded)."""
+        return self.weights or (1.0 / len(self.members),) * len(self.members)
+
+    @property
+    def label(self) -> str:
+        """Short name for a table row: ``"kernel 0.62 + AutoTheta 0.38"`` (``"kernel + AutoTheta"`` for
+        an equal-weight average of an older file; members of weight 0 are not named)."""
+        if not self.weights or not self.combined:
+            return _name(self.members)
+        return _name([f"{m} {w:.2f}" for m, w in zip(self.members, self.weights, strict=True) if w > 0])
+
+    def mean(self, kernel_mean: Array | None, classical: Mapping[str, Array | None]) -> Array | None:
+        """The combined point forecast: the weighted average of ``kernel_mean`` (shape (h,)) and the
+        members' forecasts in ``classical`` (name -> shape (h,)); None when a member's is missing or of
+        another shape. A kernel of weight 0 (the guard) does not enter it: its forecast may be None."""
+        w = np.asarray(self.member_weights)
+        parts = [None if kernel_mean is None else np.asarray(kernel_mean, dtype=np.float64)]
+        for m in self.models:
+            f = classical.get(m)
+            parts.append(None if f is None else np.asarray(f, dtype=np.float64))
+        used = [p for p, wi in zip(parts, w, strict=True) if wi > 0]
+        if any(p is None or p.shape != used[0].shape for p in used):
+            return None
+        return np.einsum("i,ij->j", w[w > 0], np.array(used))
+
+    def describe(self) -> str | None:
+        """One sentence for a page or a report; None when no combination was asked for."""
+        if self.reason and not self.combined:
+            return f"The forecast is the kernel's own: {self.reason}."
+        if self.origins == 0:
+            return None
+        sse = dict(self.origin_sse)
+        how = "the kernel refitted at each" if self.refitted else "the kernel with its fitted values"
+        where = f"from {self.origins} earlier points in time ({how})"
+        if not self.weights:  # an older file: the equal-weight average with the lowest summed error
+            own = sse.get(KERNEL, math.inf)
+            if not self.combined:
+                others = [f"{k} {_fmt(v)}" for k, v in self.origin_sse if k != KERNEL]
+                return (f"The forecast is the kernel's own: {where} its forecasts had the lowest summed squared "
+                        f"error ({_fmt(own)}; {', '.join(others)}).")
+            return (f"The forecast is the kernel's averaged with equal weights with {' and '.join(self.models)}'s: "
+                    f"{where} the average's forecasts had summed squared error "
+                    f"{_fmt(sse.get(self.label, math.inf))}, the kernel's alone {_fmt(own)}. The kernel remains "
+                    "the explanation of the series.")
+        errors = "; ".join(f"{k} {_fmt(v)}" for k, v in self.origin_sse)
+        if self.guard:
+            shown = [(m, w) for m, w in zip(self.members, self.weights, strict=True) if w > 0]
+            return (f"The forecast is {_possessive([m for m, _ in shown])}, not the kernel's: {self.guard}. "
+                    + (f"They are weighted {' / '.join(f'{w:.2f}' for _, w in shown)} by their summed squared "
+                       f"errors {where}: {errors}. " if len(shown) > 1 else "")
+                    + "The kernel remains the explanation of the series.")
+        if not self.combined:
+            return (f"The forecast is the kernel's own: {where} its forecasts had by far the lowest summed squared "
+                    f"error ({errors}), which leaves the others under {MIN_WEIGHT:.0%} of the weight.")
+        weights = ", ".join(f"{w:.2f}" for w in self.weights)
+        names = ["the kernel" if m == KERNEL else m for m in self.members]
+        held = f" The kernel's weight is held at {self.weights[0]:.2f}: {self.held}." if self.held else ""
+        return (f"The forecast weighs {_possessive(names)} forecasts {weights}, by the inverse square of their "
+                f"summed squared errors {where}: {errors}.{held} The kernel remains the explanation of the series.")
+
+    def to_dict(self) -> dict:
+        return {"members": list(self.members), "origins": self.origins,
+                "origin_sse": {k: (v if math.isfinite(v) else None) for k, v in self.origin_sse},
+                **({"weights": list(self.weights)} if self.weights else {}),
+                **({"reason": self.reason} if self.reason else {}),
+                **({"guard": self.guard} if self.guard else {}),
+                **({"held": self.held} if self.held else {}),
+                **({} if self.refitted else {"refitted": False})}
+
+    @classmethod
+    def from_dict(cls, d: object) -> Combination:
+        """From :meth:`to_dict`'s output (untrusted: a kernel file); ValueError when malformed."""
+        if not isinstance(d, dict):
+            raise ValueError("'combination' must be an object")
+        members, origins, sse = d.get("members"), d.get("origins", 0), d.get("origin_sse", {})
+        reason, guard, weights = d.get("reason", ""), d.get("guard", ""), d.get("weights", [])
+        held = d.get("held", "")
+        refitted = d.get("refitted", True)
+        if not isinstance(refitted, bool):
+            raise ValueError("combination 'refitted' must be true or false")
+        if (not isinstance(members, list) or not members or members[0] != KERNEL
+                or not all(isinstance(m, str) and m in MODELS for m in members[1:])
+                or len(set(members)) != len(members)):
+            raise ValueError(f"combination 'members' must be \"{KERNEL}\" followed by distinct classical models "
+                             f"({', '.join(MODELS)})")
+        if isinstance(origins, bool) or not isinstance(origins, int) or not 0 <= origins <= _MAX_ORIGINS:
+            raise ValueError(f"combination 'origins' must be an integer from 0 to {_MAX_ORIGINS}")
+        if not isinstance(sse, dict) or len(sse) > 20:
+            raise ValueError("combination 'origin_sse' must be an object of at most 20 averages")
+        pairs = []
+        for k, v in sse.items():
+            if not isinstance(k, str) or len(k) > 200:
+                raise ValueError("combination 'origin_sse' keys must be short strings")
+            if v is None:
+                v = math.inf
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+                raise ValueError("combination 'origin_sse' values must be non-negative numbers or null")
+            pairs.append((k, float(v)))
+        if (not isinstance(weights, list) or (weights and len(weights) != len(members))
+                or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and 0 <= w <= 1 for w in weights)
+                or (weights and not math.isclose(sum(weights), 1.0, abs_tol=1e-6))):
+            raise ValueError("combination 'weights' must be one number in [0, 1] per member, summing to 1")
+        for name, text in (("reason", reason), ("guard", guard), ("held", held)):
+            if not isinstance(text, str) or len(text) > _MAX_REASON:
+                raise ValueError(f"combination '{name}' must be a string of at most {_MAX_REASON} characters")
+        return cls(tuple(members), tuple(pairs), origins, reason, tuple(float(w) for w in weights), guard, refitted,
+                   held)
+
+
+def inverse_error_weights(sse: Sequence[float], power: float = POWER) -> Array:
+    """Weights proportional to ``sse ** -power`` (shape (k,), summing to 1).
+
+    Members with a non-finite error get 0; members with an error of 0 share the whole weight (the
+    limit); ``power = 0`` gives equal weights to every finite one. ValueError when none is finite.
+    """
+    s = np.asarray(sse, dtype=np.float64)
+    ok = np.isfinite(s) & (s >= 0)
+    if not ok.any():
+        raise ValueError("no member has a finite error")
+    w = np.zeros(s.shape)
+    if (s[ok] == 0).any():
+        w[ok & (s == 0)] = 1.0
+    else:  # in logs: errors of 1e-300 and 1e300 side by side must not overflow
+        log = np.log(s[ok])
+        w[ok] = np.exp(-power * (log - log.min()))
+    return w / w.sum()
+
+
+def interval_excess(mean: Array, lower: Sequence[Array], upper: Sequence[Array]) -> tuple[float, int]:
+    """How far ``mean`` (shape (h,)) leaves the union of the intervals ``[lower_i, upper_i]`` (each shape
+    (h,)): the largest distance outside it over the steps, in units of the union's half-width there, and
+    the step (0-based) where it is largest. ``(0.0, -1)`` when it stays inside (or there is no interval);
+    ``(inf, step)`` where the mean is not finite."""
+    mean = np.asarray(mean, dtype=np.float64)
+    if not lower or mean.size == 0:
+        return 0.0, -1
+    lo, hi = np.min(np.asarray(lower, dtype=np.float64), axis=0), np.max(np.asarray(upper, dtype=np.float64), axis=0)
+    with np.errstate(invalid="ignore"):
+        half = np.maximum((hi - lo) / 2, np.finfo(float).tiny)
+        out = np.where(np.isfinite(mean), np.maximum(0.0, np.maximum(lo - mean, mean - hi)) / half, np.inf)
+    out = np.where(np.isfinite(lo) & np.isfinite(hi), out, 0.0)  # no interval at that step: nothing to say
+    step = int(np.argmax(out))
+    return (float(out[step]), step) if out[step] > 0 else (0.0, -1)
+
+
+def weigh_members(kernel: Sequence[Array | None], classical: Sequence[Mapping[str, Array | None]],
+                  targets: Sequence[Array], models: Sequence[str], *, power: float = POWER,
+                  exclude: Sequence[str] = (), guard: str = "", max_kernel_weight: float = 1.0,
+                  held: str = "") -> Combination:
+    """Weigh the kernel and the classical models by their forecasts from earlier origins.
+
+    Parameters
+    ----------
+    kernel : sequence of (ndarray of shape (h_j,) or None)
+        The kernel's forecast from each origin ``j`` (None where it failed).
+    classical : sequence of mapping
+        Each origin's classical forecasts, model name -> shape (h_j,) (None or absent: none).
+    targets : sequence of ndarray of shape (h_j,)
+        What each origin's forecasts are scored against.
+    models : sequence of str
+        The classical models that may join the kernel.
+    power : float
+        Weights are proportional to each member's summed squared error to the power ``-power``
+        (:func:`inverse_error_weights`).
+    exclude : sequence of str
+        Members given weight 0 whatever their error (``"kernel"`` when the guard leaves it out, a model
+        whose forecast of the horizon failed). Their errors are still recorded.
+    guard : str
+        Why the kernel is excluded, recorded as :attr:`Combination.guard`.
+    max_kernel_weight : float
+        The kernel's weight is at most this (before members under :data:`MIN_WEIGHT` are dropped);
+        the other members share the rest in the proportions their errors give them (equally when the
+        kernel's error is 0). Below 1 on short series (:data:`SHORT_KERNEL_WEIGHT`).
+    held : str
+        Why the kernel's weight is held, recorded as :attr:`Combination.held` when it was.
+
+    Returns
+    -------
+    Combination
+        Every member's summed error; the members of weight at least :data:`MIN_WEIGHT` (renormalised),
+        the kernel always listed first. The kernel alone, with a reason, when no origin or no member
+        error is finite; with no other member left, the kernel alone.
+    """
+    if not (len(kernel) == len(classical) == len(targets)):
+        raise ValueError(f"{len(kernel)} kernel forecasts, {len(classical)} classical ones, {len(targets)} targets")
+    if len(models) >= _MAX_MEMBERS:
+        raise ValueError(f"at most {_MAX_MEMBERS - 1} classical models")
+    if not 0 < max_kernel_weight <= 1:
+        raise ValueError(f"max_kernel_weight must be in (0, 1]; got {max_kernel_weight:g}")
+    if not targets:
+        return Combination(reason="no earlier origin had points on both sides")
+    names = (KERNEL, *models)
+    sse = []
+    for name in names:
+        total = 0.0
+        for k, c, y in zip(kernel, classical, targets, strict=True):
+            f = k if name == KERNEL else c.get(name)
+            ok = f is not None and np.shape(f) == np.shape(y) and bool(np.all(np.isfinite(f)))
+            total += float(np.sum((np.asarray(f, dtype=np.float64) - y) ** 2)) if ok else math.inf
+        sse.append(total)
+    pairs = tuple(zip(names, sse, strict=True))
+    usable = [s if n not in exclude else math.inf for n, s in zip(names, sse, strict=True)]
+    if not np.isfinite(usable).any():
+        why = ("no member had finite errors from the earlier origins" if KERNEL not in exclude or not guard
+               else f"{guard}, but no classical forecast is there to replace it")
+        return Combination(origin_sse=pairs, origins=len(targets), reason=why)
+    w = inverse_error_weights(usable, power)
+    # The others share what the kernel gives up as their errors say (equally when a kernel with no error
+    # at all had taken everything).
+    others = w[1:] if w[1:].sum() > 0 else np.isfinite(usable[1:]).astype(np.float64)
+    capped = bool(w[0] > max_kernel_weight and others.sum() > 0)
+    if capped:
+        w = np.concatenate([[max_kernel_weight], others * ((1.0 - max_kernel_weight) / others.sum())])
+    keep = [i for i in range(len(names)) if i == 0 or w[i] >= MIN_WEIGHT]
+    if w[0] < MIN_WEIGHT and KERNEL not in exclude:
+        w[0] = 0.0  # the kernel did far worse: listed (first, as every file lists it) with weight 0
+    kept = w[keep] / w[keep].sum()
+    if len(keep) == 1:  # the kernel alone
+        return Combination(origin_sse=pairs, origins=len(targets), weights=(1.0,))
+    return Combination(tuple(names[i] for i in keep), pairs, len(targets), weights=tuple(float(v) for v in kept),
+                       guard=guard if KERNEL in exclude else "", held=held if capped else "")

@@ -1,0 +1,96 @@
+"""The forecast stage: a search, the classical forecasts made beside it, and their weighing.
+
+:func:`search_and_forecast` starts the classical models of ``config.combine`` (``config.long_combine``
+on a long series' subset) in a child process (:class:`~evocov_core.forecast.beside.ClassicalBeside`),
+runs the search (:func:`~evocov_core.search.run_search`) meanwhile, and then weighs the kernel's
+forecast with theirs (:mod:`evocov_core.forecast.combination`) within what is left of the time budget.
+The search knows nothing of this stage; the result is a :class:`ForecastResult`, the search's result
+with the combination and the classical forecasts beside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+from evocov_core.data import Dataset
+from evocov_core.fitting.fits import Executor
+from evocov_core.fitting.metrics import FitData
+from evocov_core.forecast.beside import ClassicalBeside, kernel_test_mean
+from evocov_core.forecast.classical import ClassicalForecasts
+from evocov_core.forecast.combination import Combination
+from evocov_core.search import run_search
+from evocov_core.search.common import ProgressCallback, RunStatus, SearchResult, StopCheck
+from evocov_core.search.config import SearchConfig
+from evocov_core.search.replay import RunLog
+
+__all__ = ["COMBINING_NEEDS_ORIGINS", "ForecastResult", "search_and_forecast"]
+
+#: Why no combination is made when the interval calibration does not refit at the origins.
+COMBINING_NEEDS_ORIGINS = "combining needs interval calibration from the origins, whose refits it reuses"
+
+
+@dataclass(frozen=True)
+class ForecastResult(SearchResult):
+    """A search's result with the forecast made beside it.
+
+    Attributes
+    ----------
+    combination : Combination
+        Whether the forecast is the kernel's own or its weighted average with classical forecasts, and why
+        (:mod:`evocov_core.forecast.combination`; ``config.combine``).
+    classical : ClassicalForecasts or None
+        The classical forecasts of the test part the combination may average (None when none were made).
+    """
+
+    combination: Combination = field(default_factory=Combination)
+    classical: ClassicalForecasts | None = None
+
+
+def search_and_forecast(data: FitData, config: SearchConfig, *, dataset: Dataset, seed: int = 0,
+                        executor: Executor | None = None, workers: int | None = None, scheduler: str | None = None,
+                        progress: ProgressCallback | None = None, should_stop: StopCheck | None = None,
+                        replay: RunLog | None = None) -> ForecastResult:
+    """Search ``data`` (made from ``dataset``) with ``config``, and weigh the kernel's forecast with the
+    classical models' within the same time budget.
+
+    The arguments but ``dataset`` are :func:`~evocov_core.search.run_search`'s. With ``config.combine``
+    (``config.long_combine`` when ``data`` is a long series' subset) the result's ``combination`` says
+    how the forecast weighs the kernel's and the classical forecasts, and whether the guard left the
+    kernel's out; without, it is the kernel's own forecast. Combining reuses the interval calibration's
+    refits at the origins, so on exact data it needs ``config.calibration == "origins"``; otherwise the
+    combination's reason says so.
+    """
+    t0 = time.perf_counter()
+    beside = None
+    # Long series: their own members, and no refits at the origins to wait for (ClassicalBeside.choose).
+    models = config.long_combine if data.on_subset else config.combine
+    if models and (data.on_subset or config.calibration == "origins"):
+        beside = ClassicalBeside(dataset, data, models)
+    try:
+        result = run_search(data, config, seed=seed, executor=executor, workers=workers, scheduler=scheduler,
+                            progress=progress, should_stop=should_stop, replay=replay, started=t0)
+    except BaseException:
+        if beside is not None:
+            beside.cancel()
+        raise
+    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(SearchResult)}
+    if models and beside is None:
+        return ForecastResult(**fields, combination=Combination(reason=COMBINING_NEEDS_ORIGINS))
+    if beside is None:
+        return ForecastResult(**fields)
+    if result.status == RunStatus.CANCELLED or result.best is None:
+        beside.cancel()
+        return ForecastResult(**fields)
+    until = None
+    if config.time_budget > 0 and replay is None:
+        until = time.time() + (t0 + config.time_budget - time.perf_counter())
+    # The guard's input: the kernel's forecast of the test part (not computed where no combination is made).
+    kernel_mean = kernel_test_mean(result.best, dataset) if config.combine_guard and not beside.reason else None
+    combination, classical = beside.choose(result.origins, until=until, kernel_mean=kernel_mean,
+                                           power=config.combine_power, guard=config.combine_guard,
+                                           fit=result.best if data.on_subset else None,
+                                           short=0 if data.on_subset else config.combine_short)
+    fields["elapsed"] = time.perf_counter() - t0
+    return ForecastResult(**fields, combination=combination, classical=classical)

@@ -1,0 +1,1 @@
+"""The kernel language: the typed grammar, the immutable kernel, its evaluation, PSD check, library."""

@@ -1,0 +1,722 @@
+"""The typed grammar of the paper's Table 2 and its random tree generator (Algorithm 2).
+
+A kernel expression is a strongly-typed tree. Four types flow along its edges:
+
+==========  =====================================================================
+type        meaning
+==========  =====================================================================
+InputPair   the pair of raw inputs ``(x, x')``, ``x`` in R^d (the argument ``x``)
+TPair       a transformed pair ``(x̂, x̂')`` (identity ``euc`` or ``spectral`` map)
+Hyper       one positive hyperparameter θ (the slots ``hp0 … hp{t-1}``)
+Cov         a covariance value ``z`` (an n×m matrix, or a scalar broadcast to one)
+==========  =====================================================================
+
+Symbols (the paper's Table 2)::
+
+    not nestable  euc(x)              -> x̂ = x
+                  spectral(x, θp)     -> x̂ = [sin(θp·x), cos(θp·x)]
+                  sq_dist(x̂, θl)      -> ||x̂ − x̂'||² / θl²
+                  dot_prod(x̂, θs, θl) -> (x̂ − θs)·(x̂' − θs) / θl
+                  hp(θ)               -> θ
+    nestable      power(w, θ) = w^θ, add(w, v), multiply(w, v), div(w) = 1/w,
+                  exp(w), sqrt(w), square(w) = w²
+    terminals     the Cov constants −1, −0.5, 0.5, 1, 2, 3, 5
+
+Beyond Table 2 (grammar options ``changepoints`` and ``changewindows``, off in the paper's
+settings)::
+
+    nestable      changepoint(x, w, v, θc, θs)
+                      -> (1 − σ(x))(1 − σ(x'))·w + σ(x)σ(x')·v,   σ(x) = 1/(1 + e^(−(x₁ − θc)/θs))
+                  changewindow(x, w, v, θc, θw, θs)
+                      -> (1 − ω(x))(1 − ω(x'))·w + ω(x)ω(x')·v,
+                         ω(x) = σ((x₁ − a)/θs)·(1 − σ((x₁ − b)/θs)),  a = θc − θw/2,  b = θc + θw/2
+
+Beyond Table 2 (grammar option ``statespace``, off in the paper's settings): the Gaussian-process
+forms of the state-space models that exponential smoothing chooses among, along time
+``t = max(x₁ − 1, 0)`` (model units put the first training input at ``x₁ = 1``, so ``t`` counts
+from the start of the training range and is 0 before it)::
+
+    not nestable  wiener(x)           -> min(t, t')                                  (local level)
+                  iwiener(x)          -> m²M/2 − m³/6,  m = min(t, t'), M = max(t, t')  (local trend)
+                  damped(x, θτ)       -> θτ² [φ(t/θτ) + φ(t'/θτ) − φ(|t − t'|/θτ)],  φ(u) = e^(−u) − 1 + u
+                                                                                    (damped trend)
+
+``wiener`` is the covariance of a Wiener process (a random walk in continuous time) started at
+the first training input: added to a constant (the initial level's variance) and the model's
+noise it is the local-level model, whose forecast stays at the filtered last level as simple
+exponential smoothing's does. ``iwiener`` is the integrated Wiener process: a slope that wanders
+as a random walk, Holt's local linear trend. ``damped`` is the integral of a stationary
+Ornstein-Uhlenbeck slope of unit variance and time constant θτ: the slope reverts to zero within
+about θτ, so the forecast's trend flattens as damped Holt's does (``θτ → ∞`` gives the linear
+``t·t'``, ``θτ → 0`` a vanishing Wiener process). Each is the covariance of a Gaussian process, so
+each is positive semi-definite on any inputs; sums, products and the other operators of the
+grammar then keep or test it as for every kernel.
+
+ABCD's change-point operator (Lloyd et al. 2014): ``w`` before the location ``θc``, ``v``
+after it, switching over a width of about ``θs`` along the first input (time). ABCD's
+change window: ``v`` inside the window ``[a, b]`` of centre ``θc`` and width ``θw``, ``w``
+outside it, both edges as steep as ``θs``. The window is parametrised by its centre and
+width rather than its two edges because slots are positive and independent: any
+``θc, θw > 0`` is a window with ``a < b``, which two free edge locations would not
+guarantee. Both are PSD whenever ``w`` and ``v`` are (each weight is a rank-one PSD matrix
+and Schur products and sums keep PSD). Every symbol is always *parsed* (kernel files with
+change points or windows load in any grammar); the options decide whether random trees and
+mutations *draw* them.
+
+A tree is stored as an immutable tuple of token names in prefix (Polish) order, the
+same flat layout as DEAP's ``PrimitiveTree``; :func:`to_primitive_tree` converts it.
+DEAP's own ``gp.compile``/``from_string`` are never used: they ``eval`` text.
+
+One definition: this module's table, not DEAP's primitive set
+-------------------------------------------------------------
+The grammar is defined once, by the frozen :class:`Symbol` records below
+(``_OPERATORS``, :data:`CHANGEPOINT_OPERATORS`, :data:`CONSTANTS`, the argument ``x``
+and the slots ``hp<k>``). The generator (:func:`typed_grow`), the tree checker and parser
+(:func:`check_tree`, :mod:`evocov_core.runs.kernel_file`), the variation operators
+(:mod:`evocov_core.search.variation`, through :func:`symbol`, :func:`subtree_end` and the kind
+lists of :class:`Grammar`) and the evaluator (:mod:`evocov_core.language.evaluate`, through
+:func:`arity`, :func:`is_slot` and :data:`CONSTANTS`) read types and arities from it, and the
+readable forms read how to write each operator from it: infix and LaTeX
+(:mod:`evocov_core.language.kernel`), SymPy (:mod:`evocov_core.language.simplify`), the display's constant
+folding, and the role each hyperparameter argument plays (:func:`evocov_core.language.kernel.slot_roles`).
+Adding an operator is one entry (as gplearn's ``_Function`` records); only the evaluator's
+forward and gradient rules (:mod:`evocov_core.language.evaluate`) live in their own table. DEAP's
+:class:`~deap.gp.PrimitiveSetTyped` is *built from* the table (:func:`get_grammar`), not
+the other way round, because a primitive set cannot say what these readers need:
+
+* **kinds**: Algorithm 2 draws from terminals, not-nestable and nestable operators by
+  depth; a primitive set knows only primitives and terminals;
+* **slots independent of a pool**: a kernel file may use any ``hp<k>``; a primitive set
+  holds a fixed list of arguments, one set per pool size;
+* **immutability**: a primitive set is mutable (``addPrimitive``, ``renameArguments``)
+  and shared through a cache; the table is frozen records;
+* **speed**: every tree walk looks up arities in a plain dict of ints;
+* **no traps**: no ``creator`` globals (they break on Streamlit reruns and in worker
+  processes), no ``eval``, and generation never raises where DEAP's typed generators
+  do (``TPair`` has no terminal).
+
+What DEAP still provides: :attr:`Grammar.pset`, the same grammar as a strongly-typed GP
+primitive set (names, argument and return types, constants, ``x`` and the slots as
+arguments) for use with DEAP's tools, and :func:`to_primitive_tree` to hand it our trees.
+The tests check that this set agrees with the table symbol for symbol (names, arities,
+argument and return types, constant values) and that DEAP's ``PrimitiveTree`` walks our
+trees as we do, so the table stays a valid strongly-typed GP grammar.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from deap import gp
+
+__all__ = [
+    "CHANGEPOINT_OPERATORS",
+    "CHANGEWINDOW_OPERATORS",
+    "CONSTANTS",
+    "DEFAULT_N_HYPER",
+    "OPERATORS",
+    "STATESPACE_OPERATORS",
+    "Cov",
+    "Grammar",
+    "Hyper",
+    "InputPair",
+    "Node",
+    "Symbol",
+    "TPair",
+    "TreeError",
+    "check_tree",
+    "get_grammar",
+    "subtree_end",
+    "symbol",
+    "to_primitive_tree",
+    "tree_depth",
+    "typed_grow",
+]
+
+
+class InputPair:
+    """Type of the raw input pair ``(x, x')``."""
+
+
+class TPair:
+    """Type of a transformed input pair ``(x̂, x̂')``."""
+
+
+class Hyper:
+    """Type of a positive hyperparameter θ."""
+
+
+class Cov:
+    """Type of a covariance value."""
+
+
+TYPES: dict[str, type] = {"InputPair": InputPair, "TPair": TPair, "Hyper": Hyper, "Cov": Cov}
+
+#: Default size of the pool of hyperparameter slots (``hp0`` … ``hp19``).
+DEFAULT_N_HYPER = 20
+
+#: The constant terminals of Table 2, by token name.
+CONSTANTS: dict[str, float] = {
+    "-1": -1.0,
+    "-0.5": -0.5,
+    "0.5": 0.5,
+    "1": 1.0,
+    "2": 2.0,
+    "3": 3.0,
+    "5": 5.0,
+}
+
+_SLOT_RE = re.compile(r"hp(0|[1-9][0-9]{0,3})")
+
+#: A tree in nested form, for the printers: ``(token, children)``.
+Node = tuple[str, tuple["Node", ...]]
+#: A printer rule: ``(children, print) -> (text, precedence)``, where ``print`` writes a child
+#: node the same way. Precedence: 1 sum, 2 product or quotient, 3 power, 4 atom.
+Printer = Callable[[tuple[Node, ...], Callable[[Node], tuple[str, int]]], tuple[str, int]]
+#: A SymPy rule: ``(children, to_sympy, ctx) -> expression``; ``ctx`` carries ``sp`` (the sympy
+#: module), the input symbols ``x``, ``xp``, ``slot(token)`` and the logistic ``sigma`` (see
+#: :mod:`evocov_core.language.simplify`), so that this module does not import SymPy.
+SympyRule = Callable[[tuple[Node, ...], Callable[[Node], Any], Any], Any]
+
+
+class TreeError(ValueError):
+    """A token sequence is not a well-typed kernel tree; the message names the problem."""
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """One grammar symbol.
+
+    Attributes
+    ----------
+    name : str
+        Token name as it appears in a tree (``"sq_dist"``, ``"hp3"``, ``"-0.5"``).
+    args : tuple of type
+        Argument types; empty for terminals.
+    ret : type
+        Output type.
+    kind : str
+        ``"argument"`` (x), ``"slot"`` (hyperparameter), ``"constant"``,
+        ``"not_nestable"`` or ``"nestable"``.
+    value : float or None
+        Numeric value of a constant.
+    commutative : bool
+        Operands may be swapped (``add``, ``multiply``): the canonical form sorts them.
+    stationary : bool
+        False when the operator's value depends on ``x`` itself, not only on ``x − x'``.
+    fold : callable or None
+        Value of the operator on numbers, for the display's constant folding (``(2 + 1)*k``
+        reads ``3*k``); None when it is not a function of numbers.
+    infix, latex : callable or None
+        How the operator is written (a :data:`Printer`); None for the input maps ``euc``
+        and ``spectral``, which their parent writes.
+    sympy : callable or None
+        Its SymPy expression (a :data:`SympyRule`).
+    roles : callable or None
+        ``children -> role per argument`` (None where an argument is not a slot): what each
+        hyperparameter argument does (``lengthscale``, ``frequency``...), for starting values,
+        bounds and the hyperparameter table.
+
+    The callables take no part in equality or ``repr``: a symbol is identified by its name,
+    types and kind.
+    """
+
+    name: str
+    args: tuple[type, ...]
+    ret: type
+    kind: str
+    value: float | None = None
+    commutative: bool = False
+    stationary: bool = True
+    fold: Callable[..., float] | None = field(default=None, compare=False, repr=False)
+    infix: Printer | None = field(default=None, compare=False, repr=False)
+    latex: Printer | None = field(default=None, compare=False, repr=False)
+    sympy: SympyRule | None = field(default=None, compare=False, repr=False)
+    roles: Callable[[tuple[Node, ...]], tuple[str | None, ...]] | None = field(
+        default=None, compare=False, repr=False)
+
+    @property
+    def arity(self) -> int:
+        return len(self.args)
+
+
+# --- how each operator is written ----------------------------------------------------------
+# The rules the records below point to. Children are nested nodes; a Hyper argument is always
+# a slot leaf, so ``ch[k][0]`` is its token.
+
+_Rec = Callable[[Node], tuple[str, int]]
+
+
+def _wrap(s: tuple[str, int], level: int) -> str:
+    """Infix text of a child, in parentheses when it binds more loosely than ``level``."""
+    return s[0] if s[1] >= level else f"({s[0]})"
+
+
+def _twrap(s: tuple[str, int], level: int) -> str:
+    """LaTeX text of a child, in ``\\left( … \\right)`` when it binds more loosely than ``level``."""
+    return s[0] if s[1] >= level else rf"\left({s[0]}\right)"
+
+
+def tex_slot(tok: str) -> str:
+    """LaTeX of the slot ``hp<k>``: ``\\theta_{k}``."""
+    return rf"\theta_{{{slot_index(tok)}}}"
+
+
+def _roles(*names: str | None) -> Callable[[tuple[Node, ...]], tuple[str | None, ...]]:
+    """A role rule that does not depend on the children."""
+    return lambda _ch: names
+
+
+def _sq_dist_infix(ch: tuple[Node, ...], r: _Rec) -> tuple[str, int]:
+    (ttok, tch), ls = ch[0], ch[1][0]
+    if ttok == "euc":
+        return f"|x-x'|^2/{ls}^2", 2
+    p = tch[1][0]
+    return f"4*sin^2({p}*(x-x')/2)/{ls}^2", 2
+
+
+def _sq_dist_latex(ch: tuple[Node, ...], r: _Rec) -> tuple[str, int]:
+    (ttok, tch), ls = ch[0], tex_slot(ch[1][0])
+    if ttok == "euc":
+        return rf"\frac{{\lVert x - x' \rVert^{{2}}}}{{{ls}^{{2}}}}", 4
+    p = tex_slot(tch[1][0])
+    return rf"\frac{{4\sin^{{2}}\left({p}\,(x - x')/2\right)}}{{{ls}^{{2}}}}", 4
+
+
+def _sq_dist_sympy(ch: tuple[Node, ...], rec: Callable[[Node], Any], c: Any) -> Any:
+    (ttok, tch), scale = ch[0], c.slot(ch[1][0])
+    if ttok == "euc":
+        return (c.x - c.xp) ** 2 / scale**2
+    return (2 - 2 * c.sp.cos(c.slot(tch[1][0]) * (c.x - c.xp))) / scale**2
+
+
+def _dot_prod_infix(ch: tuple[Node, ...], r: _Rec) -> tuple[str, int]:
+    (ttok, tch), s, ls = ch[0], ch[1][0], ch[2][0]
+    if ttok == "euc":
+        return f"(x-{s})*(x'-{s})/{ls}", 2
+    p = tch[1][0]
+    return f"(sc({p}*x)-{s}).(sc({p}*x')-{s})/{ls}", 2
+
+
+def _dot_prod_latex(ch: tuple[Node, ...], r: _Rec) -> tuple[str, int]:
+    (ttok, tch), s, ls = ch[0], tex_slot(ch[1][0]), tex_slot(ch[2][0])
+    if ttok == "euc":
+        return rf"\frac{{(x - {s})\cdot(x' - {s})}}{{{ls}}}", 4
+    phi = rf"\phi_{{{tex_slot(tch[1][0])}}}"
+    return rf"\frac{{({phi}(x) - {s})\cdot({phi}(x') - {s})}}{{{ls}}}", 4
+
+
+def _dot_prod_sympy(ch: tuple[Node, ...], rec: Callable[[Node], Any], c: Any) -> Any:
+    (ttok, tch), s, scale = ch[0], c.slot(ch[1][0]), c.slot(ch[2][0])
+    x, xp, sp = c.x, c.xp, c.sp
+    if ttok == "euc":
+        return (x - s) * (xp - s) / scale
+    p = c.slot(tch[1][0])
+    return ((sp.sin(p * x) - s) * (sp.sin(p * xp) - s) + (sp.cos(p * x) - s) * (sp.cos(p * xp) - s)) / scale
+
+
+def _changepoint_latex(ch: tuple[Node, ...], r: _Rec) -> tuple[str, int]:
+    c, w = tex_slot(ch[3][0]), tex_slot(ch[4][0])
+    return rf"\mathrm{{CP}}_{{{c},\,{w}}}\left({r(ch[1])[0]},\; {r(ch[2])[0]}\right)", 4
+
+
+def _changepoint_sympy(ch: tuple[Node, ...], rec: Callable[[Node], Any], c: Any) -> Any:
+    loc, w = c.slot(ch[3][0]), c.slot(ch[4][0])
+    s1, s2 = c.sigma((c.x - loc) / w), c.sigma((c.xp - loc) / w)
+    return (1 - s1) * (1 - s2) * rec(ch[1]) + s1 * s2 * rec(ch[2])
+
+
+def _changewindow_latex(ch: tuple[Node, ...], r: _Rec) -> tuple[str, int]:
+    c, w, st = (tex_slot(ch[k][0]) for k in (3, 4, 5))
+    return rf"\mathrm{{CW}}_{{{c},\,{w},\,{st}}}\left({r(ch[1])[0]},\; {r(ch[2])[0]}\right)", 4
+
+
+def _changewindow_sympy(ch: tuple[Node, ...], rec: Callable[[Node], Any], c: Any) -> Any:
+    centre, w, st = (c.slot(ch[k][0]) for k in (3, 4, 5))
+    a, b = centre - w / 2, centre + w / 2
+    o1 = c.sigma((c.x - a) / st) * (1 - c.sigma((c.x - b) / st))
+    o2 = c.sigma((c.xp - a) / st) * (1 - c.sigma((c.xp - b) / st))
+    return (1 - o1) * (1 - o2) * rec(ch[1]) + o1 * o2 * rec(ch[2])
+
+
+def _time_latex(name: str) -> Printer:
+    return lambda ch, r: (rf"\mathrm{{{name}}}(x, x')", 4)
+
+
+def _damped_latex(ch: tuple[Node, ...], r: _Rec) -> tuple[str, int]:
+    return rf"\mathrm{{D}}_{{{tex_slot(ch[1][0])}}}(x, x')", 4
+
+
+# The operators, one record each: types, kind, and every form the operator is written in. The
+# order of each tuple is the order random trees draw in: never reorder (seeded runs would change).
+_OPERATORS: tuple[Symbol, ...] = (
+    Symbol("euc", (InputPair,), TPair, "not_nestable"),
+    Symbol("spectral", (InputPair, Hyper), TPair, "not_nestable", roles=_roles(None, "frequency")),
+    Symbol("sq_dist", (TPair, Hyper), Cov, "not_nestable",
+           infix=_sq_dist_infix, latex=_sq_dist_latex, sympy=_sq_dist_sympy,
+           roles=lambda ch: (None, "periodic_lengthscale" if ch[0][0] == "spectral" else "lengthscale")),
+    Symbol("dot_prod", (TPair, Hyper, Hyper), Cov, "not_nestable", stationary=False,
+           infix=_dot_prod_infix, latex=_dot_prod_latex, sympy=_dot_prod_sympy,
+           roles=_roles(None, "shift", "scale")),
+    Symbol("hp", (Hyper,), Cov, "not_nestable",
+           infix=lambda ch, r: (ch[0][0], 4),
+           latex=lambda ch, r: (tex_slot(ch[0][0]), 4),
+           sympy=lambda ch, rec, c: c.slot(ch[0][0]),
+           roles=_roles("value")),
+    Symbol("power", (Cov, Hyper), Cov, "nestable",
+           infix=lambda ch, r: (f"{_wrap(r(ch[0]), 4)}^{ch[1][0]}", 3),
+           latex=lambda ch, r: (f"{_twrap(r(ch[0]), 4)}^{{{tex_slot(ch[1][0])}}}", 3),
+           sympy=lambda ch, rec, c: rec(ch[0]) ** c.slot(ch[1][0]),
+           roles=_roles(None, "exponent")),
+    Symbol("add", (Cov, Cov), Cov, "nestable", commutative=True,
+           fold=lambda a, b: a + b,
+           infix=lambda ch, r: (f"{_wrap(r(ch[0]), 1)} + {_wrap(r(ch[1]), 1)}", 1),
+           latex=lambda ch, r: (f"{_twrap(r(ch[0]), 1)} + {_twrap(r(ch[1]), 1)}", 1),
+           sympy=lambda ch, rec, c: rec(ch[0]) + rec(ch[1])),
+    Symbol("multiply", (Cov, Cov), Cov, "nestable", commutative=True,
+           fold=lambda a, b: a * b,
+           infix=lambda ch, r: (f"{_wrap(r(ch[0]), 2)}*{_wrap(r(ch[1]), 2)}", 2),
+           latex=lambda ch, r: (rf"{_twrap(r(ch[0]), 2)} \cdot {_twrap(r(ch[1]), 2)}", 2),
+           sympy=lambda ch, rec, c: rec(ch[0]) * rec(ch[1])),
+    Symbol("div", (Cov,), Cov, "nestable",
+           fold=lambda a: 1.0 / a if a != 0 else math.nan,
+           infix=lambda ch, r: (f"1/{_wrap(r(ch[0]), 3)}", 2),
+           latex=lambda ch, r: (rf"\frac{{1}}{{{r(ch[0])[0]}}}", 4),
+           sympy=lambda ch, rec, c: 1 / rec(ch[0])),
+    Symbol("exp", (Cov,), Cov, "nestable",
+           fold=lambda a: math.exp(a) if a < 700 else math.inf,
+           infix=lambda ch, r: (f"exp({r(ch[0])[0]})", 4),
+           latex=lambda ch, r: (rf"\exp\left({r(ch[0])[0]}\right)", 4),
+           sympy=lambda ch, rec, c: c.sp.exp(rec(ch[0]))),
+    Symbol("sqrt", (Cov,), Cov, "nestable",
+           fold=lambda a: math.sqrt(a) if a >= 0 else math.nan,
+           infix=lambda ch, r: (f"sqrt({r(ch[0])[0]})", 4),
+           latex=lambda ch, r: (rf"\sqrt{{{r(ch[0])[0]}}}", 4),
+           sympy=lambda ch, rec, c: c.sp.sqrt(rec(ch[0]))),
+    Symbol("square", (Cov,), Cov, "nestable",
+           fold=lambda a: a * a,
+           infix=lambda ch, r: (f"{_wrap(r(ch[0]), 4)}^2", 3),
+           latex=lambda ch, r: (f"{_twrap(r(ch[0]), 4)}^{{2}}", 3),
+           sympy=lambda ch, rec, c: rec(ch[0]) ** 2),
+)
+#: Symbols beyond the paper's Table 2, drawn only by grammars built with ``changepoints``.
+CHANGEPOINT_OPERATORS: tuple[Symbol, ...] = (
+    Symbol("changepoint", (InputPair, Cov, Cov, Hyper, Hyper), Cov, "nestable", stationary=False,
+           infix=lambda ch, r: (f"CP[{ch[3][0]}, {ch[4][0]}]({r(ch[1])[0]}, {r(ch[2])[0]})", 4),
+           latex=_changepoint_latex, sympy=_changepoint_sympy,
+           roles=_roles(None, None, None, "location", "steepness")),
+)
+#: Symbols beyond the paper's Table 2, drawn only by grammars built with ``changewindows``.
+CHANGEWINDOW_OPERATORS: tuple[Symbol, ...] = (
+    Symbol("changewindow", (InputPair, Cov, Cov, Hyper, Hyper, Hyper), Cov, "nestable", stationary=False,
+           infix=lambda ch, r: (f"CW[{ch[3][0]}, {ch[4][0]}, {ch[5][0]}]({r(ch[1])[0]}, {r(ch[2])[0]})", 4),
+           latex=_changewindow_latex, sympy=_changewindow_sympy,
+           roles=_roles(None, None, None, "window_centre", "window_width", "steepness")),
+)
+#: The state-space forms (local level, local trend, damped trend; module docstring), drawn only by
+#: grammars built with ``statespace``. Written W(x, x'), IW(x, x') and D[θτ](x, x').
+STATESPACE_OPERATORS: tuple[Symbol, ...] = (
+    Symbol("wiener", (InputPair,), Cov, "not_nestable", stationary=False,
+           infix=lambda ch, r: ("W(x,x')", 4), latex=_time_latex("W"),
+           sympy=lambda ch, rec, c: c.wiener(c.x, c.xp)),
+    Symbol("iwiener", (InputPair,), Cov, "not_nestable", stationary=False,
+           infix=lambda ch, r: ("IW(x,x')", 4), latex=_time_latex("IW"),
+           sympy=lambda ch, rec, c: c.iwiener(c.x, c.xp)),
+    Symbol("damped", (InputPair, Hyper), Cov, "not_nestable", stationary=False,
+           infix=lambda ch, r: (f"D[{ch[1][0]}](x,x')", 4), latex=_damped_latex,
+           sympy=lambda ch, rec, c: c.damped(c.x, c.xp, c.slot(ch[1][0])),
+           roles=_roles(None, "damping")),
+)
+#: Every operator record, optional ones included.
+OPERATORS: tuple[Symbol, ...] = (*_OPERATORS, *CHANGEPOINT_OPERATORS, *CHANGEWINDOW_OPERATORS,
+                                 *STATESPACE_OPERATORS)
+_CP = frozenset(s.name for s in CHANGEPOINT_OPERATORS)
+_CW = frozenset(s.name for s in CHANGEWINDOW_OPERATORS)
+_SS = frozenset(s.name for s in STATESPACE_OPERATORS)
+# The draws of a grammar index the symbol lists built from this table: a grammar without an
+# optional symbol lists the others in the same order, so its draws stay what they were.
+_FIXED: dict[str, Symbol] = {s.name: s for s in OPERATORS}
+_FIXED["x"] = Symbol("x", (), InputPair, "argument")
+for _name, _value in CONSTANTS.items():
+    _FIXED[_name] = Symbol(_name, (), Cov, "constant", _value)
+
+# Arity by token, the hot lookup of every tree walk.
+_ARITY: dict[str, int] = {name: s.arity for name, s in _FIXED.items()}
+
+
+@lru_cache(maxsize=4096)
+def _slot_symbol(name: str) -> Symbol:
+    return Symbol(name, (), Hyper, "slot")
+
+
+def symbol(name: str) -> Symbol:
+    """Return the :class:`Symbol` for a token, or raise :class:`TreeError`.
+
+    Slot tokens ``hp<k>`` are recognised for any ``k`` below 10000; whether ``k``
+    fits a given slot pool is checked by :func:`check_tree`.
+    """
+    s = _FIXED.get(name)
+    if s is not None:
+        return s
+    if isinstance(name, str) and _SLOT_RE.fullmatch(name):
+        return _slot_symbol(name)
+    shown = name if len(str(name)) <= 40 else str(name)[:40] + "…"
+    raise TreeError(f"unknown symbol {shown!r}")
+
+
+def arity(name: str) -> int:
+    """Number of arguments of a token (0 for terminals and slots)."""
+    a = _ARITY.get(name)
+    return 0 if a is None else a
+
+
+def slot_index(name: str) -> int:
+    """Index ``k`` of a slot token ``hp<k>``."""
+    return int(name[2:])
+
+
+def is_slot(name: str) -> bool:
+    return name not in _FIXED and bool(_SLOT_RE.fullmatch(name))
+
+
+def subtree_end(tokens: tuple[str, ...] | list[str], start: int) -> int:
+    """Index one past the end of the subtree rooted at ``tokens[start]``.
+
+    Same walk as ``deap.gp.PrimitiveTree.searchSubtree`` on a prefix list.
+    """
+    need = 1
+    i = start
+    n = len(tokens)
+    while need and i < n:
+        need += _ARITY.get(tokens[i], 0) - 1
+        i += 1
+    if need:
+        raise TreeError("truncated expression: an operator is missing arguments")
+    return i
+
+
+def tree_depth(tokens: tuple[str, ...] | list[str]) -> int:
+    """Depth of a prefix tree in DEAP's convention: a lone terminal has depth 0."""
+    stack = [0]
+    depth = 0
+    for tok in tokens:
+        d = stack.pop()
+        depth = max(depth, d)
+        stack.extend([d + 1] * _ARITY.get(tok, 0))
+    return depth
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """The primitive set for a pool of ``n_hyper`` hyperparameter slots.
+
+    Build it with :func:`get_grammar` (cached). ``pset`` is the DEAP
+    ``PrimitiveSetTyped`` built from the symbol table, for interoperation with DEAP
+    tools; nothing in EvoCov reads types or arities from it (module docstring).
+    """
+
+    n_hyper: int
+    pset: gp.PrimitiveSetTyped
+    changepoints: bool = False
+    changewindows: bool = False
+    statespace: bool = False
+
+    @property
+    def slots(self) -> tuple[str, ...]:
+        return tuple(f"hp{k}" for k in range(self.n_hyper))
+
+    def terminals(self, typ: type) -> tuple[str, ...]:
+        """Terminals and arguments returning ``typ`` (Algorithm 2's ``GetTerminalsAndArgs``)."""
+        return self._by_kind(typ)[0]
+
+    def not_nestable(self, typ: type) -> tuple[str, ...]:
+        return self._by_kind(typ)[1]
+
+    def nestable(self, typ: type) -> tuple[str, ...]:
+        return self._by_kind(typ)[2]
+
+    def _by_kind(self, typ: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        return _kinds(self.n_hyper, typ, self.changepoints, self.changewindows, self.statespace)
+
+    def symbols(self) -> tuple[Symbol, ...]:
+        """Every symbol of the grammar, slots included."""
+        return (_table(self.changepoints, self.changewindows, self.statespace)
+                + tuple(_slot_symbol(s) for s in self.slots))
+
+
+def _table(changepoints: bool, changewindows: bool = False, statespace: bool = False) -> tuple[Symbol, ...]:
+    """The grammar's symbols other than the slots: the one definition everything reads."""
+    return tuple(s for s in _FIXED.values() if _drawn(s.name, changepoints, changewindows, statespace))
+
+
+def _drawn(name: str, changepoints: bool, changewindows: bool, statespace: bool = False) -> bool:
+    """Whether a grammar with these options draws the symbol ``name``."""
+    return ((changepoints or name not in _CP) and (changewindows or name not in _CW)
+            and (statespace or name not in _SS))
+
+
+@lru_cache(maxsize=64)
+def _kinds(n_hyper: int, typ: type, changepoints: bool = False, changewindows: bool = False,
+           statespace: bool = False) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    terms: list[str] = []
+    notnests: list[str] = []
+    nests: list[str] = []
+    for s in _table(changepoints, changewindows, statespace):
+        if s.ret is not typ:
+            continue
+        if s.kind in ("argument", "constant"):
+            terms.append(s.name)
+        elif s.kind == "not_nestable":
+            notnests.append(s.name)
+        else:
+            nests.append(s.name)
+    if typ is Hyper:
+        terms.extend(f"hp{k}" for k in range(n_hyper))
+    return tuple(terms), tuple(notnests), tuple(nests)
+
+
+def _placeholder(*_args: object) -> None:  # pragma: no cover - never called
+    raise RuntimeError("kernel trees are evaluated by evocov_core.language.evaluate, not compiled")
+
+
+@lru_cache(maxsize=16)
+def get_grammar(n_hyper: int = DEFAULT_N_HYPER, changepoints: bool = False,
+                changewindows: bool = False, statespace: bool = False) -> Grammar:
+    """Return the grammar with ``n_hyper`` slots (1 ≤ n_hyper ≤ 10000).
+
+    ``changepoints=False, changewindows=False, statespace=False`` is the paper's Table 2;
+    ``changepoints`` adds the change-point operator, ``changewindows`` the change-window operator,
+    ``statespace`` the local level, local trend and damped trend (module docstring).
+
+    Examples
+    --------
+    >>> g = get_grammar(20)
+    >>> g.not_nestable(Cov)
+    ('sq_dist', 'dot_prod', 'hp')
+    """
+    if not (1 <= int(n_hyper) <= 10000):
+        raise ValueError(f"n_hyper must be between 1 and 10000, got {n_hyper}")
+    n_hyper = int(n_hyper)
+    # DEAP's view of the table: x and the slots are the set's arguments, constants its terminals.
+    pset = gp.PrimitiveSetTyped("kernel", [_FIXED["x"].ret] + [_slot_symbol("hp0").ret] * n_hyper, Cov,
+                                prefix="ARG")
+    pset.renameArguments(ARG0="x", **{f"ARG{k + 1}": f"hp{k}" for k in range(n_hyper)})
+    for s in _table(changepoints, changewindows, statespace):
+        if s.arity:
+            pset.addPrimitive(_placeholder, list(s.args), s.ret, name=s.name)
+        elif s.kind == "constant":
+            pset.addTerminal(s.value, s.ret, name=s.name)
+    return Grammar(n_hyper=n_hyper, pset=pset, changepoints=bool(changepoints), changewindows=bool(changewindows),
+                   statespace=bool(statespace))
+
+
+def to_primitive_tree(tokens: tuple[str, ...], grammar: Grammar) -> gp.PrimitiveTree:
+    """Convert a token tuple to a DEAP ``PrimitiveTree`` over ``grammar.pset``."""
+    mapping = grammar.pset.mapping
+    try:
+        return gp.PrimitiveTree([mapping[t] for t in tokens])
+    except KeyError as exc:
+        raise TreeError(f"symbol {exc.args[0]!r} is not in this grammar") from None
+
+
+def check_tree(
+    tokens: tuple[str, ...] | list[str],
+    *,
+    n_hyper: int | None = None,
+    max_depth: int | None = None,
+    max_nodes: int | None = None,
+    root: type = Cov,
+) -> None:
+    """Raise :class:`TreeError` unless ``tokens`` is a well-typed prefix tree.
+
+    Checks, in order: size bound, every token is a grammar symbol (slot indices
+    below ``n_hyper`` when given), each argument has the type its parent expects,
+    no missing or surplus tokens, and depth at most ``max_depth``.
+    Iterative, so it is safe on hostile, deeply nested input.
+    """
+    n = len(tokens)
+    if n == 0:
+        raise TreeError("empty expression")
+    if max_nodes is not None and n > max_nodes:
+        raise TreeError(f"expression has {n} nodes, more than the limit of {max_nodes}")
+    expected: list[tuple[type, int]] = [(root, 0)]
+    deepest = 0
+    for pos, tok in enumerate(tokens):
+        if not expected:
+            raise TreeError(f"surplus tokens after a complete expression, starting at {tok!r}")
+        typ, depth = expected.pop()
+        s = symbol(tok)
+        if s.kind == "slot" and n_hyper is not None and slot_index(tok) >= n_hyper:
+            raise TreeError(f"slot {tok!r} is outside the pool of {n_hyper} hyperparameter slots")
+        if s.ret is not typ:
+            raise TreeError(
+                f"{tok!r} at position {pos} returns {s.ret.__name__} where {typ.__name__} is expected"
+            )
+        deepest = max(deepest, depth)
+        if max_depth is not None and deepest > max_depth:
+            raise TreeError(f"expression is deeper than the limit of {max_depth}")
+        expected.extend((a, depth + 1) for a in reversed(s.args))
+    if expected:
+        raise TreeError("truncated expression: an operator is missing arguments")
+
+
+def typed_grow(
+    grammar: Grammar,
+    rng: np.random.Generator,
+    d_min: int,
+    d_max: int,
+    root: type = Cov,
+) -> tuple[str, ...]:
+    """Grow a random well-typed tree with the paper's Algorithm 2 (TypedGrow).
+
+    At each node the candidate symbols for the required type are: not-nestable
+    operators while ``d_min ≤ 3``, terminals while ``d_min ≤ 1``, nestable operators
+    while ``d_max ≥ 4``; if none qualifies, every symbol of that type. Both depth
+    counters decrease by one per level. The thresholds 3 and 4 are the depths a
+    ``Cov`` subtree needs to close (``sq_dist(spectral(x, θ), θ)`` is three levels).
+
+    Never raises for ``0 ≤ d_min ≤ d_max``; iterative, so no recursion limit.
+
+    Parameters
+    ----------
+    grammar : Grammar
+    rng : numpy.random.Generator
+        The only source of randomness.
+    d_min, d_max : int
+        Minimum and maximum depth of Algorithm 2.
+    root : type
+        Type of the root (``Cov`` for a kernel).
+
+    Returns
+    -------
+    tuple of str
+        Tokens in prefix order.
+    """
+    if d_min < 0 or d_max < d_min:
+        raise ValueError(f"need 0 <= d_min <= d_max, got d_min={d_min}, d_max={d_max}")
+    out: list[str] = []
+    pending: list[tuple[type, int, int]] = [(root, d_min, d_max)]
+    while pending:
+        typ, lo, hi = pending.pop()
+        terms, notnests, nests = grammar._by_kind(typ)
+        cands: tuple[str, ...] = ()
+        if lo <= 3:
+            cands += notnests
+            if lo <= 1:
+                cands += terms
+        if hi >= 4:
+            cands += nests
+        if not cands:
+            cands = terms + notnests + nests
+        tok = cands[int(rng.integers(len(cands)))]
+        out.append(tok)
+        args = symbol(tok).args
+        # Push in reverse so the first argument is grown next (prefix order).
+        pending.extend((a, lo - 1, hi - 1) for a in reversed(args))
+    return tuple(out)

@@ -1,0 +1,1 @@
+"""Presentation: figures, the verdict, the report, comparisons, the command line."""

@@ -1,0 +1,644 @@
+"""Command line: ``python -m evocov_core {search,predict,forecast,compare,report,explore,check-kernel,bench} ...``.
+
+Every user error (bad path, malformed CSV, invalid setting, refused kernel file) prints
+one line ``error: …`` on stderr and exits with status 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["main"]
+
+
+#: Seconds of a search command's budget kept for writing its result and its summary.
+_WRITE_RESERVE = 0.5
+
+
+def process_seconds() -> float:
+    """Seconds since this process started: the interpreter's start and the imports (0 where unknown).
+
+    Read from ``/proc`` (Linux): the process's start time in clock ticks since boot
+    (``/proc/self/stat``, field 22) against the time since boot (``/proc/uptime``), both to
+    about 10 ms. A search command's time budget counts from there, so that the budget is the
+    whole command's wall time, not only the search's.
+    """
+    try:
+        with open("/proc/self/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()  # the name may hold spaces: split after it
+        with open("/proc/uptime", encoding="ascii") as fh:
+            uptime = float(fh.read().split()[0])
+        return max(0.0, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))  # fields[0] is field 3
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+
+
+class CliError(Exception):
+    """A user error to print as one line."""
+
+
+def _dataset(args: argparse.Namespace, test_fraction: float | None = None):
+    from evocov_core.data import load_csv, validate_split
+
+    tf = args.test_fraction if test_fraction is None else test_fraction
+    if tf is not None:
+        validate_split(tf)  # before reading: a fraction of 0.95 is refused as such
+    ds = load_csv(args.data, x=args.x, y=args.y, test_fraction=tf, max_points=None,
+                  duplicates="keep" if getattr(args, "keep_duplicates", False) else "average")
+    validate_split(ds.test_fraction, ds.n_train)
+    for note in ds.notes:  # what reading changed (rows sorted, repeated x averaged, rows dropped)
+        print(f"note: {args.data}: {note}", file=sys.stderr)
+    return ds
+
+
+def _check_out(path: str | None, flag: str = "--out") -> None:
+    """Refuse an output path that cannot be written, before any work (a search can take hours)."""
+    if path is None:
+        return
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise CliError(f"{flag} {path} is a folder; give a file name")
+    if not parent.is_dir():
+        raise CliError(f"{flag} {path}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise CliError(f"{flag} {path}: no permission to write there")
+
+
+def _write_text(path: str, text: str) -> None:
+    _check_out(path)
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def _int_in(lo: int, hi: int, what: str):
+    """An argparse type: a whole number from ``lo`` to ``hi``."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} takes a whole number, got {text!r}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{what} takes {lo} to {hi}, got {v}")
+        return v
+
+    return parse
+
+
+def _progress_printer(quiet: bool):
+    def report(p) -> None:
+        if quiet:
+            return
+        best = p.best
+        desc = f"q={best.q} BIC={best.bic:.2f} {best.kernel.infix[:70]}" if best is not None else "no kernel yet"
+        mean = f"{p.stats.mean_bic:.1f}" if math.isfinite(p.stats.mean_bic) else "-"
+        flag = " (restart)" if p.stats.restarted else ""
+        left = p.time_left
+        head = f"[{p.generation}]" if left is not None else f"[{p.generation}/{p.total_generations}]"
+        clock = f"{p.elapsed:6.1f}s ({left:.0f}s left)" if left is not None else f"{p.elapsed:6.1f}s"
+        print(f"{head} {clock} evals={p.n_evaluations} "
+              f"gen best={p.stats.best_bic:.2f} mean={mean}{flag} | best {desc}", file=sys.stderr, flush=True)
+
+    return report
+
+
+# --- commands ---------------------------------------------------------------------
+
+
+def cmd_check_kernel(args: argparse.Namespace) -> int:
+    from evocov_core.language.psd import PSDConfig, check_psd
+    from evocov_core.runs.kernel_file import load_kernel_file
+
+    kf = load_kernel_file(args.kernel)
+    report = check_psd(kf.kernel, np.random.default_rng(0), PSDConfig(w=args.w))
+    print(f"expression: {kf.kernel.prefix}")
+    print(f"formula:    {kf.kernel.infix}")
+    print(f"q:          {kf.q}  ({kf.kernel.n_params} kernel hyperparameters + noise)")
+    print(f"depth:      {kf.kernel.depth}   nodes: {kf.kernel.size}")
+    print(f"PSD check:  {report}")
+    for k, v in kf.scores.items():
+        if v is not None:
+            print(f"{k + ':':<13} {v}")
+    return 0 if report.ok else 1
+
+
+def _kernel_and_data(args: argparse.Namespace):
+    """``--kernel`` and the data, split as the kernel file was scored unless ``--test-fraction`` says otherwise."""
+    from evocov_core.data import DataError, units_mismatch, validate_split
+    from evocov_core.runs.kernel_file import load_kernel_file
+
+    _check_out(getattr(args, "out", None))
+    kf = load_kernel_file(args.kernel)
+    if args.test_fraction is None:
+        tf = kf.scores.get("test_fraction")
+        if isinstance(tf, (int, float)) and not isinstance(tf, bool):
+            try:
+                validate_split(float(tf))
+            except DataError as exc:
+                raise CliError(f"{args.kernel} was scored with test fraction {tf}, which these data cannot take "
+                               f"({exc}); pass --test-fraction") from None
+            args.test_fraction = float(tf)
+        else:  # not recorded (a file written by hand): the search's default
+            args.test_fraction = 0.1
+    ds = _dataset(args)
+    # Another number of input columns is refused where the inputs are mapped (Normalisation.x_to_model).
+    if kf.normalisation is not None and (far := units_mismatch(kf.normalisation, ds.norm)) is not None:
+        print(f"warning: {args.kernel} was fitted on other data: {far}; its hyperparameters may not suit "
+              "these data (search again on them)", file=sys.stderr)
+    return kf, ds
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+
+    kf, ds = _kernel_and_data(args)
+    model = kf.model(fallback_norm=ds.norm)
+    X = ds.x if args.all else ds.X_test
+    if X.shape[0] == 0:
+        raise CliError("no test points to predict (raise --test-fraction or pass --all)")
+    pred = model.predict(ds.X_train, ds.y_train, X)
+    out = pd.DataFrame({"x": pred.x[:, 0], "mean": pred.mean, "std": pred.std, "std_latent": pred.std_f})
+    if pred.x.shape[1] > 1:
+        for j in range(pred.x.shape[1]):
+            out.insert(j, f"x{j}", pred.x[:, j])
+        out = out.drop(columns="x")
+    _write_text(args.out, out.to_csv(index=False))
+    rmse = model.test_rmse(ds)
+    print(f"wrote {len(out)} predictions to {args.out}")
+    if rmse is not None:
+        print(f"test RMSE: {rmse:.6g} on {ds.n_test} test points ({ds.y_label})")
+    return 0
+
+
+def cmd_forecast(args: argparse.Namespace) -> int:
+    from evocov_core.present.future import forecast_future
+
+    _check_out(args.out)
+    if not 0.0 < args.time_limit <= 86400:
+        raise CliError(f"--time-limit must be above 0 and at most 86400 seconds, got {args.time_limit}")
+    kf, ds = _kernel_and_data(args)
+    fc = forecast_future(kf, ds, args.horizon, time_limit=args.time_limit)
+    _write_text(args.out, fc.frame(ds.x_label).to_csv(index=False))
+    print(fc.note, file=sys.stderr)
+    print(f"wrote {len(fc.x)} steps after the last observation to {args.out}")
+    return 0
+
+
+def _check_comparison_args(args: argparse.Namespace) -> None:
+    if not (0.0 <= args.baseline_budget <= 86400):
+        raise CliError(f"--baseline-budget must be between 0 and 86400 seconds, got {args.baseline_budget}")
+    if not (0.0 < args.time_limit <= 86400):
+        raise CliError(f"--time-limit must be above 0 and at most 86400 seconds, got {args.time_limit}")
+    bad = [m for m in args.season_length or () if m < 1]
+    if bad:
+        raise CliError(f"--season-length takes whole numbers of steps of at least 1, got {bad[0]}")
+
+
+def _gpss_done(args: argparse.Namespace, kf, ds):
+    """``--gpss-kernel``: a GPSS search's kernel file on these data, as the GPSS baseline (None without it).
+
+    Refused with a message when it was not found by GPSS or was fitted on other points or in other
+    units than ``kf`` is compared on."""
+    from evocov_core.present.baselines import FittedBaseline, comparison_units
+    from evocov_core.runs.kernel_file import load_kernel_file
+
+    if not args.gpss_kernel:
+        return None
+    g = load_kernel_file(args.gpss_kernel)
+    found_by = g.scores.get("algorithm")
+    if found_by != "gpss":
+        raise CliError(f"--gpss-kernel takes the kernel file of a GPSS search (search --algorithm gpss --out FILE); "
+                       f"{args.gpss_kernel} was written by {found_by or 'no recorded search'}")
+    seconds = g.scores.get("seconds")
+    done = FittedBaseline(g.to_fit(ds.n_train), g.normalisation or ds.norm,
+                          note=f"the GPSS search in {args.gpss_kernel}",
+                          seconds=float(seconds) if isinstance(seconds, (int, float)) else None)
+    if not done.fits(kf, ds):
+        n = comparison_units(kf, ds)[1]
+        raise CliError(f"--gpss-kernel: {args.gpss_kernel} was fitted on {done.fit.n:,} points or in other units, not "
+                       f"on the {n:,} training points of these data the kernel is compared on (same data file, same "
+                       "--test-fraction)")
+    return done
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from evocov_core.present.report_html import report_html
+
+    _check_comparison_args(args)
+    kf, ds = _kernel_and_data(args)
+    gpss = _gpss_done(args, kf, ds)
+    _write_text(args.out, report_html(kf, ds, baseline_budget=args.baseline_budget, seed=args.seed,
+                                      classical=args.classical, season_lengths=args.season_length,
+                                      time_limit=args.time_limit, gpss_done=gpss))
+    print(f"wrote {args.out}: forecast against the SE"
+          + (" and GPSS" if args.baseline_budget > 0 or gpss is not None else "")
+          + " baselines" + (" and the classical forecasters" if args.classical else "")
+          + f", components, residual checks and the kernel of {kf.kernel.infix}")
+    return 0
+
+
+def _table_text(table: pd.DataFrame) -> str:
+    """The comparison table as aligned text: numbers to 4 significant digits, ``*`` on the best."""
+    def fmt(v: object) -> str:
+        return "-" if not isinstance(v, (int, float)) or not math.isfinite(v) else f"{v:.4g}"
+
+    shown = pd.DataFrame({
+        "method": table["method"], "kind": table["kind"], "test RMSE": table["test_rmse"].map(fmt),
+        "coverage 95%": table["coverage_95"].map(fmt), "CRPS": table["crps"].map(fmt),
+        "interval score": table["interval_score"].map(fmt), "seconds": table["seconds"].map(fmt),
+        "status": table["status"], "best": table["best"].map(lambda b: "*" if b else ""),
+    })
+    return shown.to_string(index=False)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from evocov_core.present.compare import compare
+
+    _check_comparison_args(args)
+    kf, ds = _kernel_and_data(args)
+    if ds.x.shape[1] != 1:
+        raise CliError("compare forecasts a time series: the data need one input column")
+    result = compare(kf, ds, baseline_budget=args.baseline_budget, seed=args.seed, season_lengths=args.season_length,
+                     time_limit=args.time_limit, gpss_done=_gpss_done(args, kf, ds))
+    table = result.table
+    if args.out:
+        _write_text(args.out, table.to_csv(index=False))
+    print(_table_text(table))
+    cf = result.classical
+    if cf is not None:
+        print(f"{ds.n_test} test points forecast from {ds.n_train} training points; seasons (steps): "
+              f"{cf.seasons.describe()}" + "".join(f"; {n}" for n in cf.seasons.notes))
+    for reason in table.loc[table["reason"] != "", "reason"]:
+        print(reason)
+    if args.out:
+        print(f"wrote {args.out}")
+    return 0
+
+
+def _config_from_args(args: argparse.Namespace):
+    from evocov_core.search import preset
+    from evocov_core.search.config import settings, with_derived
+
+    overrides = {}
+    for name, _, _ in settings():
+        v = getattr(args, name, None)
+        if v is not None and name != "algorithm":
+            overrides[name] = tuple(v) if isinstance(v, list) else v
+    return preset(args.preset, args.algorithm, **with_derived(overrides))
+
+
+def _add_setting_args(p: argparse.ArgumentParser) -> None:
+    """One option per :class:`SearchConfig` setting, from its metadata (``--d-max``, ``--changepoints``...)."""
+    from evocov_core.search.config import settings
+
+    for name, typ, meta in settings():
+        if name == "algorithm":
+            continue  # its own option, with the preset
+        flag = "--" + name.replace("_", "-")
+        text = meta.help + ("" if meta.lo is None and meta.hi is None else f" ({meta.range_text})")
+        text = text.replace("%", "%%")
+        if typ is bool:
+            p.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
+        elif typ is tuple:
+            p.add_argument(flag, dest=name, nargs="+", choices=meta.choices, help=text)
+        elif meta.choices is not None:
+            # Accept the spelling with hyphens too (posterior-lml).
+            shown = [c.replace("_", "-") for c in meta.choices]
+            p.add_argument(flag, dest=name, type=lambda v: v.replace("-", "_"), choices=meta.choices,
+                           metavar="{" + ",".join(shown) + "}", help=text)
+        else:
+            p.add_argument(flag, dest=name, type=typ, metavar="SECONDS" if name == "time_budget" else None,
+                           help=text)
+
+
+def _replay_setup(args: argparse.Namespace):
+    """``search --replay FILE``: the file, its settings, seed and log, and the data split as it was."""
+    from evocov_core.runs.kernel_file import load_kernel_file
+    from evocov_core.search.replay import replay_inputs
+
+    kf = load_kernel_file(args.replay)
+    try:
+        config, seed, log = replay_inputs(kf.run)
+    except ValueError as exc:
+        raise CliError(f"{args.replay}: {exc}") from None
+    tf = kf.scores.get("test_fraction")
+    if args.test_fraction is None:
+        args.test_fraction = float(tf) if isinstance(tf, (int, float)) else 0.1
+    ds = _dataset(args)
+    print(f"replaying {args.replay}: its settings ({config.algorithm}, time budget {config.time_budget:g} s) and "
+          f"seed {seed}, without a clock; options other than the data's are ignored", file=sys.stderr)
+    return kf, config, seed, log, ds
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from evocov_core.runs.counts import count_scores, fit_counts
+    from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict
+    from evocov_core.search import search_data
+    from evocov_core.search.replay import run_record
+
+    t0 = time.perf_counter() - process_seconds()  # the budget counts from the process start
+    kf = log = None
+    _check_out(args.records, "--records")
+    if args.replay:
+        kf, config, seed, log, ds = _replay_setup(args)
+    else:
+        if args.out is None:
+            raise CliError("--out FILE is required (the kernel file to write)")
+        _check_out(args.out)
+        if args.test_fraction is None:
+            args.test_fraction = 0.1
+        config, seed = _config_from_args(args), args.seed
+        ds = _dataset(args)
+    data = search_data(ds, config)
+    print(f"{config.algorithm} on {ds.name}: {ds.n_train} training and {ds.n_test} test points, "
+          f"{'replayed' if log is not None else 'preset ' + args.preset}, seed {seed}"
+          + (f"; {data.approximation.describe()}" if data.on_subset else ""), file=sys.stderr)
+    run_config = config
+    if config.time_budget > 0 and log is None:
+        # The budget is the command's: starting Python and importing, reading the data (seconds
+        # at 100,000 rows) and writing the result come out of it too.
+        spent = time.perf_counter() - t0 + _WRITE_RESERVE
+        if config.time_budget - spent < 1.0:
+            print(f"note: of the {config.time_budget:g} s time budget, starting, reading the data and the "
+                  f"writing reserve take {spent:.1f} s; the search gets its floor of 1 s, so the command will "
+                  "run over its budget", file=sys.stderr)
+        run_config = config.with_(time_budget=max(1.0, config.time_budget - spent))
+    ready = time.perf_counter() - t0
+    from evocov_core.forecast.stage import search_and_forecast
+    result = search_and_forecast(data, run_config, seed=seed, workers=args.workers, scheduler=args.scheduler,
+                        progress=_progress_printer(args.quiet), replay=log, dataset=ds)
+    best = result.best
+    if best is None:
+        if config.time_budget > 0 and log is None and result.n_evaluations == 0:
+            raise CliError(f"no kernel was fitted within the {config.time_budget:g} s time budget, of which starting "
+                           f"and reading the data took {ready:.1f} s: raise --time-budget")
+        raise CliError("no kernel could be fitted on these data")
+    from evocov_core.forecast.beside import forecast_test_rmse
+
+    forecast_rmse = forecast_test_rmse(result, ds) if result.combination.combined else None
+    doc = kernel_file_dict(best, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
+                           test_fraction=ds.test_fraction, calibration=result.calibration,
+                           combination=result.combination,
+                           extra_scores={"algorithm": config.algorithm, "seed": seed,
+                                         "seconds": round(time.perf_counter() - t0, 3),
+                                         "evaluations": result.n_evaluations, **count_scores(result),
+                                         **({"forecast_test_rmse": forecast_rmse} if forecast_rmse is not None
+                                            else {})},
+                           run=run_record(result, run_config, seed))
+    if args.out is not None:
+        _write_text(args.out, dump_kernel_file(doc))
+    if args.records:
+        pd.DataFrame([r.to_dict() for r in result.records]).to_csv(args.records, index=False)
+    print(f"best kernel: {best.kernel.infix}")
+    print(f"q={best.q}  BIC={best.bic:.4f}  LML={best.lml:.4f}  {best.metric}={best.metric_value:.4f}")
+    if best.test_rmse is not None:
+        print(f"test RMSE: {best.test_rmse:.6g}")
+    if result.selection:
+        low = result.best_bic
+        from evocov_core.search.select import choice_description
+
+        rule = config.long_choice if data.on_subset else config.choice
+        print(choice_description(rule, len(result.selection), config.metric_split)
+              + f" Lowest BIC {low.bic:.4f} (q={low.q})"
+              + (f", test RMSE {low.test_rmse:.6g}." if low is not None and low.test_rmse is not None else "."))
+    if result.ensemble:
+        from evocov_core.fitting.averaging import ensemble_test_rmse
+
+        bma = ensemble_test_rmse(data, result.ensemble)
+        if bma is not None:
+            print(f"model average of {len(result.ensemble)} kernels: test RMSE {bma:.6g}")
+    calibrated = result.calibration.describe()
+    if calibrated:
+        print(calibrated)
+    combined = result.combination.describe()
+    if combined:
+        print(combined + (f" Its test RMSE: {forecast_rmse:.6g}." if forecast_rmse is not None else ""))
+    wrote = f"; wrote {args.out}" if args.out is not None else ""
+    print(f"{fit_counts(result).describe()} in {time.perf_counter() - t0:.1f} s{wrote}")
+    if kf is not None:
+        stored = kf.scores.get("bic")
+        same = (best.kernel.canonical == kf.kernel.canonical and isinstance(stored, (int, float))
+                and math.isclose(best.bic, stored, rel_tol=1e-9, abs_tol=1e-9))
+        if not same:
+            print(f"replay differs from {args.replay}: it returned {kf.kernel.infix} with BIC {stored}")
+            return 1
+        print(f"replay reproduces {args.replay}: same kernel, BIC {best.bic:.10g}")
+    return 0
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from evocov_core.fitting.fits import make_executor
+    from evocov_core.fitting.optimize import Start, fit_kernel
+    from evocov_core.runs.kernel_file import load_kernel_file
+    from evocov_core.search import explore_mutations, preset, search_data
+
+    _check_out(args.out)
+    kf = load_kernel_file(args.kernel)
+    ds = _dataset(args)
+    config = preset("quick", "evocov", metric=args.metric.replace("-", "_"))
+    data = search_data(ds, config)
+    # Refit the base on these data from its stored values, so the comparison is like for like.
+    base = fit_kernel(kf.kernel, data, config.optim, np.random.default_rng(args.seed), Start(kf.theta, kf.log_noise))
+    if not base.ok:
+        raise CliError(f"the kernel cannot be fitted on these data: {base.reason}")
+    with make_executor(data, config.optim, workers=args.workers, scheduler=args.scheduler) as ex:
+        res = explore_mutations(base, data, config, ex, n_mutations=args.mutations, seed=args.seed,
+                                progress=_progress_printer(args.quiet))
+    rows = pd.DataFrame([r.to_dict() for r in res.search.records])
+    _write_text(args.out, rows.to_csv(index=False))
+    print(f"base: q={base.q} test RMSE={base.test_rmse} {base.kernel.infix}")
+    print(f"{len(rows)} mutants: better fitted {res.better_fitted:.2f}, simpler {res.simpler:.2f}, "
+          f"both {res.both:.2f}; wrote {args.out}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from evocov_core.benchmarks import main as bench_main
+
+    return bench_main(args)
+
+
+# --- parser -----------------------------------------------------------------------
+
+
+def _add_data_args(p: argparse.ArgumentParser, *, test_default: float | None = 0.1) -> None:
+    p.add_argument("--data", required=True, help="CSV file")
+    p.add_argument("--x", help="input column (default: a date column, else the first numeric one)")
+    p.add_argument("--y", help="output column (default: the last numeric column)")
+    p.add_argument("--test-fraction", type=float, default=test_default,
+                   help="last fraction of the x-range held out as test (default 0.1)")
+    p.add_argument("--keep-duplicates", action="store_true", help="keep repeated x values instead of averaging")
+
+
+def _add_gpss_kernel_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpss-kernel", metavar="FILE",
+                   help="the kernel file of a GPSS search on these data (search --algorithm gpss --out FILE): the "
+                        "GPSS baseline, scored as it is instead of searching again (--baseline-budget is then unused)")
+
+
+def _add_classical_args(p: argparse.ArgumentParser) -> None:
+    from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT
+
+    p.add_argument("--season-length", type=int, nargs="+", metavar="STEPS",
+                   help="season lengths of the classical forecasters, in steps, main one first (default: read "
+                        "from the x spacing, e.g. 12 for monthly dates, 7 and 365 for daily)")
+    p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
+                   help=f"seconds each classical forecaster may take (default {DEFAULT_TIME_LIMIT:g})")
+
+
+def _add_exec_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=_int_in(1, 1024, "--workers"), default=None,
+                   help="worker processes, 1 to 1024 (default: one per core; 1 = serial)")
+    p.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from evocov_core.fitting.metrics import METRICS
+    from evocov_core.search.config import ALGORITHMS, PRESETS
+
+    # both spellings are accepted (posterior-lml, posterior_lml); help shows each once
+    metric_choices = list(dict.fromkeys([m.replace("_", "-") for m in METRICS] + list(METRICS)))
+    metric_meta = "{" + ",".join(m.replace("_", "-") for m in METRICS) + "}"
+    parser = argparse.ArgumentParser(prog="python -m evocov_core",
+                                     description="Evolve Gaussian-process kernels from elementary expressions.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("check-kernel", help="validate a kernel file")
+    p.add_argument("kernel")
+    p.add_argument("--w", type=_int_in(1, 1000, "--w"), default=20,
+                   help="random data sets of the PSD check, 1 to 1000 (default 20)")
+    p.set_defaults(func=cmd_check_kernel)
+
+    p = sub.add_parser("predict", help="predict with a kernel file")
+    p.add_argument("--kernel", required=True)
+    _add_data_args(p, test_default=None)
+    p.add_argument("--all", action="store_true", help="predict at every x, not only the test part")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("forecast", help="forecast the steps after the last observation with a kernel file, as CSV")
+    p.add_argument("--kernel", required=True)
+    _add_data_args(p, test_default=None)
+    p.add_argument("--horizon", type=_int_in(1, 10_000, "--horizon"), default=None, metavar="STEPS",
+                   help="steps after the last observation, at the data's step, at most the number of points "
+                        "(default: as many as the test part)")
+    p.add_argument("--time-limit", type=float, default=30.0, metavar="SECONDS",
+                   help="seconds each classical member of the search's forecast may take (default 30)")
+    p.add_argument("--out", required=True, help="CSV file to write: one row per step")
+    p.set_defaults(func=cmd_forecast)
+
+    p = sub.add_parser("report", help="a self-contained HTML report of a kernel file on a data set")
+    p.add_argument("--kernel", required=True)
+    _add_data_args(p, test_default=None)
+    p.add_argument("--out", required=True, help="HTML file to write (opens offline)")
+    p.add_argument("--baseline-budget", type=float, default=20.0, metavar="SECONDS",
+                   help="seconds for the GPSS baseline the kernel is compared with (default 20; 0 = no GPSS, "
+                        "the SE baseline only)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the baselines (same inputs, same report)")
+    _add_gpss_kernel_arg(p)
+    _add_classical_args(p)
+    p.add_argument("--no-classical", dest="classical", action="store_false",
+                   help="leave the classical forecasters (statsforecast) out")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("compare", help="a kernel file's forecast against GP and classical baselines, as a table")
+    p.add_argument("--kernel", required=True)
+    _add_data_args(p, test_default=None)
+    p.add_argument("--out", help="also write the table to this CSV file")
+    p.add_argument("--baseline-budget", type=float, default=20.0, metavar="SECONDS",
+                   help="seconds for the GPSS baseline (default 20; 0 = no GPSS, the SE baseline only)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the GP baselines (same inputs, same table)")
+    _add_gpss_kernel_arg(p)
+    _add_classical_args(p)
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("search", help="search for a kernel")
+    _add_data_args(p, test_default=None)
+    p.add_argument("--algorithm", choices=ALGORITHMS, default="evocov")
+    p.add_argument("--preset", choices=list(PRESETS), default="quick",
+                   help="quick: 60 s budget (default); standard: 5 min; paper: the paper's settings, no limit; "
+                        "quick-fixed: the former quick, a fixed number of fits")
+    _add_setting_args(p)
+    _add_exec_args(p)
+    p.add_argument("--out", help="kernel file (JSON) to write (required unless --replay)")
+    p.add_argument("--records", help="also write every fitted kernel to this CSV")
+    p.add_argument("--replay", metavar="KERNEL_FILE",
+                   help="rerun the search that wrote this kernel file, with its settings and seed, stopping where "
+                        "its clock stopped it (no time budget): the same kernel and BIC on any machine")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("explore", help="fit random mutations of a kernel")
+    p.add_argument("--kernel", required=True)
+    _add_data_args(p)
+    p.add_argument("--mutations", type=int, default=200)
+    p.add_argument("--metric", choices=metric_choices, metavar=metric_meta, default="lml")
+    _add_exec_args(p)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_explore)
+
+    from evocov_core.benchmarks import add_parser as add_bench
+
+    add_bench(sub)
+    return parser
+
+
+#: Errors of modules the CLI imports only for some commands, which are the user's to fix:
+#: module -> class name. Looked up among the loaded modules (importing the benchmarks costs 1 s
+#: of a search's budget), so a command that never loaded a module cannot have raised its error.
+_LAZY_USER_ERRORS = {"evocov_core.benchmarks.common": "BenchError",
+                     "evocov_core.benchmarks.gpss_params": "GpssParseError",
+                     "evocov_core.runs.store": "StoreVersionError"}
+
+
+def _loaded_user_errors() -> tuple[type[BaseException], ...]:
+    return tuple(getattr(sys.modules[m], name) for m, name in _LAZY_USER_ERRORS.items() if m in sys.modules)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    from evocov_core.compute.cluster import DaskSetupError
+    from evocov_core.data import DataError
+    from evocov_core.fitting.gp import NumericalFailure
+    from evocov_core.runs.kernel_file import KernelFileError
+    from evocov_core.search.config import ConfigError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that went away shows up here, not at interpreter exit
+        return status
+    except (CliError, DataError, KernelFileError, ConfigError, DaskSetupError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except NumericalFailure as exc:
+        # A search scores such kernels as failed fits; a kernel file given to predict, report or
+        # compare has only its own values, which do not work on these data.
+        print(f"error: the kernel's covariance cannot be used on these data ({exc}); check that the kernel file "
+              "was fitted on them, or search again on them", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # ``... | head``: the reader closed the pipe; not an error of ours. Point stdout at
+        # /dev/null so that the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as exc:  # a file that cannot be read or written; other errors are ours: a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if not isinstance(exc, _loaded_user_errors()):
+            raise  # a programming error: its traceback, not a misleading one-liner
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,317 @@
+"""Forecasts past the last observation: the next steps of a series, as a plan needs them.
+
+A search is judged on its test part; a forecaster then wants the next ``h`` steps after *all*
+the data. Here:
+
+* **The steps** continue the data's median spacing from the last observed x
+  (:func:`future_x`): the next 12 months of a monthly series, the next 48 half-hours, the next trading
+  days (weekdays) of a business-day series. For dates on the exact monthly grid the labels are
+  month starts (:func:`future_labels`).
+* **The kernel** keeps the hyperparameters it was fitted with (on the training part) and is
+  conditioned on every observed point, training and test (on a long series, on the subset its
+  fit used: :meth:`evocov_core.fitting.model.FittedModel.conditioning`). Its 95 % interval is the
+  calibrated one of the kernel file (:mod:`evocov_core.fitting.calibration`).
+* **The search's forecast.** When the search averaged the kernel with classical forecasters
+  (:mod:`evocov_core.forecast.combination`), the same members are fitted on the same observed points
+  (the last :data:`~evocov_core.forecast.beside.LONG_POINTS` on a long series, as the search did)
+  and forecast the same steps, and the recorded weights average them. The guard is applied again
+  to the new horizon: a kernel forecast that leaves every member's 95 % interval is left out. The
+  interval given with the average is that of the linear pool, the weighted mixture of the
+  members' predictive normals (each member's implied by its interval), so that it widens where
+  the members disagree.
+
+Nothing here is fitted but the classical members; the kernel's numbers are those of its file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy.special import ndtr
+
+from evocov_core.data import DataError, Dataset, days_to_decimal_years, decimal_years_to_dates
+from evocov_core.fitting.metrics import median_step
+from evocov_core.fitting.seasons import infer_seasons
+from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT, ClassicalForecasts, classical_forecasts
+from evocov_core.present.compare import Z95
+from evocov_core.runs.kernel_file import KernelFile
+
+__all__ = ["MAX_HORIZON", "FutureForecast", "default_horizon", "forecast_future", "future_labels", "future_x",
+           "linear_pool_interval"]
+
+Array = NDArray[np.float64]
+
+#: The most steps forecast at once. Past a series' own length an extrapolation says little, so the
+#: horizon is also at most the number of observed points.
+MAX_HORIZON = 10_000
+
+
+def default_horizon(ds: Dataset) -> int:
+    """The steps a forecast covers unless asked: as many as the test part the kernel was judged on,
+    else a tenth of the points (at least 1)."""
+    return int(min(ds.n_test or max(1, round(0.1 * ds.n)), ds.n, MAX_HORIZON))
+
+
+def future_x(ds: Dataset, horizon: int) -> Array:
+    """The ``horizon`` x values after the last observation, at the data's median step (whole
+    months on the monthly grid; the next weekdays for data on business days).
+
+    Parameters
+    ----------
+    ds : Dataset
+        One input column (time).
+    horizon : int
+        Steps, from 1 to min(:data:`MAX_HORIZON`, ``ds.n``).
+
+    Returns
+    -------
+    ndarray of shape (horizon,)
+        In the data's units (decimal years for dates).
+
+    Raises
+    ------
+    DataError
+        Several input columns, or a horizon out of range.
+    """
+    if ds.x.shape[1] != 1:
+        raise DataError(f"a forecast past the data needs one input (time); these data have {ds.x.shape[1]}")
+    top = min(MAX_HORIZON, ds.n)
+    if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 1 <= horizon <= top:
+        raise DataError(f"the horizon must be a whole number of steps from 1 to {top:,} (at most the "
+                        f"{ds.n:,} observed points and {MAX_HORIZON:,}); got {horizon!r}")
+    step = median_step(ds.x[:, 0])
+    last = float(ds.x[:, 0].max())
+    if ds.x_kind == "date" and _monthly(ds):
+        months = round(last * 12) + np.arange(1, horizon + 1) * round(step * 12)
+        return months / 12.0  # the exact grid dates_to_decimal_years writes for month starts
+    if ds.x_kind == "date" and _business_daily(ds):
+        # Trading and working days: the next weekdays, not Saturdays and Sundays the data never have.
+        last_day = decimal_years_to_dates([last])[0].round("D")
+        return days_to_decimal_years(pd.bdate_range(last_day + pd.Timedelta(days=1), periods=horizon))
+    return last + step * np.arange(1, horizon + 1, dtype=np.float64)
+
+
+def _business_daily(ds: Dataset) -> bool:
+    """Daily dates at midnight, none on a Saturday or Sunday, with weekends skipped: stock prices,
+    exchange rates, working-day counts."""
+    days = decimal_years_to_dates(ds.x[:, 0]).round("s")
+    if ds.n < 10 or abs(median_step(ds.x[:, 0]) * 365.2425 - 1) > 1e-3 or (days != days.normalize()).any():
+        return False
+    gaps = np.diff(days.asi8) // 86_400_000_000_000
+    return bool((days.dayofweek < 5).all() and (gaps == 3).any())
+
+
+def _monthly(ds: Dataset) -> bool:
+    """Dates on the exact month-start grid (``year + (month − 1)/12``), stepping whole months."""
+    x12 = ds.x[:, 0] * 12
+    return bool(np.allclose(x12, np.round(x12), atol=1e-6)) and median_step(ds.x[:, 0]) * 12 >= 1 - 1e-9
+
+
+def future_labels(ds: Dataset, x: Array) -> pd.Series:
+    """The x values of a forecast as a user reads them: ISO dates (month starts on the monthly grid,
+    else to the second) for date data, else the numbers."""
+    if ds.x_kind != "date":
+        return pd.Series(np.asarray(x, dtype=np.float64))
+    if _monthly(ds):
+        m = np.round(np.asarray(x) * 12).astype(np.int64)
+        return pd.Series([f"{v // 12:04d}-{v % 12 + 1:02d}-01" for v in m])
+    return pd.Series(decimal_years_to_dates(x).round("s").strftime("%Y-%m-%d %H:%M:%S")).str.replace(
+        " 00:00:00", "", regex=False)
+
+
+def linear_pool_interval(weights: Array, means: Array, sds: Array, level: float = 0.95) -> tuple[Array, Array]:
+    """The central ``level`` interval of a weighted mixture of normals, step by step.
+
+    Parameters
+    ----------
+    weights : ndarray of shape (k,)
+        Non-negative, summing to 1.
+    means, sds : ndarray of shape (k, h)
+        Each member's predictive normal; an sd of 0 is a point mass.
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (h,)
+    """
+    w = np.asarray(weights, dtype=np.float64)[:, None]
+    mu, sd = np.asarray(means, dtype=np.float64), np.maximum(np.asarray(sds, dtype=np.float64), 1e-300)
+
+    def quantile(p: float) -> Array:
+        lo = (mu - 10 * sd).min(axis=0)
+        hi = (mu + 10 * sd).max(axis=0)
+        for _ in range(200):  # bisection on the mixture's CDF, which is monotone; 200 halvings reach 1 ulp
+            mid = 0.5 * (lo + hi)
+            below = (w * ndtr((mid - mu) / sd)).sum(axis=0) < p
+            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        return 0.5 * (lo + hi)
+
+    tail = 0.5 * (1 - level)
+    return quantile(tail), quantile(1 - tail)
+
+
+@dataclass(frozen=True)
+class FutureForecast:
+    """The next steps after the data.
+
+    Attributes
+    ----------
+    x : ndarray of shape (h,)
+        In the data's units (decimal years for dates).
+    labels : pandas.Series of length h
+        ``x`` as a user reads it (:func:`future_labels`).
+    mean, lower, upper : ndarray of shape (h,)
+        The search's forecast and its 95 % interval: the kernel's, or the weighted average with the
+        classical members and the linear pool's interval.
+    kernel_mean, kernel_lower, kernel_upper : ndarray of shape (h,)
+        The kernel's own forecast and calibrated 95 % interval.
+    members : tuple of (str, float)
+        What ``mean`` averages, with its weights (``(("kernel", 1.0),)`` for the kernel's own).
+    conditioned : int
+        Observed points the kernel is conditioned on.
+    note : str
+        What was done, in a sentence or two, for a page, a report or a file's header.
+    """
+
+    x: Array
+    labels: pd.Series
+    mean: Array
+    lower: Array
+    upper: Array
+    kernel_mean: Array
+    kernel_lower: Array
+    kernel_upper: Array
+    members: tuple[tuple[str, float], ...]
+    conditioned: int
+    note: str
+
+    @property
+    def combined(self) -> bool:
+        return len(self.members) > 1 or self.members[0][0] != "kernel"
+
+    def frame(self, x_label: str = "x") -> pd.DataFrame:
+        """One row per step: ``x_label``, the forecast and its interval, then the kernel's own."""
+        return pd.DataFrame({x_label: self.labels, "forecast": self.mean, "lower_95": self.lower,
+                             "upper_95": self.upper, "kernel_mean": self.kernel_mean,
+                             "kernel_lower_95": self.kernel_lower, "kernel_upper_95": self.kernel_upper})
+
+
+def _observed(ds: Dataset) -> Dataset:
+    """Every observed point as the training part (no test part)."""
+    return dataclasses.replace(ds, train=np.ones(ds.n, dtype=bool), test_fraction=0.0)
+
+
+def _with_future(observed: Dataset, x: Array, last: int | None) -> Dataset:
+    """``observed`` (its last ``last`` points, if given) with ``x`` as a test part whose y is unknown
+    (NaN: the classical forecasters read only the training part)."""
+    keep = slice(max(0, observed.n - last), None) if last else slice(None)
+    return dataclasses.replace(observed, x=np.concatenate([observed.x[keep], x[:, None]]),
+                               y=np.concatenate([observed.y[keep], np.full(x.shape[0], np.nan)]),
+                               train=np.concatenate([np.ones(observed.x[keep].shape[0], bool),
+                                                     np.zeros(x.shape[0], bool)]), notes=())
+
+
+def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
+                    time_limit: float | Mapping[str, float] = DEFAULT_TIME_LIMIT,
+                    classical: ClassicalForecasts | None = None) -> FutureForecast:
+    """Forecast the ``horizon`` steps after the last observation of ``ds`` with a search's kernel file.
+
+    Parameters
+    ----------
+    kf : KernelFile
+        The kernel (its own normalisation, calibration and combination are used).
+    ds : Dataset
+        The observed series, one input column; every point (training and test) is conditioned on.
+    horizon : int, optional
+        Steps (default :func:`default_horizon`).
+    time_limit : float or mapping of str to float
+        Seconds per classical member (when the search's forecast averages some).
+    classical : ClassicalForecasts, optional
+        The members' forecasts of these steps, already made (a page's background run of
+        :func:`classical_forecasts` on the same points); by default they are made here.
+
+    Returns
+    -------
+    FutureForecast
+
+    Raises
+    ------
+    DataError
+        Several inputs, or a horizon out of range.
+    """
+    from evocov_core.forecast.beside import guard_reason
+
+    h = default_horizon(ds) if horizon is None else horizon
+    x = future_x(ds, h)
+    observed = _observed(ds)
+    model = kf.model(fallback_norm=ds.norm)
+    pred = model.predict(observed.x, observed.y, x)
+    conditioned = int(model.conditioning(observed.x).sum())
+    k_lo, k_hi = pred.mean - Z95 * pred.std, pred.mean + Z95 * pred.std
+    labels = future_labels(ds, x)
+    where = (f"conditioned on all {ds.n:,} observed points" if conditioned == ds.n
+             else f"conditioned on {conditioned:,} of the {ds.n:,} observed points (the subset its fit used)")
+    kernel_how = f"{where}, with the hyperparameters fitted on the training part"
+    own = f"The kernel's forecast of the next {h:,} steps, {kernel_how}"
+    comb = kf.combination
+    if not comb.combined:
+        return FutureForecast(x, labels, pred.mean, k_lo, k_hi, pred.mean, k_lo, k_hi, (("kernel", 1.0),),
+                              conditioned, own + ".")
+    if classical is None:
+        classical = classical_forecasts(future_members_data(kf, ds, h), season_lengths=infer_seasons(ds).lengths
+                                        or (1,), time_limit=time_limit, models=comb.models)
+    if classical.x.shape != x.shape or not np.allclose(classical.x, x):
+        raise ValueError("the classical forecasts are for other steps than these")
+    parts = {f.name: f for f in classical.forecasts if f.ok and f.lower is not None and f.upper is not None}
+    weights = dict(zip(comb.members, comb.member_weights, strict=True))
+    missing = [m for m in comb.models if weights[m] > 0 and m not in parts]
+    guard = "" if comb.guard else guard_reason(pred.mean, [parts[m] for m in comb.models if m in parts])
+    if comb.guard or guard:
+        weights["kernel"] = 0.0
+    for m in missing:
+        weights[m] = 0.0
+    total = sum(weights.values())
+    if total <= 0 or all(w == 0 for m, w in weights.items() if m != "kernel"):
+        why = "; ".join(f.reason or f"{f.name}: {f.status}" for f in classical.forecasts if not f.ok)
+        return FutureForecast(x, labels, pred.mean, k_lo, k_hi, pred.mean, k_lo, k_hi, (("kernel", 1.0),),
+                              conditioned, own + f". The search averaged it with {', '.join(comb.models)}, "
+                              f"whose forecasts of these steps failed ({why}); this is the kernel's alone.")
+    used = [(m, w / total) for m, w in weights.items() if w > 0]
+    means = np.array([pred.mean if m == "kernel" else parts[m].mean for m, _ in used])
+    sds = np.array([pred.std if m == "kernel" else (parts[m].upper - parts[m].lower) / (2 * Z95)
+                    for m, _ in used])
+    w = np.array([wi for _, wi in used])
+    mean = w @ means
+    lo, hi = linear_pool_interval(w, means, sds)
+    members = " + ".join(f"{m} {wi:.2f}" for m, wi in used)
+    pts = min(_members_last(kf) or ds.n, ds.n)
+    extra = ""
+    if guard or comb.guard:
+        extra += f" The kernel is left out: {guard or comb.guard}."
+    if missing:
+        extra += (f" {' and '.join(missing)} had no forecast of these steps: the other members share "
+                  f"{'its' if len(missing) == 1 else 'their'} weight.")
+    note = (f"The search's forecast of the next {h:,} steps: {members}, with the weights the search chose. The "
+            f"kernel is {kernel_how}; the classical members are fitted on the last {pts:,} observed "
+            f"points. The 95 % interval is the weighted mixture of the members' predictive normals.{extra}")
+    return FutureForecast(x, labels, mean, lo, hi, pred.mean, k_lo, k_hi, tuple(used), conditioned, note)
+
+
+def future_members_data(kf: KernelFile, ds: Dataset, horizon: int) -> Dataset:
+    """What the classical members of ``kf``'s combination are fitted on for :func:`forecast_future`:
+    every observed point of ``ds`` (the last :data:`~evocov_core.forecast.beside.LONG_POINTS` where the
+    search fitted its kernel on a subset) with the ``horizon`` future steps as a test part whose y is
+    unknown. A page runs :func:`classical_forecasts` on it in the background."""
+    return _with_future(_observed(ds), future_x(ds, horizon), _members_last(kf))
+
+
+def _members_last(kf: KernelFile) -> int | None:
+    """The last points the classical members see: all (None), or on a long series (its kernel's origin
+    forecasts made with its fitted values) the search's :data:`~evocov_core.forecast.beside.LONG_POINTS`."""
+    from evocov_core.forecast.beside import LONG_POINTS  # the search package imports the model, which this imports
+
+    return None if kf.combination.refitted else LONG_POINTS

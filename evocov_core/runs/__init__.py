@@ -1,0 +1,1 @@
+"""Runs: kernel files, the run record, the SQLite store, background jobs."""
