@@ -203,8 +203,8 @@ def test_local_level_forecast_is_the_kalman_filter():
 
 
 def test_version_one_file_still_loads(tmp_path):
-    """A file written before version 2 (a real one, from bench/results/corpus/quick-39-combine) loads,
-    and written again it becomes version 2 with the same kernel and values."""
+    """A file written before version 2 (a real one, from bench/results/corpus/quick-39-combine, in the git history at
+    27df7e1) loads, and written again it becomes version 2 with the same kernel and values."""
     path = FIXTURES / "kernel_v1.json"
     doc = json.loads(path.read_text())
     assert doc["version"] == 1
