@@ -23,7 +23,7 @@ from dashboard.datasets import (
 from dashboard.format import polish
 from dashboard.search_form import fit_points, fit_points_label
 from dashboard.state import DATASET_KEY, PAGE_SEARCH
-from evocov_core.data import (
+from evocov_core.api import (
     MAX_COLUMNS,
     MAX_FIELD_CHARS,
     MAX_POINTS,

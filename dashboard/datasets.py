@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.state import DATASET_KEY, DEFAULT_DATASET, DEFAULT_TEST_FRACTION, SOURCE_KEY
-from evocov_core.data import (
+from evocov_core.api import (
     MAX_BYTES,
     MAX_POINTS,
     DataError,
@@ -106,7 +106,7 @@ def subset_note(ds: Dataset, fit_points: int) -> str | None:
 
     ``fit_points``: the search setting (:attr:`evocov_core.search.SearchConfig.fit_points`).
     """
-    from evocov_core.fitting.subset import plan_subset
+    from evocov_core.api import plan_subset
 
     plan = plan_subset(ds.n_train, fit_points)
     if plan.exact:

@@ -14,9 +14,18 @@ from typing import Any
 
 import streamlit as st
 
-from evocov_core.fitting.metrics import METRIC_LABELS
-from evocov_core.search import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
-from evocov_core.search.config import GROUPS, settings, with_derived
+from evocov_core.api import (
+    ALGORITHM_LABELS,
+    ALGORITHMS,
+    GROUPS,
+    METRIC_LABELS,
+    PRESETS,
+    ConfigError,
+    SearchConfig,
+    preset,
+    settings,
+    with_derived,
+)
 
 CPUS = os.cpu_count() or 1
 SETTINGS = {name: (typ, meta) for name, typ, meta in settings() if name != "algorithm"}

@@ -17,8 +17,7 @@ from dashboard.state import (
     SEARCH_JOB_KEY,
     SOURCE_KEY,
 )
-from evocov_core.runs.jobs import Job, JobKind, JobSnapshot
-from evocov_core.search import RunStatus
+from evocov_core.api import Job, JobKind, JobSnapshot, RunStatus
 
 
 def page_setup(title: str) -> None:

@@ -25,6 +25,7 @@ normalisation, outputs standardised; :class:`evocov_core.data.Normalisation`).
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -34,14 +35,119 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-if TYPE_CHECKING:  # pragma: no cover - types only
-    from evocov_core.data import Dataset
-    from evocov_core.fitting.model import FittedModel
+if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time :func:`__getattr__` imports them
+    from evocov_core.compute.runners import run_in_daemon_process
+    from evocov_core.compute.timed import one_line
+    from evocov_core.data import (
+        MAX_BYTES,
+        MAX_COLUMNS,
+        MAX_FIELD_CHARS,
+        MAX_POINTS,
+        MAX_ROWS,
+        DataError,
+        Dataset,
+        bundled_datasets,
+        dataset_from_frame,
+        date_columns,
+        guess_columns,
+        load_bundled,
+        numeric_columns,
+        read_table,
+        validate_split,
+    )
+    from evocov_core.fitting.metrics import METRIC_LABELS, METRICS, FitData
+    from evocov_core.fitting.model import FittedModel, ModelAverage
+    from evocov_core.fitting.optimize import FitResult
+    from evocov_core.fitting.seasons import Seasons, infer_seasons, parse_seasons
+    from evocov_core.fitting.subset import DEFAULT_MAX_POINTS, DataSubset, plan_subset
+    from evocov_core.forecast.classical import (
+        DEFAULT_TIME_LIMIT,
+        ClassicalForecasts,
+        classical_forecasts,
+        running_forecasts,
+    )
+    from evocov_core.forecast.combination import Combination
     from evocov_core.language.kernel import Kernel
-    from evocov_core.runs.kernel_file import KernelFile
-    from evocov_core.search import SearchConfig, SearchResult
+    from evocov_core.language.library import GPSS_PUBLISHED, WELL_KNOWN, structure_text
+    from evocov_core.language.simplify import display_latex
+    from evocov_core.runs.counts import (
+        KERNELS_FITTED,
+        KERNELS_FITTED_HELP,
+        SCREENING_FITS,
+        SCREENING_FITS_HELP,
+        fit_counts,
+    )
+    from evocov_core.runs.jobs import Job, JobKind, JobManager, JobSnapshot, JobSpec
+    from evocov_core.runs.kernel_file import (
+        KernelFile,
+        KernelFileError,
+        dump_kernel_file,
+        kernel_file_dict,
+        model_average,
+        model_average_dict,
+        parse_kernel_file,
+    )
+    from evocov_core.runs.run_record import RunRecord
+    from evocov_core.runs.store import RunStore, StoreVersionError, default_data_dir
+    from evocov_core.search import (
+        ALGORITHM_LABELS,
+        ALGORITHMS,
+        PRESETS,
+        ConfigError,
+        EvalRecord,
+        RunStatus,
+        SearchConfig,
+        SearchResult,
+        preset,
+    )
+    from evocov_core.search.config import GROUPS, settings, with_derived
+    from evocov_core.search.select import choice_description
+    from evocov_core.search.wall_time import estimate_wall_time
 
-__all__ = ["Interval", "KernelResult", "load_kernel", "read_series", "search"]
+#: The public names of the layers below, by the module that defines them: what the dashboard and Python
+#: users import from here (``from evocov_core.api import Dataset``), each imported on first use so that
+#: importing this module stays cheap. The same names are imported above for type checkers (a test checks).
+_PUBLIC: dict[str, tuple[str, ...]] = {
+    "evocov_core.compute.runners": ("run_in_daemon_process",),
+    "evocov_core.compute.timed": ("one_line",),
+    "evocov_core.data": (
+        "MAX_BYTES", "MAX_COLUMNS", "MAX_FIELD_CHARS", "MAX_POINTS", "MAX_ROWS", "DataError", "Dataset",
+        "bundled_datasets", "dataset_from_frame", "date_columns", "guess_columns", "load_bundled", "numeric_columns",
+        "read_table", "validate_split",
+    ),
+    "evocov_core.fitting.metrics": ("METRICS", "METRIC_LABELS", "FitData",),
+    "evocov_core.fitting.model": ("FittedModel", "ModelAverage",),
+    "evocov_core.fitting.optimize": ("FitResult",),
+    "evocov_core.fitting.seasons": ("Seasons", "infer_seasons", "parse_seasons",),
+    "evocov_core.fitting.subset": ("DEFAULT_MAX_POINTS", "DataSubset", "plan_subset",),
+    "evocov_core.forecast.classical": (
+        "DEFAULT_TIME_LIMIT", "ClassicalForecasts", "classical_forecasts", "running_forecasts",
+    ),
+    "evocov_core.forecast.combination": ("Combination",),
+    "evocov_core.language.kernel": ("Kernel",),
+    "evocov_core.language.library": ("GPSS_PUBLISHED", "WELL_KNOWN", "structure_text",),
+    "evocov_core.language.simplify": ("display_latex",),
+    "evocov_core.runs.counts": (
+        "KERNELS_FITTED", "KERNELS_FITTED_HELP", "SCREENING_FITS", "SCREENING_FITS_HELP", "fit_counts",
+    ),
+    "evocov_core.runs.jobs": ("Job", "JobKind", "JobManager", "JobSnapshot", "JobSpec",),
+    "evocov_core.runs.kernel_file": (
+        "KernelFile", "KernelFileError", "dump_kernel_file", "kernel_file_dict", "model_average",
+        "model_average_dict", "parse_kernel_file",
+    ),
+    "evocov_core.runs.run_record": ("RunRecord",),
+    "evocov_core.runs.store": ("RunStore", "StoreVersionError", "default_data_dir",),
+    "evocov_core.search": (
+        "ALGORITHMS", "ALGORITHM_LABELS", "PRESETS", "ConfigError", "EvalRecord", "RunStatus", "SearchConfig",
+        "SearchResult", "preset",
+    ),
+    "evocov_core.search.config": ("GROUPS", "settings", "with_derived",),
+    "evocov_core.search.select": ("choice_description",),
+    "evocov_core.search.wall_time": ("estimate_wall_time",),
+}
+_WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
+
+__all__ = ["Interval", "KernelResult", "load_kernel", "read_series", "search", *_WHERE]
 
 Array = NDArray[np.float64]
 
@@ -387,3 +493,17 @@ def _recorded_fraction(kf: KernelFile) -> float:
     tf = kf.scores.get("test_fraction")
     ok = isinstance(tf, (int, float)) and not isinstance(tf, bool) and 0.0 <= tf < 0.5
     return float(tf) if ok else 0.1
+
+
+def __getattr__(name: str) -> object:
+    """A public name of a lower layer (:data:`_PUBLIC`), imported on first use (PEP 562)."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])

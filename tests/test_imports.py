@@ -218,3 +218,40 @@ def test_the_layers_are_the_folders():
     for names in LAYERS[1:-1]:
         for name in names:
             assert (ROOT / "evocov_core" / name / "__init__.py").is_file(), name
+
+
+def _core_imports(files: list[Path]) -> set[str]:
+    """The ``evocov_core`` modules that these files import (every import statement, deferred ones too)."""
+    found: set[str] = set()
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("evocov_core"):
+                found.add(node.module or "")
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name.startswith("evocov_core"))
+    return found
+
+
+def test_the_dashboard_uses_the_front_door_and_the_presentation_layer():
+    """The dashboard imports at most 8 modules of the core: the front door and presentation modules."""
+    files = [*(ROOT / "dashboard").glob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"]
+    used = _core_imports(files)
+    assert len(used) <= 8, sorted(used)
+    assert {m for m in used if m != "evocov_core.api" and not m.startswith("evocov_core.present.")} == set()
+    assert "evocov_core.api" in used  # the check sees the imports
+
+
+def test_the_front_doors_public_names_are_those_it_declares_for_type_checkers():
+    """``evocov_core.api`` names each public name twice (for type checkers, and in the table that its
+    ``__getattr__`` imports from): the two agree, and every name resolves to its module's object."""
+    import evocov_core.api as api
+
+    tree = ast.parse((ROOT / "evocov_core" / "api.py").read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    declared = {(n.module, a.name) for n in block.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    table = {(m, name) for m, names in api._PUBLIC.items() for name in names}
+    assert declared == table
+    for module, name in sorted(table):
+        assert getattr(api, name) is getattr(importlib.import_module(module), name), name
+    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+        api.nonsense  # noqa: B018
