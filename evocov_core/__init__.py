@@ -1,48 +1,8 @@
 """EvoCov: evolving Gaussian-process kernels from elementary mathematical expressions.
 
-The package knows nothing of the dashboard. Modules, one idea each:
-
-``grammar``      the typed primitive set (paper Table 2, optionally ABCD's change point and
-                 change window), one record per operator (types, how it is written, the
-                 roles of its hyperparameters), and random generation (Algorithm 2)
-``kernel``       the immutable Kernel value, its canonical / infix / LaTeX forms, slot roles
-``evaluate``     the stack evaluator, one table entry per operator: K, diag(K), dK/dθ
-``simplify``     a readable equivalent of a kernel for display (SymPy)
-``decompose``    additive components of a fitted kernel, their posteriors and sentences
-``report_html``  the self-contained HTML report of a kernel file on a data set
-``library``      well-known kernels (Table 1) and GPSS base kernels in the grammar
-``psd``          the fast empirical PSD check (section 4.1.2)
-``data``         datasets, CSV validation, the train/test split, normalisation
-``gp``           Cholesky with an explicit jitter policy, LML and gradient, posterior
-``metrics``      LML, LOOCV, posterior LML, SoPL, RMSE (section 6.3); coverage, CRPS and
-                 the interval score of a forecast
-``optimize``     hyperparameter fitting with restarts and inheritance -> FitResult
-``scoring``      BIC (eq. 7)
-``variation``    crossover, the four mutations, bloat control (section 4.2)
-``spectrum``     periodogram peaks for the starting frequencies of periodic slots
-``averaging``    Bayesian model averaging of fitted kernels (predictive mixture)
-``model``        predictions of a fitted kernel or a model average in the data's units
-``kernel_file``  versioned JSON kernel files and their safe parser
-``parallel``     where work runs in parallel and how its processes are set up (one BLAS
-                 thread): serial / process-pool / Dask runners and fit executors; it re-exports
-                 ``parallel_setup``, ``parallel_runners``, ``parallel_timed`` (calls with time
-                 limits), ``parallel_fits`` (executors) and ``parallel_measure``
-``dask_setup``   ships the package to a Dask cluster that has only the dependencies
-``search``       EvoCov, Random Search, Go With The First, GPSS baseline, the mutation
-                 explorer, and what a budgeted search adds (package)
-``store``        the SQLite run store;  ``jobs``: background runs for the dashboard
-``run_record``   the frozen, typed record of one run that the store hands back
-``provenance``   the git commit (and dirty flag) recorded beside every result
-``figures``      chart data and Plotly figures;  ``cli``: the command line
-``baselines``    reference kernels fitted on the user's data (SE, GPSS, fixed structures) and
-                 the report's comparison with them
-``seasons``      season lengths in steps, read from the x spacing (or the periodogram)
-``classical``    classical forecasters (statsforecast) with time limits, in a child process
-``compare``      one table of test-part forecasts: the kernel, GP baselines, classical models
-``benchmarks``   the paper's tables, the accuracy benchmark, GPSS's published kernels and
-                 their reports (package)
-``api``          the front door below;  ``sklearn``: :class:`EvoCovRegressor` and the export of a
-                 kernel as a scikit-learn ``Kernel``
+The package knows nothing of the dashboard. It is layered, one folder a layer (compute, data,
+language, fitting, search, forecast, runs, present, and the front door on top); the module map is in
+``docs/design.md`` ("The package").
 
 The front door (``docs/api.md``), imported on first use so that ``import evocov_core`` stays cheap::
 

@@ -256,7 +256,7 @@ def test_cli_on_a_cluster_missing_a_dependency_fails_in_one_line(tmp_path):
     assert out.returncode == 2, out.stderr
     errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in out.stderr, out.stderr
-    assert "cannot import the shipped evocov_core.parallel (ImportError: this deap is broken)" in errors[0]
+    assert "cannot import the shipped evocov_core.fitting.fits (ImportError: this deap is broken)" in errors[0]
     assert "pip install -r requirements.txt" in errors[0]
     assert not (tmp_path / "best.json").exists()
 

@@ -1,4 +1,5 @@
-"""evocov_core.parallel, the one place that starts and sets up processes.
+"""evocov_core.compute (and the kernel-fit executors of evocov_core.fitting.fits): the one place that starts and sets
+up processes.
 
 Executors: per-task seeds make serial, process-pool and Dask runs give identical fits in task
 order; stages; stopping; errors raised in workers; make_executor. Runners: any module-level

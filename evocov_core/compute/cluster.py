@@ -11,7 +11,7 @@ A scheduler and workers started with ``dask scheduler`` / ``dask worker`` know n
    and every worker that joins later, puts the zip first on its ``sys.path`` and imports
    ``evocov_core`` from it. Modules of another version that a long-lived worker imported
    before are forgotten first, so a worker never mixes two versions;
-3. it imports ``evocov_core.parallel`` (or the modules the tasks need) on every worker and
+3. it imports ``evocov_core.fitting.fits`` (or the modules the tasks need) on every worker and
    reports a failure in one line.
 
 The scheduler never needs the package. distributed unpickles task graphs on the scheduler
@@ -45,7 +45,7 @@ __all__ = [
     "version_problems",
 ]
 
-#: Packages a kernel fit imports on a worker (``evocov_core.parallel`` and what it imports).
+#: Packages a kernel fit imports on a worker (``evocov_core.fitting.fits`` and what it imports).
 WORKER_PACKAGES = ("numpy", "scipy", "pandas", "deap", "threadpoolctl")
 
 #: Packages whose major.minor version must match this machine's: arrays pickled by numpy 2

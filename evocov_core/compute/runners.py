@@ -1,7 +1,7 @@
 """Runners: ``fn(item)`` for many items, in this process, a local process pool or on Dask; one call
 in a daemon process.
 
-Part of :mod:`evocov_core.parallel` (which re-exports every name; its docstring describes the layers).
+Part of :mod:`evocov_core.compute`, the one place that starts and sets up processes.
 :class:`SerialRunner` (this process), :class:`PoolRunner` (a local ``spawn`` process pool),
 :class:`DaskRunner` (Dask distributed); :func:`make_runner` picks one. :func:`run_in_daemon_process`
 runs one call in a daemon process, as a Future.
@@ -201,7 +201,7 @@ class DaskRunner(_Closes):
     Without either, or with ``address="local"``, starts a ``LocalCluster`` of ``workers``
     single-threaded processes. The workers need this package's dependencies, not the package:
     ``ship`` (default) uploads it to them (:func:`~evocov_core.compute.cluster.ship_package`, which
-    checks that they can import :mod:`evocov_core.parallel` and ``modules``) and calls reach the scheduler as
+    checks that they can import :mod:`evocov_core.fitting.fits` and ``modules``) and calls reach the scheduler as
     bytes, so it needs nothing of ours either.
 
     Raises

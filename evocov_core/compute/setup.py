@@ -1,6 +1,6 @@
 """How a process that evaluates kernels is set up: one BLAS thread and glibc malloc thresholds.
 
-Part of :mod:`evocov_core.parallel` (which re-exports every name): every process this package starts
+Part of :mod:`evocov_core.compute`, the one place that starts and sets up processes: every process this package starts
 runs :func:`prepare_process` first, and so does every entry point that evaluates kernels in its own
 process (the CLI, the benchmarks, the tests).
 """

@@ -1,6 +1,6 @@
 """Calls with time limits, one after another in a child process that is killed when a call outlives its limit.
 
-Part of :mod:`evocov_core.parallel` (which re-exports every name): :func:`run_with_time_limits` runs
+Part of :mod:`evocov_core.compute`, the one place that starts and sets up processes: :func:`run_with_time_limits` runs
 the classical forecasters of :mod:`evocov_core.forecast.classical`.
 """
 

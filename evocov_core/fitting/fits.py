@@ -1,6 +1,6 @@
 """Kernel-fit executors: :class:`Task`\\ s fitted on top of a runner, each with its own seed.
 
-Part of :mod:`evocov_core.parallel` (which re-exports every name; its docstring describes the layers):
+They run on the runners of :mod:`evocov_core.compute.runners`:
 :class:`SerialExecutor`, :class:`ProcessExecutor`, :class:`DaskExecutor`, :func:`make_executor`.
 """
 

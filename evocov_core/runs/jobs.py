@@ -5,7 +5,7 @@ The dashboard never runs a search in its own script thread. It submits a
 thread over the core package (the thread never touches Streamlit), writes every
 generation to the :class:`~evocov_core.runs.store.RunStore`, and keeps a live
 :class:`JobSnapshot` that pages poll. Kernel fits run in worker processes (see
-:mod:`evocov_core.parallel`), each run with its own seeds, so concurrent runs in one
+:mod:`evocov_core.fitting.fits`), each run with its own seeds, so concurrent runs in one
 server do not change each other's results.
 
 At most ``max_concurrent`` jobs run at once (default: one per core); the rest wait in
