@@ -1,6 +1,6 @@
 """External commands: a short one's output, and a long one's wall time and peak memory of its process tree.
 
-Part of :mod:`evocov_core.compute`, the one place that starts and sets up processes: 
+Part of :mod:`evocov_core.compute`, the one place that starts and sets up processes:
 :func:`command_output` reads the git commit (:mod:`evocov_core.compute.provenance`), :func:`run_measured`
 the long-series benchmark's trials.
 """
