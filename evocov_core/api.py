@@ -432,7 +432,7 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
     RuntimeError
         No kernel could be fitted (or none within the time budget).
     """
-    from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict, parse_kernel_file
+    from evocov_core.runs.kernel_file import dump_kernel_file, parse_kernel_file, search_kernel_file
     from evocov_core.search import ConfigError, search_data
     from evocov_core.search import preset as make_preset
     from evocov_core.search.config import SearchConfig, with_derived
@@ -450,13 +450,7 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
     if best is None or not best.ok:
         raise RuntimeError("no kernel could be fitted on these data"
                            + (" within the time budget" if config.time_budget > 0 else ""))
-    doc = kernel_file_dict(best, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
-                           test_fraction=ds.test_fraction, calibration=result.calibration,
-                           combination=result.combination,
-                           extra_scores={"algorithm": config.algorithm, "seed": seed,
-                                         "seconds": round(result.elapsed, 3),
-                                         "evaluations": result.n_evaluations},
-                           run=run_record(result, config, seed))
+    doc = search_kernel_file(result, ds, seed=seed, config=config)
     text = dump_kernel_file(doc)
     return KernelResult(parse_kernel_file(text), ds, text, result, config, seed)
 

@@ -519,3 +519,25 @@ def test_a_long_series_search_combines_with_its_own_members(long_series):
     with search_executor(data, cfg, workers=1) as ex:  # no long_combine: the kernel's own, nothing said
         alone = search_and_forecast(data, dataclasses.replace(cfg, long_combine=()), seed=0, executor=ex, dataset=ds)
     assert alone.combination == Combination()
+
+
+def test_one_writer_makes_the_search_kernel_file(searched):
+    """``search_kernel_file`` is what the CLI, jobs and the front door write: the forecast's combination
+    and test RMSE, the calibration, the counts, and a run record that replays the search."""
+    from evocov_core.runs.counts import count_scores
+    from evocov_core.runs.kernel_file import parse_kernel_file, search_kernel_file
+    from evocov_core.search.replay import replay_inputs
+
+    ds, _, cfg, res = searched
+    doc = search_kernel_file(res, ds, seed=0, config=cfg, extra_scores={"seconds": 1.5})
+    kf = parse_kernel_file(dump_kernel_file(doc))
+    assert kf.combination == res.combination and kf.calibration == res.calibration
+    assert kf.scores["seconds"] == 1.5 and kf.scores["seed"] == 0 and kf.scores["algorithm"] == "evocov"
+    assert {k: kf.scores[k] for k in count_scores(res)} == count_scores(res)
+    assert ("forecast_test_rmse" in kf.scores) == res.combination.combined
+    config, seed, _ = replay_inputs(kf.run)
+    assert config == cfg and seed == 0
+    plain = search_kernel_file(res, ds, seed=0)  # no settings: no run record
+    assert plain.get("run") is None
+    with pytest.raises(ValueError, match="no fitted kernel"):
+        search_kernel_file(dataclasses.replace(res, best=None), ds, seed=0)

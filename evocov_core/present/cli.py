@@ -338,10 +338,9 @@ def _replay_setup(args: argparse.Namespace):
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from evocov_core.runs.counts import count_scores, fit_counts
-    from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict
+    from evocov_core.runs.counts import fit_counts
+    from evocov_core.runs.kernel_file import dump_kernel_file, search_kernel_file
     from evocov_core.search import search_data
-    from evocov_core.search.replay import run_record
 
     t0 = time.perf_counter() - process_seconds()  # the budget counts from the process start
     kf = log = None
@@ -380,18 +379,9 @@ def cmd_search(args: argparse.Namespace) -> int:
             raise CliError(f"no kernel was fitted within the {config.time_budget:g} s time budget, of which starting "
                            f"and reading the data took {ready:.1f} s: raise --time-budget")
         raise CliError("no kernel could be fitted on these data")
-    from evocov_core.forecast.beside import forecast_test_rmse
-
-    forecast_rmse = forecast_test_rmse(result, ds) if result.combination.combined else None
-    doc = kernel_file_dict(best, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
-                           test_fraction=ds.test_fraction, calibration=result.calibration,
-                           combination=result.combination,
-                           extra_scores={"algorithm": config.algorithm, "seed": seed,
-                                         "seconds": round(time.perf_counter() - t0, 3),
-                                         "evaluations": result.n_evaluations, **count_scores(result),
-                                         **({"forecast_test_rmse": forecast_rmse} if forecast_rmse is not None
-                                            else {})},
-                           run=run_record(result, run_config, seed))
+    # The command's seconds run from its start (reading the data and starting up included).
+    doc = search_kernel_file(result, ds, seed=seed, config=run_config,
+                             extra_scores={"seconds": round(time.perf_counter() - t0, 3)})
     if args.out is not None:
         _write_text(args.out, dump_kernel_file(doc))
     if args.records:
@@ -419,7 +409,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(calibrated)
     combined = result.combination.describe()
     if combined:
-        print(combined + (f" Its test RMSE: {forecast_rmse:.6g}." if forecast_rmse is not None else ""))
+        rmse = doc["scores"].get("forecast_test_rmse")
+        print(combined + (f" Its test RMSE: {rmse:.6g}." if rmse is not None else ""))
     wrote = f"; wrote {args.out}" if args.out is not None else ""
     print(f"{fit_counts(result).describe()} in {time.perf_counter() - t0:.1f} s{wrote}")
     if kf is not None:

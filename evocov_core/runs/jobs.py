@@ -28,16 +28,13 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from evocov_core.data import Dataset
-from evocov_core.fitting.calibration import Calibration
 from evocov_core.fitting.fits import make_executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.model import FittedModel
 from evocov_core.fitting.optimize import FitResult
-from evocov_core.forecast.beside import forecast_test_rmse
-from evocov_core.forecast.combination import Combination
 from evocov_core.forecast.stage import search_and_forecast
 from evocov_core.runs.counts import FitCounts, fit_counts
-from evocov_core.runs.kernel_file import kernel_file_dict
+from evocov_core.runs.kernel_file import kernel_file_dict, search_kernel_file
 from evocov_core.runs.store import RunStore
 from evocov_core.search import SearchConfig, explore_mutations, search_executor
 from evocov_core.search.common import EvalRecord, GenerationStats, Progress, RunStatus
@@ -169,13 +166,12 @@ class Job:
         return self.done_event.wait(timeout)
 
 
-def _best_doc(fit: FitResult | None, ds: Dataset, extra: dict | None = None,
-              calibration: Calibration | None = None, combination: Combination | None = None) -> dict | None:
+def _best_doc(fit: FitResult | None, ds: Dataset, extra: dict | None = None) -> dict | None:
+    """The kernel file of a kernel met during a run (the best so far, a base, a model average's member)."""
     if fit is None or not fit.ok:
         return None
     return kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
-                            test_fraction=ds.test_fraction, extra_scores=extra, calibration=calibration,
-                            combination=combination)
+                            test_fraction=ds.test_fraction, extra_scores=extra)
 
 
 class JobManager:
@@ -292,21 +288,21 @@ class JobManager:
             self.store.add_generation(job.id, p.stats, p.evaluated, p.n_evaluations, doc)
 
     def _finish(self, job: Job, status: RunStatus, best: FitResult | None, elapsed: float | None, n_eval: int | None,
-                error: str = "", calibration: Calibration | None = None,
-                forecast: tuple[Combination, float | None] | None = None, counts: FitCounts | None = None) -> None:
+                error: str = "", counts: FitCounts | None = None, doc: dict | None = None) -> None:
+        """Store how the run ended. ``doc``: the search's kernel file (:func:`search_kernel_file`); without it,
+        the best kernel so far is stored (a failed or interrupted run)."""
         # The store first: a page that sees the job ended must find its best kernel stored
         # (it offers "Open in Results" only then, and does not poll an ended job again).
         try:
             if self.store is not None:
-                combination, rmse = forecast if forecast is not None else (None, None)
-                extra = {"forecast_test_rmse": rmse} if rmse is not None else {}
                 run_extra = dict(job.extra)
+                extra = {}
                 if counts is not None and job.spec.kind is JobKind.SEARCH:
                     # One count everywhere (evocov_core.runs.counts): the kernel file and the run say the same.
                     extra.update(counts.to_scores())
                     run_extra["n_screen_fits"] = counts.screening_fits
-                doc = (_best_doc(best, job.spec.dataset, extra or None, calibration=calibration,
-                                 combination=combination) if job.spec.kind is JobKind.SEARCH else None)
+                if doc is None and job.spec.kind is JobKind.SEARCH:
+                    doc = _best_doc(best, job.spec.dataset, extra or None)
                 self.store.finish_run(job.id, status, best_doc=doc, elapsed=elapsed, n_evaluations=n_eval,
                                       error=error or None, extra=run_extra or None)
         finally:
@@ -359,13 +355,10 @@ class JobManager:
             with job.lock:
                 job.best = res.best if spec.kind is JobKind.SEARCH else job.best
             status = RunStatus.INTERRUPTED if (res.status == RunStatus.CANCELLED and self._closing) else res.status
-            forecast = None
-            if spec.kind is JobKind.SEARCH:
-                rmse = forecast_test_rmse(res, spec.dataset) if res.combination.combined else None
-                forecast = (res.combination, rmse)
-            self._finish(job, status, res.best, res.elapsed, res.n_evaluations,
-                         calibration=res.calibration if spec.kind is JobKind.SEARCH else None, forecast=forecast,
-                         counts=fit_counts(res))
+            doc = None
+            if spec.kind is JobKind.SEARCH and res.best is not None and res.best.ok:
+                doc = search_kernel_file(res, spec.dataset, seed=spec.seed, config=spec.config)
+            self._finish(job, status, res.best, res.elapsed, res.n_evaluations, counts=fit_counts(res), doc=doc)
         except Exception as exc:  # a job must never take the server down
             p = job.progress
             elapsed = p.elapsed if p else None

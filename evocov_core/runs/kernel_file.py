@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -60,6 +60,10 @@ from evocov_core.forecast.combination import Combination
 from evocov_core.language.grammar import DEFAULT_N_HYPER
 from evocov_core.language.kernel import Kernel, slot_roles
 from evocov_core.language.parse import MAX_DEPTH, MAX_NODES, KernelFileError, clipped, parse_expression
+
+if TYPE_CHECKING:  # pragma: no cover - types only
+    from evocov_core.search.common import SearchResult
+    from evocov_core.search.config import SearchConfig
 
 __all__ = [
     "AVERAGE_FORMAT",
@@ -80,6 +84,7 @@ __all__ = [
     "parse_expression",
     "parse_kernel_file",
     "parse_model_average",
+    "search_kernel_file",
 ]
 
 FORMAT = "evocov-kernel"
@@ -398,6 +403,53 @@ def load_kernel_file(path: str | Path) -> KernelFile:
 
 def _finite_or_none(v: float | None) -> float | None:
     return None if v is None or not math.isfinite(v) else float(v)
+
+
+def search_kernel_file(result: SearchResult, ds: Dataset, *, seed: int, config: SearchConfig | None = None,
+                       extra_scores: dict | None = None) -> dict:
+    """The kernel file of a search's returned kernel: the one writer for the CLI, background jobs, the
+    front door and the benchmarks.
+
+    It holds the fit, the interval calibration, the forecast's combination and its test RMSE (when
+    the forecast is combined), the counts of fits (:mod:`evocov_core.runs.counts`), the algorithm,
+    seed and evaluations, and with ``config`` the run record that replays the search
+    (:func:`~evocov_core.search.replay.run_record`).
+
+    Parameters
+    ----------
+    result : SearchResult
+        A :class:`~evocov_core.forecast.stage.ForecastResult` gives the combination; a plain search
+        result the kernel's own forecast. Its ``best`` must be a fitted kernel.
+    ds : Dataset
+        The data set the search ran on (its name, split and normalisation are recorded).
+    seed : int
+    config : SearchConfig, optional
+        The settings it ran with (``result.settings`` names them too, but not as a config).
+    extra_scores : dict, optional
+        Further scores a caller records (they win over the ones above).
+
+    Raises
+    ------
+    ValueError
+        The result has no fitted kernel.
+    """
+    from evocov_core.forecast.beside import forecast_test_rmse
+    from evocov_core.runs.counts import count_scores
+    from evocov_core.search.replay import run_record
+
+    best = result.best
+    if best is None or not best.ok:
+        raise ValueError("the search returned no fitted kernel")
+    combination = getattr(result, "combination", None)
+    scores: dict[str, Any] = {"algorithm": result.algorithm, "seed": int(seed), "seconds": round(result.elapsed, 3),
+                              "evaluations": result.n_evaluations, **count_scores(result)}
+    rmse = forecast_test_rmse(result, ds) if combination is not None and combination.combined else None
+    if rmse is not None and math.isfinite(rmse):
+        scores["forecast_test_rmse"] = rmse
+    scores.update(extra_scores or {})
+    return kernel_file_dict(best, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
+                            test_fraction=ds.test_fraction, calibration=result.calibration, combination=combination,
+                            extra_scores=scores, run=run_record(result, config, seed) if config is not None else None)
 
 
 def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dataset: str | None = None,
