@@ -56,9 +56,8 @@ from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_
 from evocov_core.benchmarks.long import load_long
 from evocov_core.data import Dataset
 from evocov_core.fitting.metrics import rmse
-from evocov_core.forecast.beside import guard_reason
 from evocov_core.forecast.classical import ClassicalForecast, classical_forecasts
-from evocov_core.forecast.combination import KERNEL, POWER, inverse_error_weights, weigh_members
+from evocov_core.forecast.combination import KERNEL, POWER, guard_reason, inverse_error_weights, weigh_members
 from evocov_core.runs.kernel_file import load_kernel_file
 
 #: The classical models fitted at every origin, unless ``--models`` says otherwise.

@@ -43,9 +43,9 @@ from evocov_core.benchmarks.common import load_series
 from evocov_core.fitting.metrics import FitData, rmse
 from evocov_core.fitting.model import FittedModel
 from evocov_core.fitting.seasons import infer_seasons
-from evocov_core.forecast.beside import ORIGIN_TIME_LIMIT, guard_reason, origin_datasets
+from evocov_core.forecast.beside import ORIGIN_TIME_LIMIT, origin_datasets
 from evocov_core.forecast.classical import classical_forecasts_many
-from evocov_core.forecast.combination import KERNEL, SHORT_KERNEL_WEIGHT
+from evocov_core.forecast.combination import KERNEL, SHORT_KERNEL_WEIGHT, guard_reason
 from evocov_core.language.evaluate import Inputs, covariance
 from evocov_core.runs.kernel_file import load_kernel_file
 from evocov_core.search.validate import DEFAULT_ORIGINS, origin_windows

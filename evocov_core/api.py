@@ -299,7 +299,7 @@ class KernelResult:
         Interval
             Mean, standard deviation and 95 % interval of a new observation, each of shape (m,).
         """
-        from evocov_core.present.compare import Z95
+        from evocov_core.fitting.metrics import Z95
 
         ds = self._data()
         pred = self.model.predict(ds.X_train, ds.y_train, x)
@@ -327,7 +327,7 @@ class KernelResult:
             ``x`` of shape (h, 1) continues the data's step; ``mean``, ``std``, ``lower``, ``upper``
             of shape (h,).
         """
-        from evocov_core.present.compare import Z95
+        from evocov_core.fitting.metrics import Z95
         from evocov_core.present.future import forecast_future
 
         kw = {} if time_limit is None else {"time_limit": time_limit}

@@ -23,7 +23,6 @@ from evocov_core.forecast.beside import (
     combined_test_mean,
     eligibility,
     forecast_test_rmse,
-    guard_reason,
     kernel_test_mean,
     origin_datasets,
 )
@@ -39,6 +38,7 @@ from evocov_core.forecast.combination import (
     MIN_WEIGHT,
     SHORT_KERNEL_WEIGHT,
     Combination,
+    guard_reason,
     interval_excess,
     inverse_error_weights,
     weigh_members,

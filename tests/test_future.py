@@ -17,7 +17,7 @@ from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import OptimConfig, fit_kernel
 from evocov_core.fitting.seasons import Seasons
 from evocov_core.forecast.classical import ClassicalForecast, ClassicalForecasts
-from evocov_core.forecast.combination import Combination
+from evocov_core.forecast.combination import Combination, linear_pool_interval
 from evocov_core.language.library import compose
 from evocov_core.present.future import (
     default_horizon,
@@ -25,7 +25,6 @@ from evocov_core.present.future import (
     future_labels,
     future_members_data,
     future_x,
-    linear_pool_interval,
 )
 from evocov_core.runs.kernel_file import kernel_file_dict, parse_kernel_file
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import solve_triangular
-from scipy.special import ndtr
+from scipy.special import ndtr, ndtri
 
 from evocov_core.data import Dataset, Normalisation, split_mask
 from evocov_core.fitting.gp import LOG_2PI, factorize, inverse_from_factor, lml, lml_and_grad
@@ -56,6 +56,7 @@ __all__ = [
     "GRADIENT_METRICS",
     "METRICS",
     "SPLIT_METRICS",
+    "Z95",
     "FitData",
     "coverage",
     "crps_normal",
@@ -65,6 +66,9 @@ __all__ = [
     "metric_value",
     "rmse",
 ]
+
+#: The normal quantile of a central 95 % interval.
+Z95 = float(ndtri(0.975))
 
 Array = NDArray[np.float64]
 

@@ -36,21 +36,20 @@ from evocov_core.data import Dataset
 from evocov_core.fitting.metrics import FitData, rmse
 from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult
 from evocov_core.fitting.seasons import infer_seasons
-from evocov_core.forecast.classical import ClassicalForecast, ClassicalForecasts, classical_forecasts_many
+from evocov_core.forecast.classical import ClassicalForecasts, classical_forecasts_many
 from evocov_core.forecast.combination import (
-    GUARD_HALF_WIDTHS,
     KERNEL,
     POWER,
     SHORT_KERNEL_WEIGHT,
     Combination,
-    interval_excess,
+    guard_reason,
     weigh_members,
 )
 from evocov_core.search.common import SearchResult
 from evocov_core.search.validate import DEFAULT_ORIGINS, OriginScores, origin_masks, origin_windows
 
 __all__ = ["LONG_POINTS", "ORIGIN_TIME_LIMIT", "ClassicalBeside", "combined_test_mean", "eligibility",
-           "forecast_test_rmse", "guard_reason", "kernel_test_mean",
+           "forecast_test_rmse", "kernel_test_mean",
            "origin_datasets"]
 
 #: Seconds each classical model may take on each data set (the whole training part and each
@@ -260,24 +259,6 @@ class ClassicalBeside:
                 m = None
             out.append(m if m is not None and np.all(np.isfinite(m)) else None)
         return out
-
-
-def guard_reason(kernel_mean: np.ndarray | None, classical: Sequence[ClassicalForecast]) -> str:
-    """Why the kernel's forecast ``kernel_mean`` (shape (h,), original units) is left out of the
-    combination: it lies more than :data:`~evocov_core.forecast.combination.GUARD_HALF_WIDTHS` half-widths
-    outside the union of the ``classical`` forecasts' 95 % intervals at some step. Empty when it does
-    not, or when there is nothing to check it against."""
-    bands = [f for f in classical if f.lower is not None and f.upper is not None
-             and np.shape(f.lower) == np.shape(f.upper) == np.shape(kernel_mean)]
-    if kernel_mean is None or not bands:
-        return ""
-    excess, step = interval_excess(kernel_mean, [f.lower for f in bands], [f.upper for f in bands])
-    if not excess > GUARD_HALF_WIDTHS:
-        return ""
-    by = "with no finite value" if not np.isfinite(excess) else f"by {excess:.3g} half-widths"
-    names = " and ".join(f"{f.name}'s" for f in bands)
-    return (f"the kernel's forecast leaves {names} 95 % intervals {by} at step {step + 1} of "
-            f"{np.size(kernel_mean)}")
 
 
 def combined_test_mean(combination: Combination, kernel_mean: np.ndarray,

@@ -51,11 +51,25 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.special import ndtr
 
-from evocov_core.forecast.classical import MODELS
+from evocov_core.fitting.metrics import Z95
+from evocov_core.forecast.classical import MODELS, ClassicalForecast
 
-__all__ = ["GUARD_HALF_WIDTHS", "KERNEL", "MIN_WEIGHT", "POWER", "SHORT_KERNEL_WEIGHT", "Combination",
-           "interval_excess", "inverse_error_weights", "weigh_members"]
+__all__ = [
+    "GUARD_HALF_WIDTHS",
+    "KERNEL",
+    "MIN_WEIGHT",
+    "POWER",
+    "SHORT_KERNEL_WEIGHT",
+    "Combination",
+    "Pooled",
+    "guard_reason",
+    "interval_excess",
+    "inverse_error_weights",
+    "linear_pool_interval",
+    "weigh_members",
+]
 
 Array = NDArray[np.float64]
 
@@ -175,6 +189,38 @@ class Combination:
             return None
         return np.einsum("i,ij->j", w[w > 0], np.array(used))
 
+    def pool(self, kernel_mean: Array, kernel_sd: Array, members: Sequence[ClassicalForecast]) -> Pooled:
+        """The search's forecast at steps past its test part (the future): the kernel's predictive normal
+        (``kernel_mean``, ``kernel_sd`` of shape (h,)) and the members' forecasts of the same steps, pooled
+        with this combination's weights as a mixture of normals (a member's sd read off its 95 % interval).
+
+        The weights are the search's; at these steps the kernel is left out where the search's guard left
+        it out, or where its forecast leaves the members' intervals (the same guard, on these steps); a
+        member without a forecast here gives its weight to the others; if no member is left, the forecast
+        is the kernel's alone.
+        """
+        mean = np.asarray(kernel_mean, dtype=np.float64)
+        sd = np.asarray(kernel_sd, dtype=np.float64)
+        k_lo, k_hi = mean - Z95 * sd, mean + Z95 * sd
+        parts = {f.name: f for f in members if f.ok and f.lower is not None and f.upper is not None}
+        weights = dict(zip(self.members, self.member_weights, strict=True))
+        missing = tuple(m for m in self.models if weights[m] > 0 and m not in parts)
+        left_out = self.guard or guard_reason(mean, [parts[m] for m in self.models if m in parts])
+        if left_out:
+            weights[KERNEL] = 0.0
+        for m in missing:
+            weights[m] = 0.0
+        total = sum(weights.values())
+        if total <= 0 or all(w == 0 for m, w in weights.items() if m != KERNEL):
+            why = "; ".join(f.reason or f"{f.name}: {f.status}" for f in members if not f.ok)
+            return Pooled(mean, k_lo, k_hi, ((KERNEL, 1.0),), failed=why or "no member has a forecast")
+        used = tuple((m, w / total) for m, w in weights.items() if w > 0)
+        means = np.array([mean if m == KERNEL else parts[m].mean for m, _ in used])
+        sds = np.array([sd if m == KERNEL else (parts[m].upper - parts[m].lower) / (2 * Z95) for m, _ in used])
+        w = np.array([wi for _, wi in used])
+        lo, hi = linear_pool_interval(w, means, sds)
+        return Pooled(w @ means, lo, hi, used, left_out=left_out, missing=missing)
+
     def describe(self) -> str | None:
         """One sentence for a page or a report; None when no combination was asked for."""
         if self.reason and not self.combined:
@@ -259,6 +305,65 @@ class Combination:
                    held)
 
 
+def linear_pool_interval(weights: Array, means: Array, sds: Array, level: float = 0.95) -> tuple[Array, Array]:
+    """The central ``level`` interval of a weighted mixture of normals, step by step.
+
+    Parameters
+    ----------
+    weights : ndarray of shape (k,)
+        Non-negative, summing to 1.
+    means, sds : ndarray of shape (k, h)
+        Each member's predictive normal; an sd of 0 is a point mass.
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (h,)
+    """
+    w = np.asarray(weights, dtype=np.float64)[:, None]
+    mu, sd = np.asarray(means, dtype=np.float64), np.maximum(np.asarray(sds, dtype=np.float64), 1e-300)
+
+    def quantile(p: float) -> Array:
+        lo = (mu - 10 * sd).min(axis=0)
+        hi = (mu + 10 * sd).max(axis=0)
+        for _ in range(200):  # bisection on the mixture's CDF, which is monotone; 200 halvings reach 1 ulp
+            mid = 0.5 * (lo + hi)
+            below = (w * ndtr((mid - mu) / sd)).sum(axis=0) < p
+            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        return 0.5 * (lo + hi)
+
+    tail = 0.5 * (1 - level)
+    return quantile(tail), quantile(1 - tail)
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """The search's forecast at some steps: its members' predictive normals pooled with the search's
+    weights (:meth:`Combination.pool`).
+
+    Attributes
+    ----------
+    mean, lower, upper : ndarray of shape (h,)
+        The mixture's mean and central 95 % interval, original units.
+    weights : tuple of (str, float)
+        The members used and their weights (summing to 1): the kernel alone when nothing else is left.
+    left_out : str
+        Why the kernel is left out at these steps (the search's guard, or the guard on these steps); empty
+        when it is not.
+    missing : tuple of str
+        Members the search weighed that have no forecast of these steps (their weight is shared out).
+    failed : str
+        Why the classical members all failed (the forecast is then the kernel's alone); empty otherwise.
+    """
+
+    mean: Array
+    lower: Array
+    upper: Array
+    weights: tuple[tuple[str, float], ...]
+    left_out: str = ""
+    missing: tuple[str, ...] = ()
+    failed: str = ""
+
+
 def inverse_error_weights(sse: Sequence[float], power: float = POWER) -> Array:
     """Weights proportional to ``sse ** -power`` (shape (k,), summing to 1).
 
@@ -293,6 +398,24 @@ def interval_excess(mean: Array, lower: Sequence[Array], upper: Sequence[Array])
     out = np.where(np.isfinite(lo) & np.isfinite(hi), out, 0.0)  # no interval at that step: nothing to say
     step = int(np.argmax(out))
     return (float(out[step]), step) if out[step] > 0 else (0.0, -1)
+
+
+def guard_reason(kernel_mean: np.ndarray | None, classical: Sequence[ClassicalForecast]) -> str:
+    """Why the kernel's forecast ``kernel_mean`` (shape (h,), original units) is left out of the
+    combination: it lies more than :data:`~evocov_core.forecast.combination.GUARD_HALF_WIDTHS` half-widths
+    outside the union of the ``classical`` forecasts' 95 % intervals at some step. Empty when it does
+    not, or when there is nothing to check it against."""
+    bands = [f for f in classical if f.lower is not None and f.upper is not None
+             and np.shape(f.lower) == np.shape(f.upper) == np.shape(kernel_mean)]
+    if kernel_mean is None or not bands:
+        return ""
+    excess, step = interval_excess(kernel_mean, [f.lower for f in bands], [f.upper for f in bands])
+    if not excess > GUARD_HALF_WIDTHS:
+        return ""
+    by = "with no finite value" if not np.isfinite(excess) else f"by {excess:.3g} half-widths"
+    names = " and ".join(f"{f.name}'s" for f in bands)
+    return (f"the kernel's forecast leaves {names} 95 % intervals {by} at step {step + 1} of "
+            f"{np.size(kernel_mean)}")
 
 
 def weigh_members(kernel: Sequence[Array | None], classical: Sequence[Mapping[str, Array | None]],

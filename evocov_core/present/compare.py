@@ -33,12 +33,11 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy.special import ndtri
 
 from evocov_core.compute.timed import one_line
 from evocov_core.data import Dataset
 from evocov_core.fitting.gp import NumericalFailure
-from evocov_core.fitting.metrics import coverage, crps_normal, interval_score, rmse
+from evocov_core.fitting.metrics import Z95, coverage, crps_normal, interval_score, rmse
 from evocov_core.fitting.model import FittedModel, ModelAverage
 from evocov_core.forecast.classical import (
     DEFAULT_TIME_LIMIT,
@@ -55,8 +54,6 @@ __all__ = ["COLUMNS", "Z95", "Comparison", "ForecastScores", "MethodForecast", "
 
 Array = NDArray[np.float64]
 
-#: The normal quantile of a central 95 % interval.
-Z95 = float(ndtri(0.975))
 
 #: The table's columns, in order.
 COLUMNS = ("method", "kind", "test_rmse", "coverage_95", "crps", "interval_score", "seconds", "status", "reason",

@@ -32,17 +32,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy.special import ndtr
 
 from evocov_core.data import DataError, Dataset, days_to_decimal_years, decimal_years_to_dates
-from evocov_core.fitting.metrics import median_step
+from evocov_core.fitting.metrics import Z95, median_step
 from evocov_core.fitting.seasons import infer_seasons
 from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT, ClassicalForecasts, classical_forecasts
-from evocov_core.present.compare import Z95
 from evocov_core.runs.kernel_file import KernelFile
 
-__all__ = ["MAX_HORIZON", "FutureForecast", "default_horizon", "forecast_future", "future_labels", "future_x",
-           "linear_pool_interval"]
+__all__ = ["MAX_HORIZON", "FutureForecast", "default_horizon", "forecast_future", "future_labels", "future_x"]
 
 Array = NDArray[np.float64]
 
@@ -122,36 +119,6 @@ def future_labels(ds: Dataset, x: Array) -> pd.Series:
         return pd.Series([f"{v // 12:04d}-{v % 12 + 1:02d}-01" for v in m])
     return pd.Series(decimal_years_to_dates(x).round("s").strftime("%Y-%m-%d %H:%M:%S")).str.replace(
         " 00:00:00", "", regex=False)
-
-
-def linear_pool_interval(weights: Array, means: Array, sds: Array, level: float = 0.95) -> tuple[Array, Array]:
-    """The central ``level`` interval of a weighted mixture of normals, step by step.
-
-    Parameters
-    ----------
-    weights : ndarray of shape (k,)
-        Non-negative, summing to 1.
-    means, sds : ndarray of shape (k, h)
-        Each member's predictive normal; an sd of 0 is a point mass.
-
-    Returns
-    -------
-    lower, upper : ndarray of shape (h,)
-    """
-    w = np.asarray(weights, dtype=np.float64)[:, None]
-    mu, sd = np.asarray(means, dtype=np.float64), np.maximum(np.asarray(sds, dtype=np.float64), 1e-300)
-
-    def quantile(p: float) -> Array:
-        lo = (mu - 10 * sd).min(axis=0)
-        hi = (mu + 10 * sd).max(axis=0)
-        for _ in range(200):  # bisection on the mixture's CDF, which is monotone; 200 halvings reach 1 ulp
-            mid = 0.5 * (lo + hi)
-            below = (w * ndtr((mid - mu) / sd)).sum(axis=0) < p
-            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-        return 0.5 * (lo + hi)
-
-    tail = 0.5 * (1 - level)
-    return quantile(tail), quantile(1 - tail)
 
 
 @dataclass(frozen=True)
@@ -243,8 +210,6 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
     DataError
         Several inputs, or a horizon out of range.
     """
-    from evocov_core.forecast.beside import guard_reason
-
     h = default_horizon(ds) if horizon is None else horizon
     x = future_x(ds, h)
     observed = _observed(ds)
@@ -266,39 +231,25 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
                                         or (1,), time_limit=time_limit, models=comb.models)
     if classical.x.shape != x.shape or not np.allclose(classical.x, x):
         raise ValueError("the classical forecasts are for other steps than these")
-    parts = {f.name: f for f in classical.forecasts if f.ok and f.lower is not None and f.upper is not None}
-    weights = dict(zip(comb.members, comb.member_weights, strict=True))
-    missing = [m for m in comb.models if weights[m] > 0 and m not in parts]
-    guard = "" if comb.guard else guard_reason(pred.mean, [parts[m] for m in comb.models if m in parts])
-    if comb.guard or guard:
-        weights["kernel"] = 0.0
-    for m in missing:
-        weights[m] = 0.0
-    total = sum(weights.values())
-    if total <= 0 or all(w == 0 for m, w in weights.items() if m != "kernel"):
-        why = "; ".join(f.reason or f"{f.name}: {f.status}" for f in classical.forecasts if not f.ok)
+    pooled = comb.pool(pred.mean, pred.std, classical.forecasts)
+    if pooled.failed:
         return FutureForecast(x, labels, pred.mean, k_lo, k_hi, pred.mean, k_lo, k_hi, (("kernel", 1.0),),
                               conditioned, own + f". The search averaged it with {', '.join(comb.models)}, "
-                              f"whose forecasts of these steps failed ({why}); this is the kernel's alone.")
-    used = [(m, w / total) for m, w in weights.items() if w > 0]
-    means = np.array([pred.mean if m == "kernel" else parts[m].mean for m, _ in used])
-    sds = np.array([pred.std if m == "kernel" else (parts[m].upper - parts[m].lower) / (2 * Z95)
-                    for m, _ in used])
-    w = np.array([wi for _, wi in used])
-    mean = w @ means
-    lo, hi = linear_pool_interval(w, means, sds)
+                              f"whose forecasts of these steps failed ({pooled.failed}); this is the kernel's alone.")
+    used, missing = pooled.weights, pooled.missing
     members = " + ".join(f"{m} {wi:.2f}" for m, wi in used)
     pts = min(_members_last(kf) or ds.n, ds.n)
     extra = ""
-    if guard or comb.guard:
-        extra += f" The kernel is left out: {guard or comb.guard}."
+    if pooled.left_out:
+        extra += f" The kernel is left out: {pooled.left_out}."
     if missing:
         extra += (f" {' and '.join(missing)} had no forecast of these steps: the other members share "
                   f"{'its' if len(missing) == 1 else 'their'} weight.")
     note = (f"The search's forecast of the next {h:,} steps: {members}, with the weights the search chose. The "
             f"kernel is {kernel_how}; the classical members are fitted on the last {pts:,} observed "
             f"points. The 95 % interval is the weighted mixture of the members' predictive normals.{extra}")
-    return FutureForecast(x, labels, mean, lo, hi, pred.mean, k_lo, k_hi, tuple(used), conditioned, note)
+    return FutureForecast(x, labels, pooled.mean, pooled.lower, pooled.upper, pred.mean, k_lo, k_hi, used,
+                          conditioned, note)
 
 
 def future_members_data(kf: KernelFile, ds: Dataset, horizon: int) -> Dataset:
