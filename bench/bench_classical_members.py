@@ -44,7 +44,7 @@ import pandas as pd
 from bench._common import RESULTS_DIR, limit_threads, map_jobs, paired_rules_table, write_report
 from bench.bench_choice import add_folder_study_args, folder_study_jobs
 from bench.bench_pooled_searches import _weights
-from evocov_core.benchmarks.common import load_series
+from bench.common import load_series
 from evocov_core.classical import classical_forecasts_many
 from evocov_core.combination import KERNEL, MIN_WEIGHT, POWER, SHORT_KERNEL_WEIGHT, inverse_error_weights
 from evocov_core.kernel_file import load_kernel_file

@@ -49,7 +49,7 @@ import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, map_jobs, recorded_trials, write_report
 from bench.bench_choice import as_fit, distinct_fits, folder_setup, reference, trial_data
-from evocov_core.benchmarks.common import md_table
+from bench.common import md_table
 from evocov_core.evaluate import covariance_diag
 from evocov_core.gp import posterior
 from evocov_core.kernel_file import load_kernel_file

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import interleaved, limit_threads, report_ratio_table
-from evocov_core.benchmarks.common import geomean, load_series, md_table
+from bench.common import geomean, load_series, md_table
 from evocov_core.evaluate import Inputs
 from evocov_core.gp import lml_and_grad
 from evocov_core.kernel import Kernel

@@ -27,8 +27,8 @@ import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, write_report
 from bench.bench_long_weights import finished_trials
-from evocov_core.benchmarks.common import geomean, md_table
-from evocov_core.benchmarks.long import load_long
+from bench.common import geomean, md_table
+from bench.long import load_long
 from evocov_core.combination import KERNEL, Combination
 from evocov_core.kernel_file import load_kernel_file
 from evocov_core.metrics import rmse

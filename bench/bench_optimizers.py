@@ -82,8 +82,8 @@ from sklearn.gaussian_process.kernels import RBF, ExpSineSquared, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from bench._common import ROOT, limit_threads, machine_info, write_report
+from bench.common import md_table
 from evocov_core import optimize
-from evocov_core.benchmarks.common import md_table
 from evocov_core.data import load_tsdl
 from evocov_core.gp import lml
 from evocov_core.library import compose

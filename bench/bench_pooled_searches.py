@@ -49,7 +49,7 @@ import pandas as pd
 
 from bench._common import RESULTS_DIR, folders_trials, limit_threads, write_report
 from bench.bench_choice import folder_setup, reference
-from evocov_core.benchmarks.common import load_series, md_table
+from bench.common import load_series, md_table
 from evocov_core.classical import classical_forecasts
 from evocov_core.combination import KERNEL, MIN_WEIGHT, POWER, inverse_error_weights
 from evocov_core.kernel_file import load_kernel_file

@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from bench._common import interleaved, limit_threads, report_ratio_table
+from bench.common import md_table
 from evocov_core import evaluate
-from evocov_core.benchmarks.common import md_table
 from evocov_core.evaluate import Inputs
 from evocov_core.gp import lml_and_grad
 from evocov_core.kernel import Kernel

@@ -14,13 +14,13 @@ from dashboard.runs import get_run, manager, remember_run, store, watched_job
 from dashboard.search_form import CPUS, settings_form
 from dashboard.state import MY_RUNS_KEY, PAGE_EXPLORER, PAGE_RESULTS, RESULTS_RUN_KEY, SEARCH_JOB_KEY
 from dashboard.views import formula, latex_box, show_approximation
-from evocov_core.benchmarks.budget import estimate_wall_time
 from evocov_core.counts import KERNELS_FITTED, KERNELS_FITTED_HELP, SCREENING_FITS, SCREENING_FITS_HELP, fit_counts
 from evocov_core.data import Dataset
 from evocov_core.figures import fitness_figure
 from evocov_core.jobs import JobKind, JobSpec
 from evocov_core.optimize import FitResult
 from evocov_core.search import ALGORITHM_LABELS, RunStatus, SearchConfig
+from evocov_core.search.wall_time import estimate_wall_time
 from evocov_core.subset import DEFAULT_MAX_POINTS, DataSubset, plan_subset
 
 

@@ -29,7 +29,8 @@ The package knows nothing of the dashboard. Modules, one idea each:
                  limits), ``parallel_fits`` (executors) and ``parallel_measure``
 ``dask_setup``   ships the package to a Dask cluster that has only the dependencies
 ``search``       EvoCov, Random Search, Go With The First, GPSS baseline, the mutation
-                 explorer, and what a budgeted search adds (package)
+                 explorer, what a budgeted search adds, and how long a fixed-count search
+                 should take (``search.wall_time``, the cost model of a fit) (package)
 ``store``        the SQLite run store;  ``jobs``: background runs for the dashboard
 ``run_record``   the frozen, typed record of one run that the store hands back
 ``provenance``   the git commit (and dirty flag) recorded beside every result
@@ -39,10 +40,12 @@ The package knows nothing of the dashboard. Modules, one idea each:
 ``seasons``      season lengths in steps, read from the x spacing (or the periodogram)
 ``classical``    classical forecasters (statsforecast) with time limits, in a child process
 ``compare``      one table of test-part forecasts: the kernel, GP baselines, classical models
-``benchmarks``   the paper's tables, the accuracy benchmark, GPSS's published kernels and
-                 their reports (package)
 ``api``          the front door below;  ``sklearn``: :class:`EvoCovRegressor` and the export of a
                  kernel as a scikit-learn ``Kernel``
+
+The benchmarks (the paper's tables, the accuracy and long-series benchmarks, GPSS's published
+kernels) and the studies are not part of the package: they live beside it in a clone's
+``bench/`` and run as ``python -m bench ...`` from the repository root.
 
 The front door (``docs/api.md``), imported on first use so that ``import evocov_core`` stays cheap::
 

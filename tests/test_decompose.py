@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evocov_core.benchmarks.common import load_series
+from bench.common import load_series
 from evocov_core.decompose import additive_terms, decompose, describe, kernel_summary
 from evocov_core.figures import components_data
 from evocov_core.gp import posterior

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..classical import DEFAULT_TIME_LIMIT, MODELS
-from .common import ResultFile, load_series
+from bench.common import ResultFile, load_series
+from evocov_core.classical import DEFAULT_TIME_LIMIT, MODELS
 
 __all__ = ["CLASSICAL_COLUMNS", "VS_KEYS", "classical_file", "classical_scores", "series_checksum"]
 
@@ -47,8 +47,8 @@ def classical_file(out: Path) -> ResultFile:
 
 
 def _rows(data_dir: Path, series: str, checksum: str, time_limit: float) -> list[dict]:
-    from ..classical import classical_forecasts
-    from ..compare import forecast_comparison
+    from evocov_core.classical import classical_forecasts
+    from evocov_core.compare import forecast_comparison
 
     ds = load_series(data_dir, series)
     fc = classical_forecasts(ds, time_limit=time_limit)

@@ -36,17 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..grammar import get_grammar
-from ..kernel import Kernel
-from ..library import compose
-from ..metrics import FitData
-from ..optimize import FitStatus
-from ..parallel import DaskExecutor, ProcessExecutor, SerialExecutor, Task, run_task
-from ..provenance import git_state
-from ..psd import PSDConfig
-from ..search import SearchConfig
-from ..variation import VariationConfig, random_kernel
-from .common import (
+from bench.common import (
     BenchError,
     append_run,
     command_line,
@@ -60,6 +50,16 @@ from .common import (
     resolve_series,
     update_run,
 )
+from evocov_core.grammar import get_grammar
+from evocov_core.kernel import Kernel
+from evocov_core.library import compose
+from evocov_core.metrics import FitData
+from evocov_core.optimize import FitStatus
+from evocov_core.parallel import DaskExecutor, ProcessExecutor, SerialExecutor, Task, run_task
+from evocov_core.provenance import git_state
+from evocov_core.psd import PSDConfig
+from evocov_core.search import SearchConfig
+from evocov_core.variation import VariationConfig, random_kernel
 
 __all__ = ["fixed_kernels", "profile_breakdown", "scaling"]
 
@@ -145,7 +145,7 @@ def scaling(data_dir: Path, out: Path, *, kernels: int = 20, series: str | None 
             workers_series: str = "03-mauna", population: int = 40, reps: int = 2, seed: int = 0,
             dask: bool = True, argv: list[str] | None = None, log=None) -> Path:
     """Measure fit cost against n and workers, profile a population; write the folder's report."""
-    from ..parallel import prepare_process
+    from evocov_core.parallel import prepare_process
 
     say = log or (lambda s: print(s, file=sys.stderr, flush=True))
     prepare_process()

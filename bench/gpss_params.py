@@ -59,9 +59,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from ..data import Dataset
-from ..kernel import Kernel
-from ..library import compose
+from evocov_core.data import Dataset
+from evocov_core.kernel import Kernel
+from evocov_core.library import compose
 
 __all__ = [
     "GPSS_LIK_SF",
@@ -455,10 +455,10 @@ def verify(entry: GpssEntry, ds: Dataset, *, precise: bool = True) -> Verificati
     models differ, hence the two conventions, see :class:`Verification`). ``precise``
     uses :attr:`GpssEntry.precise_tree`, else the md file's rounded values.
     """
-    from ..evaluate import Inputs
-    from ..gp import lml as gp_lml
-    from ..gp import posterior
-    from ..metrics import rmse
+    from evocov_core.evaluate import Inputs
+    from evocov_core.gp import lml as gp_lml
+    from evocov_core.gp import posterior
+    from evocov_core.metrics import rmse
 
     conv = convert(entry.precise_tree if precise else entry.tree, ds, lik_sf=GPSS_LIK_SF.get(entry.series))
     nm = ds.norm

@@ -27,12 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data import Dataset
-from ..metrics import FitData
-from ..provenance import git_state
-from ..search import SearchConfig, run_search
-from .budget import ALGORITHMS, budget_config, predicted_core_seconds, settings_summary
-from .common import (
+from bench.budget import ALGORITHMS, budget_config, predicted_core_seconds, settings_summary
+from bench.common import (
     BenchError,
     TrialStatus,
     command_line,
@@ -45,7 +41,11 @@ from .common import (
     write_json,
     write_text_atomic,
 )
-from .report import kernel_path, load_run, report, trials_file
+from bench.report import kernel_path, load_run, report, trials_file
+from evocov_core.data import Dataset
+from evocov_core.metrics import FitData
+from evocov_core.provenance import git_state
+from evocov_core.search import SearchConfig, run_search
 
 __all__ = ["TrialSpec", "reproduce", "run_trial"]
 
@@ -72,8 +72,8 @@ def run_trial(spec: TrialSpec) -> dict:
 
     Never raises: an exception becomes a row with status ``error`` and its message.
     """
-    from ..kernel_file import kernel_file_dict
-    from ..parallel import SerialExecutor, prepare_process
+    from evocov_core.kernel_file import kernel_file_dict
+    from evocov_core.parallel import SerialExecutor, prepare_process
 
     prepare_process()
     t0, c0 = time.perf_counter(), time.process_time()
@@ -131,7 +131,7 @@ def reproduce(data_dir: Path, out: Path, *, algorithms: str, trials: int, budget
     out : Path
         Output folder (created; reused to resume).
     algorithms : str
-        Comma-separated keys of :data:`~evocov_core.benchmarks.budget.ALGORITHMS`.
+        Comma-separated keys of :data:`~bench.budget.ALGORITHMS`.
     trials : int
         K: trials ``0 … K−1`` (seed = trial index).
     budget : {"quick", "paper"}
@@ -142,7 +142,7 @@ def reproduce(data_dir: Path, out: Path, *, algorithms: str, trials: int, budget
     series : str or None
         Comma-separated subset of the series.
     quick_scale : float
-        ``f`` of the quick budget rule (:mod:`evocov_core.benchmarks.budget`).
+        ``f`` of the quick budget rule (:mod:`bench.budget`).
     """
     say = log or (lambda s: print(s, file=sys.stderr, flush=True))
     if trials < 1:
@@ -205,7 +205,7 @@ def reproduce(data_dir: Path, out: Path, *, algorithms: str, trials: int, budget
     def on_result(spec: TrialSpec, res: dict) -> None:
         row, doc = res["row"], res["kernel"]
         if doc is not None:
-            from ..kernel_file import dump_kernel_file
+            from evocov_core.kernel_file import dump_kernel_file
 
             write_text_atomic(out / row["kernel_file"], dump_kernel_file(doc))
         rf.append(row)

@@ -27,11 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data import Dataset
-from ..metrics import METRIC_LABELS, METRICS, FitData
-from ..optimize import OptimConfig, fit_kernel
-from ..provenance import git_state
-from .common import (
+from bench.common import (
     BenchError,
     ResultFile,
     TrialStatus,
@@ -48,7 +44,11 @@ from .common import (
     run_jobs,
     update_run,
 )
-from .paper import PAPER_TABLE4, TABLE4_METRICS
+from bench.paper import PAPER_TABLE4, TABLE4_METRICS
+from evocov_core.data import Dataset
+from evocov_core.metrics import METRIC_LABELS, METRICS, FitData
+from evocov_core.optimize import OptimConfig, fit_kernel
+from evocov_core.provenance import git_state
 
 __all__ = ["hp_metrics", "metrics_report", "optim_config"]
 
@@ -59,7 +59,7 @@ KEY = ["series", "metric", "trial", "method", "init"]
 
 def optim_config(metric: str, method: str, init: str = "roles") -> OptimConfig:
     """The optimiser settings of the experiment for one metric."""
-    from ..search import SearchConfig
+    from evocov_core.search import SearchConfig
 
     if method == "paper":
         return OptimConfig(metric=metric, method="powell", ref_fun_call=5000, init=init)
@@ -83,8 +83,8 @@ class MetricJob:
 
 def run_metric_job(job: MetricJob) -> dict:
     """Fit the published GPSS structure of ``job.series`` under ``job.metric`` (never raises)."""
-    from ..library import GPSS_PUBLISHED, compose
-    from ..parallel import prepare_process
+    from evocov_core.library import GPSS_PUBLISHED, compose
+    from evocov_core.parallel import prepare_process
 
     prepare_process()
     row = {"series": job.series, "metric": job.metric, "trial": job.trial, "method": job.method, "init": job.init}
@@ -107,7 +107,7 @@ def hp_metrics(data_dir: Path, out: Path, *, trials: int, series: str | None = N
                init: str = "roles", workers: int | None = None, scheduler: str | None = None,
                argv: list[str] | None = None, log=None) -> Path:
     """Run (or resume) the metric experiment into ``out``; returns the report path."""
-    from ..library import GPSS_PUBLISHED
+    from evocov_core.library import GPSS_PUBLISHED
 
     say = log or (lambda s: print(s, file=sys.stderr, flush=True))
     if trials < 1:

@@ -17,7 +17,7 @@ The output folder holds::
     trials.csv     one row per finished trial (appended and synced as each ends)
     kernels/       <series>__<variant>__seed<k>.json, the returned kernel (evocov_core.kernel_file format)
     classical.csv  the classical forecasters on each series, made once by the report
-                   (:mod:`evocov_core.benchmarks.classical_cache`)
+                   (:mod:`bench.classical_cache`)
     report.md      per-series table, ablation table, summary lines, every trial
 
 A trial is done when its row says ``ok`` and its kernel file exists, or the search fitted
@@ -74,9 +74,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..data import Dataset
-from ..provenance import git_state
-from .common import (
+from bench.common import (
     COUNTED,
     BenchError,
     ResultFile,
@@ -94,6 +92,8 @@ from .common import (
     update_run,
     write_text_atomic,
 )
+from evocov_core.data import Dataset
+from evocov_core.provenance import git_state
 
 __all__ = [
     "BUDGETS",
@@ -255,7 +255,7 @@ def budget_seconds(budget: str, time_budget: float | None = None) -> float:
 
 
 def _preset(name: str) -> Any:
-    from ..search import preset
+    from evocov_core.search import preset
 
     try:
         return preset(name)
@@ -355,7 +355,7 @@ def records_frame(records: Iterable[Any]) -> pd.DataFrame:
     The columns are those of ``search --records`` (:meth:`EvalRecord.to_dict`); screened-out
     kernels carry no full-data fit.
     """
-    from ..optimize import FitStatus
+    from evocov_core.optimize import FitStatus
 
     rows = [r.to_dict() for r in records if r.status != FitStatus.SCREENED_OUT]
     return pd.DataFrame(rows)
@@ -436,11 +436,11 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
     Never raises for a failed search: the exception becomes a row with status ``error``
     (run again on the next invocation). ``KeyboardInterrupt`` does propagate.
     """
-    from ..kernel_file import kernel_file_dict
-    from ..metrics import FitData
+    from evocov_core.kernel_file import kernel_file_dict
+    from evocov_core.metrics import FitData
 
     if search is None:
-        from ..search import run_search as search
+        from evocov_core.search import run_search as search
     ds = spec.dataset
     row: dict = {"series": spec.series, "variant": spec.variant, "seed": spec.seed, "budget": spec.budget,
                  "n_train": ds.n_train, "n_test": ds.n_test, "budget_s": spec.budget_s, "host": socket.gethostname()}
@@ -464,7 +464,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
             ensemble = tuple(getattr(result, "ensemble", ()) or ())
             bma = None
             if ensemble:
-                from ..averaging import ensemble_test_rmse
+                from evocov_core.averaging import ensemble_test_rmse
 
                 bma = ensemble_test_rmse(data, ensemble)
             best_bic = getattr(result, "best_bic", None) or best
@@ -475,7 +475,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
                        **_predictive_scores(best, ds, getattr(result, "calibration", None)))
             combination = getattr(result, "combination", None)
             if combination is not None:
-                from ..search.combine import forecast_test_rmse
+                from evocov_core.search.combine import forecast_test_rmse
 
                 row.update(forecast_test_rmse=forecast_test_rmse(result, ds), forecast=combination.label)
             doc = kernel_file_dict(best, ds.norm, dataset=spec.series, n_test=ds.n_test, n_train=ds.n_train,
@@ -498,8 +498,8 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
 def _predictive_scores(best: Any, ds: Dataset, calibration: Any = None) -> dict[str, float | None]:
     """``coverage_95`` and ``crps`` of the returned kernel's predictive normal (latent variance + noise),
     its spread scaled by the search's ``calibration``."""
-    from ..compare import forecast_scores
-    from ..model import FittedModel
+    from evocov_core.compare import forecast_scores
+    from evocov_core.model import FittedModel
 
     if ds.n_test == 0 or ds.x.shape[1] != 1:
         return {}
@@ -540,7 +540,7 @@ def settings_differences(recorded: Mapping[str, object], now: Mapping[str, objec
     """
     from dataclasses import MISSING, fields
 
-    from ..search import SearchConfig
+    from evocov_core.search import SearchConfig
 
     defaults = _json_norm({f.name: f.default for f in fields(SearchConfig) if f.default is not MISSING})
     before, after = _json_norm(dict(recorded)), _json_norm(dict(now))
@@ -652,7 +652,7 @@ def accuracy(data_dir: Path, out: Path, *, budget: str = "quick", time_budget: f
             res = run_trial(spec)
             row, doc = res["row"], res["kernel"]
             if doc is not None:
-                from ..kernel_file import dump_kernel_file
+                from evocov_core.kernel_file import dump_kernel_file
 
                 write_text_atomic(out / row["kernel_file"], dump_kernel_file(doc))
             if records and res.get("records") is not None:
@@ -809,7 +809,7 @@ class TrialSummary(NamedTuple):
     coverage_trials: int
     """Trials with a coverage (older trials have none)."""
     vs: dict[str, float]
-    """Per :data:`~evocov_core.benchmarks.classical_cache.VS_KEYS` key: geometric mean over the series the
+    """Per :data:`~bench.classical_cache.VS_KEYS` key: geometric mean over the series the
     baseline forecast of (median over the seeds of our test RMSE) / its test RMSE."""
 
 
@@ -836,9 +836,9 @@ def trial_summary(trials: pd.DataFrame, refs: pd.DataFrame, variant: str,
         folder of series without published results); series without one are left out of the ratios.
     variant : str
     classical : DataFrame, optional
-        :func:`~evocov_core.benchmarks.classical_cache.classical_scores`; without it ``vs`` is NaN.
+        :func:`~bench.classical_cache.classical_scores`; without it ``vs`` is NaN.
     """
-    from .classical_cache import VS_KEYS
+    from bench.classical_cache import VS_KEYS
 
     nan = math.nan
     t = _finished(trials, variant, ["test_rmse", "coverage_95", "n_test"])
@@ -1030,7 +1030,7 @@ def ablation_table(trials: pd.DataFrame, refs: pd.DataFrame, variants: Sequence[
 
 
 def _f(v: object, digits: int = 3) -> str:
-    """A ratio for a table: :func:`~evocov_core.benchmarks.common.fmt` with fixed decimals."""
+    """A ratio for a table: :func:`~bench.common.fmt` with fixed decimals."""
     return fmt(v, digits, fixed=True)
 
 
@@ -1040,7 +1040,7 @@ def _notes(v: object) -> list[str]:
 
 
 def _commands(runs: list[dict], trials: pd.DataFrame) -> list[str]:
-    from .common import invocation_walls
+    from bench.common import invocation_walls
 
     lines = ["## Commands", ""]
     walls = invocation_walls(runs, trials) if runs else []
@@ -1064,7 +1064,7 @@ def _commands(runs: list[dict], trials: pd.DataFrame) -> list[str]:
 
 def _series_section(tab: pd.DataFrame, variant: str, trials: pd.DataFrame, classical: pd.DataFrame,
                     corpus: bool) -> list[str]:
-    from ..classical import MODELS
+    from evocov_core.classical import MODELS
 
     t = _finished(trials, variant, ["coverage_95", "n_test"])
     t = t[(t["status"] == TrialStatus.OK) & t["coverage_95"].notna()] if len(t) else t
@@ -1166,14 +1166,14 @@ def references(out: Path, data_dir: Path, series: Sequence[str], *, classical: b
     -------
     tuple
         ``(refs, classical, corpus)``: :func:`reference_rmse`-like frame indexed by series,
-        :func:`~evocov_core.benchmarks.classical_cache.classical_scores`, True on a corpus.
+        :func:`~bench.classical_cache.classical_scores`, True on a corpus.
 
     Raises
     ------
     BenchError
         ``data_dir`` has neither ``evocov_paper_rmse.csv`` nor series.
     """
-    from .classical_cache import CLASSICAL_COLUMNS, classical_scores
+    from bench.classical_cache import CLASSICAL_COLUMNS, classical_scores
 
     data_dir = Path(data_dir)
     corpus = not (data_dir / "evocov_paper_rmse.csv").is_file()
@@ -1303,7 +1303,7 @@ def accuracy_report(out: Path, *, data_dir: Path | None = None, classical: bool 
     """(Re)write ``report.md`` of an accuracy folder from its ``trials.csv``, ``run.json`` and ``classical.csv``.
 
     The classical forecasters' scores are made once per series and kept in ``classical.csv``
-    (:mod:`~evocov_core.benchmarks.classical_cache`); every other number comes from the folder's
+    (:mod:`~bench.classical_cache`); every other number comes from the folder's
     files. On a folder of series without published results (:func:`references`) the ratios are
     to AutoETS and every summary key is prefixed ``corpus_``.
 
@@ -1352,7 +1352,7 @@ def accuracy_report(out: Path, *, data_dir: Path | None = None, classical: bool 
     lines = [f"# EvoCov accuracy at the dashboard's budget `{last.get('budget', '?')}` "
              f"({fmt(last.get('budget_s'))} s per search)", "",
              "Regenerate this report from the folder's files with "
-             f"`python -m evocov_core bench accuracy-report --out {out}`.", "",
+             f"`python -m bench accuracy-report --out {out}`.", "",
              f"Each trial: one EvoCov search with the dashboard's settings on {where} (checked against "
              "`splits.csv`), one seed, one variant; trials ran one after another, "
              "each search with its own worker processes, and the wall time is measured around the search. "

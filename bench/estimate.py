@@ -32,12 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..metrics import FitData
-from ..parallel import make_executor
-from ..provenance import git_state
-from ..search import run_search
-from .budget import ALGORITHMS, budget_config, estimated_fits
-from .common import (
+from bench.budget import ALGORITHMS, budget_config
+from bench.common import (
     BenchError,
     command_line,
     load_series,
@@ -45,8 +41,13 @@ from .common import (
     now_iso,
     resolve_series,
 )
-from .common import write_json as _write_json
-from .report import estimate_markdown, report
+from bench.common import write_json as _write_json
+from bench.report import estimate_markdown, report
+from evocov_core.metrics import FitData
+from evocov_core.parallel import make_executor
+from evocov_core.provenance import git_state
+from evocov_core.search import run_search
+from evocov_core.search.wall_time import estimated_fits
 
 __all__ = ["estimate", "load_estimate"]
 
