@@ -104,4 +104,4 @@ def test_the_wheel_holds_the_package_not_the_lab(tmp_path):
     names = zipfile.ZipFile(wheels[0]).namelist()
     assert "evocov_core/search/wall_time.py" in names
     assert "evocov_core/cli.py" in names and "evocov_data/airline.csv" in names
-    assert [n for n in names if "bench" in n] == []  # neither bench/ nor evocov_core/benchmarks/
+    assert [n for n in names if "bench" in n] == []  # no bench/, no benchmarks subpackage
