@@ -1,1 +1,37 @@
-"""Benchmark scripts: run each as a module from the repository root, e.g. ``python -m bench.bench_lml``."""
+"""The lab beside the product: EvoCov's benchmarks and studies, run from a clone of the repository.
+
+Nothing here is installed with the package (``pip install evocov`` ships ``evocov_core`` and the
+bundled data only). Everything runs as a module from the repository root, so ``evocov_core``
+and ``bench`` import from the clone with no change to ``sys.path``:
+
+* the benchmark commands, ``python -m bench <command> ...`` (:mod:`bench.cli`): the paper's
+  tables on the 13 TSDL series, budgeted searches with ablations, long series;
+* the studies, one-off questions answered once (which tail score, averaging searches, the
+  evaluator against scikit-learn...), ``python -m bench.bench_<study>``; they import the
+  harness below and write to ``bench/results/``.
+
+The benchmark commands' modules:
+
+==================  ===========================================================================
+``budget``          the benchmark's algorithms and their ``paper`` / ``quick`` budgets (the cost
+                    model itself is the package's, :mod:`evocov_core.search.wall_time`)
+``reproduce``       Tables 5, 6 and Figure 5 (``reproduce``, ``report``)
+``estimate``        the paper budget's cost from timed generations (``estimate``)
+``mutations``       Table 3: mutants of the published GPSS kernels (``mutations``)
+``hpmetrics``       Table 4: the five hyperparameter metrics (``metrics``)
+``scaling``         seconds per kernel fit against n and workers, profile (``scaling``)
+``accuracy``        budgeted dashboard searches on the 13 series, with ablations (``accuracy``,
+                    ``accuracy-report``, ``accuracy-headline``)
+``classical_cache`` the classical forecasters' scores of each series, computed once per folder
+``long``            long and high-frequency series: the search command within its budget against
+                    seasonal naive and MSTL, wall time and memory (``long``, ``long-report``)
+``paper``           numbers transcribed from the paper, the published RMSE files
+``gpss_params``     GPSS's published kernels and hyperparameters, converted to model units
+``common``          the harness: series loading with the split check, resumable result files, trial
+                    statuses, job runner, geometric mean, number format, report tables
+``cli``             the argument parser and ``main`` (``__main__`` runs it)
+==================  ===========================================================================
+
+``_common`` holds what only the study scripts share (thread limits, timing, machine facts for
+their reports). See ``bench/README.md`` for the commands and what each output file holds.
+"""

@@ -2,10 +2,10 @@
 
 Not a benchmark itself. The scripts run as modules from the repository root
 (``python -m bench.bench_lml``), so ``evocov_core`` imports from the clone with no change to
-``sys.path``. What the study scripts share with the package's benchmark commands (the geometric
-mean, markdown tables, the number format, trial statuses, the last-row-wins reading of
-``trials.csv``) is not here but in :mod:`evocov_core.benchmarks.common` and
-:mod:`evocov_core.benchmarks.accuracy`: the scripts import it from there.
+``sys.path``. What the study scripts share with the benchmark commands (``python -m bench ...``:
+the geometric mean, markdown tables, the number format, trial statuses, the last-row-wins reading
+of ``trials.csv``) is not here but in :mod:`bench.common` and :mod:`bench.accuracy`: the scripts
+import it from there.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evocov_core.benchmarks.common import cpu_model, md_table
+from bench.common import cpu_model, md_table
 from evocov_core.compute.provenance import git_state
 
 if TYPE_CHECKING:
@@ -58,8 +58,8 @@ def map_jobs(fn: Callable, jobs: Sequence, workers: int) -> list:
 def recorded_trials(folder: Path, variant: str) -> list[tuple[Path, object]]:
     """(records file, trial row) of each finished trial of ``variant`` in a ``bench accuracy --records``
     folder that kept its records (the last row of a rerun trial counts)."""
-    from evocov_core.benchmarks.accuracy import read_trials
-    from evocov_core.benchmarks.common import TrialStatus
+    from bench.accuracy import read_trials
+    from bench.common import TrialStatus
 
     trials = read_trials(folder)
     trials = trials[(trials.variant == variant) & (trials.status == TrialStatus.OK)]
@@ -72,8 +72,8 @@ def folders_trials(folders: Sequence[Path]) -> pd.DataFrame:
     with ``--first-seed``), each row with its ``folder``; SystemExit when a series and seed is in two."""
     import pandas as pd
 
-    from evocov_core.benchmarks.accuracy import read_trials
-    from evocov_core.benchmarks.common import TrialStatus
+    from bench.accuracy import read_trials
+    from bench.common import TrialStatus
 
     trials = pd.concat([read_trials(f).assign(folder=str(f)) for f in folders], ignore_index=True)
     trials = trials[(trials.variant == "full") & (trials.status == TrialStatus.OK)]
@@ -98,7 +98,7 @@ def limit_threads() -> dict[str, str]:
     """One BLAS/OpenMP thread everywhere, for our code and scikit-learn alike.
 
     Call after every numerical library is imported. Runs
-    :func:`evocov_core.compute.setup.prepare_process` (one BLAS thread and the malloc
+    :func:`evocov_core.parallel.prepare_process` (one BLAS thread and the malloc
     thresholds), records what that left, then applies ``threadpool_limits(1)`` again to
     every pool loaded so far (scikit-learn's OpenMP, and any BLAS loaded after an earlier
     ``prepare_process`` call: that function is idempotent and only limits the libraries

@@ -42,9 +42,9 @@ import numpy as np
 import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, md_table, write_report
+from bench.accuracy import read_trials
 from bench.bench_choice import folder_setup, predictive_on_test, trial_data
-from evocov_core.benchmarks.accuracy import read_trials
-from evocov_core.benchmarks.common import TrialStatus, geomean
+from bench.common import TrialStatus, geomean
 from evocov_core.fitting.calibration import rms_scale
 from evocov_core.fitting.metrics import FitData, crps_normal
 from evocov_core.fitting.optimize import FitResult

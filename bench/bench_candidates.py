@@ -51,8 +51,8 @@ import numpy as np
 import pandas as pd
 
 from bench._common import limit_threads, parse_tuple, write_report
-from evocov_core.benchmarks.accuracy import read_trials, reference_rmse, variant_config
-from evocov_core.benchmarks.common import geomean, load_series, md_table
+from bench.accuracy import read_trials, reference_rmse, variant_config
+from bench.common import geomean, load_series, md_table
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import FitStatus, Start, fit_kernel, slot_roles
 from evocov_core.language.kernel import Kernel

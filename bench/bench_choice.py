@@ -74,9 +74,9 @@ import numpy as np
 import pandas as pd
 
 from bench._common import RESULTS_DIR, folders_trials, limit_threads, map_jobs, parse_tuple, write_report
-from evocov_core.benchmarks.accuracy import read_trials, variant_config
-from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
-from evocov_core.benchmarks.long import load_long
+from bench.accuracy import read_trials, variant_config
+from bench.common import TrialStatus, geomean, load_series, md_table
+from bench.long import load_long
 from evocov_core.fitting.gp import posterior
 from evocov_core.fitting.metrics import FitData, coverage, crps_normal, rmse
 from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult, FitStatus, OptimConfig, fit_kernel
@@ -394,7 +394,7 @@ def reference(folder: Path, data_dir: Path, names: list[str]) -> pd.Series:
     paper = data_dir / "evocov_paper_rmse.csv"
     if paper.is_file():
         return pd.read_csv(paper).set_index("dataset")["best_published"].astype(float)
-    from evocov_core.benchmarks.classical_cache import classical_scores
+    from bench.classical_cache import classical_scores
 
     table = classical_scores(folder, data_dir, names)
     ets = table[table.model == "AutoETS"].set_index("series")["test_rmse"]

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from bench._common import ROOT, limit_threads, write_report
-from evocov_core.benchmarks.common import md_table
+from bench.common import md_table
 from evocov_core.compute.timed import run_with_time_limits
 from evocov_core.data import Dataset, dates_to_decimal_years, load_bundled
 from evocov_core.forecast.classical import _forecast, _import_statsforecast, _Task, classical_forecasts

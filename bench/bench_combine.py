@@ -50,10 +50,10 @@ import numpy as np
 import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, map_jobs, write_report
+from bench.accuracy import read_trials
 from bench.bench_choice import folder_setup, is_long, long_setup, reference, trial_data
-from evocov_core.benchmarks.accuracy import read_trials
-from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
-from evocov_core.benchmarks.long import load_long
+from bench.common import TrialStatus, geomean, load_series, md_table
+from bench.long import load_long
 from evocov_core.data import Dataset
 from evocov_core.fitting.gp import posterior
 from evocov_core.fitting.metrics import FitData, rmse

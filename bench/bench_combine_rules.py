@@ -39,7 +39,7 @@ import pandas as pd
 
 from bench._common import limit_threads, write_report
 from bench.bench_choice import reference
-from evocov_core.benchmarks.common import md_table
+from bench.common import md_table
 
 #: The averages the product chooses among, in bench_combine's names, the kernel alone first.
 CANDIDATES = ("gp", "gp+ETS", "gp+Theta", "gp+ETS+Theta")

@@ -37,8 +37,8 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from bench._common import limit_threads, write_report
-from evocov_core.benchmarks.common import md_table
-from evocov_core.benchmarks.long import load_long, write_series
+from bench.common import md_table
+from bench.long import load_long, write_series
 
 
 def _timed(fn) -> float:

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, map_jobs, write_report
-from evocov_core.benchmarks.common import geomean, load_series, md_table
+from bench.common import geomean, load_series, md_table
 from evocov_core.fitting.gp import posterior
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import fit_kernel

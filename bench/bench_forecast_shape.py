@@ -49,7 +49,7 @@ import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, map_jobs, recorded_trials, write_report
 from bench.bench_choice import as_fit, distinct_fits, folder_setup, reference, trial_data
-from evocov_core.benchmarks.common import md_table
+from bench.common import md_table
 from evocov_core.fitting.gp import posterior
 from evocov_core.fitting.metrics import FitData, rmse
 from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult

@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 
 from bench._common import ROOT, limit_threads, write_report
-from evocov_core.benchmarks.accuracy import OVER, read_trials, reference_rmse, trial_rmse
-from evocov_core.benchmarks.common import geomean, md_table
+from bench.accuracy import OVER, read_trials, reference_rmse, trial_rmse
+from bench.common import geomean, md_table
 
 #: The issue's target at the ``standard`` budget (with no series above ``OVER``, 3×).
 TARGET_GEOMEAN = 1.30

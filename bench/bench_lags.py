@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import interleaved, limit_threads, report_ratio_table
-from evocov_core.benchmarks.common import geomean, load_series, md_table
+from bench.common import geomean, load_series, md_table
 from evocov_core.fitting.gp import lml_and_grad
 from evocov_core.fitting.metrics import FitData
 from evocov_core.language.evaluate import Inputs

@@ -49,7 +49,7 @@ from sklearn.gaussian_process.kernels import RBF, ExpSineSquared, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from bench._common import interleaved, limit_threads, machine_info, write_report
-from evocov_core.benchmarks.common import md_table
+from bench.common import md_table
 from evocov_core.fitting.gp import lml, lml_and_grad
 from evocov_core.language.evaluate import Inputs, covariance
 from evocov_core.language.library import compose

@@ -40,8 +40,8 @@ import numpy as np
 import pandas as pd
 
 from bench._common import limit_threads, write_report
-from evocov_core.benchmarks.accuracy import read_trials, reference_rmse
-from evocov_core.benchmarks.common import TrialStatus, geomean, md_table
+from bench.accuracy import read_trials, reference_rmse
+from bench.common import TrialStatus, geomean, md_table
 from evocov_core.data import Dataset, load_tsdl
 from evocov_core.fitting.gp import posterior
 from evocov_core.fitting.metrics import FitData

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import limit_threads, write_report
-from evocov_core.benchmarks.common import md_table
-from evocov_core.benchmarks.long import load_long, write_series
+from bench.common import md_table
+from bench.long import load_long, write_series
 from evocov_core.fitting.gp import posterior
 from evocov_core.fitting.metrics import FitData, rmse
 from evocov_core.fitting.optimize import OptimConfig, Start, fit_kernel

@@ -27,8 +27,8 @@ import pandas as pd
 
 from bench._common import RESULTS_DIR, limit_threads, write_report
 from bench.bench_long_weights import finished_trials
-from evocov_core.benchmarks.common import geomean, md_table
-from evocov_core.benchmarks.long import load_long
+from bench.common import geomean, md_table
+from bench.long import load_long
 from evocov_core.fitting.metrics import rmse
 from evocov_core.forecast.beside import ClassicalBeside, combined_test_mean, kernel_test_mean
 from evocov_core.forecast.combination import KERNEL, Combination

@@ -35,8 +35,8 @@ import pandas as pd
 from bench._common import RESULTS_DIR, limit_threads, write_report
 from bench.bench_choice import long_setup
 from bench.bench_long_classical import last_points
-from evocov_core.benchmarks.common import geomean, md_table
-from evocov_core.benchmarks.long import load_long, write_series
+from bench.common import geomean, md_table
+from bench.long import load_long, write_series
 from evocov_core.data import Dataset
 from evocov_core.fitting.metrics import rmse
 from evocov_core.fitting.model import FittedModel

@@ -39,7 +39,7 @@ from scipy.linalg import cho_factor, cho_solve
 from bench._common import RESULTS_DIR, limit_threads, map_jobs, paired_rules_table, write_report
 from bench.bench_choice import add_folder_study_args, folder_study_jobs
 from bench.bench_classical_members import capped, sse, weighed
-from evocov_core.benchmarks.common import load_series
+from bench.common import load_series
 from evocov_core.fitting.metrics import FitData, rmse
 from evocov_core.fitting.model import FittedModel
 from evocov_core.fitting.seasons import infer_seasons

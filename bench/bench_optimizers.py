@@ -82,7 +82,7 @@ from sklearn.gaussian_process.kernels import RBF, ExpSineSquared, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from bench._common import ROOT, limit_threads, machine_info, write_report
-from evocov_core.benchmarks.common import md_table
+from bench.common import md_table
 from evocov_core.data import load_tsdl
 from evocov_core.fitting import optimize
 from evocov_core.fitting.gp import lml

@@ -49,7 +49,7 @@ import pandas as pd
 
 from bench._common import RESULTS_DIR, folders_trials, limit_threads, write_report
 from bench.bench_choice import folder_setup, reference
-from evocov_core.benchmarks.common import load_series, md_table
+from bench.common import load_series, md_table
 from evocov_core.fitting.metrics import rmse
 from evocov_core.fitting.seasons import infer_seasons
 from evocov_core.forecast.beside import ORIGIN_TIME_LIMIT

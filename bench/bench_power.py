@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from bench._common import interleaved, limit_threads, report_ratio_table
-from evocov_core.benchmarks.common import md_table
+from bench.common import md_table
 from evocov_core.fitting.gp import lml_and_grad
 from evocov_core.language import evaluate
 from evocov_core.language.evaluate import Inputs

@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 
 from bench._common import limit_threads, write_report
-from evocov_core.benchmarks.accuracy import read_trials, reference_rmse
-from evocov_core.benchmarks.common import TrialStatus, geomean, load_series, md_table
+from bench.accuracy import read_trials, reference_rmse
+from bench.common import TrialStatus, geomean, load_series, md_table
 from evocov_core.runs.kernel_file import load_kernel_file
 
 

@@ -41,9 +41,9 @@ import numpy as np
 import pandas as pd
 
 from bench._common import RESULTS_DIR, interleaved, limit_threads, write_report
+from bench.common import fmt, md_table
+from bench.long import SERIES, load_long, write_series
 from bench.vfe import fit_vfe, grid_inducing, vfe_lml, vfe_lml_and_grad, vfe_predict_mean
-from evocov_core.benchmarks.common import fmt, md_table
-from evocov_core.benchmarks.long import SERIES, load_long, write_series
 from evocov_core.data import Dataset
 from evocov_core.fitting.gp import lml_and_grad
 from evocov_core.fitting.metrics import FitData

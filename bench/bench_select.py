@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from bench._common import limit_threads, parse_tuple, write_report
-from evocov_core.benchmarks.common import md_table
+from bench.common import md_table
 from evocov_core.data import load_csv
 from evocov_core.fitting.metrics import FitData, metric_value
 from evocov_core.fitting.optimize import FitStatus, OptimConfig, Start, fit_kernel

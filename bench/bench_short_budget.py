@@ -2,7 +2,7 @@
 
 The search command a user runs, ``python -m evocov_core search --data FILE --time-budget B
 --workers 2``, on the seeded 20,000-point half-hourly synthetic series of ``bench long``
-(:func:`evocov_core.benchmarks.long.synthetic_series`: a trend, daily and weekly cycles, unit
+(:func:`bench.long.synthetic_series`: a trend, daily and weekly cycles, unit
 noise), at budgets of 15, 20 and 30 s by default; each run's wall time (imports and reading
 included), peak memory of the command and its workers, and test RMSE of the forecast it returns
 against the series' true mean's. With ``--before DIR``, the same commands run from another
@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import limit_threads, parse_tuple, write_report
-from evocov_core.benchmarks.common import md_table
-from evocov_core.benchmarks.long import load_long, synthetic_series
+from bench.common import md_table
+from bench.long import load_long, synthetic_series
 from evocov_core.compute.measure import run_measured
 from evocov_core.compute.provenance import git_state
 from evocov_core.runs.kernel_file import load_kernel_file

@@ -34,7 +34,7 @@ import pandas as pd
 from bench._common import RESULTS_DIR, limit_threads, map_jobs, paired_rules_table, write_report
 from bench.bench_choice import add_folder_study_args, folder_study_jobs
 from bench.bench_classical_members import capped, sse, weighed
-from evocov_core.benchmarks.common import load_series
+from bench.common import load_series
 from evocov_core.fitting.metrics import FitData, rmse
 from evocov_core.fitting.seasons import infer_seasons
 from evocov_core.forecast.beside import ORIGIN_TIME_LIMIT, origin_datasets

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import ROOT, limit_threads, machine_info, write_report
-from evocov_core.benchmarks.common import md_table
+from bench.common import md_table
 from evocov_core.data import load_tsdl
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import OptimConfig, fit_kernel

@@ -42,7 +42,7 @@ import pandas as pd
 
 from bench._common import limit_threads, parse_tuple, write_report
 from bench.bench_candidates import distinct_fits, replay_folder
-from evocov_core.benchmarks.common import geomean, md_table
+from bench.common import geomean, md_table
 from evocov_core.fitting.gp import NumericalFailure
 from evocov_core.fitting.metrics import FitData, metric_value
 from evocov_core.fitting.optimize import Start, fit_kernel

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from bench._common import limit_threads, write_report
-from evocov_core.benchmarks.common import load_series, md_table
+from bench.common import load_series, md_table
 from evocov_core.fitting.gp import FitStatus
 from evocov_core.fitting.metrics import FitData
 from evocov_core.search import preset, run_search

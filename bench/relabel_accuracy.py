@@ -13,7 +13,7 @@ renames them in one pass (a mapping, so ``full -> no-changepoints`` and
   when, so that the report can show both.
 
 The settings recorded for each renamed variant must equal what the new name runs today
-(:func:`evocov_core.benchmarks.accuracy.variant_config`); otherwise nothing is written and the
+(:func:`bench.accuracy.variant_config`); otherwise nothing is written and the
 script says which settings differ. Usage, from the repository root::
 
     python bench/relabel_accuracy.py bench/results/accuracy/standard \\
@@ -29,8 +29,8 @@ import json
 import sys
 from pathlib import Path
 
-from evocov_core.benchmarks.accuracy import VARIANTS, kernel_path, settings_differences, variant_config
-from evocov_core.benchmarks.common import now_iso, write_json, write_text_atomic
+from bench.accuracy import VARIANTS, kernel_path, settings_differences, variant_config
+from bench.common import now_iso, write_json, write_text_atomic
 from evocov_core.runs.kernel_file import dump_kernel_file
 
 

@@ -4,7 +4,7 @@
 
 For each series, the kernel the ``quick`` accuracy benchmark returned at seed 0
 (``bench/results/accuracy/quick/kernels/``) is reported on the series at its published split
-(``evocov_core.benchmarks.common.load_series``), the HTML is opened in headless Chromium with
+(``bench.common.load_series``), the HTML is opened in headless Chromium with
 no network, and the top of the page is saved as ``docs/report-<series>.png`` (checked under
 300 KB). The HTML itself goes to a temporary folder: it embeds Plotly (4 MB) and is remade
 by the same command.
@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evocov_core.benchmarks.common import load_series
+from bench.common import load_series
 from evocov_core.compute.setup import prepare_process
 from evocov_core.present.report_html import report_html
 from evocov_core.runs.kernel_file import load_kernel_file

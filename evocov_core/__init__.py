@@ -4,6 +4,10 @@ The package knows nothing of the dashboard. It is layered, one folder a layer (c
 language, fitting, search, forecast, runs, present, and the front door on top); the module map is in
 ``docs/design.md`` ("The package").
 
+The benchmarks (the paper's tables, the accuracy and long-series benchmarks, GPSS's published
+kernels) and the studies are not part of the package: they live beside it in a clone's
+``bench/`` and run as ``python -m bench ...`` from the repository root.
+
 The front door (``docs/api.md``), imported on first use so that ``import evocov_core`` stays cheap::
 
     import evocov_core as ec

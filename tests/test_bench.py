@@ -1,4 +1,4 @@
-"""The benchmark commands (``python -m evocov_core bench ...``) on tiny budgets.
+"""The benchmark commands (``python -m bench ...``) on tiny budgets.
 
 Tests that read the 13 TSDL series use the ``tsdl_dir`` fixture (``tests/conftest.py``),
 which skips them when ``../shared/data/tsdl`` is absent.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shutil
 from pathlib import Path
 
@@ -16,21 +15,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evocov_core.benchmarks.budget import (
+from bench.budget import (
     ALGORITHMS,
-    COST_EXPONENT,
     QUICK_TRIAL_CORE_SECONDS,
-    REF_N,
     budget_config,
-    cost_key,
-    estimate_wall_time,
-    estimated_fits,
-    format_duration,
     predicted_core_seconds,
     quick_fits,
 )
-from evocov_core.benchmarks.common import BenchError, ResultFile, load_series, resolve_series
-from evocov_core.benchmarks.gpss_params import (
+from bench.common import BenchError, ResultFile, load_series, resolve_series
+from bench.gpss_params import (
     GpssParseError,
     convert,
     parse_gpss,
@@ -38,10 +31,11 @@ from evocov_core.benchmarks.gpss_params import (
     structure,
     verify,
 )
-from evocov_core.benchmarks.paper import PAPER_TABLE3, PAPER_TABLE4, PAPER_TABLE6, PAPER_TABLE6_COLUMNS, SERIES
+from bench.paper import PAPER_TABLE3, PAPER_TABLE4, PAPER_TABLE6, PAPER_TABLE6_COLUMNS, SERIES
 from evocov_core.fitting.optimize import powell_budget
 from evocov_core.language.library import GPSS_PUBLISHED, compose
 from evocov_core.search import preset
+from evocov_core.search.wall_time import COST_EXPONENT, REF_N, estimated_fits
 
 AIRLINE_GPSS = ("RQ[len=0.622,alp=-9.83,sf=-0.833] × Lin[loc=1942.25,invsf=-2.11,offset=1.64] × "
                 "(SE[len=3.65,sf=2.29] + Per[len=-0.425,per=0.00241,sf=-1.11] × "
@@ -140,42 +134,6 @@ def test_quick_budget_rule() -> None:
         budget_config("nope", "quick", 100)
 
 
-def test_wall_time_estimate_meets_the_measured_runs() -> None:
-    """quick-fixed EvoCov, 1500 fits, 2 workers on an idle 2-core machine (the calibration runs
-    cited in budget.py): each measured wall time lies in the range shown."""
-    for n_train, measured in ((129, 34.0), (490, 357.6), (899, 1415.0)):
-        est = estimate_wall_time(preset("quick-fixed"), n_train, workers=2, cores=2)
-        assert est.fits == 1500
-        assert est.low < measured < est.high, (n_train, est)
-        assert est.low < est.central < est.high
-
-
-def test_wall_time_estimate_follows_the_settings() -> None:
-    base = preset("quick-fixed")
-    est = estimate_wall_time(base, 393, workers=2, cores=2)
-    assert estimate_wall_time(base.with_(generations=60), 393, 2, 2).central > 1.9 * est.central
-    assert estimate_wall_time(base.with_(n_restarts=3), 393, 2, 2).central > 2 * est.central
-    assert estimate_wall_time(base, 786, 2, 2).central > 4 * est.central  # cost ∝ n^2.2
-    serial = estimate_wall_time(base, 393, 1, 2)
-    assert serial.central > 1.8 * est.central
-    # Workers beyond the cores share them: no faster.
-    assert estimate_wall_time(base, 393, 8, 2).central == pytest.approx(est.central)
-    # Screening: a candidate is fitted on 240 points, 30 % of them again on all the data.
-    budgeted = preset("quick", time_budget=0.0, population=50, generations=30)
-    assert estimate_wall_time(budgeted, 900, 2, 2).central < 0.5 * estimate_wall_time(base, 900, 2, 2).central
-    assert cost_key(preset("paper", metric="sopl")) == "evocov-sopl"
-    assert cost_key(preset("paper", "gwtf")) == "gwtf"
-
-
-def test_wall_time_estimate_text() -> None:
-    assert [format_duration(s) for s in (0.2, 42, 89.6, 95, 600, 5399, 5400, 9000, 2 * 86400)] == [
-        "1 s", "42 s", "90 s", "1.6 min", "10 min", "90 min", "1.5 h", "2.5 h", "2 days"]
-    est = estimate_wall_time(preset("quick-fixed"), 393, workers=2, cores=2)
-    assert re.fullmatch(r"about [\d.]+–[\d.]+ min on these 393 training points with 2 workers", est.text), est.text
-    many = estimate_wall_time(preset("quick-fixed", population=6, mu=2, generations=2), 129, workers=4, cores=2)
-    assert many.text.endswith("with 4 workers on 2 cores") and " s on these" in many.text, many.text
-
-
 # --- series and result files -----------------------------------------------------------------
 
 
@@ -204,10 +162,10 @@ def test_result_file_last_row_wins(tmp_path: Path) -> None:
 
 
 def _reproduce(tsdl_dir: Path, out: Path, trials: int, workers: int = 1) -> dict:
-    from evocov_core.benchmarks.reproduce import reproduce
+    from bench.reproduce import reproduce
 
     return reproduce(tsdl_dir, out, algorithms="random,gpss", trials=trials, budget="quick", workers=workers,
-                     scheduler=None, series="01-airline", quick_scale=0.02, argv=["bench", "reproduce", "test"],
+                     scheduler=None, series="01-airline", quick_scale=0.02, argv=["reproduce", "test"],
                      log=lambda s: None)
 
 
@@ -227,7 +185,7 @@ def test_reproduce_is_resumable(tsdl_dir: Path, tmp_path: Path) -> None:
     assert {p: p.stat().st_mtime_ns for p in kernels} == mtimes
     # A missing kernel file, an error row and a new trial are (re)run; the rest is not.
     kernels[0].unlink()
-    from evocov_core.benchmarks.report import trials_file
+    from bench.report import trials_file
 
     trials_file(out).append({"series": "01-airline", "algorithm": "random", "seed": 1, "budget": "quick",
                              "status": "error", "reason": "boom"})
@@ -242,9 +200,9 @@ def test_reproduce_is_resumable(tsdl_dir: Path, tmp_path: Path) -> None:
     assert first.nunique() == 1
     # The report is regenerated from the folder alone.
     (out / "report.md").unlink()
-    from evocov_core.benchmarks import main
+    from bench.cli import main
 
-    assert main(["bench", "report", "--out", str(out)]) == 0
+    assert main(["report", "--out", str(out)]) == 0
     text = (out / "report.md").read_text(encoding="utf-8")
     for part in ("Table 5", "Table 6", "figure5.html", "paper budget: estimated cost", "bench reproduce test"):
         assert part in text
@@ -252,7 +210,7 @@ def test_reproduce_is_resumable(tsdl_dir: Path, tmp_path: Path) -> None:
     doc = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert doc["budget"] == "quick" and len(doc["invocations"]) == 3
     # Another budget in the same folder is refused.
-    from evocov_core.benchmarks.reproduce import reproduce
+    from bench.reproduce import reproduce
 
     with pytest.raises(BenchError):
         reproduce(tsdl_dir, out, algorithms="random", trials=1, budget="paper", workers=1, scheduler=None,
@@ -260,7 +218,7 @@ def test_reproduce_is_resumable(tsdl_dir: Path, tmp_path: Path) -> None:
 
 
 def test_table5_standardises_each_row(tsdl_dir: Path) -> None:
-    from evocov_core.benchmarks.report import table5, table6
+    from bench.report import table5, table6
 
     trials = pd.DataFrame({
         "series": ["01-airline", "01-airline", "03-mauna", "03-mauna"],
@@ -282,13 +240,13 @@ def test_table5_standardises_each_row(tsdl_dir: Path) -> None:
 
 
 def test_report_from_a_hand_made_folder(tsdl_dir: Path, tmp_path: Path) -> None:
-    from evocov_core.benchmarks.report import TRIAL_COLUMNS, report
+    from bench.report import TRIAL_COLUMNS, report
 
     out = tmp_path / "f"
     out.mkdir()
     (out / "run.json").write_text(json.dumps({
         "budget": "quick", "quick_scale": 1.0, "data_dir": str(tsdl_dir), "settings": {},
-        "invocations": [{"command": "python -m evocov_core bench reproduce …", "started": "t0", "finished": "t1",
+        "invocations": [{"command": "python -m bench reproduce …", "started": "t0", "finished": "t1",
                          "wall_seconds": 12.5, "machine": {"CPU": "test"}}]}), encoding="utf-8")
     row = dict.fromkeys(TRIAL_COLUMNS, "")
     row.update(series="08-radio", algorithm="gwtf", seed=0, budget="quick", status="ok", test_rmse=0.5, q=6,
@@ -301,7 +259,7 @@ def test_report_from_a_hand_made_folder(tsdl_dir: Path, tmp_path: Path) -> None:
 
 
 def test_run_records_are_written_at_start_and_updated_at_the_end(tmp_path: Path) -> None:
-    from evocov_core.benchmarks.common import append_run, read_runs, update_run
+    from bench.common import append_run, read_runs, update_run
 
     path = tmp_path / "runs.json"
     assert append_run(path, {"command": "a", "finished": "t1"}) == 0
@@ -312,7 +270,7 @@ def test_run_records_are_written_at_start_and_updated_at_the_end(tmp_path: Path)
 
 
 def test_interrupted_invocation_counts_until_its_last_trial() -> None:
-    from evocov_core.benchmarks.common import invocation_walls
+    from bench.common import invocation_walls
 
     invs = [{"started": "2026-01-01T10:00:00+00:00"},  # killed: no wall_seconds
             {"started": "2026-01-01T11:00:00+00:00", "wall_seconds": 30.0},
@@ -327,9 +285,9 @@ def test_interrupted_invocation_counts_until_its_last_trial() -> None:
 
 @pytest.mark.slow
 def test_mutations_metrics_scaling_tiny(tsdl_dir: Path, tmp_path: Path) -> None:
-    from evocov_core.benchmarks.hpmetrics import hp_metrics
-    from evocov_core.benchmarks.mutations import mutations
-    from evocov_core.benchmarks.scaling import scaling
+    from bench.hpmetrics import hp_metrics
+    from bench.mutations import mutations
+    from bench.scaling import scaling
 
     quiet = {"log": lambda s: None, "argv": ["test"]}
     rep = mutations(tsdl_dir, tmp_path / "m", n_mutations=2, series="01-airline", workers=1, **quiet)
@@ -354,28 +312,43 @@ def test_mutations_metrics_scaling_tiny(tsdl_dir: Path, tmp_path: Path) -> None:
     assert prof["fraction"].sum() == pytest.approx(1.0, abs=5e-7 * len(prof) + 1e-12)
 
 
-def test_cli_registers_bench() -> None:
-    import importlib.util
+def test_bench_runs_as_a_module_and_the_package_cli_points_there(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 56: the benchmarks run as ``python -m bench`` from the clone, not as a subcommand of the
+    package; ``evocov bench ...`` says where they went, in one line, with exit status 2."""
+    import subprocess
+    import sys
 
-    from evocov_core.present.cli import build_parser, main
+    from bench.cli import build_parser, main
+    from evocov_core.present.cli import main as evocov_main
 
-    assert importlib.util.find_spec("evocov_core.bench") is None  # the shim is gone: one entry point
+    root = Path(__file__).resolve().parent.parent
+    assert not list((root / "evocov_core").glob("benchmarks/*.py"))  # one home for the benchmarks
+    res = subprocess.run([sys.executable, "-m", "bench", "--help"], capture_output=True, text=True, cwd=root,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "usage: python -m bench" in res.stdout
+    assert all(cmd in res.stdout for cmd in ("reproduce", "accuracy-report", "accuracy-headline", "long-report"))
 
-    args = build_parser().parse_args(["bench", "report", "--out", "x"])
+    args = build_parser().parse_args(["report", "--out", "x"])
     assert args.bench_command == "report"
-    assert main(["bench", "report", "--out", "/nonexistent/folder"]) == 2
+    assert main(["report", "--out", "/nonexistent/folder"]) == 2
+    capsys.readouterr()
+
+    assert evocov_main(["bench", "accuracy", "--out", "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "python -m bench" in err, err
 
 
 def test_benchmark_modules_import_without_cycles() -> None:
-    """Issue 12: no module of the benchmarks package imports, even lazily, one that imports it back."""
+    """Issue 12: no module of ``bench/`` imports, even lazily, one that imports it back."""
     import ast
     import graphlib
 
-    root = Path(__file__).resolve().parent.parent / "evocov_core" / "benchmarks"
+    root = Path(__file__).resolve().parent.parent / "bench"
     graph = {}
     for f in root.glob("*.py"):
         tree = ast.parse(f.read_text(encoding="utf-8"))
-        graph[f.stem] = {n.module.split(".")[0] for n in ast.walk(tree)
-                         if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+        graph[f.stem] = {n.module.split(".")[1] for n in ast.walk(tree)
+                         if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("bench.")}
     order = list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError on a cycle
     assert order.index("report") < order.index("reproduce") and order.index("report") < order.index("estimate")

@@ -1,4 +1,4 @@
-"""``python -m evocov_core bench accuracy`` / ``accuracy-report``: scores, resuming, report, CLI errors.
+"""``python -m bench accuracy`` / ``accuracy-report``: scores, resuming, report, CLI errors.
 
 Everything here runs on synthetic ``trials.csv`` rows or a synthetic 30-point series with
 a stand-in search (fast and deterministic); one ``slow`` test runs a real one-second search.
@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evocov_core.benchmarks import accuracy as acc
-from evocov_core.benchmarks.common import BenchError, append_run
+from bench import accuracy as acc
+from bench.common import BenchError, append_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -178,7 +178,7 @@ def test_a_rerun_runs_only_what_is_missing(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr("evocov_core.search.run_search", fake_search)
     data_dir, out = _toy_data_dir(tmp_path / "data"), tmp_path / "out"
     quiet = {"log": lambda s: None, "workers": 1, "time_budget": 7.0}
-    res = acc.accuracy(data_dir, out, seeds=2, argv=["bench", "accuracy", "first"], **quiet)
+    res = acc.accuracy(data_dir, out, seeds=2, argv=["accuracy", "first"], **quiet)
     assert calls == [(0, 7.0), (1, 7.0)]
     rows = pd.read_csv(out / "trials.csv")
     assert rows[["series", "variant", "seed", "status"]].values.tolist() == [["01-toy", "full", 0, "ok"],
@@ -188,7 +188,7 @@ def test_a_rerun_runs_only_what_is_missing(tmp_path: Path, monkeypatch: pytest.M
     assert np.allclose(rows["bma_test_rmse"], rows["test_rmse"])  # a one-kernel ensemble is that kernel
     # The returned kernel's predictive normal (latent variance + noise) on the test part.
     assert rows["coverage_95"].between(0, 1).all() and (rows["crps"] > 0).all()
-    from evocov_core.benchmarks.common import load_series
+    from bench.common import load_series
     from evocov_core.present.compare import forecast_scores
 
     ds = load_series(data_dir, "01-toy")
@@ -203,8 +203,8 @@ def test_a_rerun_runs_only_what_is_missing(tmp_path: Path, monkeypatch: pytest.M
     assert kf.kernel.q == 3
     assert res.summary[0].startswith("variant=full accuracy_geomean=")
     # Rerun with one more seed: only seed 2 runs; then nothing at all.
-    acc.accuracy(data_dir, out, seeds=3, argv=["bench", "accuracy", "second"], **quiet)
-    acc.accuracy(data_dir, out, seeds=3, argv=["bench", "accuracy", "third"], **quiet)
+    acc.accuracy(data_dir, out, seeds=3, argv=["accuracy", "second"], **quiet)
+    acc.accuracy(data_dir, out, seeds=3, argv=["accuracy", "third"], **quiet)
     assert [c[0] for c in calls] == [0, 1, 2]
     assert len(pd.read_csv(out / "trials.csv")) == 3
     assert len(pd.read_csv(out / "classical.csv")) == len(classical)  # kept, not made again
@@ -233,24 +233,24 @@ def test_a_rerun_runs_only_what_is_missing(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_report_is_regenerated_from_the_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from evocov_core.benchmarks import main
+    from bench.cli import main
 
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     _refs().reset_index().to_csv(data_dir / "evocov_paper_rmse.csv", index=False)
     out = tmp_path / "out"
     out.mkdir()
-    append_run(out / "run.json", {"command": "python -m evocov_core bench accuracy --first", "budget": "quick",
+    append_run(out / "run.json", {"command": "python -m bench accuracy --first", "budget": "quick",
                                   "budget_s": 60.0, "started": "2026-01-01T09:59:00+00:00", "variants": ["full"],
                                   "data_dir": str(data_dir), "machine": {"CPU": "test CPU"}})  # interrupted
-    append_run(out / "run.json", {"command": "python -m evocov_core bench accuracy --second", "budget": "quick",
+    append_run(out / "run.json", {"command": "python -m bench accuracy --second", "budget": "quick",
                                   "budget_s": 60.0, "started": "2026-01-01T11:00:00+00:00", "wall_seconds": 42.0,
                                   "finished": "2026-01-01T11:00:42+00:00", "variants": ["full", "no-seed"],
                                   "data_dir": str(data_dir), "machine": {"CPU": "test CPU"}})
     rf = acc.trials_file(out)
     for row in _trials().to_dict("records"):
         rf.append(row)
-    assert main(["bench", "accuracy-report", "--out", str(out)]) == 0
+    assert main(["accuracy-report", "--out", str(out)]) == 0
     stdout = capsys.readouterr().out.splitlines()
     # No series files here: no classical forecasts (vs_* nan); no trial recorded a coverage.
     assert stdout[:2] == [
@@ -355,13 +355,13 @@ def test_a_corpus_folder_is_judged_against_autoets_and_its_classical_table_is_re
     """No evocov_paper_rmse.csv: the reference is AutoETS on the same split, every summary key is prefixed
     corpus_, the report has no paper columns; the classical table in the folder is reused while a series'
     file is the same, made again when it changes, and a model that never ran is tried again."""
-    from evocov_core.benchmarks.classical_cache import classical_file, series_checksum
+    from bench.classical_cache import classical_file, series_checksum
     from evocov_core.forecast.classical import MODELS
 
     data_dir = _corpus_dir(tmp_path / "series")
     out = tmp_path / "out"
     out.mkdir()
-    append_run(out / "run.json", {"command": "python -m evocov_core bench accuracy --data-dir series",
+    append_run(out / "run.json", {"command": "python -m bench accuracy --data-dir series",
                                   "budget": "quick", "budget_s": 60.0, "started": "2026-01-01T09:59:00+00:00",
                                   "variants": ["full"], "data_dir": str(data_dir)})
     rf = acc.trials_file(out)
@@ -484,10 +484,10 @@ def test_each_variant_changes_only_its_part() -> None:
 ])
 def test_argument_errors_are_one_line(args: list[str], message: str, tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from evocov_core.benchmarks import main
+    from bench.cli import main
 
     data_dir = _toy_data_dir(tmp_path / "data")
-    argv = ["bench", "accuracy", "--data-dir", str(data_dir), "--out", str(tmp_path / "out"), *args]
+    argv = ["accuracy", "--data-dir", str(data_dir), "--out", str(tmp_path / "out"), *args]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
@@ -495,16 +495,16 @@ def test_argument_errors_are_one_line(args: list[str], message: str, tmp_path: P
 
 
 def test_missing_out_and_empty_folder_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from evocov_core.benchmarks import main
+    from bench.cli import main
 
-    assert main(["bench", "accuracy"]) == 2
-    assert main(["bench", "accuracy-report", "--out", str(tmp_path)]) == 2
+    assert main(["accuracy"]) == 2
+    assert main(["accuracy-report", "--out", str(tmp_path)]) == 2
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 2 and "required: --out" in lines[0] and "not a bench accuracy folder" in lines[1]
 
 
 def test_the_module_entry_point_reports_errors_on_one_line(tmp_path: Path) -> None:
-    res = subprocess.run([sys.executable, "-m", "evocov_core", "bench", "accuracy", "--seeds", "0", "--out",
+    res = subprocess.run([sys.executable, "-m", "bench", "accuracy", "--seeds", "0", "--out",
                           str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert res.returncode == 2 and res.stderr == "error: --seeds must be at least 1, got 0\n"
 
@@ -588,16 +588,16 @@ def test_headline_table_sets_folders_beside_the_references(tmp_path: Path) -> No
 
 
 def test_headline_command_wants_label_equals_folder(capsys: pytest.CaptureFixture[str]) -> None:
-    from evocov_core.benchmarks import main
+    from bench.cli import main
 
-    assert main(["bench", "accuracy-headline", "--folder", "bench/results/accuracy/quick-reseed"]) == 2
+    assert main(["accuracy-headline", "--folder", "bench/results/accuracy/quick-reseed"]) == 2
     assert "expected LABEL=FOLDER" in capsys.readouterr().err
 
 
 def test_the_help_names_every_variant(capsys: pytest.CaptureFixture[str]) -> None:
-    from evocov_core.benchmarks import main
+    from bench.cli import main
 
-    assert main(["bench", "accuracy", "--help"]) == 0
+    assert main(["accuracy", "--help"]) == 0
     text = " ".join(re.sub(r"-\n\s*", "-", capsys.readouterr().out).split())  # argparse wraps at hyphens
     assert all(name in text for name in acc.VARIANTS), text
 
@@ -616,7 +616,7 @@ def test_variants_are_renamed_when_a_preset_changes(tmp_path: Path, monkeypatch:
     monkeypatch.setattr("evocov_core.search.run_search", fake_search)
     data_dir, out = _toy_data_dir(tmp_path / "data"), tmp_path / "out"
     quiet = {"log": lambda s: None, "workers": 1, "time_budget": 7.0}
-    acc.accuracy(data_dir, out, seeds=1, variants=["full", "no-select"], argv=["bench", "accuracy", "x"], **quiet)
+    acc.accuracy(data_dir, out, seeds=1, variants=["full", "no-select"], argv=["accuracy", "x"], **quiet)
     before = (out / "trials.csv").read_text(encoding="utf-8")
     # A renaming whose recorded settings do not match the new name's is refused, and nothing changes.
     with pytest.raises(SystemExit, match="select_top"):

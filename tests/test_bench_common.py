@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evocov_core.benchmarks import accuracy as acc
-from evocov_core.benchmarks.common import COUNTED, ResultFile, TrialStatus, fmt, geomean
+from bench import accuracy as acc
+from bench.common import COUNTED, ResultFile, TrialStatus, fmt, geomean
 
 
 def test_geomean_of_ratios() -> None:

@@ -1,4 +1,4 @@
-"""``python -m evocov_core bench long`` / ``long-report``: the series, the summary, resuming, one real trial.
+"""``python -m bench long`` / ``long-report``: the series, the summary, resuming, one real trial.
 
 The arithmetic and resuming run on synthetic rows and a 600-point synthetic series with a
 stand-in for the child command (fast, deterministic); one ``slow`` test runs a real search
@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evocov_core.benchmarks import long as lb
-from evocov_core.benchmarks.common import BenchError
+from bench import long as lb
+from bench.common import BenchError
 from evocov_core.compute.measure import MeasuredRun
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -228,7 +228,7 @@ def test_search_args_reach_every_command_and_are_checked(tmp_path: Path, tiny: l
     (["--series", "nile"], "unknown series nile"),
 ])
 def test_argument_errors_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
-    res = subprocess.run([sys.executable, "-m", "evocov_core", "bench", "long", *args, "--out", str(tmp_path)],
+    res = subprocess.run([sys.executable, "-m", "bench", "long", *args, "--out", str(tmp_path)],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert res.returncode == 2 and message in res.stderr and len(res.stderr.strip().splitlines()) == 1
 

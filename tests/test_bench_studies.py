@@ -14,7 +14,7 @@ from bench.bench_combine import make_rules, origin_sets
 from bench.bench_gap import bootstrap, folder_ratios, needed_geomean, statistic
 from bench.bench_log_transform import lml_of_y, log_dataset
 from bench.bench_run_average import bic_pick_gains, full_trials
-from evocov_core.benchmarks.common import geomean
+from bench.common import geomean
 from evocov_core.data import Dataset
 from evocov_core.fitting.gp import lml
 from evocov_core.language.evaluate import Inputs, covariance

@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bench.common import load_series, resolve_series
 from bench.corpus import build, sources
 from bench.corpus.overlap import RUN, find_shared, read_values, reference_series
 from bench.corpus.sources import EXCLUDED, SERIES, TSDL_NAMES, excluded_reason
-from evocov_core.benchmarks.common import load_series, resolve_series
 
 CORPUS = build.CORPUS_DIR
 SERIES_DIR = build.SERIES_DIR

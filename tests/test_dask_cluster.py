@@ -225,8 +225,9 @@ def test_a_worker_with_another_version_loaded_takes_the_shipped_one(cluster):
 
 @pytest.mark.slow
 def test_run_jobs_on_a_bare_cluster(cluster):
-    """The benchmarks' job runner ships the package too, and results come back as our objects."""
-    from evocov_core.benchmarks.common import run_jobs
+    """The benchmarks' job runner ships the package too, and results come back as our objects; the
+    benchmarks' own functions (in the clone's ``bench/``, not in the package) are shipped as well."""
+    from bench.common import fmt, run_jobs
     from evocov_core.language.kernel import Kernel
     from evocov_core.language.library import compose
 
@@ -234,6 +235,9 @@ def test_run_jobs_on_a_bare_cluster(cluster):
     got: dict[str, object] = {}
     assert run_jobs(compose, ["SE", "PER"], scheduler=address, on_result=got.__setitem__) == 2
     assert isinstance(got["SE"], Kernel) and got["PER"] == compose("PER")
+    formatted: dict[float, object] = {}
+    assert run_jobs(fmt, [1.23456, 2.5], scheduler=address, on_result=formatted.__setitem__) == 2
+    assert formatted == {1.23456: "1.235", 2.5: "2.5"}
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evocov_core.benchmarks.common import load_series
+from bench.common import load_series
 from evocov_core.fitting.gp import posterior
 from evocov_core.fitting.model import FittedModel
 from evocov_core.language.library import compose

@@ -71,3 +71,37 @@ def test_installed_package_runs_without_the_clone(tmp_path):
     cli = subprocess.run([str(target / "bin" / "evocov"), "search", "--help"], capture_output=True, text=True,
                          env=env, cwd=tmp_path, timeout=300)
     assert cli.returncode == 0 and "--time-budget" in cli.stdout and "--changepoints" in cli.stdout
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_the_package_not_the_lab(tmp_path):
+    """Issue 56: the benchmarks and studies (``bench/``) stay in the clone; the wheel ships the package,
+    the dashboard's wall-time estimate (``evocov_core/search/wall_time.py``) included."""
+    import importlib.util
+    import zipfile
+
+    if importlib.util.find_spec("setuptools") is None:
+        pytest.skip("setuptools is not installed: no wheel to build without build isolation")
+    # Build from a copy that has the lab beside the package, as a clone does: pip builds in the
+    # source tree (build/, *.egg-info), which must stay clean.
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    for name in ("evocov_core", "data", "bench"):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "results"))
+    out = tmp_path / "wheels"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-cache-dir",
+         "-w", str(out), str(src)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    if build.returncode != 0 and ("bdist_wheel" in build.stderr or "No module named" in build.stderr):
+        pytest.skip(f"cannot build a wheel here: {build.stderr.strip().splitlines()[-1]}")
+    assert build.returncode == 0, build.stderr[-2000:]
+    wheels = list(out.glob("evocov-*.whl"))
+    assert len(wheels) == 1, wheels
+    names = zipfile.ZipFile(wheels[0]).namelist()
+    assert "evocov_core/search/wall_time.py" in names
+    assert "evocov_core/cli.py" in names and "evocov_data/airline.csv" in names
+    assert [n for n in names if "bench" in n] == []  # no bench/, no benchmarks subpackage

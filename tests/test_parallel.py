@@ -328,7 +328,7 @@ def test_every_worker_process_has_one_blas_thread(monkeypatch):
 
 
 def test_run_jobs_uses_the_runners():
-    from evocov_core.benchmarks.common import run_jobs
+    from bench.common import run_jobs
 
     got: dict[int, list[int]] = {}
     assert run_jobs(blas_threads, [0, 1, 2], workers=2, on_result=got.__setitem__) == 3

@@ -2,7 +2,7 @@
 
 Part of :mod:`evocov_core.compute`, the one place that starts and sets up processes: every process this package starts
 runs :func:`prepare_process` first, and so does every entry point that evaluates kernels in its own
-process (the CLI, the benchmarks, the tests).
+process (the CLI, the benchmarks of a clone's ``bench/``, the tests).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def prepare_process() -> None:
     """Set up this process for kernel evaluation: one BLAS thread, malloc thresholds.
 
     Every worker of this module runs it before its first call; entry points that evaluate
-    kernels in their own process (the CLI, the benchmarks, the tests) call it too. Idempotent.
+    kernels in their own process (the CLI, ``python -m bench``, the tests) call it too. Idempotent.
     """
     limit_blas_threads(1)
     _tune_malloc()

@@ -1,7 +1,10 @@
-"""Command line: ``python -m evocov_core {search,predict,forecast,compare,report,explore,check-kernel,bench} ...``.
+"""Command line: ``python -m evocov_core {search,predict,forecast,compare,report,explore,check-kernel} ...``.
 
 Every user error (bad path, malformed CSV, invalid setting, refused kernel file) prints
 one line ``error: …`` on stderr and exits with status 2; no traceback.
+
+The benchmarks are not part of the installed package: they run from a clone of the
+repository as ``python -m bench ...`` (``bench/README.md``).
 """
 
 from __future__ import annotations
@@ -450,12 +453,6 @@ def cmd_explore(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from evocov_core.benchmarks import main as bench_main
-
-    return bench_main(args)
-
-
 # --- parser -----------------------------------------------------------------------
 
 
@@ -576,18 +573,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_explore)
 
-    from evocov_core.benchmarks import add_parser as add_bench
-
-    add_bench(sub)
     return parser
 
 
 #: Errors of modules the CLI imports only for some commands, which are the user's to fix:
-#: module -> class name. Looked up among the loaded modules (importing the benchmarks costs 1 s
-#: of a search's budget), so a command that never loaded a module cannot have raised its error.
-_LAZY_USER_ERRORS = {"evocov_core.benchmarks.common": "BenchError",
-                     "evocov_core.benchmarks.gpss_params": "GpssParseError",
-                     "evocov_core.runs.store": "StoreVersionError"}
+#: module -> class name. Looked up among the loaded modules (an import only to name an error
+#: would cost every command, a search's budget included), so a command that never loaded a
+#: module cannot have raised its error.
+_LAZY_USER_ERRORS = {"evocov_core.runs.store": "StoreVersionError"}
+
+#: What ``evocov bench ...`` says: the benchmarks left the package (issue 56) for the clone's ``bench/``.
+_BENCH_MOVED = ("error: the benchmarks are not part of the installed package; run `python -m bench ...` "
+               "from the root of a clone of the repository (see bench/README.md)")
 
 
 def _loaded_user_errors() -> tuple[type[BaseException], ...]:
@@ -602,6 +599,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from evocov_core.runs.kernel_file import KernelFileError
     from evocov_core.search.config import ConfigError
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:  # a former subcommand: say where it went, not argparse's "invalid choice"
+        print(_BENCH_MOVED, file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

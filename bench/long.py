@@ -71,7 +71,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from evocov_core.benchmarks.common import (
+from bench.common import (
     BenchError,
     ResultFile,
     TrialStatus,
@@ -230,7 +230,7 @@ class LongSeries:
 
 
 def _synthetic(n: int) -> LongSeries:
-    return LongSeries(f"synthetic-{n // 1000}k", "synthetic (evocov_core.benchmarks.long.synthetic_series)",
+    return LongSeries(f"synthetic-{n // 1000}k", "synthetic (bench.long.synthetic_series)",
                       f"{n:,} half-hourly points: trend, daily and weekly cycles, unit noise; the true mean is known",
                       lambda: synthetic_series(n)[0], n)
 
@@ -486,7 +486,7 @@ def _trial(out: Path, name: str, seed: int, ds: Dataset, baselines: dict[str, fl
     records.unlink(missing_ok=True)
     argv = search_command(out / "data" / f"{name}.csv", kernel, budget=budget, seconds=seconds, seed=seed,
                           workers=workers, fit_points=fit_points, records=records, extra=extra)
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[1]  # the clone: <clone>/bench/long.py
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
     res = runner(argv, cwd=root, env=env, timeout=10 * seconds + 120)  # a hung search ends some time
     sn, mstl = baselines.get("SeasonalNaive", math.nan), baselines.get("MSTL", math.nan)
@@ -570,8 +570,8 @@ def _check_search_args(extra: Sequence[str]) -> None:
     """Refuse ``extra`` options that the search command would refuse, or that the benchmark sets itself.
 
     The command's own parser judges them, in a child process as the trials run it (a file that
-    does not exist stops it right after parsing; ``evocov_core.present.cli`` is not imported here, since
-    it imports the benchmarks)."""
+    does not exist stops it right after parsing), so the check is the command the trials run, not a
+    copy of its parser."""
     own = {"--data", "--preset", "--time-budget", "--seed", "--test-fraction", "--workers", "--out", "--records",
            "--fit-points", "--replay", "--quiet"}
     taken = sorted(own & {e.split("=", 1)[0] for e in extra})
@@ -579,7 +579,7 @@ def _check_search_args(extra: Sequence[str]) -> None:
         raise BenchError(f"--search-args may not set {', '.join(taken)}: the benchmark sets them")
     if not extra:
         return
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[1]  # the clone: <clone>/bench/long.py
     probe = run_measured([sys.executable, "-m", "evocov_core", "search", "--data", str(root / "no-such-file.csv"),
                           "--out", os.devnull, "--quiet", *extra], cwd=root, timeout=120)
     if probe.stderr.lstrip().startswith("usage:"):  # argparse refused them (a missing file is not that)
@@ -632,7 +632,7 @@ def long_bench(out: Path, *, budget: str = "quick", seeds: int = 3, fit_points: 
     log : callable, optional
         Progress lines (default: standard error).
     runner : callable
-        Runs a trial's command (:func:`evocov_core.compute.measure.run_measured`; tests pass a stand-in).
+        Runs a trial's command (:func:`evocov_core.parallel.run_measured`; tests pass a stand-in).
 
     Raises
     ------
@@ -843,8 +843,8 @@ def long_report(out: Path) -> LongReport:
     fp = last.get("fit_points")
     lines = [f"# Long and high-frequency series: budget `{last.get('budget', '?')}` "
              f"({fmt(last.get('budget_s'))} s per search), fit points {fp if fp is not None else 'default (2000)'}",
-             "", f"Regenerate with `python -m evocov_core bench long-report --out {out}`; see "
-             "`evocov_core/benchmarks/long.py` for what each number is.", "",
+             "", f"Regenerate with `python -m bench long-report --out {out}`; see "
+             "`bench/long.py` for what each number is.", "",
              "Each trial runs `python -m evocov_core search` on the series' CSV in a child process (wall time and "
              "memory of the whole process tree, imports and reading included), trained on the first 90 % of the "
              "x-range and scored on the rest; trials run one after another.", "",

@@ -1,18 +1,18 @@
-"""The ``bench`` subcommand of ``python -m evocov_core``.
+"""The benchmark commands, ``python -m bench <command> ...`` from the repository root.
 
 ::
 
-    python -m evocov_core bench reproduce --data-dir ../shared/data/tsdl --budget quick --trials 1 --out DIR
-    python -m evocov_core bench report    --out DIR
-    python -m evocov_core bench estimate  --data-dir ... --budget paper --series 01-airline,03-mauna --out DIR
-    python -m evocov_core bench mutations --data-dir ... --mutations 200 --out DIR
-    python -m evocov_core bench metrics   --data-dir ... --trials 10 --out DIR
-    python -m evocov_core bench scaling   --data-dir ... --out DIR
-    python -m evocov_core bench accuracy  --budget quick --seeds 3 --workers 2 --variants full --out DIR
-    python -m evocov_core bench accuracy-report --out DIR
-    python -m evocov_core bench accuracy-headline --folder "quick (60 s)=DIR1" --folder "standard (5 min)=DIR2"
-    python -m evocov_core bench long      --budget quick --seeds 3 [--fit-points N] --out DIR
-    python -m evocov_core bench long-report --out DIR
+    python -m bench reproduce --data-dir ../shared/data/tsdl --budget quick --trials 1 --out DIR
+    python -m bench report    --out DIR
+    python -m bench estimate  --data-dir ... --budget paper --series 01-airline,03-mauna --out DIR
+    python -m bench mutations --data-dir ... --mutations 200 --out DIR
+    python -m bench metrics   --data-dir ... --trials 10 --out DIR
+    python -m bench scaling   --data-dir ... --out DIR
+    python -m bench accuracy  --budget quick --seeds 3 --workers 2 --variants full --out DIR
+    python -m bench accuracy-report --out DIR
+    python -m bench accuracy-headline --folder "quick (60 s)=DIR1" --folder "standard (5 min)=DIR2"
+    python -m bench long      --budget quick --seeds 3 [--fit-points N] --out DIR
+    python -m bench long-report --out DIR
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from evocov_core.benchmarks.accuracy import VARIANTS
-from evocov_core.benchmarks.budget import ALGORITHMS
-from evocov_core.benchmarks.common import BenchError
+from bench.accuracy import VARIANTS
+from bench.budget import ALGORITHMS
+from bench.common import BenchError
 
-__all__ = ["add_parser", "build_parser", "main"]
+__all__ = ["build_parser", "main"]
 
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "tsdl"
+#: ``../shared/data/tsdl`` beside the clone (this file is ``<clone>/bench/cli.py``).
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "tsdl"
 
 
 def _data_arg(p: argparse.ArgumentParser) -> None:
@@ -48,7 +49,7 @@ def _exec_args(p: argparse.ArgumentParser) -> None:
 class _OneLineErrors(argparse.ArgumentParser):
     """Argument errors as one line ``error: ...`` and exit status 2, like every other user error.
 
-    (argparse prints the usage too; an unknown option would reach the main parser, so it is
+    (argparse prints the usage too; an unknown option would reach the top-level parser, so it is
     refused here.)
     """
 
@@ -62,10 +63,18 @@ class _OneLineErrors(argparse.ArgumentParser):
         return ns, extra
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Register ``bench`` and its commands on the main CLI's subparsers."""
-    p = sub.add_parser("bench", help="reproduce the paper's benchmark tables (see bench/README.md)",
-                       description="Reproduce the paper's benchmark: Tables 3-6 and Figure 5 on the 13 TSDL series.")
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m bench``: one subparser per benchmark command.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        Parsed arguments carry the command in ``bench_command``.
+    """
+    p = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="The benchmarks of EvoCov (run from the repository root): the paper's Tables 3-6 and Figure 5 "
+                    "on the 13 TSDL series, the accuracy of budgeted searches, long series. See bench/README.md.")
     bsub = p.add_subparsers(dest="bench_command", required=True)
 
     r = bsub.add_parser("reproduce", help="Tables 5, 6 and Figure 5: every algorithm on every series, K trials")
@@ -134,7 +143,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
     r = bsub.add_parser("accuracy", help="test RMSE of budgeted dashboard searches on the 13 series, with ablations",
                         description="Each series × seed × variant one budgeted EvoCov search with the dashboard's "
-                                    "settings, one after another; resumable. See evocov_core/benchmarks/accuracy.py.")
+                                    "settings, one after another; resumable. See bench/accuracy.py.")
     r.__class__ = _OneLineErrors
     _data_arg(r)
     r.add_argument("--budget", choices=["quick", "standard"], default="quick",
@@ -149,7 +158,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                                           "process); searches never overlap")
     r.add_argument("--variants", default="full",
                    help=f"comma-separated variants, or all: {', '.join(VARIANTS)} (default: full; "
-                        "evocov_core/benchmarks/accuracy.py VARIANTS)")
+                        "bench/accuracy.py VARIANTS)")
     r.add_argument("--records", action="store_true",
                    help="also write each trial's full fits to OUT/records/ (for bench/bench_candidates.py)")
     r.add_argument("--out", type=Path, required=True, help="output folder (reused to resume)")
@@ -176,7 +185,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r = bsub.add_parser("long", help="long and high-frequency series: the search command within its budget "
                                      "against seasonal naive and MSTL, wall time and memory of the whole process",
                         description="Each series x seed runs `python -m evocov_core search` in a child process, one "
-                                    "after another; resumable. See evocov_core/benchmarks/long.py.")
+                                    "after another; resumable. See bench/long.py.")
     r.__class__ = _OneLineErrors
     r.add_argument("--budget", choices=["quick", "standard"], default="quick",
                    help="the search preset and its time budget (quick: 60 s, standard: 300 s)")
@@ -186,7 +195,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r.add_argument("--fit-points", type=int, default=None, metavar="N",
                    help="training points an exact fit uses (the search's --fit-points; default: the preset's)")
     r.add_argument("--series", default=None, help="comma-separated subset of the series (default: all; see "
-                                                  "evocov_core/benchmarks/long.py SERIES)")
+                                                  "bench/long.py SERIES)")
     r.add_argument("--set", dest="which", choices=["benchmark", "dev"], default="benchmark",
                    help="benchmark: the series that judge (default); dev: the development set where long-series "
                         "defaults are tuned (DEV_SERIES)")
@@ -200,20 +209,24 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r.__class__ = _OneLineErrors
     r.add_argument("--out", type=Path, required=True)
 
-    p.set_defaults(func=main)
     return p
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """A standalone parser (``python -m evocov_core.bench ...``-style use and tests)."""
-    parser = argparse.ArgumentParser(prog="python -m evocov_core")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_parser(sub)
-    return parser
-
-
 def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
-    """Run a ``bench`` command; ``args`` is a parsed namespace or an argv list (after ``python -m evocov_core``)."""
+    """Run a benchmark command and return the exit status.
+
+    Parameters
+    ----------
+    args : argparse.Namespace or sequence of str, optional
+        A namespace of :func:`build_parser`, or the arguments after ``python -m bench``
+        (default ``sys.argv[1:]``), e.g. ``["accuracy", "--out", "DIR"]``.
+
+    Returns
+    -------
+    int
+        0 on success; 2 for an error that is the user's to fix (one line ``error: ...`` on
+        stderr); 130 when interrupted.
+    """
     if args is None or not isinstance(args, argparse.Namespace):
         argv = list(sys.argv[1:] if args is None else args)
         try:
@@ -221,13 +234,23 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         except SystemExit as exc:
             return int(exc.code or 0)
         ns.argv = argv
+        from bench.gpss_params import GpssParseError
         from evocov_core.compute.cluster import DaskSetupError
+        from evocov_core.data import DataError
+        from evocov_core.runs.kernel_file import KernelFileError
+        from evocov_core.search.config import ConfigError
 
         try:
             return main(ns)
-        except (BenchError, DaskSetupError) as exc:
+        # The errors the package CLI reported on one line when it ran these commands; anything
+        # else is a programming error and keeps its traceback.
+        except (BenchError, GpssParseError, DaskSetupError, DataError, KernelFileError, ConfigError,
+                OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return 130
     from evocov_core.compute.setup import prepare_process
 
     prepare_process()  # one BLAS thread here too (and OPENBLAS_NUM_THREADS=1 for the workers)
@@ -235,43 +258,43 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     argv = getattr(a, "argv", None)
     cmd = a.bench_command
     if cmd == "reproduce":
-        from evocov_core.benchmarks.reproduce import reproduce
+        from bench.reproduce import reproduce
 
         reproduce(a.data_dir, a.out, algorithms=a.algorithms, trials=a.trials, budget=a.budget, workers=a.workers,
                   scheduler=a.scheduler, series=a.series, quick_scale=a.quick_scale, argv=argv)
         print(f"wrote {a.out / 'report.md'}")
     elif cmd == "report":
-        from evocov_core.benchmarks.report import report
+        from bench.report import report
 
         print(f"wrote {report(a.out, data_dir=a.data_dir)}")
     elif cmd == "estimate":
-        from evocov_core.benchmarks.estimate import estimate
+        from bench.estimate import estimate
 
         doc = estimate(a.data_dir, a.out, series=a.series, generations=a.generations, trials=a.trials,
                        population=a.population, workers=a.workers, scheduler=a.scheduler, argv=argv)
         print(f"paper budget: about {doc['total_core_hours']} core-hours "
               f"({doc['total_wall_hours_on_cores']} h on {doc['cores']} cores); wrote {a.out}")
     elif cmd == "mutations":
-        from evocov_core.benchmarks.mutations import mutations
+        from bench.mutations import mutations
 
         path = mutations(a.data_dir, a.out, n_mutations=a.mutations, series=a.series, seed=a.seed,
                          method=a.method, base=a.base, y_mean=a.y_mean, workers=a.workers, scheduler=a.scheduler,
                          argv=argv)
         print(f"wrote {path}")
     elif cmd == "metrics":
-        from evocov_core.benchmarks.hpmetrics import hp_metrics
+        from bench.hpmetrics import hp_metrics
 
         path = hp_metrics(a.data_dir, a.out, trials=a.trials, series=a.series, method=a.method, init=a.init,
                           workers=a.workers, scheduler=a.scheduler, argv=argv)
         print(f"wrote {path}")
     elif cmd == "scaling":
-        from evocov_core.benchmarks.scaling import scaling
+        from bench.scaling import scaling
 
         path = scaling(a.data_dir, a.out, kernels=a.kernels, series=a.series, workers_series=a.workers_series,
                        population=a.population, reps=a.reps, seed=a.seed, dask=not a.no_dask, argv=argv)
         print(f"wrote {path}")
     elif cmd == "accuracy":
-        from evocov_core.benchmarks.accuracy import accuracy
+        from bench.accuracy import accuracy
 
         res = accuracy(a.data_dir, a.out, budget=a.budget, time_budget=a.time_budget, seeds=a.seeds,
                        series=a.series, workers=a.workers, variants=a.variants, records=a.records,
@@ -280,7 +303,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
             print(line)
         print(f"wrote {res.path}")
     elif cmd == "accuracy-report":
-        from evocov_core.benchmarks.accuracy import accuracy_report
+        from bench.accuracy import accuracy_report
 
         res = accuracy_report(a.out, data_dir=a.data_dir, classical=not a.no_classical,
                               log=lambda line: print(line, file=sys.stderr, flush=True))
@@ -288,15 +311,15 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
             print(line)
         print(f"wrote {res.path}")
         if a.readme:
-            from evocov_core.benchmarks.accuracy import readme_table
-            from evocov_core.benchmarks.common import read_runs
+            from bench.accuracy import readme_table
+            from bench.common import read_runs
 
             data_dir = a.data_dir or next((Path(r["data_dir"]) for r in reversed(read_runs(a.out / "run.json"))
                                            if r.get("data_dir")), None)
             print(readme_table(a.out, data_dir))
     elif cmd == "accuracy-headline":
-        from evocov_core.benchmarks.accuracy import headline_table
-        from evocov_core.benchmarks.common import read_runs
+        from bench.accuracy import headline_table
+        from bench.common import read_runs
 
         folders = {}
         for item in a.folder:
@@ -311,7 +334,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
             raise BenchError(f"{first}/run.json records no data folder; pass --data-dir")
         print(headline_table(folders, data_dir))
     elif cmd == "long":
-        from evocov_core.benchmarks.long import long_bench
+        from bench.long import long_bench
 
         res = long_bench(a.out, budget=a.budget, seeds=a.seeds, fit_points=a.fit_points, series=a.series,
                          which=a.which, workers=a.workers, time_budget=a.time_budget,
@@ -319,7 +342,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         print(res.summary)
         print(f"wrote {res.path}")
     elif cmd == "long-report":
-        from evocov_core.benchmarks.long import long_report
+        from bench.long import long_report
 
         res = long_report(a.out)
         print(res.summary)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from evocov_core.benchmarks.common import ResultFile, load_series
+from bench.common import ResultFile, load_series
 from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT, MODELS
 
 __all__ = ["CLASSICAL_COLUMNS", "VS_KEYS", "classical_file", "classical_scores", "series_checksum"]

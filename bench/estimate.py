@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from evocov_core.benchmarks.budget import ALGORITHMS, budget_config, estimated_fits
-from evocov_core.benchmarks.common import (
+from bench.budget import ALGORITHMS, budget_config
+from bench.common import (
     BenchError,
     command_line,
     load_series,
@@ -41,12 +41,13 @@ from evocov_core.benchmarks.common import (
     now_iso,
     resolve_series,
 )
-from evocov_core.benchmarks.common import write_json as _write_json
-from evocov_core.benchmarks.report import estimate_markdown, report
+from bench.common import write_json as _write_json
+from bench.report import estimate_markdown, report
 from evocov_core.compute.provenance import git_state
 from evocov_core.fitting.fits import make_executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.search import run_search
+from evocov_core.search.wall_time import estimated_fits
 
 __all__ = ["estimate", "load_estimate"]
 

@@ -3,7 +3,7 @@
 ``--mutations 0`` only verifies the conversions (``conversion.csv``, seconds for all 13).
 
 For each series, the GPSS kernel **with its published hyperparameters** (parsed from
-``gpss_kernels.md`` and converted to model units by :mod:`evocov_core.benchmarks.gpss_params`) is
+``gpss_kernels.md`` and converted to model units by :mod:`bench.gpss_params`) is
 the starting point. First the conversion is verified: our LML of the converted kernel
 against GPSS's published nll, our test RMSE with the published values against GPSS's
 published RMSE (``conversion.csv``). Then M random mutations (each passing the PSD and
@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evocov_core.benchmarks.common import (
+from bench.common import (
     BenchError,
     ResultFile,
     append_run,
@@ -55,8 +55,8 @@ from evocov_core.benchmarks.common import (
     resolve_series,
     update_run,
 )
-from evocov_core.benchmarks.gpss_params import GPSS_LIK_SF, GpssParseError, convert, read_gpss_entries, verify
-from evocov_core.benchmarks.paper import PAPER_TABLE3
+from bench.gpss_params import GPSS_LIK_SF, GpssParseError, convert, read_gpss_entries, verify
+from bench.paper import PAPER_TABLE3
 from evocov_core.compute.provenance import git_state
 from evocov_core.data import Dataset
 from evocov_core.fitting.fits import make_executor
@@ -245,7 +245,7 @@ def mutations_report(out: Path) -> Path:
         "## Conversion of the published GPSS kernels", "",
         "Each published GPSS kernel (`gpss_kernels.md`, values rounded to 3 significant digits; periods of "
         "06-internet and 12-births and every likelihood noise transcribed at full precision from the same "
-        "result files, see `evocov_core/benchmarks/gpss_params.py`) written in our grammar with its values "
+        "result files, see `bench/gpss_params.py`) written in our grammar with its values "
         "converted to "
         "model units. **LML**: ours on GPSS's data convention (zero mean, y/s_y) vs the published "
         "`−nll + n·log s_y`; **RMSE**: our zero-mean prediction with the published values vs GPSS's published "

@@ -17,7 +17,7 @@ The output folder holds::
     trials.csv     one row per finished trial (appended and synced as each ends)
     kernels/       <series>__<variant>__seed<k>.json, the returned kernel (evocov_core.runs.kernel_file format)
     classical.csv  the classical forecasters on each series, made once by the report
-                   (:mod:`evocov_core.benchmarks.classical_cache`)
+                   (:mod:`bench.classical_cache`)
     report.md      per-series table, ablation table, summary lines, every trial
 
 A trial is done when its row says ``ok`` and its kernel file exists, or the search fitted
@@ -74,7 +74,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from evocov_core.benchmarks.common import (
+from bench.common import (
     COUNTED,
     BenchError,
     ResultFile,
@@ -428,8 +428,8 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
     ----------
     spec : TrialSpec
     search : callable, optional
-        ``search(data, config, seed=, workers=)``; default
-        :func:`evocov_core.search.run_search`.
+        ``search(data, config, seed=, workers=, dataset=)``; default
+        :func:`evocov_core.forecast.stage.search_and_forecast` (the search and its forecast).
 
     Notes
     -----
@@ -440,7 +440,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
     from evocov_core.runs.kernel_file import kernel_file_dict
 
     if search is None:
-        from evocov_core.search import run_search as search
+        from evocov_core.forecast.stage import search_and_forecast as search
     ds = spec.dataset
     row: dict = {"series": spec.series, "variant": spec.variant, "seed": spec.seed, "budget": spec.budget,
                  "n_train": ds.n_train, "n_test": ds.n_test, "budget_s": spec.budget_s, "host": socket.gethostname()}
@@ -809,7 +809,7 @@ class TrialSummary(NamedTuple):
     coverage_trials: int
     """Trials with a coverage (older trials have none)."""
     vs: dict[str, float]
-    """Per :data:`~evocov_core.benchmarks.classical_cache.VS_KEYS` key: geometric mean over the series the
+    """Per :data:`~bench.classical_cache.VS_KEYS` key: geometric mean over the series the
     baseline forecast of (median over the seeds of our test RMSE) / its test RMSE."""
 
 
@@ -836,9 +836,9 @@ def trial_summary(trials: pd.DataFrame, refs: pd.DataFrame, variant: str,
         folder of series without published results); series without one are left out of the ratios.
     variant : str
     classical : DataFrame, optional
-        :func:`~evocov_core.benchmarks.classical_cache.classical_scores`; without it ``vs`` is NaN.
+        :func:`~bench.classical_cache.classical_scores`; without it ``vs`` is NaN.
     """
-    from evocov_core.benchmarks.classical_cache import VS_KEYS
+    from bench.classical_cache import VS_KEYS
 
     nan = math.nan
     t = _finished(trials, variant, ["test_rmse", "coverage_95", "n_test"])
@@ -1030,7 +1030,7 @@ def ablation_table(trials: pd.DataFrame, refs: pd.DataFrame, variants: Sequence[
 
 
 def _f(v: object, digits: int = 3) -> str:
-    """A ratio for a table: :func:`~evocov_core.benchmarks.common.fmt` with fixed decimals."""
+    """A ratio for a table: :func:`~bench.common.fmt` with fixed decimals."""
     return fmt(v, digits, fixed=True)
 
 
@@ -1040,7 +1040,7 @@ def _notes(v: object) -> list[str]:
 
 
 def _commands(runs: list[dict], trials: pd.DataFrame) -> list[str]:
-    from evocov_core.benchmarks.common import invocation_walls
+    from bench.common import invocation_walls
 
     lines = ["## Commands", ""]
     walls = invocation_walls(runs, trials) if runs else []
@@ -1166,14 +1166,14 @@ def references(out: Path, data_dir: Path, series: Sequence[str], *, classical: b
     -------
     tuple
         ``(refs, classical, corpus)``: :func:`reference_rmse`-like frame indexed by series,
-        :func:`~evocov_core.benchmarks.classical_cache.classical_scores`, True on a corpus.
+        :func:`~bench.classical_cache.classical_scores`, True on a corpus.
 
     Raises
     ------
     BenchError
         ``data_dir`` has neither ``evocov_paper_rmse.csv`` nor series.
     """
-    from evocov_core.benchmarks.classical_cache import CLASSICAL_COLUMNS, classical_scores
+    from bench.classical_cache import CLASSICAL_COLUMNS, classical_scores
 
     data_dir = Path(data_dir)
     corpus = not (data_dir / "evocov_paper_rmse.csv").is_file()
@@ -1303,7 +1303,7 @@ def accuracy_report(out: Path, *, data_dir: Path | None = None, classical: bool 
     """(Re)write ``report.md`` of an accuracy folder from its ``trials.csv``, ``run.json`` and ``classical.csv``.
 
     The classical forecasters' scores are made once per series and kept in ``classical.csv``
-    (:mod:`~evocov_core.benchmarks.classical_cache`); every other number comes from the folder's
+    (:mod:`~bench.classical_cache`); every other number comes from the folder's
     files. On a folder of series without published results (:func:`references`) the ratios are
     to AutoETS and every summary key is prefixed ``corpus_``.
 
@@ -1352,7 +1352,7 @@ def accuracy_report(out: Path, *, data_dir: Path | None = None, classical: bool 
     lines = [f"# EvoCov accuracy at the dashboard's budget `{last.get('budget', '?')}` "
              f"({fmt(last.get('budget_s'))} s per search)", "",
              "Regenerate this report from the folder's files with "
-             f"`python -m evocov_core bench accuracy-report --out {out}`.", "",
+             f"`python -m bench accuracy-report --out {out}`.", "",
              f"Each trial: one EvoCov search with the dashboard's settings on {where} (checked against "
              "`splits.csv`), one seed, one variant; trials ran one after another, "
              "each search with its own worker processes, and the wall time is measured around the search. "

@@ -3,8 +3,8 @@
 This module owns the folder's layout (``trials.csv`` columns, kernel file names, ``run.json``)
 and everything written from it: ``table5.csv``, ``table5_raw.csv``, ``table6.csv``,
 ``figure5.html`` and ``report.md`` (with the paper-budget estimate of ``bench estimate``
-when the folder has one). :mod:`~evocov_core.benchmarks.reproduce` runs the trials and
-:mod:`~evocov_core.benchmarks.estimate` times them; both write through this module and
+when the folder has one). :mod:`~bench.reproduce` runs the trials and
+:mod:`~bench.estimate` times them; both write through this module and
 neither is imported by it.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from evocov_core.benchmarks.budget import ALGORITHMS
-from evocov_core.benchmarks.common import (
+from bench.budget import ALGORITHMS
+from bench.common import (
     BenchError,
     ResultFile,
     TrialStatus,
@@ -26,7 +26,7 @@ from evocov_core.benchmarks.common import (
     invocation_walls,
     md_table,
 )
-from evocov_core.benchmarks.paper import (
+from bench.paper import (
     PAPER_TABLE6,
     PAPER_TABLE6_COLUMNS,
     PUBLISHED_METHODS,
@@ -191,7 +191,7 @@ def _estimate_section(out: Path) -> list[str]:
     p = out / "estimate.json"
     lines = ["## paper budget: estimated cost", ""]
     if not p.is_file():
-        return [*lines, "Not measured for this folder: `python -m evocov_core bench estimate --data-dir DIR "
+        return [*lines, "Not measured for this folder: `python -m bench estimate --data-dir DIR "
                 "--budget paper --series 01-airline,03-mauna,06-internet --generations 2 --out THIS_FOLDER`.", ""]
 
     return [*lines, estimate_markdown(json.loads(p.read_text(encoding="utf-8"))), ""]
@@ -213,7 +213,7 @@ def report(out: Path, *, data_dir: Path | None = None) -> Path:
     trials = trials_file(out).read()
     lines = [f"# EvoCov benchmark on the 13 TSDL series: Tables 5, 6 and Figure 5 (budget `{run.get('budget')}`)",
              "", "Regenerate this report from the folder's files with "
-             f"`python -m evocov_core bench report --out {out}`.", ""]
+             f"`python -m bench report --out {out}`.", ""]
     invs = run.get("invocations", [])
     walls = invocation_walls(invs, trials)
     lines += ["## Commands", ""]
@@ -280,7 +280,7 @@ def report(out: Path, *, data_dir: Path | None = None) -> Path:
 
 
 def _budget_section(run: dict) -> list[str]:
-    from evocov_core.benchmarks.budget import __doc__ as rule
+    from bench.budget import __doc__ as rule
 
     budget = run.get("budget")
     lines = [f"## Budget `{budget}`", ""]

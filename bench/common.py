@@ -11,8 +11,10 @@ where it ran never changes its result.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as _dt
+import hashlib
 import json
 import math
 import os
@@ -21,6 +23,8 @@ import re
 import shlex
 import socket
 import sys
+import tempfile
+import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -38,6 +42,7 @@ __all__ = [
     "ResultFile",
     "TrialStatus",
     "append_run",
+    "bench_zip",
     "doc_md",
     "fmt",
     "geomean",
@@ -47,6 +52,7 @@ __all__ = [
     "read_runs",
     "resolve_series",
     "run_jobs",
+    "ship_bench",
     "update_run",
     "write_json",
 ]
@@ -264,9 +270,9 @@ def run_jobs(func: Callable[[Any], Any], items: Iterable[Any], *, workers: int |
     Parameters
     ----------
     func : callable
-        A module-level function of this package (pickled to the workers, or named to a Dask
-        cluster, which gets the package shipped: :mod:`evocov_core.compute.cluster`). It should
-        catch its own errors and return them as results.
+        A module-level function of ``bench`` or of ``evocov_core`` (pickled to the workers, or
+        named to a Dask cluster, which gets both shipped: :func:`ship_bench`,
+        :mod:`evocov_core.compute.cluster`). It should catch its own errors and return them as results.
     workers : int, optional
         Processes of the local pool (default: every core, at most one per item); ``1`` runs
         in this process.
@@ -292,14 +298,93 @@ def run_jobs(func: Callable[[Any], Any], items: Iterable[Any], *, workers: int |
             on_result(items[i], result)
 
     n = workers or os.cpu_count() or 1
-    # A local pool never needs more processes than jobs.
-    runner = PoolRunner(min(n, len(items))) if n > 1 and not scheduler else make_runner(
-        workers=n, scheduler=scheduler, modules=(func.__module__,))
-    with runner:
-        if isinstance(runner, DaskRunner):
-            say(f"dask: {runner.workers} workers at {runner.address}")
-        runner.map(func, items, on_result=finished)
+    with contextlib.ExitStack() as stack:
+        if scheduler and scheduler != "local":
+            # A cluster started elsewhere may have neither package: ``bench`` goes first, so that
+            # the runner's check that the workers import ``func``'s module can pass.
+            from distributed import Client
+
+            client = stack.enter_context(Client(scheduler))
+            ship_bench(client)
+            runner = DaskRunner(client=client, workers=n, modules=(func.__module__,))
+        elif n > 1 and not scheduler:
+            runner = PoolRunner(min(n, len(items)))  # a local pool never needs more processes than jobs
+        else:
+            # Serial, or a LocalCluster, whose worker processes start with this process's
+            # sys.path (the clone's root included): nothing to ship.
+            runner = make_runner(workers=n, scheduler=scheduler, modules=(func.__module__,))
+        with runner:
+            if isinstance(runner, DaskRunner):
+                say(f"dask: {runner.workers} workers at {runner.address}")
+            runner.map(func, items, on_result=finished)
     return done
+
+
+#: This folder: the ``bench`` package that :func:`ship_bench` uploads.
+BENCH_DIR = Path(__file__).resolve().parent
+
+
+def bench_zip(folder: Path) -> Path:
+    """Write ``bench-<hash>.zip`` (the ``.py`` files of ``bench/``, results left out) into ``folder``.
+
+    Parameters
+    ----------
+    folder : Path
+
+    Returns
+    -------
+    Path
+        The zip; its name carries a hash of the sources, so a worker tells versions apart.
+    """
+    files = sorted(f for f in BENCH_DIR.rglob("*.py")
+                   if not {"__pycache__", "results"} & set(f.relative_to(BENCH_DIR).parts))
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.relative_to(BENCH_DIR).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    path = Path(folder) / f"bench-{h.hexdigest()[:12]}.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in files:
+            z.write(f, f"bench/{f.relative_to(BENCH_DIR).as_posix()}")
+    return path
+
+
+def _forget_bench(client: tuple[str, int]) -> Callable[[], int]:
+    """A function (run on each worker) that drops the ``bench`` modules it imported before."""
+
+    def forget() -> int:
+        import os
+        import socket
+        import sys
+
+        if (socket.gethostname(), os.getpid()) == client:
+            return 0  # a worker inside this process: its modules are ours
+        # Even one of the same version may hold an older evocov_core: imported again on first use.
+        stale = [n for n in list(sys.modules) if n == "bench" or n.startswith("bench.")]
+        for n in stale:
+            del sys.modules[n]
+        sys.path[:] = [q for q in sys.path if not os.path.basename(q).startswith("bench-")]
+        return len(stale)
+
+    return forget
+
+
+def ship_bench(client: Any) -> None:
+    """Let the workers of a Dask cluster that has only the dependencies import ``bench``.
+
+    The benchmarks' jobs are functions of ``bench`` modules, which live in the clone, not in
+    the package that :func:`evocov_core.compute.cluster.ship_package` ships; this uploads them the
+    same way (distributed's ``UploadFile`` plugin, registered on the scheduler, so that
+    workers joining later get them too). Call it before the runner ships the package.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    """
+    from distributed.diagnostics.plugin import UploadFile
+
+    client.run(_forget_bench((socket.gethostname(), os.getpid())))
+    with tempfile.TemporaryDirectory(prefix="evocov-bench-") as tmp:
+        client.register_plugin(UploadFile(str(bench_zip(Path(tmp)))), name="evocov-bench-package")
 
 
 # --- machine and formatting ---------------------------------------------------------------
@@ -345,9 +430,9 @@ def machine_info() -> dict[str, str]:
 
 
 def command_line(argv: Sequence[str] | None = None) -> str:
-    """The command as typed: ``python -m evocov_core bench ...``."""
+    """The command as typed: ``python -m bench ...``, from the arguments after ``python -m bench``."""
     args = list(sys.argv[1:] if argv is None else argv)
-    return "python -m evocov_core " + " ".join(shlex.quote(a) for a in args)
+    return "python -m bench " + " ".join(shlex.quote(a) for a in args)
 
 
 def md_table(header: Sequence[str], rows: Iterable[Sequence[object]], align: str | None = None) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evocov_core.benchmarks.common import (
+from bench.common import (
     BenchError,
     ResultFile,
     TrialStatus,
@@ -44,7 +44,7 @@ from evocov_core.benchmarks.common import (
     run_jobs,
     update_run,
 )
-from evocov_core.benchmarks.paper import PAPER_TABLE4, TABLE4_METRICS
+from bench.paper import PAPER_TABLE4, TABLE4_METRICS
 from evocov_core.compute.provenance import git_state
 from evocov_core.data import Dataset
 from evocov_core.fitting.metrics import METRIC_LABELS, METRICS, FitData

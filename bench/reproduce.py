@@ -27,8 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from evocov_core.benchmarks.budget import ALGORITHMS, budget_config, predicted_core_seconds, settings_summary
-from evocov_core.benchmarks.common import (
+from bench.budget import ALGORITHMS, budget_config, predicted_core_seconds, settings_summary
+from bench.common import (
     BenchError,
     TrialStatus,
     command_line,
@@ -41,7 +41,7 @@ from evocov_core.benchmarks.common import (
     write_json,
     write_text_atomic,
 )
-from evocov_core.benchmarks.report import kernel_path, load_run, report, trials_file
+from bench.report import kernel_path, load_run, report, trials_file
 from evocov_core.compute.provenance import git_state
 from evocov_core.data import Dataset
 from evocov_core.fitting.metrics import FitData
@@ -132,7 +132,7 @@ def reproduce(data_dir: Path, out: Path, *, algorithms: str, trials: int, budget
     out : Path
         Output folder (created; reused to resume).
     algorithms : str
-        Comma-separated keys of :data:`~evocov_core.benchmarks.budget.ALGORITHMS`.
+        Comma-separated keys of :data:`~bench.budget.ALGORITHMS`.
     trials : int
         K: trials ``0 … K−1`` (seed = trial index).
     budget : {"quick", "paper"}
@@ -143,7 +143,7 @@ def reproduce(data_dir: Path, out: Path, *, algorithms: str, trials: int, budget
     series : str or None
         Comma-separated subset of the series.
     quick_scale : float
-        ``f`` of the quick budget rule (:mod:`evocov_core.benchmarks.budget`).
+        ``f`` of the quick budget rule (:mod:`bench.budget`).
     """
     say = log or (lambda s: print(s, file=sys.stderr, flush=True))
     if trials < 1:

@@ -8,8 +8,8 @@
    (129 … 909). Reported: median and mean seconds per fit, seconds per metric evaluation.
 2. **Against workers.** One population (``--population`` random kernels) on one series
    (``--workers-series``), fitted by: the serial executor, a process pool of 1 and of 2
-   processes (:class:`~evocov_core.fitting.fits.ProcessExecutor`), and 2 Dask workers on a
-   ``LocalCluster`` (:class:`~evocov_core.fitting.fits.DaskExecutor`). Executors are started
+   processes (:class:`~evocov_core.parallel.ProcessExecutor`), and 2 Dask workers on a
+   ``LocalCluster`` (:class:`~evocov_core.parallel.DaskExecutor`). Executors are started
    (and warmed up with two small fits) before timing; repetitions interleave the executors
    in rotated order and the median is kept. Throughput = fits per second; speed-ups are
    ratios measured side by side in this run.
@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evocov_core.benchmarks.common import (
+from bench.common import (
     BenchError,
     append_run,
     command_line,
