@@ -175,7 +175,7 @@ def test_a_rerun_runs_only_what_is_missing(tmp_path: Path, monkeypatch: pytest.M
         return SimpleNamespace(best=fit, best_bic=fit, ensemble=((fit, 1.0),), n_evaluations=1, n_screen_fits=0,
                                history=(None, None), elapsed=0.01)
 
-    monkeypatch.setattr("evocov_core.search.run_search", fake_search)
+    monkeypatch.setattr("evocov_core.forecast.stage.search_and_forecast", fake_search)
     data_dir, out = _toy_data_dir(tmp_path / "data"), tmp_path / "out"
     quiet = {"log": lambda s: None, "workers": 1, "time_budget": 7.0}
     res = acc.accuracy(data_dir, out, seeds=2, argv=["accuracy", "first"], **quiet)
@@ -220,7 +220,7 @@ def test_a_rerun_runs_only_what_is_missing(tmp_path: Path, monkeypatch: pytest.M
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("evocov_core.search.run_search", interrupted)
+    monkeypatch.setattr("evocov_core.forecast.stage.search_and_forecast", interrupted)
     with pytest.raises(KeyboardInterrupt):
         acc.accuracy(data_dir, out, seeds=4, argv=["x"], **quiet)
     last = json.loads((out / "run.json").read_text(encoding="utf-8"))["runs"][-1]
@@ -613,7 +613,7 @@ def test_variants_are_renamed_when_a_preset_changes(tmp_path: Path, monkeypatch:
         return SimpleNamespace(best=fit, best_bic=fit, ensemble=((fit, 1.0),), n_evaluations=1, n_screen_fits=0,
                                history=(None,), elapsed=0.01)
 
-    monkeypatch.setattr("evocov_core.search.run_search", fake_search)
+    monkeypatch.setattr("evocov_core.forecast.stage.search_and_forecast", fake_search)
     data_dir, out = _toy_data_dir(tmp_path / "data"), tmp_path / "out"
     quiet = {"log": lambda s: None, "workers": 1, "time_budget": 7.0}
     acc.accuracy(data_dir, out, seeds=1, variants=["full", "no-select"], argv=["accuracy", "x"], **quiet)
