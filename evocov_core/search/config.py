@@ -36,9 +36,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
+from enum import Enum
 from typing import Any
 
-from evocov_core.fitting.metrics import METRICS
 from evocov_core.fitting.optimize import HyperSpace, OptimConfig
 from evocov_core.fitting.subset import DEFAULT_MAX_POINTS
 from evocov_core.language.grammar import Grammar, get_grammar
@@ -46,9 +46,87 @@ from evocov_core.language.psd import PSDConfig
 from evocov_core.search.structures import SEED_BASES
 from evocov_core.search.variation import VariationConfig
 
-__all__ = ["ALGORITHMS", "GROUPS", "PRESETS", "SearchConfig", "Setting", "preset", "settings"]
+__all__ = ["ALGORITHMS", "GROUPS", "PRESETS", "Algorithm", "CalibrationRule", "ChoiceRule", "LongChoiceRule", "Metric",
+           "Optimiser", "Rule", "SearchConfig", "Setting", "StartRule", "preset", "settings"]
 
-ALGORITHMS = ("evocov", "random", "gwtf", "gpss")
+class Rule(str, Enum):
+    """A setting that names a rule. A member equals, hashes and prints as its value (``"origins"``), so that
+    files, the command line and the run store keep plain strings; a setting given as a string is turned
+    into its member when the :class:`SearchConfig` is made, and an unknown one is refused."""
+
+    __hash__ = str.__hash__
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self.value, spec)
+
+    @classmethod
+    def values(cls) -> tuple[str, ...]:
+        return tuple(m.value for m in cls)
+
+
+class Algorithm(Rule):
+    """The search algorithm (the module docstring says what N and G mean for each)."""
+
+    EVOCOV = "evocov"
+    RANDOM = "random"
+    GWTF = "gwtf"
+    GPSS = "gpss"
+
+
+class Metric(Rule):
+    """What the optimiser maximises for a kernel's hyperparameters (:data:`~evocov_core.fitting.metrics.METRICS`)."""
+
+    LML = "lml"
+    LOOCV = "loocv"
+    POSTERIOR_LML = "posterior_lml"
+    SOPL = "sopl"
+    RMSE = "rmse"
+
+
+class Optimiser(Rule):
+    """L-BFGS-B, the paper's budgeted Powell, or L-BFGS-B where the metric has a gradient."""
+
+    AUTO = "auto"
+    LBFGS = "lbfgs"
+    POWELL = "powell"
+
+
+class StartRule(Rule):
+    """Where a new kernel's fit starts: data-aware ranges per slot role, or the paper's uniform draw."""
+
+    ROLES = "roles"
+    PAPER = "paper"
+
+
+class ChoiceRule(Rule):
+    """How the returned kernel is chosen among the lowest-BIC ones (:func:`~evocov_core.search.select.choose_model`)."""
+
+    TAIL = "tail"
+    ORIGINS = "origins"
+    REFIT_ORIGINS = "refit_origins"
+
+
+class LongChoiceRule(Rule):
+    """How it is chosen on a long series (fitted on a subset)."""
+
+    TAIL = "tail"
+    ORIGINS = "origins"
+    ORIGINS_DENSITY = "origins_density"
+    BIC = "bic"
+
+
+class CalibrationRule(Rule):
+    """What the returned kernel's predictive spread is scaled by (:func:`~evocov_core.search.validate.calibrate`)."""
+
+    NONE = "none"
+    TAIL = "tail"
+    ORIGINS = "origins"
+
+
+ALGORITHMS = Algorithm.values()
 ALGORITHM_LABELS = {
     "evocov": "EvoCov",
     "random": "Random Search",
@@ -271,7 +349,7 @@ class SearchConfig:
         Their children keep the state-space operations they hold, whatever ``statespace`` says.
     """
 
-    algorithm: str = _s("evocov", "Algorithm", "The search algorithm (module docstring).", "algorithm",
+    algorithm: Algorithm = _s(Algorithm.EVOCOV, "Algorithm", "The search algorithm (module docstring).", "algorithm",
                         choices=ALGORITHMS)
     population: int = _s(141, "Population size N", "EvoCov: individuals per generation. Random Search: kernels "
                          "drawn. Go With The First: hill-climbing mutations per individual.", "evolution",
@@ -304,10 +382,12 @@ class SearchConfig:
                     "semi-definite on.", "trees", _GROWS, lo=1, hi=1000)
     n_hyper: int = _s(20, "Hyperparameter slots n_hyper", "Size of the pool of hyperparameter slots.", "trees",
                       _GROWS, lo=1, hi=1000)
-    metric: str = _s("lml", "Metric", "What the optimiser maximises for each kernel's hyperparameters. The search "
-                     "itself always ranks kernels by BIC.", "fitting", choices=tuple(METRICS))
-    method: str = _s("auto", "Optimiser", "auto: L-BFGS-B for LML and LOOCV (they have gradients), Powell "
-                     "otherwise.", "fitting", choices=("auto", "lbfgs", "powell"))
+    metric: Metric = _s(
+        Metric.LML, "Metric", "What the optimiser maximises for each kernel's hyperparameters. The search "
+                     "itself always ranks kernels by BIC.", "fitting", choices=Metric.values())
+    method: Optimiser = _s(
+        Optimiser.AUTO, "Optimiser", "auto: L-BFGS-B for LML and LOOCV (they have gradients), Powell "
+                     "otherwise.", "fitting", choices=Optimiser.values())
     n_restarts: int = _s(3, "Restarts", "L-BFGS-B starting points per kernel.", "fitting", lo=1, hi=100)
     max_evals: int = _s(60, "Max evaluations", "Metric evaluations per L-BFGS-B start.", "fitting", lo=2,
                         hi=100_000)
@@ -317,8 +397,9 @@ class SearchConfig:
                            lo=1, hi=100_000)
     sigma_theta: float = _s(0.1, "σ_θ of inherited starts", "Spread (log space) of starts inherited from "
                             "parents.", "fitting", lo=0.0, hi=10.0, step=0.05, fmt="%.2f")
-    init: str = _s("roles", "Starting values", "roles: data-aware ranges per slot role. paper: uniform in the "
-                   "search box.", "fitting", choices=("roles", "paper"))
+    init: StartRule = _s(
+        StartRule.ROLES, "Starting values", "roles: data-aware ranges per slot role. paper: uniform in the "
+                   "search box.", "fitting", choices=StartRule.values())
     metric_split: float = _s(0.1, "Held-out share of the training range", "The last share of the training "
                              "x-range that the split metrics (posterior LML, SoPL) and the choice of the returned "
                              "kernel hold out.", "fitting", lo=0.05, hi=0.85, step=0.05, fmt="%.2f")
@@ -369,24 +450,27 @@ class SearchConfig:
                          "lowest-BIC kernels that best predicts the last part of the training range after a "
                          "refit on the rest; they also make the model average. 1 = lowest BIC.", "budgeted",
                          lo=1, hi=100)
-    choice: str = _s("tail", "How the returned kernel is chosen", "tail: each of the K lowest-BIC kernels is refitted "
+    choice: ChoiceRule = _s(
+        ChoiceRule.TAIL, "How the returned kernel is chosen", "tail: each of the K lowest-BIC kernels is refitted "
                      "on the first part of the training range and scored on the rest. origins: each forecasts from "
                      "four earlier points in time (60-90 % of the training range, the next 10 % each) with its "
                      "fitted values, and the lowest mean CRPS wins (no refits). refit-origins: the same, each "
                      "kernel refitted at each point in time first (four refits per kernel; long series: tail).",
-                     "budgeted", choices=("tail", "origins", "refit_origins"))
-    long_choice: str = _s("tail", "How it is chosen on long series", "On a series longer than the fit points "
+                     "budgeted", choices=ChoiceRule.values())
+    long_choice: LongChoiceRule = _s(
+        LongChoiceRule.TAIL, "How it is chosen on long series", "On a series longer than the fit points "
                           "(fitted on a subset): tail, as above; origins: each kernel forecasts from four earlier "
                           "points in time with its fitted values, the lowest mean CRPS wins; origins-density: "
                           "the same, the most likely forecasts win; bic: the lowest BIC. None refits, so the "
                           "search keeps the time the refits would take.", "budgeted",
-                          choices=("tail", "origins", "origins_density", "bic"))
-    calibration: str = _s("none", "Interval calibration", "Widen the returned kernel's forecast intervals by what "
+                          choices=LongChoiceRule.values())
+    calibration: CalibrationRule = _s(
+        CalibrationRule.NONE, "Interval calibration", "Widen the returned kernel's forecast intervals by what "
                           "its out-of-sample errors show. origins: refitted at four earlier points in time "
                           "(60-90 % of the training range), it forecasts the next 10 % each; tail: the model "
                           "choice's refit on the first 90 % forecasts the rest (no extra fit); none: the GP's "
                           "own intervals. The forecast's mean is unchanged.", "budgeted",
-                          choices=("none", "tail", "origins"))
+                          choices=CalibrationRule.values())
     combine: tuple[str, ...] = _s((), "Average the forecast with", "Classical forecasters the kernel's forecast "
                                   "is averaged with. Each forecast is weighted by its squared error from four "
                                   "earlier points in time (60-90 % of the training range, the kernel refitted at "
@@ -440,6 +524,11 @@ class SearchConfig:
             if not cond:
                 raise ConfigError(msg)
 
+        # Rules given as strings become their members; an unknown one is refused below by its choices.
+        for name, rule in _RULES.items():
+            v = getattr(self, name)
+            if isinstance(v, str) and not isinstance(v, rule) and v in rule.values():
+                object.__setattr__(self, name, rule(v))
         # Per setting, from its metadata: type, bounds, choices.
         for name, typ, meta in settings():
             v = getattr(self, name)
@@ -549,9 +638,18 @@ def with_derived(overrides: Mapping[str, object]) -> dict[str, object]:
     return out
 
 
+#: The settings that name a rule, and their enums.
+_RULES: dict[str, type[Rule]] = {"algorithm": Algorithm, "metric": Metric, "method": Optimiser, "init": StartRule,
+                                 "choice": ChoiceRule, "long_choice": LongChoiceRule,
+                                 "calibration": CalibrationRule}
+
+
 def _field_type(annotation: str) -> type:
+    """The kind of value a setting takes (a rule is a string, one of its choices)."""
     if annotation.startswith("tuple"):
         return tuple
+    if annotation in {rule.__name__ for rule in _RULES.values()}:
+        return str
     return {"int": int, "float": float, "bool": bool, "str": str}[annotation]
 
 
