@@ -42,10 +42,9 @@ def key(name: str) -> str:
 
 def apply_preset() -> None:
     """Reset every setting to the chosen preset's value for the chosen algorithm."""
-    cfg = preset(st.session_state[key("preset")], st.session_state[key("algorithm")])
-    for f in FIELDS:
-        v = getattr(cfg, f)
-        st.session_state[key(f)] = list(v) if SETTINGS[f][0] is tuple else v
+    plain = preset(st.session_state[key("preset")], st.session_state[key("algorithm")]).to_dict()
+    for f in FIELDS:  # plain values (rules as strings, lists): what the widgets hold
+        st.session_state[key(f)] = plain[f]
 
 
 #: ``() -> (settings, seed)`` of the search a page watches, or None: called only when needed.
@@ -87,9 +86,9 @@ def _settings_of_run(settings: Mapping[str, Any], seed: int | None) -> None:
     st.session_state[key("preset")] = name
     st.session_state[key("seed")] = int(seed or 0)
     st.session_state[key("workers")] = CPUS
-    base = preset(name, algo)
+    base = preset(name, algo).to_dict()
     for f in FIELDS:
-        v = settings.get(f, getattr(base, f))
+        v = settings.get(f, base[f])
         st.session_state[key(f)] = list(v) if SETTINGS[f][0] is tuple else v
 
 

@@ -588,10 +588,13 @@ class SearchConfig:
                                psd=PSDConfig(w=self.psd_w))
 
     def to_dict(self) -> dict:
+        """Plain values, as files and the run store keep them: rules as strings, tuples as lists."""
         d = asdict(self)
         for name, typ, _ in settings():
             if typ is tuple:
                 d[name] = list(getattr(self, name))
+            elif name in _RULES:
+                d[name] = getattr(self, name).value
         return d
 
     @classmethod
