@@ -33,7 +33,7 @@ import numpy as np
 from bench._common import interleaved, limit_threads, report_ratio_table
 from bench.common import md_table
 from evocov_core.fitting.gp import lml_and_grad
-from evocov_core.language import evaluate
+from evocov_core.language import operators
 from evocov_core.language.evaluate import Inputs
 from evocov_core.language.kernel import Kernel
 
@@ -56,18 +56,18 @@ def _previous_power_rev(w: Any, i: int, ch: tuple[int, ...], a: Any) -> None:
     if w.prog.has_param[ch[0]]:
         w.adjs[ch[0]] = a * dzdw
     gz = a * dlog
-    w.grad[..., w.slot(ch[1])] += (evaluate._sum2(gz) if evaluate._is_mat(w.vals[i]) else gz) * th
+    w.grad[..., w.slot(ch[1])] += (operators._sum2(gz) if operators._is_mat(w.vals[i]) else gz) * th
 
 
 @contextlib.contextmanager
 def previous_reverse() -> Iterator[None]:
     """The evaluator with the previous reverse step of ``power``, restored on exit."""
-    op = evaluate._OPS["power"]
-    evaluate._OPS["power"] = evaluate._Op(op.forward, _previous_power_rev, reads_output=op.reads_output)
+    op = operators._OPS["power"]
+    operators._OPS["power"] = operators._Op(op.forward, _previous_power_rev, reads_output=op.reads_output)
     try:
         yield
     finally:
-        evaluate._OPS["power"] = op
+        operators._OPS["power"] = op
 
 
 def main(argv: list[str] | None = None) -> None:

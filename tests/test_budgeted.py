@@ -331,7 +331,7 @@ def test_indefiniteness_separates_a_kernel_from_round_off(small: FitData) -> Non
 def test_indefiniteness_of_a_long_irregular_series_is_decided_without_sorting_its_lags(monkeypatch) -> None:
     """Above EIG_MAX_POINTS the Cholesky decides; the search for distinct lags (a sort of every n² lag, which
     gives up on irregular inputs after 0.8 s at 2,200 points) is not made, and the verdicts are the same."""
-    import evocov_core.language.evaluate as evaluate
+    import evocov_core.language.inputs as inputs
 
     rng = np.random.default_rng(3)
     x = np.sort(rng.uniform(0.0, 100.0, select.EIG_MAX_POINTS + 100))
@@ -342,7 +342,7 @@ def test_indefiniteness_of_a_long_irregular_series_is_decided_without_sorting_it
 
     def no_sort(*_a, **_k):
         raise AssertionError("distinct lags searched")
-    monkeypatch.setattr(evaluate, "_distinct_lags", no_sort)
+    monkeypatch.setattr(inputs, "_distinct_lags", no_sort)
     assert math.isnan(indefiniteness(long, se))  # the Cholesky proved it within the bound
     assert indefiniteness(long, bad) > 100 * INDEFINITE
 

@@ -334,7 +334,7 @@ def test_row_subtrees_are_the_large_stationary_parts_of_a_non_stationary_tree():
     """In LIN × (SE + PER) the sum is evaluated on the lag row; LIN's pieces and a lone
     sq_dist (one pass over cached distances) are not, and a stationary tree has no row subtree
     (it is evaluated on the row as a whole)."""
-    from evocov_core.language.evaluate import _compile
+    from evocov_core.language.program import _compile
 
     k = library.compose(["*", "LIN", ["+", "SE", "PER"]])
     prog = _compile(k.tokens)
@@ -350,7 +350,7 @@ def test_row_subtrees_are_the_large_stationary_parts_of_a_non_stationary_tree():
 
 def _mixed_kernels() -> list[Kernel]:
     """Non-stationary kernels with stationary subtrees evaluated on the lag row."""
-    from evocov_core.language.evaluate import _compile
+    from evocov_core.language.program import _compile
 
     named = [library.compose(e) for e in (["*", "LIN", ["+", "SE", "PER"]], ["+", "LIN", ["*", "RQ", "PER"]],
                                           ["*", ["*", "LIN", "LIN"], ["+", "RQ", "RQ"]])]

@@ -508,7 +508,8 @@ def test_long_series_are_drawn_thinned_with_webgl() -> None:
 
 
 def test_a_long_series_forecast_chart_opens_on_its_test_part(ds, model) -> None:
-    from evocov_core.present.figures import _display_x, extrapolation_grid, forecast_window
+    from evocov_core.present.charts.style import _display_x
+    from evocov_core.present.figures import extrapolation_grid, forecast_window
 
     big = _long_dataset()  # 27,000 training points, 3,000 test points
     grid = extrapolation_grid(big, 400)

@@ -41,6 +41,15 @@ def test_readme_pictures_exist_and_are_small():
     assert (ROOT / "bench" / "report_pictures.py").is_file()
 
 
+def test_every_subpackage_is_packaged():
+    """pyproject's packages are every folder of evocov_core with an ``__init__.py`` (a folder left out is
+    installed without its modules) and the bundled data."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "evocov_core").rglob("__init__.py")}
+    assert {"evocov_core.data", "evocov_core.present.charts"} <= found  # the check sees nested folders
+    assert listed == found | {"evocov_data"}
+
+
 @pytest.mark.slow
 def test_installed_package_runs_without_the_clone(tmp_path):
     # Build from a copy: pip builds in the source tree (build/, *.egg-info), which must stay clean.
@@ -60,7 +69,7 @@ def test_installed_package_runs_without_the_clone(tmp_path):
     assert (target / "bin" / "evocov").is_file()
     # Outside the clone, with only the installed copy on the path.
     env = {**os.environ, "PYTHONPATH": str(target)}
-    code = ("import evocov_core, evocov_core.data as d; "
+    code = ("import evocov_core, evocov_core.data as d, evocov_core.present.figures; "
             "print(evocov_core.__file__); print(d.DATA_DIR); print(len(d.bundled_datasets()))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
                          timeout=300)

@@ -25,13 +25,13 @@ from evocov_core.data import (
     MAX_VALUE_CHARS,
     DataError,
     Dataset,
-    _long_runs,
     dataset_from_frame,
     date_columns,
     guess_columns,
     numeric_columns,
     read_table,
 )
+from evocov_core.data.table import _long_runs
 
 DATE_FORMATS = ["%Y-%m-%d", "%d/%m/%Y", "%m/%d/%Y", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S+01:00",
                 "%Y-%m-%dT%H:%M:%SZ", "%d.%m.%Y", "%Y%m%d", "%b %Y", "%d %B %Y", "%Y-%m", "%Y/%m/%d",

@@ -33,17 +33,15 @@ from functools import cached_property
 from evocov_core.language.grammar import (
     DEFAULT_N_HYPER,
     OPERATORS,
-    Node,
     TreeError,
     arity,
     check_tree,
     is_slot,
-    slot_index,
     subtree_end,
     symbol,
-    tex_slot,
     tree_depth,
 )
+from evocov_core.language.notation import Node, slot_index, tex_slot
 
 __all__ = ["NON_STATIONARY", "Kernel", "Node", "flatten", "slot_roles"]
 

@@ -28,8 +28,9 @@ from types import SimpleNamespace
 
 import sympy as sp
 
-from evocov_core.language.grammar import CONSTANTS, Node, is_slot, slot_index, symbol
+from evocov_core.language.grammar import CONSTANTS, is_slot, symbol
 from evocov_core.language.kernel import Kernel
+from evocov_core.language.notation import Node, slot_index
 
 __all__ = ["XP", "X", "display_latex", "simplified", "slot_symbol", "to_sympy"]
 

@@ -201,7 +201,7 @@ def kernel_phrase(model: object, ds: object) -> str | None:
     if ds.x.shape[1] != 1:  # type: ignore[attr-defined]
         return None
     try:
-        comps, _, _, _ = components_data(model, ds)  # type: ignore[arg-type]
+        comps = components_data(model, ds).components  # type: ignore[arg-type]
     except Exception:  # a numerically broken kernel: no phrase, the page goes on
         return None
     unit = "years" if ds.x_kind == "date" else str(ds.x_label)  # type: ignore[attr-defined]
