@@ -51,7 +51,7 @@ became the preset), ``--name`` names the report (two folders may share a name).
 A ``bench long`` folder (its trials keep their records beside the kernel files) is replayed the
 same way, on the fit points the searches used; its reference is the better of seasonal naive and
 MSTL, and it adds the rules on the search's own candidate set (the spectral and naive seeds
-whatever their BIC, :meth:`~evocov_core.search.common.Tracker.top`): ``tail-set`` (the tail
+whatever their BIC, :meth:`~evocov_core.search.candidates.Candidates.top`): ``tail-set`` (the tail
 score with the candidates' full-data values: the preset's choice when its head refits are cut to
 one evaluation, as on long series at ``quick``), ``origins-set``, ``origins-set-avg``,
 ``origins-set-logd`` (by the forecasts' summed log density), ``bic-set`` and ``oracle-set``::
@@ -322,8 +322,8 @@ def diverse_rules(records: pd.DataFrame, data: FitData, optim: OptimConfig, seed
 def search_set(fits: pd.DataFrame, k: int = 5) -> list[int]:
     """Rows of ``fits`` (lowest BIC first) that the search offered its model choice: the spectral
     seeds take at most ``k`` less :data:`~evocov_core.search.common.MIN_SEARCHED` places, as in
-    :meth:`~evocov_core.search.common.Tracker.top`."""
-    from evocov_core.search.common import seed_places
+    :meth:`~evocov_core.search.candidates.Candidates.top`."""
+    from evocov_core.search.candidates import seed_places
     from evocov_core.search.spectral_seeds import SPECTRAL_SEED
 
     seeds = [int(i) for i in fits.index if fits.origin[i] == SPECTRAL_SEED]

@@ -34,7 +34,7 @@ kernel and ``alpha=0``), ``normalize_y=False`` and ``optimizer=None``::
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -237,8 +237,25 @@ class EvoCovKernel(Kernel):
         return f"EvoCovKernel({self.tree.infix}; {values})"
 
 
-def _source_values(source: object, theta: ArrayLike | None) -> tuple[TreeKernel, Array, float]:
-    """(tree, log slot values, noise variance + jitter) of anything :func:`to_sklearn_kernel` takes."""
+class _SourceValues(NamedTuple):
+    """A found kernel's tree and values, from anything :func:`to_sklearn_kernel` takes.
+
+    Attributes
+    ----------
+    tree : Kernel
+    theta : ndarray of shape (p,)
+        Log slot values, ordered as ``tree.slots``.
+    noise : float
+        Noise variance plus jitter (0 for a bare kernel).
+    """
+
+    tree: TreeKernel
+    theta: Array
+    noise: float
+
+
+def _source_values(source: object, theta: ArrayLike | None) -> _SourceValues:
+    """The tree, log slot values and noise variance + jitter of anything :func:`to_sklearn_kernel` takes."""
     from evocov_core.api import KernelResult
 
     if isinstance(source, KernelResult):
@@ -246,11 +263,12 @@ def _source_values(source: object, theta: ArrayLike | None) -> tuple[TreeKernel,
     if isinstance(source, (KernelFile, FitResult)):
         if theta is not None:
             raise ValueError("theta is read from the kernel file or fit; pass it only with a bare Kernel")
-        return source.kernel, np.asarray(source.theta, dtype=np.float64), math.exp(source.log_noise) + source.jitter
+        return _SourceValues(source.kernel, np.asarray(source.theta, dtype=np.float64),
+                             math.exp(source.log_noise) + source.jitter)
     if isinstance(source, TreeKernel):
         if theta is None:
             raise ValueError("a bare Kernel needs its log slot values: to_sklearn_kernel(kernel, theta)")
-        return source, np.asarray(theta, dtype=np.float64).reshape(-1), 0.0
+        return _SourceValues(source, np.asarray(theta, dtype=np.float64).reshape(-1), 0.0)
     raise TypeError(f"cannot export a {type(source).__name__}: pass a KernelResult, KernelFile, FitResult or Kernel")
 
 
@@ -294,7 +312,7 @@ def noise_of(source: KernelResult | KernelFile | FitResult) -> float:
     ``GaussianProcessRegressor(alpha=noise_of(res))`` with :func:`to_sklearn_kernel` reproduces EvoCov's
     likelihood and posterior mean (module docstring).
     """
-    return _source_values(source, None)[2]
+    return _source_values(source, None).noise
 
 
 class EvoCovRegressor(RegressorMixin, BaseEstimator):

@@ -316,8 +316,8 @@ def test_choose_model_without_head_stage_keeps_lowest_bic(small: FitData) -> Non
     fits = sorted((fit_kernel(compose(s), small, cfg, np.random.default_rng(0)) for s in ("SE", "PER", "LIN")),
                   key=lambda f: f.bic)
     with SerialExecutor(small, cfg) as ex:
-        chosen, rows, ensemble, _, _ = choose_model(small, fits, ex, seed=0)
-    assert chosen is fits[0] and rows == () and ensemble == ()
+        choice = choose_model(small, fits, ex, seed=0)
+    assert choice.chosen is fits[0] and choice.rows == () and choice.ensemble == ()
 
 
 def test_indefiniteness_separates_a_kernel_from_round_off(small: FitData) -> None:
@@ -356,7 +356,8 @@ def test_choose_model_skips_an_indefinite_candidate(small: FitData, monkeypatch:
     scores = iter([100.0, 1.0, 3.0, 2.0])
     monkeypatch.setattr(select, "tail_score", lambda data, head, marginal=False: next(scores))
     with SerialExecutor(small, cfg.optim, search_stages(small, cfg)) as ex:
-        chosen, rows, ensemble, _, _ = choose_model(small, [bad, *fits], ex, seed=0)
+        choice = choose_model(small, [bad, *fits], ex, seed=0)
+    chosen, rows, ensemble = choice.chosen, choice.rows, choice.ensemble
     assert [r["valid"] for r in rows] == [False, True, True, True]
     assert rows[0]["indefinite"] > INDEFINITE and rows[0]["weight"] == 0.0 and rows[0]["tail_score"] == 100.0
     assert chosen is fits[1] and rows[2]["chosen"]
@@ -366,7 +367,8 @@ def test_choose_model_skips_an_indefinite_candidate(small: FitData, monkeypatch:
     scores = iter([100.0, 1.0])
     worse = replace(bad, theta=(0.5,))
     with SerialExecutor(small, cfg.optim, search_stages(small, cfg)) as ex:
-        chosen, rows, _, _, _ = choose_model(small, [bad, worse], ex, seed=0)
+        choice = choose_model(small, [bad, worse], ex, seed=0)
+    chosen, rows = choice.chosen, choice.rows
     assert chosen is bad and [r["valid"] for r in rows] == [False, False] and rows[0]["chosen"]
 
 
@@ -466,7 +468,7 @@ class _StopsAtPromotion(SerialExecutor):
 
     def map(self, tasks, should_stop=None):
         if should_stop is not None and tasks and tasks[0].stage == "promote":
-            self.tracker._stop_at = 0.0  # the budget ends now, as the promotions start
+            self.tracker.clock.stop_at = 0.0  # the budget ends now, as the promotions start
             assert should_stop()
             return [None] * len(tasks)
         return super().map(tasks, should_stop)
@@ -475,7 +477,7 @@ class _StopsAtPromotion(SerialExecutor):
 def test_a_run_out_of_time_at_its_promotions_still_gets_a_full_fit() -> None:
     """The race behind a once-flaky 900-point test: screening ends just inside the budget and the
     promotions just outside it. The run must still get one full fit (and so return a kernel)."""
-    from evocov_core.search.common import Tracker
+    from evocov_core.search.tracker import Tracker
 
     data = _series(120)
     cfg = _budgeted(screen_points=40, time_budget=60.0, select_top=1)
@@ -483,7 +485,7 @@ def test_a_run_out_of_time_at_its_promotions_still_gets_a_full_fit() -> None:
     kernels = seed_kernels(6, np.random.default_rng(0))
     with _StopsAtPromotion(data, cfg.optim, search_stages(data, cfg), tracker=tr) as ex:
         fits = tr.evaluate(ex, kernels, [None] * len(kernels), ["seed"] * len(kernels))
-    assert tr.stopped and not tr.cancelled
+    assert tr.stopped and not tr.clock.cancelled
     full = [f for f in fits if f is not None and f.ok]
     assert len(full) == 1 and full[0].n == data.n  # one full fit, on all the points
     assert tr.best is full[0]
@@ -492,29 +494,31 @@ def test_a_run_out_of_time_at_its_promotions_still_gets_a_full_fit() -> None:
 def test_the_choice_reserve_waits_for_two_candidates():
     """Time is kept for the model choice's refits only once there are two kernels to choose from:
     with none or one fitted, the search keeps fitting (its base share aside)."""
-    from evocov_core.search.common import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, END_SHARE, Tracker
+    from evocov_core.search.budget import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, END_SHARE
+    from evocov_core.search.tracker import Tracker
 
     data = _series(CALIBRATE_ABOVE + 200)
     cfg = _budgeted(screen_points=0, time_budget=60.0, select_top=5, max_evals=5, n_screen=0)
     tr = Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n, data=data)
     base = cfg.time_budget * 0.12
-    assert tr.choice_reserve() == pytest.approx(base)  # one evaluation timed, nothing fitted
+    assert tr.budget.choice_reserve() == pytest.approx(base)  # one evaluation timed, nothing fitted
     with SerialExecutor(data, cfg.optim) as ex:
         tr.evaluate(ex, [compose("SE")], [None], ["seed"])
-        tr._eval_costs[:] = [1.0]  # as on a long series: a second per evaluation
-        assert tr.choice_reserve() == pytest.approx(base)  # one kernel: nothing to choose
+        tr.budget.cost.eval_costs[:] = [1.0]  # as on a long series: a second per evaluation
+        assert tr.budget.choice_reserve() == pytest.approx(base)  # one kernel: nothing to choose
         tr.evaluate(ex, [compose("SE"), compose(["+", "SE", "PER"])], [None, None], ["seed", "seed"])
     # Two distinct kernels (SE was a cache hit): the head refits of two and the returned kernel's four
     # refits at the origins (calibration="origins"), each round run side by side or not, ending by
     # END_SHARE of the budget.
-    tr._eval_costs[:] = [0.5]
-    rounds = math.ceil(2 / tr._workers) + math.ceil(4 / tr._workers)
+    tr.budget.cost.eval_costs[:] = [0.5]
+    rounds = math.ceil(2 / tr.budget.cost.workers) + math.ceil(4 / tr.budget.cost.workers)
     after = cfg.time_budget * (1.0 - END_SHARE)
-    assert tr.choice_reserve() == pytest.approx(0.5 * (rounds * cfg.max_evals + 2 * CHOICE_EXTRA_EVALS) + after)
+    assert tr.budget.choice_reserve() == pytest.approx(0.5 * (rounds * cfg.max_evals + 2 * CHOICE_EXTRA_EVALS) + after)
     # Without the calibration at the origins, only the head refits.
     tail = Tracker("evocov", 1, None, None, 0, config=cfg.with_(calibration="tail"), n_train=data.n, data=data)
-    tail._eval_costs[:], tail._best_by_canonical = [0.5], dict(tr._best_by_canonical)
-    assert tail.choice_reserve() == pytest.approx(0.5 * (math.ceil(2 / tail._workers) * cfg.max_evals
+    tail.budget.cost.eval_costs[:] = [0.5]
+    tail.candidates.best_by_key.update(tr.candidates.best_by_key)
+    assert tail.budget.choice_reserve() == pytest.approx(0.5 * (math.ceil(2 / tail.budget.cost.workers) * cfg.max_evals
                                                          + 2 * CHOICE_EXTRA_EVALS) + after)
 
 
@@ -541,20 +545,22 @@ def test_the_marginal_tail_score_judges_each_point_on_its_own(small: FitData) ->
 def test_promotions_stop_in_time_for_the_checks_of_the_candidates_they_make():
     """On a long series a check of a candidate costs CHOICE_EXTRA_EVALS slow evaluations: the
     promotions' deadline leaves them, for the kernels already fitted and those being promoted."""
-    from evocov_core.search.common import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, Tracker
+    from evocov_core.search.budget import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS
+    from evocov_core.search.tracker import Tracker
 
     data = _series(CALIBRATE_ABOVE + 200)
     cfg = _budgeted(screen_points=0, time_budget=60.0, select_top=5, max_evals=5, n_screen=0)
     tr = Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n, data=data)
-    assert tr._promote_deadline(4, None) is None  # no deadline: nothing to shorten
+    assert tr.budget.promote_deadline(4, None) is None  # no deadline: nothing to shorten
     far = time.time() + 1000.0
-    tr._eval_costs[:] = [0.01]  # fast evaluations: the base share covers the checks
-    assert tr._promote_deadline(4, far) - time.time() == pytest.approx(
-        tr.t0 + 0.88 * cfg.time_budget - time.perf_counter(), abs=0.5)
-    tr._eval_costs[:] = [0.4]  # as on 2,000 points: four checks of 12 evaluations, 19.2 s
-    left = tr._promote_deadline(4, far) - time.time()
-    assert left == pytest.approx(tr.t0 + cfg.time_budget - 0.4 * 4 * CHOICE_EXTRA_EVALS - time.perf_counter(), abs=0.5)
-    assert tr._promote_deadline(4, time.time() + 1.0) - time.time() <= 1.0  # never later than asked
+    tr.budget.cost.eval_costs[:] = [0.01]  # fast evaluations: the base share covers the checks
+    assert tr.budget.promote_deadline(4, far) - time.time() == pytest.approx(
+        tr.clock.t0 + 0.88 * cfg.time_budget - time.perf_counter(), abs=0.5)
+    tr.budget.cost.eval_costs[:] = [0.4]  # as on 2,000 points: four checks of 12 evaluations, 19.2 s
+    left = tr.budget.promote_deadline(4, far) - time.time()
+    assert left == pytest.approx(tr.clock.t0 + cfg.time_budget - 0.4 * 4 * CHOICE_EXTRA_EVALS - time.perf_counter(),
+                                 abs=0.5)
+    assert tr.budget.promote_deadline(4, time.time() + 1.0) - time.time() <= 1.0  # never later than asked
 
 
 def _long_cycles(n: int = 900, fit_points: int = 300) -> FitData:
@@ -570,7 +576,7 @@ def test_long_choice_rules_refit_nothing_and_calibrate_on_the_origins(rule: str)
     """On a long series, ``long_choice`` replaces ``choice``: ``bic`` returns the lowest valid BIC,
     ``origins`` the lowest mean CRPS of the forecasts from the origins; no candidate is refitted
     on the head, and the spread is calibrated on the origins' errors whatever ``calibration`` says."""
-    from evocov_core.search.common import Tracker
+    from evocov_core.search.tracker import Tracker
     from evocov_core.search.validate import origin_scores
 
     data = _long_cycles()
@@ -584,7 +590,8 @@ def test_long_choice_rules_refit_nothing_and_calibrate_on_the_origins(rule: str)
             raise AssertionError(f"no refit expected, got {len(tasks)} tasks")
 
     with NoRefits(data, cfg.optim, search_stages(data, cfg)) as ex:
-        chosen, rows, ensemble, calib, _ = choose_model(data, fits, ex, seed=0, rule=rule, calibration="tail")
+        choice = choose_model(data, fits, ex, seed=0, rule=rule, calibration="tail")
+    chosen, rows, ensemble, calib = choice.chosen, choice.rows, choice.ensemble, choice.calibration
     scores = [origin_scores(data, f) for f in fits]
     if rule == "origins":
         assert [r["origins_crps"] for r in rows] == [sc.mean_crps for sc in scores]
@@ -598,10 +605,10 @@ def test_long_choice_rules_refit_nothing_and_calibrate_on_the_origins(rule: str)
     if rule == "bic":  # weighted by BIC: the lowest BIC weighs most
         assert max(ensemble, key=lambda fw: fw[1])[0] is fits[0]
     # The search keeps no time for head refits it will not make: none on a long series, one on a short one.
-    assert Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n, data=data)._refits == 0
+    assert Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n, data=data).budget.cost.refits == 0
     tail = _budgeted(select_top=3, long_choice="tail")
-    assert Tracker("evocov", 1, None, None, 0, config=tail, n_train=data.n, data=data)._refits == 1
-    assert Tracker("evocov", 1, None, None, 0, config=cfg, n_train=90, data=_series(90))._refits == 1
+    assert Tracker("evocov", 1, None, None, 0, config=tail, n_train=data.n, data=data).budget.cost.refits == 1
+    assert Tracker("evocov", 1, None, None, 0, config=cfg, n_train=90, data=_series(90)).budget.cost.refits == 1
 
 
 def test_long_choice_applies_only_to_long_series() -> None:
@@ -625,30 +632,32 @@ def test_the_choice_reserve_of_a_long_series_counts_its_checks_and_what_follows_
     """On a long series each candidate's checks cost LONG_CHECK_EVALS evaluations, and the run's
     finish (the combination's forecasts, the scores) LONG_FINISH_EVALS once; the choice makes no
     refits there. Capped at half the budget, like every reserve."""
-    from evocov_core.search.common import END_SHARE, LONG_CHECK_EVALS, LONG_FINISH_EVALS, Tracker
+    from evocov_core.search.budget import END_SHARE, LONG_CHECK_EVALS, LONG_FINISH_EVALS
+    from evocov_core.search.tracker import Tracker
 
     data = _long_cycles()
     cfg = _budgeted(time_budget=60.0, select_top=5, long_choice="origins_density")
     tr = Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n, data=data)
     fit = fit_kernel(compose("SE"), data, cfg.optim, np.random.default_rng(0))
-    tr._best_by_canonical = {f"k{i}": fit for i in range(4)}
-    tr._eval_costs[:] = [0.25]
+    tr.candidates.best_by_key.update({f"k{i}": fit for i in range(4)})
+    tr.budget.cost.eval_costs[:] = [0.25]
     after = cfg.time_budget * (1.0 - END_SHARE)
-    assert tr.choice_reserve() == pytest.approx(0.25 * (4 * LONG_CHECK_EVALS + LONG_FINISH_EVALS) + after)
+    assert tr.budget.choice_reserve() == pytest.approx(0.25 * (4 * LONG_CHECK_EVALS + LONG_FINISH_EVALS) + after)
     far = time.time() + 1000.0  # promotions: for the 4 kernels fitted and 1 more, the checks only
-    assert tr._promote_deadline(1, far) - time.time() == pytest.approx(
-        tr.t0 + cfg.time_budget - 0.25 * (5 * LONG_CHECK_EVALS + LONG_FINISH_EVALS) - time.perf_counter(), abs=0.5)
-    tr._eval_costs[:] = [5.0]  # slow evaluations: the search still keeps half the budget
-    assert tr.choice_reserve() == pytest.approx(30.0)
+    assert tr.budget.promote_deadline(1, far) - time.time() == pytest.approx(
+        tr.clock.t0 + cfg.time_budget - 0.25 * (5 * LONG_CHECK_EVALS + LONG_FINISH_EVALS) - time.perf_counter(),
+        abs=0.5)
+    tr.budget.cost.eval_costs[:] = [5.0]  # slow evaluations: the search still keeps half the budget
+    assert tr.budget.choice_reserve() == pytest.approx(30.0)
 
 
 def test_a_long_series_screens_only_until_the_seeds_leave_time_for_their_choice():
     """The spectral seeds' fits count at once: their cost and their checks move the stop before the
     other kernels are screened, so the screening's deadline is the new stop, not the generation's
     (a 15 s search on 20,000 points screened on to its first deadline, and took 20 s)."""
-    from evocov_core.search.common import Tracker
     from evocov_core.search.spectral_seeds import SPECTRAL_SEED, spectral_seeds
     from evocov_core.search.stages import search_stages
+    from evocov_core.search.tracker import Tracker
 
     data = _long_cycles(1200, fit_points=300)
     cfg = _budgeted(time_budget=60.0, select_top=5, screen_points=150, max_evals=10, n_screen=0)
@@ -659,7 +668,7 @@ def test_a_long_series_screens_only_until_the_seeds_leave_time_for_their_choice(
     starts = [s for _, s in seeds] + [None] * len(others)
     origins = [SPECTRAL_SEED] * len(seeds) + ["seed"] * len(others)
     tr = Tracker("evocov", 1, None, None, 0, config=cfg, n_train=data.n, data=data)
-    first = tr.fit_deadline()
+    first = tr.clock.fit_deadline()
     assert first is not None
     deadlines: dict[str, list[float]] = {}
     with SerialExecutor(data, cfg.optim, stages=search_stages(data, cfg)) as ex:
@@ -676,7 +685,7 @@ def test_a_long_series_screens_only_until_the_seeds_leave_time_for_their_choice(
     assert set(deadlines) >= {"seed", "screen"}
     # Two seconds an evaluation: the checks of the seeds alone take more than half the budget,
     # so the stop is at half of it, and the screening stops there too.
-    stop = time.time() + (tr.t0 + 0.5 * cfg.time_budget - time.perf_counter())
+    stop = time.time() + (tr.clock.t0 + 0.5 * cfg.time_budget - time.perf_counter())
     assert all(d == pytest.approx(stop, abs=0.5) for d in deadlines["screen"])
     assert max(deadlines["screen"]) < first - 10.0  # the generation's deadline was 88 % of the budget
 

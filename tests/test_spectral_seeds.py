@@ -255,10 +255,10 @@ def test_spectral_seeds_are_promoted_and_offered_to_the_choice_whatever_their_ra
     ``top`` keeps them among the candidates even when other kernels have lower BIC, and keeps
     places for the search's own kernels."""
     from evocov_core.fitting.fits import SerialExecutor
-    from evocov_core.search.common import Tracker
     from evocov_core.search.spectral_seeds import SPECTRAL_SEED
     from evocov_core.search.stages import search_stages
     from evocov_core.search.structures import seed_kernels
+    from evocov_core.search.tracker import Tracker
 
     data = FitData.from_dataset(_two_cycles(3000), max_points=400)
     cfg = preset("quick", time_budget=0.0, screen_points=150, promote_fraction=0.75, max_evals=10, n_screen=0,
@@ -285,7 +285,7 @@ def test_spectral_seeds_are_promoted_and_offered_to_the_choice_whatever_their_ra
     assert [sorted(b) for b in batches[:2]] == [[("seed", i) for i in range(n)],
                                                 [("screen", i) for i in range(n, n + len(others))]]
     assert len(batches) == 3 and {st for st, _ in batches[2]} == {"promote"} and min(i for _, i in batches[2]) >= n
-    assert tr.n_screen_fits == len(others)
+    assert tr.screening.n_fits == len(others)
     assert all(f.ok and f.n == data.n for f in fits[:len(seeds)])  # fitted on every fit point
     full = [f for f in fits[len(seeds):] if f.ok and f.n == data.n]
     ranked = len(seeds) + len(others)
@@ -295,10 +295,10 @@ def test_spectral_seeds_are_promoted_and_offered_to_the_choice_whatever_their_ra
     assert all(f.bic > searched[0].bic for f in seed_fits[2:])  # some seeds rank below the search's kernels
     # top(k) keeps the lowest-BIC seeds whatever their rank, and MIN_SEARCHED (2) places for the
     # search's own kernels (k // 2 of a small k); places the search cannot fill go to seeds.
-    top = tr.top(5)
+    top = tr.candidates.top(5)
     assert [f.bic for f in top] == sorted(f.bic for f in [*seed_fits[:3], *searched[:2]])
-    assert tr.top(2) == tuple(sorted([seed_fits[0], searched[0]], key=lambda f: f.bic))
-    assert set(map(id, tr.top(len(seeds) + 2))) == set(map(id, [*seed_fits, *searched[:2]]))
-    assert len(tr.top(50)) == len(seeds) + len(full)  # all there is
+    assert tr.candidates.top(2) == tuple(sorted([seed_fits[0], searched[0]], key=lambda f: f.bic))
+    assert set(map(id, tr.candidates.top(len(seeds) + 2))) == set(map(id, [*seed_fits, *searched[:2]]))
+    assert len(tr.candidates.top(50)) == len(seeds) + len(full)  # all there is
     # The two PER + SE seeds share a canonical form but are two candidates (two periods).
     assert len({f.kernel.canonical for f in fits[:len(seeds)]}) == len(seeds) - 1

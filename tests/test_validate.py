@@ -57,10 +57,11 @@ def test_a_kernel_that_extrapolates_the_trend_beats_one_that_forgets_it():
     lin, se = _fit(["+", "LIN", "C"], data), _fit("C", data)
     assert origin_scores(data, lin).mean_crps < 0.5 * origin_scores(data, se).mean_crps
     with SerialExecutor(data, OptimConfig()) as ex:
-        chosen, rows, ensemble, _, _ = choose_model(data, [se, lin], ex, seed=0, rule="origins")
-    assert chosen is lin
+        choice = choose_model(data, [se, lin], ex, seed=0, rule="origins")
+    rows = choice.rows
+    assert choice.chosen is lin
     assert [r["chosen"] for r in rows] == [False, True] and all(math.isfinite(r["origins_crps"]) for r in rows)
-    assert math.isclose(sum(w for _, w in ensemble), 1.0)
+    assert math.isclose(sum(w for _, w in choice.ensemble), 1.0)
 
 
 def test_origins_without_points_on_both_sides_are_skipped():
@@ -125,14 +126,14 @@ def test_the_refitted_origins_choose_the_trend_and_calibrate_on_their_own_errors
     config = preset("quick-fixed", "evocov", choice="refit_origins", select_top=5)
     with search_executor(data, config, workers=1) as ex:
         assert {origin_stage(o) for o in DEFAULT_ORIGINS} <= set(ex.stages)
-        chosen, rows, ensemble, calib, _ = choose_model(data, [se, lin], ex, seed=0, rule="refit_origins",
-                                                     calibration="origins")
+        choice = choose_model(data, [se, lin], ex, seed=0, rule="refit_origins", calibration="origins")
         again = choose_model(data, [se, lin], ex, seed=0, rule="refit_origins", calibration="origins")
-    assert chosen is lin and [r["chosen"] for r in rows] == [False, True]
+    rows, calib = choice.rows, choice.calibration
+    assert choice.chosen is lin and [r["chosen"] for r in rows] == [False, True]
     assert rows[1]["origins_crps"] < rows[0]["origins_crps"]
     assert calib.rule == "origins" and calib.errors == sum(origin_scores(data, lin).n_targets)
-    assert [r["origins_crps"] for r in again[1]] == [r["origins_crps"] for r in rows]
-    assert math.isclose(sum(w for _, w in ensemble), 1.0)
+    assert [r["origins_crps"] for r in again.rows] == [r["origins_crps"] for r in rows]
+    assert math.isclose(sum(w for _, w in choice.ensemble), 1.0)
 
 
 def test_the_returned_kernels_origin_refits_run_on_the_executor():

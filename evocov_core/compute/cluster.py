@@ -53,7 +53,7 @@ WORKER_PACKAGES = ("numpy", "scipy", "pandas", "deap", "threadpoolctl")
 SAME_MINOR_VERSION = ("numpy", "scipy")
 
 _INSTALL = "pip install -r requirements.txt"
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # evocov_core/, this module being in compute/
 
 
 class DaskSetupError(RuntimeError):

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,6 +33,7 @@ __all__ = [
     "JITTER_LADDER",
     "Factor",
     "FitStatus",
+    "LMLGradient",
     "NumericalFailure",
     "condition",
     "factorize",
@@ -218,18 +220,29 @@ def lml(kernel: Kernel, inputs: Inputs, y: Array, theta: Array, log_noise: float
     return _lml_value(f, y, alpha), f.jitter
 
 
-def lml_and_grad(kernel: Kernel, inputs: Inputs, y: Array, theta: Array, log_noise: float
-                 ) -> tuple[float, Array, float]:
+class LMLGradient(NamedTuple):
+    """What :func:`lml_and_grad` returns (a tuple: ``value, grad, jitter = lml_and_grad(...)``).
+
+    Attributes
+    ----------
+    value : float
+        The log marginal likelihood.
+    grad : ndarray of shape (p + 1,)
+        Its gradient with respect to ``[theta, log_noise]``.
+    jitter : float
+        The jitter the Cholesky factorisation needed (0 when none).
+    """
+
+    value: float
+    grad: Array
+    jitter: float
+
+
+def lml_and_grad(kernel: Kernel, inputs: Inputs, y: Array, theta: Array, log_noise: float) -> LMLGradient:
     """LML and its gradient with respect to ``[theta, log_noise]`` (GPML eq. 5.9).
 
     ``∂LML/∂θ_j = ½ tr((ααᵀ − K_y⁻¹) ∂K/∂θ_j)``, computed as one reverse pass of the
     adjoint ``W = ½(ααᵀ − K_y⁻¹)`` through the kernel tree.
-
-    Returns
-    -------
-    value : float
-    grad : ndarray of shape (p + 1,)
-    jitter : float
     """
     K, vjp = covariance_vjp(kernel, inputs, theta)
     noise = math.exp(log_noise)
@@ -240,7 +253,7 @@ def lml_and_grad(kernel: Kernel, inputs: Inputs, y: Array, theta: Array, log_noi
     g = np.empty(kernel.n_params + 1)
     g[:-1] = vjp(W)
     g[-1] = float(np.trace(W)) * noise
-    return value, g, f.jitter
+    return LMLGradient(value, g, f.jitter)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,9 @@ paper.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -257,8 +259,32 @@ def _split(data: FitData) -> SplitData:
     return data.split
 
 
-def _posterior_parts(kernel: Kernel, data: FitData, z: Array) -> tuple[Array, Array, Array, Array, float]:
-    """μ_v, V = L⁻¹K_tv, prior cov K_vv, y_v, noise for the split metrics."""
+class _PosteriorParts(NamedTuple):
+    """What the split metrics share: the posterior of the train-test part given the train-train part.
+
+    Attributes
+    ----------
+    mu : ndarray of shape (m,)
+        Posterior mean at the train-test inputs.
+    V : ndarray of shape (n, m)
+        ``L⁻¹ K_tv``: the posterior covariance is ``K_vv − VᵀV``.
+    Kvt : ndarray of shape (m, n)
+        Cross-covariance of the train-test and train-train inputs.
+    y_v : ndarray of shape (m,)
+        The train-test outputs.
+    noise : float
+        Noise variance plus the jitter the factorisation needed.
+    """
+
+    mu: Array
+    V: Array
+    Kvt: Array
+    y_v: Array
+    noise: float
+
+
+def _posterior_parts(kernel: Kernel, data: FitData, z: Array) -> _PosteriorParts:
+    """The posterior of the split's train-test part at ``z`` (log slot values, then log noise)."""
     s = _split(data)
     theta, noise = z[:-1], math.exp(z[-1])
     K = covariance(kernel, s.inputs_t, theta)
@@ -267,7 +293,7 @@ def _posterior_parts(kernel: Kernel, data: FitData, z: Array) -> tuple[Array, Ar
     Kvt = covariance(kernel, s.inputs_vt, theta)
     mu = Kvt @ alpha
     V = solve_triangular(f.L, Kvt.T, lower=True, check_finite=False)
-    return mu, V, Kvt, s.y_v, noise + f.jitter
+    return _PosteriorParts(mu, V, Kvt, s.y_v, noise + f.jitter)
 
 
 def _posterior_lml(kernel: Kernel, data: FitData, z: Array) -> float:
@@ -295,7 +321,34 @@ def _rmse_v(kernel: Kernel, data: FitData, z: Array) -> float:
     return rmse(y_v, mu)
 
 
-def _loocv_parts(kernel: Kernel, data: FitData, z: Array, want_grad: bool):
+class _LOOCVParts(NamedTuple):
+    """The leave-one-out pseudo-likelihood and what its gradient reuses.
+
+    Attributes
+    ----------
+    value : float
+        The LOOCV pseudo-log-likelihood.
+    A : ndarray of shape (n, n)
+        ``K_y⁻¹``.
+    alpha : ndarray of shape (n,)
+        ``A y``.
+    d : ndarray of shape (n,)
+        The diagonal of ``A``.
+    vjp : callable or None
+        The kernel's vector-Jacobian product (None without ``want_grad``).
+    noise : float
+        The noise variance.
+    """
+
+    value: float
+    A: Array
+    alpha: Array
+    d: Array
+    vjp: Callable[[Array], Array] | None
+    noise: float
+
+
+def _loocv_parts(kernel: Kernel, data: FitData, z: Array, want_grad: bool) -> _LOOCVParts:
     theta, noise = z[:-1], math.exp(z[-1])
     if want_grad:
         K, vjp = covariance_vjp(kernel, data.inputs, theta)
@@ -308,11 +361,11 @@ def _loocv_parts(kernel: Kernel, data: FitData, z: Array, want_grad: bool):
     if np.any(d <= 0):
         raise FloatingPointError("K⁻¹ has a non-positive diagonal")
     value = float(np.sum(0.5 * np.log(d) - 0.5 * alpha**2 / d - 0.5 * LOG_2PI))
-    return value, A, alpha, d, vjp, noise
+    return _LOOCVParts(value, A, alpha, d, vjp, noise)
 
 
 def _loocv(kernel: Kernel, data: FitData, z: Array) -> float:
-    return _loocv_parts(kernel, data, z, want_grad=False)[0]
+    return _loocv_parts(kernel, data, z, want_grad=False).value
 
 
 def _loocv_and_grad(kernel: Kernel, data: FitData, z: Array) -> tuple[float, Array]:
@@ -330,7 +383,7 @@ def _loocv_and_grad(kernel: Kernel, data: FitData, z: Array) -> tuple[float, Arr
     G = -np.outer(A @ g, alpha)
     G -= (A * h) @ A
     grad = np.empty(kernel.n_params + 1)
-    grad[:-1] = vjp(G)
+    grad[:-1] = vjp(G)  # type: ignore[misc]  # (want_grad: never None here)
     grad[-1] = float(np.trace(G)) * noise
     return value, grad
 

@@ -46,7 +46,7 @@ from evocov_core.forecast.combination import (
     weigh_members,
 )
 from evocov_core.search.common import SearchResult
-from evocov_core.search.validate import DEFAULT_ORIGINS, OriginScores, origin_masks, origin_windows
+from evocov_core.search.validate import DEFAULT_ORIGINS, OriginScores, OriginWindow, origin_masks, origin_windows
 
 __all__ = ["LONG_POINTS", "ORIGIN_TIME_LIMIT", "ClassicalBeside", "combined_test_mean", "eligibility",
            "forecast_test_rmse", "kernel_test_mean",
@@ -82,7 +82,7 @@ def _recent(head: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _windows(ds: Dataset, data: FitData) -> tuple[tuple[float, np.ndarray, np.ndarray], ...]:
+def _windows(ds: Dataset, data: FitData) -> tuple[OriginWindow, ...]:
     """The origins' windows over every training point of ``ds``: the search's own
     (:func:`~evocov_core.search.validate.origin_windows`) unless it fits a subset."""
     if not data.on_subset:
@@ -91,7 +91,7 @@ def _windows(ds: Dataset, data: FitData) -> tuple[tuple[float, np.ndarray, np.nd
 
 
 def origin_datasets(ds: Dataset, data: FitData,
-                    windows: Sequence[tuple[float, np.ndarray, np.ndarray]] | None = None
+                    windows: Sequence[OriginWindow] | None = None
                     ) -> tuple[Dataset, list[Dataset]]:
     """What the classical models are fitted on beside a search on ``data`` (made from ``ds``): the
     whole training part with its test part, and each origin's head with that origin's targets as its

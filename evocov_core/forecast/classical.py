@@ -53,6 +53,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -219,21 +220,54 @@ def _model(name: str, seasons: tuple[int, ...]) -> object:
     raise ValueError(f"unknown model {name!r}")
 
 
-def _forecast(task: _Task) -> tuple[Array, Array | None, Array | None]:
+class _Forecast(NamedTuple):
+    """A model's forecast, each of shape (h,) (None where the model gave none).
+
+    Attributes
+    ----------
+    mean : ndarray
+    lower, upper : ndarray or None
+        The 95 % interval.
+    """
+
+    mean: Array | None
+    lower: Array | None
+    upper: Array | None
+
+
+def _forecast(task: _Task) -> _Forecast:
     """Mean, lower and upper of the 95 % interval, each of shape (h,) (run in the child)."""
     out = _model(task.name, task.seasons).forecast(y=task.y, h=task.h, level=[LEVEL])
 
     def flat(key: str) -> Array | None:
         return None if out.get(key) is None else np.asarray(out[key], dtype=np.float64).reshape(-1)
 
-    return flat("mean"), flat(f"lo-{LEVEL}"), flat(f"hi-{LEVEL}")  # type: ignore[return-value]
+    return _Forecast(flat("mean"), flat(f"lo-{LEVEL}"), flat(f"hi-{LEVEL}"))
 
 
 # --- in this process ------------------------------------------------------------------------------
 
 
-def _plan(name: str, seasons: Seasons, n: int) -> tuple[tuple[int, ...], int, str] | str:
-    """(seasons given to the model, training points it sees, settings line), or why it is skipped."""
+class _Plan(NamedTuple):
+    """How a model is run on a series (:func:`_plan`).
+
+    Attributes
+    ----------
+    seasons : tuple of int
+        The seasons given to the model (``(1,)``: none).
+    points : int
+        The training points it sees (the last ones).
+    settings : str
+        The settings line shown with its forecast.
+    """
+
+    seasons: tuple[int, ...]
+    points: int
+    settings: str
+
+
+def _plan(name: str, seasons: Seasons, n: int) -> _Plan | str:
+    """How model ``name`` is run on ``n`` training points with ``seasons``, or why it is skipped."""
     cfg = SETTINGS[name]
     used = min(n, cfg.max_train) if cfg.max_train else n
     points = f"the last {used} of {n} points" if used < n else f"{n} points"
@@ -242,16 +276,16 @@ def _plan(name: str, seasons: Seasons, n: int) -> tuple[tuple[int, ...], int, st
         if len(fit) < 2 and not (fit and fit[0] > LONG_SEASON):
             here = ", ".join(map(str, fit)) or "none"
             return f"MSTL: needs two seasons, or one longer than {LONG_SEASON} steps (here: {here})"
-        return fit, used, f"seasons {', '.join(map(str, fit))}; {points}"
+        return _Plan(fit, used, f"seasons {', '.join(map(str, fit))}; {points}")
     m = seasons.primary
     if m <= 1:
-        return (1,), used, f"no season; {points}"
+        return _Plan((1,), used, f"no season; {points}")
     if cfg.max_season is not None and m > cfg.max_season:
-        return (1,), used, f"no season ({cfg.why}); {points}"
+        return _Plan((1,), used, f"no season ({cfg.why}); {points}")
     if used < 2 * m:
-        return (1,), used, f"no season (fewer than two seasons of {m}); {points}"
+        return _Plan((1,), used, f"no season (fewer than two seasons of {m}); {points}")
     orders = " (seasonal AR and MA orders at most 1)" if name == "AutoARIMA" and m > ARIMA_SHORT_SEASON else ""
-    return (m,), used, f"season {m}{orders}; {points}"
+    return _Plan((m,), used, f"season {m}{orders}; {points}")
 
 
 def _record(name: str, settings: str, h: int, result: TimedResult) -> ClassicalForecast:

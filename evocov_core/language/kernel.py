@@ -153,6 +153,7 @@ def _canon(node: Node) -> Node:
 
 
 def _sort_key(node: Node, classes: dict[str, int]) -> tuple[str, str, str]:
+    # A sort key, not a result: tuples compare element by element, so a bare tuple is what sorting needs.
     flat = flatten(node)
     anonymous = " ".join("θ" if is_slot(t) else t for t in flat)
     by_class = " ".join(f"θ{classes[t]}" if is_slot(t) else t for t in flat)

@@ -117,24 +117,41 @@ class Comparison:
     classical: ClassicalForecasts | None = None
 
 
+class _Made(NamedTuple):
+    """A forecast of the comparison with how it went (a tuple: ``fc, status, reason = _gp(...)``).
+
+    Attributes
+    ----------
+    forecast : MethodForecast
+    status : str
+        ``ok``, ``failed``, ``running`` or ``skipped``.
+    reason : str
+        Why it is not ``ok`` (empty when it is).
+    """
+
+    forecast: MethodForecast
+    status: str
+    reason: str
+
+
 def _gp(method: str, model: FittedModel | ModelAverage | None, ds: Dataset, why: str,
-        status: str = "") -> tuple[MethodForecast, str, str]:
+        status: str = "") -> _Made:
     """The GP's forecast of the test part, its status and reason."""
     x = ds.X_test[:, 0].copy()
+    none = MethodForecast(method, "GP", x, None, None, None, None)
     if status in ("running", "skipped"):
-        return MethodForecast(method, "GP", x, None, None, None, None), status, why
+        return _Made(none, status, why)
     if model is None:
-        return MethodForecast(method, "GP", x, None, None, None, None), "failed", f"{method}: {why or 'no model'}"
+        return _Made(none, "failed", f"{method}: {why or 'no model'}")
     try:
         with np.errstate(all="ignore"):
             pred = model.predict(ds.X_train, ds.y_train, ds.X_test)
     except (NumericalFailure, np.linalg.LinAlgError, ArithmeticError) as exc:
-        return MethodForecast(method, "GP", x, None, None, None, None), "failed", f"{method}: {one_line(exc)}"
+        return _Made(none, "failed", f"{method}: {one_line(exc)}")
     if not (np.all(np.isfinite(pred.mean)) and np.all(np.isfinite(pred.std))):
-        return (MethodForecast(method, "GP", x, None, None, None, None), "failed",
-                f"{method}: the forecast is not finite")
+        return _Made(none, "failed", f"{method}: the forecast is not finite")
     half = Z95 * pred.std
-    return MethodForecast(method, "GP", x, pred.mean, pred.mean - half, pred.mean + half, pred.std), "ok", ""
+    return _Made(MethodForecast(method, "GP", x, pred.mean, pred.mean - half, pred.mean + half, pred.std), "ok", "")
 
 
 def _classical(f: ClassicalForecast, x: Array) -> MethodForecast:
@@ -144,15 +161,33 @@ def _classical(f: ClassicalForecast, x: Array) -> MethodForecast:
     return MethodForecast(f.name, "classical", x, f.mean, f.lower, f.upper, sd)
 
 
-def _scores(y: Array, fc: MethodForecast) -> tuple[float, float, float, float]:
+class _Scores(NamedTuple):
+    """A forecast's scores on the test part (NaN where the forecast lacks what one needs).
+
+    Attributes
+    ----------
+    test_rmse, coverage_95, crps, interval_score : float
+        As the columns of :class:`ForecastScores`.
+    """
+
+    test_rmse: float
+    coverage_95: float
+    crps: float
+    interval_score: float
+
+
+_NO_SCORES = _Scores(math.nan, math.nan, math.nan, math.nan)
+
+
+def _scores(y: Array, fc: MethodForecast) -> _Scores:
     """test RMSE, coverage, CRPS, interval score (NaN where the forecast lacks what they need)."""
     if fc.mean is None or not y.size:
-        return math.nan, math.nan, math.nan, math.nan
+        return _NO_SCORES
     err = rmse(y, fc.mean)
     crps = crps_normal(y, fc.mean, fc.sd) if fc.sd is not None else math.nan
     if fc.lower is None or fc.upper is None:
-        return err, math.nan, crps, math.nan
-    return err, coverage(y, fc.lower, fc.upper), crps, interval_score(y, fc.lower, fc.upper, 0.05)
+        return _Scores(err, math.nan, crps, math.nan)
+    return _Scores(err, coverage(y, fc.lower, fc.upper), crps, interval_score(y, fc.lower, fc.upper, 0.05))
 
 
 def _num(v: float | None) -> float:
@@ -160,23 +195,23 @@ def _num(v: float | None) -> float:
 
 
 def _combined(combination: Combination, kernel: MethodForecast, kernel_status: str,
-              classical: ClassicalForecasts | None) -> tuple[MethodForecast, str, str]:
+              classical: ClassicalForecasts | None) -> _Made:
     """The search's forecast when it averages the kernel's with classical ones: a point forecast (no
     interval), with the status of the parts it is made of."""
     method = f"forecast ({combination.label})"
     none = MethodForecast(method, "combined", kernel.x, None, None, None, None)
     if (kernel_status != "ok" or kernel.mean is None) and combination.member_weights[0] > 0:
-        return none, "failed", f"{method}: the kernel has no forecast"
+        return _Made(none, "failed", f"{method}: the kernel has no forecast")
     if classical is None:
-        return none, "skipped", f"{method}: the classical forecasts were not made"
+        return _Made(none, "skipped", f"{method}: the classical forecasts were not made")
     parts = [classical.get(m) for m in combination.models]
     if any(f is not None and f.status == "running" for f in parts):
-        return none, "running", ""
+        return _Made(none, "running", "")
     missing = [m for m, f in zip(combination.models, parts, strict=True) if f is None or not f.ok]
     if missing:
-        return none, "failed", f"{method}: {' and '.join(missing)} has no forecast"
+        return _Made(none, "failed", f"{method}: {' and '.join(missing)} has no forecast")
     mean = combination.mean(kernel.mean, {f.name: f.mean for f in parts if f is not None})
-    return MethodForecast(method, "combined", kernel.x, mean, None, None, None), "ok", ""
+    return _Made(MethodForecast(method, "combined", kernel.x, mean, None, None, None), "ok", "")
 
 
 def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel | None, *,
@@ -227,7 +262,7 @@ def forecast_comparison(ds: Dataset, kernel: KernelFile | FittedModel | None, *,
     forecasts: list[MethodForecast] = []
 
     def add(fc: MethodForecast, status: str, reason: str, seconds: float | None, details: str) -> None:
-        err, cov, crps, score = _scores(y, fc) if status == "ok" else (math.nan,) * 4
+        err, cov, crps, score = _scores(y, fc) if status == "ok" else _NO_SCORES
         rows.append({"method": fc.method, "kind": fc.kind, "test_rmse": err, "coverage_95": cov, "crps": crps,
                      "interval_score": score, "seconds": _num(seconds), "status": status, "reason": reason,
                      "best": False, "details": details})

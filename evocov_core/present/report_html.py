@@ -244,13 +244,36 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseli
                             classical_done=classical_done, se_done=se_done, gpss_done=gpss_done)
 
 
+class _Plots:
+    """Figures as HTML fragments: the first carries plotly.js inline, the others reuse it."""
+
+    def __init__(self) -> None:
+        self.first = True
+
+    def __call__(self, fig: go.Figure) -> str:
+        # The figures' 10 px margins suit the dashboard's theme; on a plain page the tick labels and axis
+        # titles need the room plotly.js can make for them.
+        fig.update_xaxes(automargin=True)
+        fig.update_yaxes(automargin=True)
+        out = fig.to_html(full_html=False, include_plotlyjs="inline" if self.first else False,
+                          config={"displaylogo": False})
+        self.first = False
+        return out
+
+
+_STYLE = ("body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}"
+          "code{background:#f4f4f4;padding:2px 4px;word-break:break-all}table.hp{border-collapse:collapse}"
+          "table.hp td,table.hp th{padding:2px 8px;border-bottom:1px solid #ddd}"
+          "table.comparison,table.forecasts{font-size:0.9em}ul.notes{font-size:0.85em;color:#555}"
+          "p.formula{overflow-x:auto;max-width:100%}"
+          "div.verdict{border:1px solid #ccc;border-radius:6px;padding:0 1em;margin:1em 0;background:#fafafa}")
+
+
 def _report_html(kf: KernelFile, ds: Dataset, *, title: str | None, baseline_budget: float, seed: int,
                  workers: int | None, classical: bool, season_lengths: Sequence[int] | None, time_limit: float,
                  classical_done: ClassicalForecasts | None, se_done: FittedBaseline | None,
                  gpss_done: FittedBaseline | None) -> str:
     model = kf.model(fallback_norm=ds.norm)
-    k = kf.kernel
-    figs: list[tuple[str, go.Figure]] = []
     pred = extrapolation_data(model, ds, extend=0.1)
     comparison: Comparison | None = None
     if ds.x.shape[1] == 1:
@@ -264,29 +287,36 @@ def _report_html(kf: KernelFile, ds: Dataset, *, title: str | None, baseline_bud
     others = [(f"{r.name} mean", extrapolation_data(r.model, ds, extend=0.1, band=False)) for r in compared[1:]
               if r.model is not None and ds.x.shape[1] == 1]
     lines = comparison_forecasts_data(comparison, ds) if comparison is not None and classical else None
-    figs.append(("", extrapolation_figure(pred, ds, others=others, forecasts=lines)))
+    forecast = extrapolation_figure(pred, ds, others=others, forecasts=lines)
     comps, noise_sd, xs, split = components_data(model, ds) if ds.x.shape[1] == 1 else ([], float("nan"), [], None)
-    parts: list[str] = []
-    first = True
-
-    def plot(fig: go.Figure) -> str:
-        nonlocal first
-        # The figures' 10 px margins suit the dashboard's theme; on a plain page the tick labels and axis
-        # titles need the room plotly.js can make for them.
-        fig.update_xaxes(automargin=True)
-        fig.update_yaxes(automargin=True)
-        out = fig.to_html(full_html=False, include_plotlyjs="inline" if first else False,
-                          config={"displaylogo": False})
-        first = False
-        return out
-
+    plot = _Plots()
     esc = html.escape
     name = title or f"EvoCov report: {ds.name}"
-    parts.append(f"<h1>{esc(name)}</h1>")
-    scores = {key: v for key, v in kf.scores.items() if isinstance(v, (int, float)) and v is not None}
+    parts = _head_html(kf, ds, model, name, comparison, comps, noise_sd)
+    both = kf.combination.combined and lines is not None and bool((lines["kind"] == "combined").any())
+    parts.append("<h2>Forecast</h2><p>The data (training, test), the predictive mean and its ±2σ band"
+                 + (", and dashed, the means of the baselines below" if others or lines is not None else "") + "."
+                 + (f" The search's forecast (dotted) averages the kernel's own forecast (solid) with classical "
+                    f"ones: {esc(weight_sentence(kf.combination))}" if both else "") + "</p>"
+                 + plot(forecast))
+    parts.append(_comparison_html(compared, ds))
+    if comparison is not None and comparison.classical is not None:
+        parts.append(forecast_table_html(comparison, ds))
+    parts += _components_html(comps, noise_sd, xs, split, ds, plot)
+    parts += _residuals_html(model, ds, plot)
+    parts.append(_kernel_html(kf, model))
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(name)}</title>"
+            f"<style>{_STYLE}</style></head><body>" + "\n".join(parts) + "</body></html>")
+
+
+def _head_html(kf: KernelFile, ds: Dataset, model: FittedModel, name: str, comparison: Comparison | None,
+               comps: list, noise_sd: float) -> list[str]:
+    """The report's title, what the data and the fit are, and the verdict at a glance."""
+    esc = html.escape
+    parts = [f"<h1>{esc(name)}</h1>"]
     rmse = model.test_rmse(ds)
     parts.append(f"<p>{ds.n_train:,} training points, {ds.n_test:,} test points of <b>{esc(str(ds.y_label))}</b> "
-                 f"against <b>{esc(str(ds.x_label))}</b>; q = {k.q} hyperparameters"
+                 f"against <b>{esc(str(ds.x_label))}</b>; q = {kf.kernel.q} hyperparameters"
                  + (f"; test RMSE {rmse:.4g}" if rmse is not None else "") + ".</p>")
     approx = model.approximation
     if approx is not None and not approx.exact:
@@ -313,18 +343,16 @@ def _report_html(kf: KernelFile, ds: Dataset, *, title: str | None, baseline_bud
                         "</li>" for c in comps)
         parts.append(f"<p>In short, the kernel says the series is the sum of:</p><ul>{short}"
                      f"<li>noise with standard deviation {noise_sd:.3g} {esc(str(ds.y_label))}.</li></ul>")
-    both = kf.combination.combined and lines is not None and bool((lines["kind"] == "combined").any())
-    parts.append("<h2>Forecast</h2><p>The data (training, test), the predictive mean and its ±2σ band"
-                 + (", and dashed, the means of the baselines below" if others or lines is not None else "") + "."
-                 + (f" The search's forecast (dotted) averages the kernel's own forecast (solid) with classical "
-                    f"ones: {esc(weight_sentence(kf.combination))}" if both else "") + "</p>"
-                 + plot(figs[0][1]))
-    parts.append(_comparison_html(compared, ds))
-    if comparison is not None and comparison.classical is not None:
-        parts.append(forecast_table_html(comparison, ds))
-    parts.append("<h2>What the kernel says</h2><p>The kernel written as a sum of terms (products distributed "
-                 "over sums); each term is an independent part of the series. Shares are of the training "
-                 "data's variance; each sentence is read from the term's kernel function.</p>")
+    return parts
+
+
+def _components_html(comps: list, noise_sd: float, xs: object, split: object, ds: Dataset,
+                     plot: _Plots) -> list[str]:
+    """The kernel's terms, each with its figure, and the noise."""
+    esc = html.escape
+    parts = ["<h2>What the kernel says</h2><p>The kernel written as a sum of terms (products distributed "
+             "over sums); each term is an independent part of the series. Shares are of the training "
+             "data's variance; each sentence is read from the term's kernel function.</p>"]
     for i, c in enumerate(comps):
         parts.append(f"<h3>{i + 1}. {esc(c.sentence[0].upper() + c.sentence[1:])} "
                      f"({c.explained:.0%} of the variance)</h3>")
@@ -332,27 +360,31 @@ def _report_html(kf: KernelFile, ds: Dataset, *, title: str | None, baseline_bud
         parts.append(f"<p><code>{esc(c.kernel.infix)}</code></p>")
     if comps:
         parts.append(f"<h3>Noise</h3><p>Standard deviation {noise_sd:.4g} {esc(str(ds.y_label))}.</p>")
+    return parts
+
+
+def _residuals_html(model: FittedModel, ds: Dataset, plot: _Plots) -> list[str]:
+    """The residual checks: how many autocorrelations stand out, and their figures."""
     chk = residual_checks(model, ds)
     outside = int(np.sum(np.abs(chk["acf"]) > 2 / math.sqrt(max(chk["residual"].size, 1))))
     which = (f" Residuals of the most recent {chk['residual'].size:,} of the {ds.n_train:,} training points."
              if chk["residual"].size < ds.n_train else "")
-    parts.append(f"<h2>Residual checks</h2><p>{outside} of {chk['acf'].size} autocorrelations lie outside "
-                 f"±2/√n (about 1 in 20 would by chance).{which}</p>")
-    for f in _residual_figures(chk, ds):
-        parts.append(plot(f))
+    parts = [f"<h2>Residual checks</h2><p>{outside} of {chk['acf'].size} autocorrelations lie outside "
+             f"±2/√n (about 1 in 20 would by chance).{which}</p>"]
+    parts += [plot(f) for f in _residual_figures(chk, ds)]
+    return parts
+
+
+def _kernel_html(kf: KernelFile, model: FittedModel) -> str:
+    """The kernel's forms, its hyperparameters and the scores its file holds."""
+    esc = html.escape
+    k = kf.kernel
+    scores = {key: v for key, v in kf.scores.items() if isinstance(v, (int, float)) and v is not None}
     table = hyperparameter_table(k, model.theta, model.log_noise, model.norm)
-    parts.append("<h2>The kernel</h2>"
-                 f'<p class="formula">Simplified (for reading): <code>{esc(str(simplified(k)))}</code></p>'
-                 f'<p class="formula">As stored: <code>{esc(k.infix)}</code></p>'
-                 f'<p class="formula">Expression: <code>{esc(k.prefix)}</code></p>'
-                 + pd.DataFrame(table).to_html(index=False, border=0, classes="hp")
-                 + ("<p>Scores in the kernel file: " + ", ".join(f"{esc(a)} = {b:.6g}" for a, b in scores.items())
-                    + "</p>" if scores else ""))
-    style = ("body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}"
-             "code{background:#f4f4f4;padding:2px 4px;word-break:break-all}table.hp{border-collapse:collapse}"
-             "table.hp td,table.hp th{padding:2px 8px;border-bottom:1px solid #ddd}"
-             "table.comparison,table.forecasts{font-size:0.9em}ul.notes{font-size:0.85em;color:#555}"
-             "p.formula{overflow-x:auto;max-width:100%}"
-             "div.verdict{border:1px solid #ccc;border-radius:6px;padding:0 1em;margin:1em 0;background:#fafafa}")
-    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(name)}</title>"
-            f"<style>{style}</style></head><body>" + "\n".join(parts) + "</body></html>")
+    return ("<h2>The kernel</h2>"
+            f'<p class="formula">Simplified (for reading): <code>{esc(str(simplified(k)))}</code></p>'
+            f'<p class="formula">As stored: <code>{esc(k.infix)}</code></p>'
+            f'<p class="formula">Expression: <code>{esc(k.prefix)}</code></p>'
+            + pd.DataFrame(table).to_html(index=False, border=0, classes="hp")
+            + ("<p>Scores in the kernel file: " + ", ".join(f"{esc(a)} = {b:.6g}" for a, b in scores.items())
+               + "</p>" if scores else ""))

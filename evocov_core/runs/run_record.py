@@ -27,7 +27,7 @@ from evocov_core.fitting.optimize import FitResult
 from evocov_core.forecast.combination import Combination
 from evocov_core.runs.kernel_file import dump_kernel_file, parse_kernel_file
 from evocov_core.search.common import EvalRecord, RunStatus
-from evocov_core.search.explore import neighbour_ratios
+from evocov_core.search.explore import NeighbourRatios, neighbour_ratios
 
 __all__ = ["EnsembleMember", "KernelRecord", "NeighbourSummary", "RunRecord"]
 
@@ -271,7 +271,7 @@ class RunRecord:
         """Mutants an exploration was asked for (0 for a search)."""
         return _int(self.settings.get("n_mutations")) or 0
 
-    def neighbour_ratios(self, evaluations: pd.DataFrame) -> tuple[float, float, float]:
+    def neighbour_ratios(self, evaluations: pd.DataFrame) -> NeighbourRatios:
         """An exploration's (better fitted, simpler, both) fractions.
 
         The stored ones once it has ended; while it runs, computed from its ``evaluations`` rows
@@ -280,9 +280,9 @@ class RunRecord:
         """
         nb = self.neighbours
         if nb is not None and None not in (nb.better_fitted, nb.simpler, nb.both):
-            return nb.better_fitted, nb.simpler, nb.both  # type: ignore[return-value]
+            return NeighbourRatios(nb.better_fitted, nb.simpler, nb.both)  # type: ignore[arg-type]
         if nb is None or nb.base_q is None or self.base is None or not len(evaluations):
-            return math.nan, math.nan, math.nan
+            return NeighbourRatios(math.nan, math.nan, math.nan)
         base = replace(self.base.to_fit(), q=nb.base_q, test_rmse=nb.base_test_rmse)
         return neighbour_ratios(base, _eval_records(evaluations.to_dict("records")))
 

@@ -14,9 +14,8 @@ import time
 from evocov_core.data import Dataset
 from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
+from evocov_core.search.budget import CHOICE_EXTRA_EVALS, END_SHARE
 from evocov_core.search.common import (
-    CHOICE_EXTRA_EVALS,
-    END_SHARE,
     EvalRecord,
     GenerationStats,
     Progress,
@@ -27,12 +26,12 @@ from evocov_core.search.common import (
 )
 from evocov_core.search.config import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
 from evocov_core.search.evocov import run_evocov
-from evocov_core.search.explore import ExploreResult, explore_mutations, neighbour_ratios
+from evocov_core.search.explore import ExploreResult, NeighbourRatios, explore_mutations, neighbour_ratios
 from evocov_core.search.gpss import run_gpss
 from evocov_core.search.gwtf import run_gwtf
 from evocov_core.search.random_search import run_random_search
 from evocov_core.search.replay import RecordingExecutor, ReplayExecutor, RunLog
-from evocov_core.search.select import calibrate_returned, choose_model
+from evocov_core.search.select import ModelChoice, calibrate_returned, choose_model
 from evocov_core.search.stages import head_refit, needs_head_stage, search_executor, search_stages
 
 __all__ = [
@@ -43,6 +42,8 @@ __all__ = [
     "EvalRecord",
     "ExploreResult",
     "GenerationStats",
+    "ModelChoice",
+    "NeighbourRatios",
     "Progress",
     "RunLog",
     "RunStatus",
@@ -134,8 +135,9 @@ def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, 
         checks = len(result.candidates) * CHOICE_EXTRA_EVALS * result.eval_seconds
         deadline = end - (checks if math.isfinite(checks) else 0.0)
     rule = config.long_choice if data.on_subset else config.choice
-    chosen, rows, ensemble, calib, scored = choose_model(
+    choice = choose_model(
         data, result.candidates, executor, seed=seed, deadline=deadline, should_stop=should_stop, rule=rule,
         calibration=config.calibration, refit=refit, end=end, refit_cost=refit_cost)
-    return dataclasses.replace(result, best=chosen or result.best, selection=rows, ensemble=ensemble,
-                               calibration=calib, origins=scored, elapsed=time.perf_counter() - t0)
+    return dataclasses.replace(result, best=choice.chosen or result.best, selection=choice.rows,
+                               ensemble=choice.ensemble, calibration=choice.calibration, origins=choice.origins,
+                               elapsed=time.perf_counter() - t0)

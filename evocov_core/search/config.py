@@ -36,95 +36,26 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from evocov_core.fitting.optimize import HyperSpace, OptimConfig
 from evocov_core.fitting.subset import DEFAULT_MAX_POINTS
 from evocov_core.language.grammar import Grammar, get_grammar
 from evocov_core.language.psd import PSDConfig
+from evocov_core.search.rules import (
+    Algorithm,
+    CalibrationRule,
+    ChoiceRule,
+    LongChoiceRule,
+    Metric,
+    Optimiser,
+    Rule,
+    StartRule,
+)
 from evocov_core.search.structures import SEED_BASES
 from evocov_core.search.variation import VariationConfig
 
-__all__ = ["ALGORITHMS", "GROUPS", "PRESETS", "Algorithm", "CalibrationRule", "ChoiceRule", "LongChoiceRule", "Metric",
-           "Optimiser", "Rule", "SearchConfig", "Setting", "StartRule", "preset", "settings"]
-
-class Rule(str, Enum):
-    """A setting that names a rule. A member equals, hashes and prints as its value (``"origins"``), so that
-    files, the command line and the run store keep plain strings; a setting given as a string is turned
-    into its member when the :class:`SearchConfig` is made, and an unknown one is refused."""
-
-    __hash__ = str.__hash__
-
-    def __str__(self) -> str:
-        return str.__str__(self)
-
-    def __format__(self, spec: str) -> str:
-        return str.__format__(self.value, spec)
-
-    @classmethod
-    def values(cls) -> tuple[str, ...]:
-        return tuple(m.value for m in cls)
-
-
-class Algorithm(Rule):
-    """The search algorithm (the module docstring says what N and G mean for each)."""
-
-    EVOCOV = "evocov"
-    RANDOM = "random"
-    GWTF = "gwtf"
-    GPSS = "gpss"
-
-
-class Metric(Rule):
-    """What the optimiser maximises for a kernel's hyperparameters (:data:`~evocov_core.fitting.metrics.METRICS`)."""
-
-    LML = "lml"
-    LOOCV = "loocv"
-    POSTERIOR_LML = "posterior_lml"
-    SOPL = "sopl"
-    RMSE = "rmse"
-
-
-class Optimiser(Rule):
-    """L-BFGS-B, the paper's budgeted Powell, or L-BFGS-B where the metric has a gradient."""
-
-    AUTO = "auto"
-    LBFGS = "lbfgs"
-    POWELL = "powell"
-
-
-class StartRule(Rule):
-    """Where a new kernel's fit starts: data-aware ranges per slot role, or the paper's uniform draw."""
-
-    ROLES = "roles"
-    PAPER = "paper"
-
-
-class ChoiceRule(Rule):
-    """How the returned kernel is chosen among the lowest-BIC ones (:func:`~evocov_core.search.select.choose_model`)."""
-
-    TAIL = "tail"
-    ORIGINS = "origins"
-    REFIT_ORIGINS = "refit_origins"
-
-
-class LongChoiceRule(Rule):
-    """How it is chosen on a long series (fitted on a subset)."""
-
-    TAIL = "tail"
-    ORIGINS = "origins"
-    ORIGINS_DENSITY = "origins_density"
-    BIC = "bic"
-
-
-class CalibrationRule(Rule):
-    """What the returned kernel's predictive spread is scaled by (:func:`~evocov_core.search.validate.calibrate`)."""
-
-    NONE = "none"
-    TAIL = "tail"
-    ORIGINS = "origins"
-
+__all__ = ["ALGORITHMS", "GROUPS", "PRESETS", "SearchConfig", "Setting", "SettingField", "preset", "settings"]
 
 ALGORITHMS = Algorithm.values()
 ALGORITHM_LABELS = {
@@ -214,9 +145,12 @@ def _s(default: Any, label: str, help: str, group: str, used_by: frozenset[str] 
     return field(default=default, metadata={"setting": Setting(label, help, group, used_by, **kw)})
 
 
+# SearchConfig's settings, group by group, in their declaration order (the order of the CLI's options,
+# the dashboard's widgets and the stored settings). Each group is a frozen dataclass of its own;
+# SearchConfig inherits them all, so its fields are theirs, in that order.
 @dataclass(frozen=True)
-class SearchConfig:
-    """Settings of a kernel search (paper defaults; see the module docstring).
+class _AlgorithmSettings:
+    """The algorithm and its population and evolution settings.
 
     Attributes
     ----------
@@ -233,6 +167,37 @@ class SearchConfig:
     patience : int
         Consecutive generations with relative improvement ≤ β before a restart. The paper
         restarts after one (``patience = 1``); short runs waste less with more.
+    """
+
+    algorithm: Algorithm = _s(Algorithm.EVOCOV, "Algorithm", "The search algorithm (module docstring).", "algorithm",
+                        choices=ALGORITHMS)
+    population: int = _s(141, "Population size N", "EvoCov: individuals per generation. Random Search: kernels "
+                         "drawn. Go With The First: hill-climbing mutations per individual.", "evolution",
+                         _GROWS, lo=2, hi=1_000_000,
+                         labels={"random": "Kernels drawn N", "gwtf": "Mutations per individual N"})
+    generations: int = _s(141, "Generations G", "EvoCov: generations. Go With The First: initial individuals. "
+                          "GPSS: levels of the greedy search. With a time budget, only a cap (the budgeted "
+                          "presets: 100000).", "evolution", frozenset({"evocov", "gwtf", "gpss"}), lo=1,
+                          hi=1_000_000, labels={"gwtf": "Initial individuals G", "gpss": "Search depth G (levels)"})
+    mu: int = _s(14, "Survivors μ", "Individuals kept by truncation selection each generation (1 ≤ μ < N).",
+                 "evolution", _EVOCOV, lo=1, hi=1_000_000)
+    p_mutation: float = _s(0.4, "Mutation probability p_m", "Each child comes from a mutation with probability "
+                           "p_m, else from a crossover.", "evolution", _EVOCOV, lo=0.0, hi=1.0, step=0.05,
+                           fmt="%.2f")
+    p_crossover: float = _s(0.6, "Crossover probability p_cx", "1 − p_m (the page derives it from p_m).",
+                            "evolution", _EVOCOV, lo=0.0, hi=1.0, step=0.05, fmt="%.2f", derived_from="p_mutation")
+    beta: float = _s(1e-5, "Restart threshold β", "Restart when the best BIC improves by less than this relative "
+                     "amount in a generation.", "evolution", _EVOCOV, lo=0.0, step=1e-6, fmt="%.1e")
+    patience: int = _s(1, "Restart patience", "Consecutive generations with a relative improvement ≤ β before a "
+                       "restart (the paper: 1).", "evolution", _EVOCOV, lo=1, hi=10_000)
+
+
+@dataclass(frozen=True)
+class _TreeAndFitSettings:
+    """How trees are generated and varied, and how each kernel is fitted.
+
+    Attributes
+    ----------
     d_min, d_max : int
         Depth limits of random generation (Algorithm 2).
     o_max : int
@@ -266,6 +231,54 @@ class SearchConfig:
     require_input : bool
         Discard kernels that do not depend on x (constants) when generating and varying
         (see :class:`~evocov_core.search.variation.VariationConfig`; the paper keeps them).
+    """
+
+    d_min: int = _s(5, "Minimum depth d_min", "Depth limits of randomly generated trees.", "trees", _GROWS,
+                    lo=0, hi=30)
+    d_max: int = _s(15, "Maximum depth d_max", "Depth limits of randomly generated trees (≤ 30).", "trees",
+                    _GROWS, lo=0, hi=30)
+    o_max: int = _s(40, "Bloat limit o_max", "Children of variation deeper than this are refused.", "trees",
+                    _GROWS, lo=2, hi=200)
+    rho_max: int = _s(250, "Attempts ρ_max", "Tries of a variation operator before the parent is kept unchanged.",
+                      "trees", _GROWS, lo=1, hi=100_000)
+    psd_w: int = _s(20, "PSD check data sets w", "Random data sets each new kernel must be positive "
+                    "semi-definite on.", "trees", _GROWS, lo=1, hi=1000)
+    n_hyper: int = _s(20, "Hyperparameter slots n_hyper", "Size of the pool of hyperparameter slots.", "trees",
+                      _GROWS, lo=1, hi=1000)
+    metric: Metric = _s(
+        Metric.LML, "Metric", "What the optimiser maximises for each kernel's hyperparameters. The search "
+                     "itself always ranks kernels by BIC.", "fitting", choices=Metric.values())
+    method: Optimiser = _s(
+        Optimiser.AUTO, "Optimiser", "auto: L-BFGS-B for LML and LOOCV (they have gradients), Powell "
+                     "otherwise.", "fitting", choices=Optimiser.values())
+    n_restarts: int = _s(3, "Restarts", "L-BFGS-B starting points per kernel.", "fitting", lo=1, hi=100)
+    max_evals: int = _s(60, "Max evaluations", "Metric evaluations per L-BFGS-B start.", "fitting", lo=2,
+                        hi=100_000)
+    n_screen: int = _s(20, "Screened starts", "Random starting points scored (metric only) before L-BFGS-B runs "
+                       "from the best of them; 0 turns screening off.", "fitting", lo=0, hi=100_000)
+    ref_fun_call: int = _s(300, "Powell ref_fun_call", "Powell budget: ref · 350² / n² evaluations.", "fitting",
+                           lo=1, hi=100_000)
+    sigma_theta: float = _s(0.1, "σ_θ of inherited starts", "Spread (log space) of starts inherited from "
+                            "parents.", "fitting", lo=0.0, hi=10.0, step=0.05, fmt="%.2f")
+    init: StartRule = _s(
+        StartRule.ROLES, "Starting values", "roles: data-aware ranges per slot role. paper: uniform in the "
+                   "search box.", "fitting", choices=StartRule.values())
+    metric_split: float = _s(0.1, "Held-out share of the training range", "The last share of the training "
+                             "x-range that the split metrics (posterior LML, SoPL) and the choice of the returned "
+                             "kernel hold out.", "fitting", lo=0.05, hi=0.85, step=0.05, fmt="%.2f")
+    base_kernels: tuple[str, ...] = _s(GPSS_BASE_KERNELS, "GPSS base kernels", "Base kernels the greedy search "
+                                       f"combines (GPSS: {', '.join(GPSS_BASE_KERNELS)}).", "evolution",
+                                       frozenset({"gpss"}), choices=("SE", "PER", "LIN", "RQ", "C"))
+    require_input: bool = _s(False, "Only kernels that depend on x", "Discard constant kernels when generating "
+                             "and varying trees (the paper keeps them).", "trees", _GROWS)
+
+
+@dataclass(frozen=True)
+class _BudgetSettings:
+    """The time budget, the fit cache, screening and the seeds of a budgeted search.
+
+    Attributes
+    ----------
     time_budget : float
         Wall-clock seconds for the whole search, model choice included; 0 = no limit
         (fixed counts: N, G exact). With a budget, ``generations`` is only a cap: the
@@ -310,104 +323,8 @@ class SearchConfig:
     p_expand : float
         Probability that a mutation is a GPSS-style expansion (``S + B``, ``S × B`` of a
         subtree ``S`` with a base kernel ``B``, or ``B`` replacing a base-kernel subtree).
-    select_top : int
-        The returned kernel is chosen among the ``select_top`` lowest-BIC distinct
-        kernels by how well, refitted on the first part of the training range, they
-        predict its last ``metric_split`` part (posterior LML). 1 = the lowest BIC.
-    choice : {"tail", "origins", "refit_origins"}
-        How those candidates are scored (:func:`~evocov_core.search.select.choose_model`).
-    long_choice : {"tail", "origins", "origins_density", "bic"}
-        The rule instead of ``choice`` on data fitted on a subset (long series): ``origins``
-        (by CRPS) and ``origins_density`` (by log density) score the candidates' forecasts from
-        four origins with their fitted values, ``bic`` takes the lowest BIC; none refits, so the
-        search keeps the refits' share of the budget.
-    calibration : {"none", "tail", "origins"}
-        What the returned kernel's predictive spread is scaled by
-        (:func:`~evocov_core.search.validate.calibrate`).
-    data_bounds : bool
-        Tie lengthscale and period bounds to the data
-        (:func:`~evocov_core.fitting.optimize.slot_bounds`).
-    changepoints : bool
-        Grammar option: random trees, mutations and GPSS-style expansions also use
-        ABCD's change-point operator (:mod:`evocov_core.language.grammar`). Off in the paper's
-        settings, whose Table 2 grammar has none.
-    changepoints_by_expansion : bool
-        With ``changepoints``: only the GPSS-style expansions ``S -> CP(S, B)`` and
-        ``CP(B, S)`` make a change point, as in ABCD; random trees and mutations draw
-        from the grammar without it (:attr:`grammar`). Crossover may still move a
-        change-point subtree.
-    changewindows : bool
-        Grammar option: random trees, mutations and GPSS-style expansions also use ABCD's
-        change-window operator. Off in every preset, so that their runs draw the trees they
-        drew before the operator existed (same seed, same result).
-    statespace : bool
-        Grammar option: random trees and mutations also use the state-space operations (a local
-        level, a local trend, a damped trend: :mod:`evocov_core.language.grammar`).
-    ets_seeds : bool
-        EvoCov's first population begins with the GP forms of the exponential-smoothing models
-        (:mod:`~evocov_core.search.ets_seeds`), offered to the model choice whatever their BIC.
-        Their children keep the state-space operations they hold, whatever ``statespace`` says.
     """
 
-    algorithm: Algorithm = _s(Algorithm.EVOCOV, "Algorithm", "The search algorithm (module docstring).", "algorithm",
-                        choices=ALGORITHMS)
-    population: int = _s(141, "Population size N", "EvoCov: individuals per generation. Random Search: kernels "
-                         "drawn. Go With The First: hill-climbing mutations per individual.", "evolution",
-                         _GROWS, lo=2, hi=1_000_000,
-                         labels={"random": "Kernels drawn N", "gwtf": "Mutations per individual N"})
-    generations: int = _s(141, "Generations G", "EvoCov: generations. Go With The First: initial individuals. "
-                          "GPSS: levels of the greedy search. With a time budget, only a cap (the budgeted "
-                          "presets: 100000).", "evolution", frozenset({"evocov", "gwtf", "gpss"}), lo=1,
-                          hi=1_000_000, labels={"gwtf": "Initial individuals G", "gpss": "Search depth G (levels)"})
-    mu: int = _s(14, "Survivors μ", "Individuals kept by truncation selection each generation (1 ≤ μ < N).",
-                 "evolution", _EVOCOV, lo=1, hi=1_000_000)
-    p_mutation: float = _s(0.4, "Mutation probability p_m", "Each child comes from a mutation with probability "
-                           "p_m, else from a crossover.", "evolution", _EVOCOV, lo=0.0, hi=1.0, step=0.05,
-                           fmt="%.2f")
-    p_crossover: float = _s(0.6, "Crossover probability p_cx", "1 − p_m (the page derives it from p_m).",
-                            "evolution", _EVOCOV, lo=0.0, hi=1.0, step=0.05, fmt="%.2f", derived_from="p_mutation")
-    beta: float = _s(1e-5, "Restart threshold β", "Restart when the best BIC improves by less than this relative "
-                     "amount in a generation.", "evolution", _EVOCOV, lo=0.0, step=1e-6, fmt="%.1e")
-    patience: int = _s(1, "Restart patience", "Consecutive generations with a relative improvement ≤ β before a "
-                       "restart (the paper: 1).", "evolution", _EVOCOV, lo=1, hi=10_000)
-    d_min: int = _s(5, "Minimum depth d_min", "Depth limits of randomly generated trees.", "trees", _GROWS,
-                    lo=0, hi=30)
-    d_max: int = _s(15, "Maximum depth d_max", "Depth limits of randomly generated trees (≤ 30).", "trees",
-                    _GROWS, lo=0, hi=30)
-    o_max: int = _s(40, "Bloat limit o_max", "Children of variation deeper than this are refused.", "trees",
-                    _GROWS, lo=2, hi=200)
-    rho_max: int = _s(250, "Attempts ρ_max", "Tries of a variation operator before the parent is kept unchanged.",
-                      "trees", _GROWS, lo=1, hi=100_000)
-    psd_w: int = _s(20, "PSD check data sets w", "Random data sets each new kernel must be positive "
-                    "semi-definite on.", "trees", _GROWS, lo=1, hi=1000)
-    n_hyper: int = _s(20, "Hyperparameter slots n_hyper", "Size of the pool of hyperparameter slots.", "trees",
-                      _GROWS, lo=1, hi=1000)
-    metric: Metric = _s(
-        Metric.LML, "Metric", "What the optimiser maximises for each kernel's hyperparameters. The search "
-                     "itself always ranks kernels by BIC.", "fitting", choices=Metric.values())
-    method: Optimiser = _s(
-        Optimiser.AUTO, "Optimiser", "auto: L-BFGS-B for LML and LOOCV (they have gradients), Powell "
-                     "otherwise.", "fitting", choices=Optimiser.values())
-    n_restarts: int = _s(3, "Restarts", "L-BFGS-B starting points per kernel.", "fitting", lo=1, hi=100)
-    max_evals: int = _s(60, "Max evaluations", "Metric evaluations per L-BFGS-B start.", "fitting", lo=2,
-                        hi=100_000)
-    n_screen: int = _s(20, "Screened starts", "Random starting points scored (metric only) before L-BFGS-B runs "
-                       "from the best of them; 0 turns screening off.", "fitting", lo=0, hi=100_000)
-    ref_fun_call: int = _s(300, "Powell ref_fun_call", "Powell budget: ref · 350² / n² evaluations.", "fitting",
-                           lo=1, hi=100_000)
-    sigma_theta: float = _s(0.1, "σ_θ of inherited starts", "Spread (log space) of starts inherited from "
-                            "parents.", "fitting", lo=0.0, hi=10.0, step=0.05, fmt="%.2f")
-    init: StartRule = _s(
-        StartRule.ROLES, "Starting values", "roles: data-aware ranges per slot role. paper: uniform in the "
-                   "search box.", "fitting", choices=StartRule.values())
-    metric_split: float = _s(0.1, "Held-out share of the training range", "The last share of the training "
-                             "x-range that the split metrics (posterior LML, SoPL) and the choice of the returned "
-                             "kernel hold out.", "fitting", lo=0.05, hi=0.85, step=0.05, fmt="%.2f")
-    base_kernels: tuple[str, ...] = _s(GPSS_BASE_KERNELS, "GPSS base kernels", "Base kernels the greedy search "
-                                       f"combines (GPSS: {', '.join(GPSS_BASE_KERNELS)}).", "evolution",
-                                       frozenset({"gpss"}), choices=("SE", "PER", "LIN", "RQ", "C"))
-    require_input: bool = _s(False, "Only kernels that depend on x", "Discard constant kernels when generating "
-                             "and varying trees (the paper keeps them).", "trees", _GROWS)
     time_budget: float = _s(0.0, "Time budget (seconds)", "Wall-clock time for the whole search on this machine, "
                             "the choice of the returned kernel included; the search sizes and stops itself and "
                             "returns the best kernel found. 0 = no limit: exactly N × G fits (reproducible: same "
@@ -446,6 +363,30 @@ class SearchConfig:
     p_expand: float = _s(0.0, "GPSS expansions among mutations", "Probability that a mutation adds or multiplies "
                          "a base kernel, or swaps one.", "budgeted", _EVOCOV, lo=0.0, hi=1.0, step=0.05,
                          fmt="%.2f")
+
+
+@dataclass(frozen=True)
+class _ChoiceSettings:
+    """How the returned kernel is chosen, calibrated and combined with classical forecasts.
+
+    Attributes
+    ----------
+    select_top : int
+        The returned kernel is chosen among the ``select_top`` lowest-BIC distinct
+        kernels by how well, refitted on the first part of the training range, they
+        predict its last ``metric_split`` part (posterior LML). 1 = the lowest BIC.
+    choice : {"tail", "origins", "refit_origins"}
+        How those candidates are scored (:func:`~evocov_core.search.select.choose_model`).
+    long_choice : {"tail", "origins", "origins_density", "bic"}
+        The rule instead of ``choice`` on data fitted on a subset (long series): ``origins``
+        (by CRPS) and ``origins_density`` (by log density) score the candidates' forecasts from
+        four origins with their fitted values, ``bic`` takes the lowest BIC; none refits, so the
+        search keeps the refits' share of the budget.
+    calibration : {"none", "tail", "origins"}
+        What the returned kernel's predictive spread is scaled by
+        (:func:`~evocov_core.search.validate.calibrate`).
+    """
+
     select_top: int = _s(1, "Choose among the K lowest-BIC kernels", "The returned kernel is the one of the K "
                          "lowest-BIC kernels that best predicts the last part of the training range after a "
                          "refit on the rest; they also make the model average. 1 = lowest BIC.", "budgeted",
@@ -497,6 +438,39 @@ class SearchConfig:
                             "share the rest as their errors say): each earlier point in time then forecasts a "
                             "handful of points, too few to trust the kernel more. 0: never.", "budgeted",
                             lo=0, hi=100_000)
+
+
+@dataclass(frozen=True)
+class _GrammarSettings:
+    """Data-tied bounds and the grammar's options.
+
+    Attributes
+    ----------
+    data_bounds : bool
+        Tie lengthscale and period bounds to the data
+        (:func:`~evocov_core.fitting.optimize.slot_bounds`).
+    changepoints : bool
+        Grammar option: random trees, mutations and GPSS-style expansions also use
+        ABCD's change-point operator (:mod:`evocov_core.language.grammar`). Off in the paper's
+        settings, whose Table 2 grammar has none.
+    changepoints_by_expansion : bool
+        With ``changepoints``: only the GPSS-style expansions ``S -> CP(S, B)`` and
+        ``CP(B, S)`` make a change point, as in ABCD; random trees and mutations draw
+        from the grammar without it (:attr:`SearchConfig.grammar`). Crossover may still move a
+        change-point subtree.
+    changewindows : bool
+        Grammar option: random trees, mutations and GPSS-style expansions also use ABCD's
+        change-window operator. Off in every preset, so that their runs draw the trees they
+        drew before the operator existed (same seed, same result).
+    statespace : bool
+        Grammar option: random trees and mutations also use the state-space operations (a local
+        level, a local trend, a damped trend: :mod:`evocov_core.language.grammar`).
+    ets_seeds : bool
+        EvoCov's first population begins with the GP forms of the exponential-smoothing models
+        (:mod:`~evocov_core.search.ets_seeds`), offered to the model choice whatever their BIC.
+        Their children keep the state-space operations they hold, whatever ``statespace`` says.
+    """
+
     data_bounds: bool = _s(False, "Data-tied bounds", "No lengthscale below half the sampling step; periods "
                            "between two steps and the training span.", "budgeted")
     changepoints: bool = _s(False, "Change points", "Let random trees, mutations and expansions use ABCD's "
@@ -518,6 +492,15 @@ class SearchConfig:
     ets_seeds: bool = _s(False, "Exponential-smoothing seeds", "Begin the search with the Gaussian-process forms "
                          "of simple exponential smoothing, Holt, damped Holt and Holt-Winters at the series' "
                          "season, offered to the model choice whatever their BIC.", "budgeted", _EVOCOV)
+
+
+@dataclass(frozen=True)
+class SearchConfig(_GrammarSettings, _ChoiceSettings, _BudgetSettings, _TreeAndFitSettings, _AlgorithmSettings):
+    """Settings of a kernel search (paper defaults; see the module docstring).
+
+    Its fields are those of its bases, each group documented there: dataclasses collect the fields
+    of the bases from the last to the first, so the bases are listed from the last group to the first.
+    """
 
     def __post_init__(self) -> None:
         def need(cond: bool, msg: str) -> None:
@@ -616,11 +599,26 @@ class SearchConfig:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
-def settings() -> tuple[tuple[str, type, Setting], ...]:
-    """Every :class:`SearchConfig` field as ``(name, type, Setting)``, in declaration order.
+class SettingField(NamedTuple):
+    """One :class:`SearchConfig` field and what it means (a tuple: ``for name, typ, meta in settings()``).
 
-    The type is ``int``, ``float``, ``bool``, ``str`` or ``tuple`` (of str).
+    Attributes
+    ----------
+    name : str
+        The field's name.
+    kind : type
+        ``int``, ``float``, ``bool``, ``str`` or ``tuple`` (of str).
+    setting : Setting
+        Its label, help, group, bounds and choices.
     """
+
+    name: str
+    kind: type
+    setting: Setting
+
+
+def settings() -> tuple[SettingField, ...]:
+    """Every :class:`SearchConfig` field as ``(name, type, Setting)``, in declaration order."""
     return _SETTINGS
 
 
@@ -708,7 +706,7 @@ def _budgeted(seconds: float) -> dict[str, dict]:
     }
 
 
-_SETTINGS = tuple((f.name, _field_type(str(f.type)), f.metadata["setting"]) for f in fields(SearchConfig))
+_SETTINGS = tuple(SettingField(f.name, _field_type(str(f.type)), f.metadata["setting"]) for f in fields(SearchConfig))
 
 # Change points are made only by the GPSS expansions in both presets. In a 5 min search
 # (bench/results/accuracy/standard/report.md, seeds 0-2, RMSE ratio to the best published, geometric

@@ -18,7 +18,7 @@ period of the periodogram (:func:`~evocov_core.search.spectral_seeds.clear_frequ
 
 They are fitted from the values :func:`ets_seeds` gives them and, like the spectral seeds, are
 never screened out and always offered to the model choice
-(:meth:`~evocov_core.search.common.Tracker.top`): evolution and the choice may keep them or beat
+(:meth:`~evocov_core.search.candidates.Candidates.top`): evolution and the choice may keep them or beat
 them, but they are never missing from the pool. Their children (mutation, crossover) may hold the
 state-space operations too, so a search with these seeds uses the grammar with ``statespace``.
 """

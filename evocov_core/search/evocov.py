@@ -23,7 +23,7 @@ structures (with ``reseed_restarts``, of every restart's population too), a shar
 ``p_expand`` of mutations that are GPSS expansions
 (:mod:`evocov_core.search.structures`), on long series periodic seeds started at the data's
 clear periods (:mod:`evocov_core.search.spectral_seeds`), and the time budget, fit cache and screening of
-the :class:`~evocov_core.search.common.Tracker`. Offspring inherit their parents' values
+the :class:`~evocov_core.search.tracker.Tracker`. Offspring inherit their parents' values
 (section 4.3.2) and selected kernels are evaluated again from their current values.
 All randomness of the loop (random kernels, selection ties, variation, PSD checks)
 comes from one generator seeded by the run seed; each fit has its own seed
@@ -39,11 +39,12 @@ from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import FitResult, Start
 from evocov_core.language.kernel import Kernel
-from evocov_core.search.common import ProgressCallback, SearchResult, StopCheck, Tracker, start_of, sub_rng
+from evocov_core.search.common import ProgressCallback, SearchResult, StopCheck, start_of, sub_rng
 from evocov_core.search.config import SearchConfig
 from evocov_core.search.ets_seeds import ETS_SEED, ets_seeds
 from evocov_core.search.spectral_seeds import SPECTRAL_SEED, spectral_seeds
 from evocov_core.search.structures import expand, seed_kernels
+from evocov_core.search.tracker import Tracker
 from evocov_core.search.variation import crossover, mutate, random_kernel
 
 __all__ = ["run_evocov"]

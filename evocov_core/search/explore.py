@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import FitResult, FitStatus, Start
 from evocov_core.language.grammar import get_grammar
-from evocov_core.search.common import EvalRecord, ProgressCallback, SearchResult, StopCheck, Tracker, sub_rng
+from evocov_core.search.common import EvalRecord, ProgressCallback, SearchResult, StopCheck, sub_rng
 from evocov_core.search.config import SearchConfig
+from evocov_core.search.tracker import Tracker
 from evocov_core.search.variation import mutate
 
-__all__ = ["ExploreResult", "explore_mutations", "neighbour_ratios"]
+__all__ = ["ExploreResult", "NeighbourRatios", "explore_mutations", "neighbour_ratios"]
+
+#: The explorer fits every mutant once on all the data, with no clock and no model choice, whatever
+#: the settings it is given say of a budgeted search: the paper's section 6.4.1 measures each mutant.
+_PLAIN = dict(time_budget=0.0, cache_fits=False, screen_points=0, select_top=1)
 
 
 @dataclass(frozen=True)
@@ -42,15 +48,34 @@ class ExploreResult:
     both: float
 
 
-def neighbour_ratios(base: FitResult, records: tuple[EvalRecord, ...] | list[EvalRecord]) -> tuple[float, float, float]:
+class NeighbourRatios(NamedTuple):
+    """The paper's Table 3 for one base kernel: fractions of its mutants (NaN without any).
+
+    Attributes
+    ----------
+    better_fitted : float
+        Lower test RMSE than the base (a failed fit is not better).
+    simpler : float
+        Fewer hyperparameters q than the base.
+    both : float
+        Both at once.
+    """
+
+    better_fitted: float
+    simpler: float
+    both: float
+
+
+def neighbour_ratios(base: FitResult, records: tuple[EvalRecord, ...] | list[EvalRecord]) -> NeighbourRatios:
     """Fractions of mutants with lower test RMSE, lower q, and both, than ``base``."""
     if not records:
-        return math.nan, math.nan, math.nan
+        return NeighbourRatios(math.nan, math.nan, math.nan)
     ref = base.test_rmse if base.test_rmse is not None else math.inf
     better = [r.status == FitStatus.OK and r.test_rmse is not None and r.test_rmse < ref for r in records]
     simpler = [r.q < base.q for r in records]
     n = len(records)
-    return sum(better) / n, sum(simpler) / n, sum(b and s for b, s in zip(better, simpler, strict=True)) / n
+    return NeighbourRatios(sum(better) / n, sum(simpler) / n,
+                           sum(b and s for b, s in zip(better, simpler, strict=True)) / n)
 
 
 def explore_mutations(base: FitResult, data: FitData, config: SearchConfig, executor: Executor, *,
@@ -66,7 +91,7 @@ def explore_mutations(base: FitResult, data: FitData, config: SearchConfig, exec
                           config.grammar.changepoints, config.changewindows)
     vcfg = config.variation
     rng = sub_rng(seed, 1)
-    tr = Tracker("explore", -(-n_mutations // batch), progress, should_stop, seed)
+    tr = Tracker("explore", -(-n_mutations // batch), progress, should_stop, seed, config=config.with_(**_PLAIN))
     done = 0
     while done < n_mutations and not tr.stop_requested():
         size = min(batch, n_mutations - done)

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evocov_core.fitting.fits import Task
 from evocov_core.fitting.optimize import FitResult
 
-__all__ = ["MAX_LOG_FITS", "RecordingExecutor", "ReplayExecutor", "RunLog"]
+if TYPE_CHECKING:
+    from evocov_core.search.config import SearchConfig
+
+__all__ = ["MAX_LOG_FITS", "RecordingExecutor", "ReplayExecutor", "ReplayInputs", "RunLog", "replay_inputs"]
 
 #: A result file's log may list at most this many fits (it is untrusted input).
 MAX_LOG_FITS = 200_000
@@ -168,7 +171,24 @@ def run_record(result: Any, config: Any, seed: int) -> dict:
     }
 
 
-def replay_inputs(run: object) -> tuple[Any, int, RunLog]:
+class ReplayInputs(NamedTuple):
+    """What a replay reruns (a tuple: ``config, seed, log = replay_inputs(run)``).
+
+    Attributes
+    ----------
+    config : SearchConfig
+        The settings the run had.
+    seed : int
+    log : RunLog
+        Where its clock stopped it and the evaluations of every fit it used.
+    """
+
+    config: SearchConfig
+    seed: int
+    log: RunLog
+
+
+def replay_inputs(run: object) -> ReplayInputs:
     """The settings, seed and log of a result file's ``run`` record, validated (untrusted input).
 
     Raises
@@ -187,4 +207,4 @@ def replay_inputs(run: object) -> tuple[Any, int, RunLog]:
     settings = run.get("settings")
     if not isinstance(settings, dict):
         raise ValueError("the run record has no settings")
-    return SearchConfig.from_dict(settings), seed, RunLog.from_dict(run.get("log"))
+    return ReplayInputs(SearchConfig.from_dict(settings), seed, RunLog.from_dict(run.get("log")))

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import eigvalsh, lapack
@@ -51,6 +52,7 @@ from evocov_core.search.validate import (
     DEFAULT_ORIGINS,
     Calibration,
     OriginScores,
+    OriginWindow,
     calibrate_scored,
     calibration_from_errors,
     log_density,
@@ -60,8 +62,8 @@ from evocov_core.search.validate import (
     tail_forecast,
 )
 
-__all__ = ["CHOICE_RULES", "EXPLODING_SPREAD", "INDEFINITE", "calibrate_returned", "choice_description", "choose_model",
-           "horizon_spread", "indefiniteness", "tail_score"]
+__all__ = ["CHOICE_RULES", "EXPLODING_SPREAD", "INDEFINITE", "ModelChoice", "calibrate_returned", "choice_description",
+           "choose_model", "horizon_spread", "indefiniteness", "tail_score"]
 
 #: How :func:`choose_model` scores its candidates.
 CHOICE_RULES = ("tail", "origins", "origins_density", "refit_origins", "bic")
@@ -190,12 +192,72 @@ def indefiniteness(data: FitData, fit: FitResult, horizon: float = 0.1) -> float
     return max(0.0, -low) / (fit.noise_variance + fit.jitter)
 
 
+@dataclass(frozen=True)
+class ModelChoice:
+    """What :func:`choose_model` returns.
+
+    Attributes
+    ----------
+    chosen : FitResult or None
+        The best tail (or origins) score (the lowest BIC when none could be scored); None without
+        a candidate.
+    rows : tuple of dict
+        One per candidate: rank, expression, q, bic, tail_score, tail_rmse, weight, chosen,
+        horizon_sd (:func:`horizon_spread`), exploding (above :data:`EXPLODING_SPREAD`),
+        indefinite (:func:`indefiniteness`) and valid (not above :data:`INDEFINITE`; the
+        others are neither chosen nor averaged, unless no candidate is valid, when all are
+        eligible as before the check). Empty when there was nothing to compare.
+    ensemble : tuple of (FitResult, float)
+        The model average: kernels with their weights (tail scores; BIC without any).
+    calibration : Calibration
+        Of the chosen kernel's spread (``rule`` says which was made; ``none`` when no candidate).
+    origins : OriginScores or None
+        The chosen kernel's forecasts from the origins that calibrated it, when they were out of
+        sample (its refits there); None otherwise. What a forecast combination is chosen on
+        (:mod:`evocov_core.forecast.combination`).
+    """
+
+    chosen: FitResult | None
+    rows: tuple[dict, ...] = ()
+    ensemble: tuple[tuple[FitResult, float], ...] = ()
+    calibration: Calibration = field(default_factory=Calibration)
+    origins: OriginScores | None = None
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """The candidates' scores under one rule, index-aligned with them.
+
+    ``raw`` ranks them (higher is better); ``weigh`` is the log weight of each in the model average.
+    ``valid``: not above :data:`INDEFINITE` (NaN, a Cholesky that proved it within the bound, is valid).
+    """
+
+    heads: list[FitResult | None]
+    origins: list[OriginScores | None]
+    indefinite: list[float]
+    valid: np.ndarray
+    raw: np.ndarray
+    weigh: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Refits:
+    """How the choice's refits run: through ``executor`` by ``deadline`` (or ``end`` for the
+    calibration's), each at most ``refit`` (``refit_cost`` seconds), stopped by ``should_stop``."""
+
+    executor: Executor
+    seed: int
+    deadline: float | None
+    should_stop: StopCheck | None
+    refit: OptimConfig | None
+    end: float | None
+    refit_cost: float
+
+
 def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Executor, *, seed: int,
                  deadline: float | None = None, should_stop: StopCheck | None = None, rule: str = "tail",
                  calibration: str = "none", refit: OptimConfig | None = None, end: float | None = None,
-                 refit_cost: float = 0.0
-                 ) -> tuple[FitResult | None, tuple[dict, ...], tuple[tuple[FitResult, float], ...], Calibration,
-                            OriginScores | None]:
+                 refit_cost: float = 0.0) -> ModelChoice:
     """Choose among ``candidates`` (lowest BIC first) by their tail score, or by their forecasts
     from several origins; calibrate the chosen kernel's predictive spread.
 
@@ -239,22 +301,9 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
 
     Returns
     -------
-    chosen : FitResult or None
-        The best tail (or origins) score (the lowest BIC when none could be scored).
-    rows : tuple of dict
-        One per candidate: rank, expression, q, bic, tail_score, tail_rmse, weight, chosen,
-        horizon_sd (:func:`horizon_spread`), exploding (above :data:`EXPLODING_SPREAD`),
-        indefinite (:func:`indefiniteness`) and valid (not above :data:`INDEFINITE`; the
-        others are neither chosen nor averaged, unless no candidate is valid, when all are
-        eligible as before the check).
-    ensemble : tuple of (FitResult, float)
-        The model average: kernels with their weights (tail scores; BIC without any).
-    calibration : Calibration
-        Of the chosen kernel's spread (``rule`` says which was made; ``none`` when no candidate).
-    origins : OriginScores or None
-        The chosen kernel's forecasts from the origins that calibrated it, when they were out of
-        sample (its refits there); None otherwise. What a forecast combination is chosen on
-        (:mod:`evocov_core.combine`).
+    ModelChoice
+        The chosen kernel, the candidates' rows, the model average and the chosen kernel's
+        calibration (see its attributes).
     """
     if rule not in CHOICE_RULES:
         raise ValueError(f"rule must be one of {', '.join(CHOICE_RULES)}, got {rule!r}")
@@ -262,7 +311,8 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
     cands = [f for f in candidates if f is not None and f.ok]
     if not cands:
-        return None, (), (), Calibration(), None
+        return ModelChoice(None)
+    run = _Refits(executor, seed, deadline, should_stop, refit, end, refit_cost)
     windows = origin_windows(data) if rule == "refit_origins" else ()
     if rule == "refit_origins" and (data.on_subset or not windows):
         rule = "tail"
@@ -273,21 +323,33 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     if len(cands) == 1 or data.split is None or (rule == "tail" and "head" not in stages):
         calib, scored = calibrate_returned(data, cands[0], None, calibration, refit, seed, end, refit_cost,
                                            executor, should_stop)
-        return cands[0], (), (), calib, scored
+        return ModelChoice(cands[0], calibration=calib, origins=scored)
+    sc = _score(data, cands, rule, windows, run)
+    best, weights = _pick(cands, sc)
+    ensemble = tuple((f, float(w)) for f, w in zip(cands, weights, strict=True) if w >= MIN_WEIGHT)
+    total = sum(w for _, w in ensemble)
+    rows = _rows(data, cands, sc, weights, best, rule)
+    calib, scored = _calibrate_chosen(data, cands, sc, best, rule, calibration, run)
+    return ModelChoice(cands[best], rows, tuple((f, w / total) for f, w in ensemble), calib, scored)
+
+
+def _score(data: FitData, cands: list[FitResult], rule: str, windows: Sequence[OriginWindow],
+           run: _Refits) -> _Scored:
+    """Refit the candidates as ``rule`` needs (on the head, or at each origin) and score them."""
     heads: list[FitResult | None] = [None] * len(cands)
     origins: list[OriginScores | None] = [None] * len(cands)
     if rule == "tail":
-        tasks = [Task(f.kernel.tokens, (seed, 7919, i), f.start(), stage="head", deadline=deadline)
+        tasks = [Task(f.kernel.tokens, (run.seed, 7919, i), f.start(), stage="head", deadline=run.deadline)
                  for i, f in enumerate(cands)]
-        heads = executor.map(tasks, should_stop)
+        heads = run.executor.map(tasks, run.should_stop)
     indef = [indefiniteness(data, f) for f in cands]
     valid = np.array([not v > INDEFINITE for v in indef])  # NaN: a Cholesky proved it within the bound
-    eligible = valid if valid.any() else np.ones_like(valid)  # none valid: choose among all, as before
     if rule == "refit_origins":
         m = len(windows)
-        tasks = [Task(f.kernel.tokens, (seed, 7937, i, j), f.start(), stage=origin_stage(o), deadline=deadline)
+        tasks = [Task(f.kernel.tokens, (run.seed, 7937, i, j), f.start(), stage=origin_stage(o),
+                      deadline=run.deadline)
                  for i, f in enumerate(cands) for j, (o, _, _) in enumerate(windows)]
-        refits = executor.map(tasks, should_stop)
+        refits = run.executor.map(tasks, run.should_stop)
         origins = [origin_scores(data, f, refits=refits[i * m:(i + 1) * m]) for i, f in enumerate(cands)]
     if rule == "tail":
         raw = np.array([tail_score(data, h, marginal=data.on_subset) for h in heads])
@@ -298,57 +360,72 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     else:
         if rule in ("origins", "origins_density"):
             origins = [origin_scores(data, f) for f in cands]
-        weigh = np.array([o.total_log_density for o in origins])
+        weigh = np.array([o.total_log_density for o in origins])  # type: ignore[union-attr]
         # Higher is better, as the tail score.
-        raw = weigh if rule == "origins_density" else np.array([-o.mean_crps for o in origins])
-    scores = np.where(eligible, raw, -np.inf)
+        raw = weigh if rule == "origins_density" else np.array([-o.mean_crps for o in origins])  # type: ignore[union-attr]
+    return _Scored(heads, origins, indef, valid, raw, weigh)
+
+
+def _pick(cands: list[FitResult], sc: _Scored) -> tuple[int, np.ndarray]:
+    """The index of the best eligible candidate and the model average's weights."""
+    eligible = sc.valid if sc.valid.any() else np.ones_like(sc.valid)  # none valid: choose among all, as before
+    scores = np.where(eligible, sc.raw, -np.inf)
     if np.isfinite(scores).any():
         best = int(np.argmax(np.where(np.isfinite(scores), scores, -np.inf)))
         try:
-            weights = score_weights(np.where(eligible, weigh, -np.inf))
+            weights = score_weights(np.where(eligible, sc.weigh, -np.inf))
         except ValueError:  # no finite likelihood of the origins' forecasts: weigh by the scores
             weights = score_weights(scores)
     else:
         best = int(np.argmax(eligible))  # the lowest eligible BIC
         weights = bic_weights([f.bic if ok else math.inf for f, ok in zip(cands, eligible, strict=True)])
+    return best, weights
+
+
+def _rows(data: FitData, cands: list[FitResult], sc: _Scored, weights: np.ndarray, best: int,
+          rule: str) -> tuple[dict, ...]:
+    """One row per candidate (:attr:`ModelChoice.rows`)."""
     spreads = [horizon_spread(data, f) for f in cands]
-    rows = tuple({
+    heads, origins = sc.heads, sc.origins
+    return tuple({
         "rank": i + 1,
         "expression": f.kernel.infix,
         "canonical": f.kernel.canonical,
         "q": f.q,
         "bic": f.bic,
-        "tail_score": float(raw[i]) if rule == "tail" else math.nan,
-        "tail_rmse": heads[i].test_rmse if heads[i] is not None else None,
-        "origins_crps": origins[i].mean_crps if origins[i] is not None else math.nan,
-        "spread_scale": spread_scale(origins[i].z) if origins[i] is not None else math.nan,
+        "tail_score": float(sc.raw[i]) if rule == "tail" else math.nan,
+        "tail_rmse": heads[i].test_rmse if heads[i] is not None else None,  # type: ignore[union-attr]
+        "origins_crps": origins[i].mean_crps if origins[i] is not None else math.nan,  # type: ignore[union-attr]
+        "spread_scale": spread_scale(origins[i].z) if origins[i] is not None else math.nan,  # type: ignore[union-attr]
         "test_rmse": f.test_rmse,
         "weight": float(weights[i]),
         "chosen": i == best,
         "horizon_sd": spreads[i],
         "exploding": spreads[i] > EXPLODING_SPREAD,
-        "indefinite": float(indef[i]),
-        "valid": bool(valid[i]),
+        "indefinite": float(sc.indefinite[i]),
+        "valid": bool(sc.valid[i]),
     } for i, f in enumerate(cands))
-    ensemble = tuple((f, float(w)) for f, w in zip(cands, weights, strict=True) if w >= MIN_WEIGHT)
-    total = sum(w for _, w in ensemble)
-    scored: OriginScores | None = None
+
+
+def _calibrate_chosen(data: FitData, cands: list[FitResult], sc: _Scored, best: int, rule: str,
+                      calibration: str, run: _Refits) -> tuple[Calibration, OriginScores | None]:
+    """Calibrate the chosen kernel's spread, reusing what the choice computed where it can."""
+    origins = sc.origins
     if rule == "refit_origins" and calibration == "origins":
-        calib, scored = calibration_from_errors(origins[best].z, "origins"), origins[best]
-    elif rule in ("origins", "origins_density", "bic") and data.on_subset and calibration != "none":
+        return calibration_from_errors(origins[best].z, "origins"), origins[best]  # type: ignore[union-attr]
+    if rule in ("origins", "origins_density", "bic") and data.on_subset and calibration != "none":
         # A refit costs seconds here: the origins' forecasts with the fitted values.
         z = (origins[best] or origin_scores(data, cands[best])).z
-        calib = calibration_from_errors(z, "origins_fitted")
-    else:
-        # The head refits are the same kind of fit as the origins' (one L-BFGS-B run from the full-data
-        # values on most of the points): the evaluations they took estimate the origins' better than
-        # the cap does.
-        evals = [h.n_evals for h in heads if h is not None and h.ok and h.n_evals > 0]
-        if evals and refit is not None:
-            refit_cost *= min(1.0, float(np.median(evals)) / refit.max_evals)
-        calib, scored = calibrate_returned(data, cands[best], heads[best], calibration, refit, seed, end,
-                                           refit_cost, executor, should_stop)
-    return cands[best], rows, tuple((f, w / total) for f, w in ensemble), calib, scored
+        return calibration_from_errors(z, "origins_fitted"), None
+    # The head refits are the same kind of fit as the origins' (one L-BFGS-B run from the full-data
+    # values on most of the points): the evaluations they took estimate the origins' better than
+    # the cap does.
+    refit_cost = run.refit_cost
+    evals = [h.n_evals for h in sc.heads if h is not None and h.ok and h.n_evals > 0]
+    if evals and run.refit is not None:
+        refit_cost *= min(1.0, float(np.median(evals)) / run.refit.max_evals)
+    return calibrate_returned(data, cands[best], sc.heads[best], calibration, run.refit, run.seed, run.end,
+                              refit_cost, run.executor, run.should_stop)
 
 
 def calibrate_returned(data: FitData, fit: FitResult, head_fit: FitResult | None, calibration: str,

@@ -10,7 +10,7 @@ stage          data / settings
                the screened values (they are close: a refinement, not a search)
 ``seed``       all the training data / one L-BFGS-B run from the given values of a long series'
                spectral seed or of an exponential-smoothing seed, unscreened
-               (:meth:`~evocov_core.search.common.Tracker.evaluate`)
+               (:class:`~evocov_core.search.screening.Screening`)
 ``head``       the first ``1 − metric_split`` of the training range / one L-BFGS-B
                run from the full-data values (the model choice's refits)
 ``origin:o``   the training points up to origin ``o`` (a share of the range) / as ``head``

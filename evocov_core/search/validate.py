@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -35,7 +36,7 @@ from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import FitResult, OptimConfig, fit_kernel
 from evocov_core.language.evaluate import Inputs
 
-__all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "calibrate",
+__all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "OriginWindow", "calibrate",
            "calibrate_scored", "calibration_from_errors", "log_density", "origin_masks", "origin_scores",
            "origin_windows", "rms_scale", "spread_scale", "stacking_weights", "tail_forecast"]
 
@@ -99,8 +100,26 @@ def _crps_normal(y: NDArray[np.float64], mu: NDArray[np.float64], sd: NDArray[np
     return sd * (z * (2.0 * ndtr(z) - 1.0) + 2.0 * pdf - 1.0 / _SQRT_PI)
 
 
+class OriginWindow(NamedTuple):
+    """One origin's split of the training points (a tuple: ``for o, head, target in windows``).
+
+    Attributes
+    ----------
+    origin : float
+        The origin, a share of the training x-range.
+    head : ndarray of bool, shape (n,)
+        The points up to the origin: what the forecast is conditioned on.
+    target : ndarray of bool, shape (n,)
+        The points in the ``horizon`` after it: what the forecast is scored on.
+    """
+
+    origin: float
+    head: NDArray[np.bool_]
+    target: NDArray[np.bool_]
+
+
 def origin_windows(data: FitData, origins: Sequence[float] = DEFAULT_ORIGINS, horizon: float | None = None
-                   ) -> tuple[tuple[float, NDArray[np.bool_], NDArray[np.bool_]], ...]:
+                   ) -> tuple[OriginWindow, ...]:
     """The origins of ``origins`` that have at least two points before them and one in the
     ``horizon`` after, each as ``(origin, head mask, target mask)`` over the training points
     (masks of shape (n,)); ``horizon`` defaults to ``data.split_fraction``."""
@@ -108,7 +127,7 @@ def origin_windows(data: FitData, origins: Sequence[float] = DEFAULT_ORIGINS, ho
 
 
 def origin_masks(x: ArrayLike, origins: Sequence[float] = DEFAULT_ORIGINS, horizon: float = 0.1
-                 ) -> tuple[tuple[float, NDArray[np.bool_], NDArray[np.bool_]], ...]:
+                 ) -> tuple[OriginWindow, ...]:
     """:func:`origin_windows` over the times ``x`` (shape (n,)) of any training points: those of a
     long series' every point, not only of the subset a search fits (any affine units of time)."""
     x = np.asarray(x, dtype=np.float64)
@@ -119,7 +138,7 @@ def origin_masks(x: ArrayLike, origins: Sequence[float] = DEFAULT_ORIGINS, horiz
         head = x <= cut
         target = (x > cut) & (x <= end)
         if head.sum() >= 2 and target.any():
-            out.append((float(o), head, target))
+            out.append(OriginWindow(float(o), head, target))
     return tuple(out)
 
 

@@ -1,0 +1,89 @@
+"""The rules among the search settings, as enums (:class:`~evocov_core.search.config.SearchConfig`).
+
+A member equals, hashes and prints as its value, so files, the command line, the dashboard's widgets
+and the run store keep plain strings; a setting given as a string becomes its member when the settings
+are made, and an unknown one is refused there.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+__all__ = ["Algorithm", "CalibrationRule", "ChoiceRule", "LongChoiceRule", "Metric", "Optimiser", "Rule", "StartRule"]
+
+
+class Rule(str, Enum):
+    """A setting that names a rule. A member equals, hashes and prints as its value (``"origins"``), so that
+    files, the command line and the run store keep plain strings; a setting given as a string is turned
+    into its member when the :class:`SearchConfig` is made, and an unknown one is refused."""
+
+    __hash__ = str.__hash__
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self.value, spec)
+
+    @classmethod
+    def values(cls) -> tuple[str, ...]:
+        return tuple(m.value for m in cls)
+
+
+class Algorithm(Rule):
+    """The search algorithm (the module docstring says what N and G mean for each)."""
+
+    EVOCOV = "evocov"
+    RANDOM = "random"
+    GWTF = "gwtf"
+    GPSS = "gpss"
+
+
+class Metric(Rule):
+    """What the optimiser maximises for a kernel's hyperparameters (:data:`~evocov_core.fitting.metrics.METRICS`)."""
+
+    LML = "lml"
+    LOOCV = "loocv"
+    POSTERIOR_LML = "posterior_lml"
+    SOPL = "sopl"
+    RMSE = "rmse"
+
+
+class Optimiser(Rule):
+    """L-BFGS-B, the paper's budgeted Powell, or L-BFGS-B where the metric has a gradient."""
+
+    AUTO = "auto"
+    LBFGS = "lbfgs"
+    POWELL = "powell"
+
+
+class StartRule(Rule):
+    """Where a new kernel's fit starts: data-aware ranges per slot role, or the paper's uniform draw."""
+
+    ROLES = "roles"
+    PAPER = "paper"
+
+
+class ChoiceRule(Rule):
+    """How the returned kernel is chosen among the lowest-BIC ones (:func:`~evocov_core.search.select.choose_model`)."""
+
+    TAIL = "tail"
+    ORIGINS = "origins"
+    REFIT_ORIGINS = "refit_origins"
+
+
+class LongChoiceRule(Rule):
+    """How it is chosen on a long series (fitted on a subset)."""
+
+    TAIL = "tail"
+    ORIGINS = "origins"
+    ORIGINS_DENSITY = "origins_density"
+    BIC = "bic"
+
+
+class CalibrationRule(Rule):
+    """What the returned kernel's predictive spread is scaled by (:func:`~evocov_core.search.validate.calibrate`)."""
+
+    NONE = "none"
+    TAIL = "tail"
+    ORIGINS = "origins"
