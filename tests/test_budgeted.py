@@ -494,7 +494,7 @@ def test_a_run_out_of_time_at_its_promotions_still_gets_a_full_fit() -> None:
 def test_the_choice_reserve_waits_for_two_candidates():
     """Time is kept for the model choice's refits only once there are two kernels to choose from:
     with none or one fitted, the search keeps fitting (its base share aside)."""
-    from evocov_core.search.budget import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, END_SHARE
+    from evocov_core.search.budget import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, SPLIT
     from evocov_core.search.tracker import Tracker
 
     data = _series(CALIBRATE_ABOVE + 200)
@@ -509,13 +509,14 @@ def test_the_choice_reserve_waits_for_two_candidates():
         tr.evaluate(ex, [compose("SE"), compose(["+", "SE", "PER"])], [None, None], ["seed", "seed"])
     # Two distinct kernels (SE was a cache hit): the head refits of two and the returned kernel's four
     # refits at the origins (calibration="origins"), each round run side by side or not, ending by
-    # END_SHARE of the budget.
+    # SPLIT.end_share of the budget.
     tr.budget.cost.eval_costs[:] = [0.5]
     rounds = math.ceil(2 / tr.budget.cost.workers) + math.ceil(4 / tr.budget.cost.workers)
-    after = cfg.time_budget * (1.0 - END_SHARE)
+    after = cfg.time_budget * (1.0 - SPLIT.end_share)
     assert tr.budget.choice_reserve() == pytest.approx(0.5 * (rounds * cfg.max_evals + 2 * CHOICE_EXTRA_EVALS) + after)
     # Without the calibration at the origins, only the head refits.
-    tail = Tracker("evocov", 1, None, None, 0, config=cfg.with_(calibration="tail"), n_train=data.n, data=data)
+    tail = Tracker("evocov", 1, None, None, 0, config=cfg.with_(calibration="tail", combine=()), n_train=data.n,
+                   data=data)
     tail.budget.cost.eval_costs[:] = [0.5]
     tail.candidates.best_by_key.update(tr.candidates.best_by_key)
     assert tail.budget.choice_reserve() == pytest.approx(0.5 * (math.ceil(2 / tail.budget.cost.workers) * cfg.max_evals
@@ -581,7 +582,7 @@ def test_long_choice_rules_refit_nothing_and_calibrate_on_the_origins(rule: str)
 
     data = _long_cycles()
     assert data.on_subset
-    cfg = _budgeted(select_top=3, calibration="tail", long_choice=rule)
+    cfg = _budgeted(select_top=3, calibration="tail", combine=(), long_choice=rule)
     fits = sorted((fit_kernel(compose(s), data, cfg.optim, np.random.default_rng(0)) for s in ("SE", "PER", "LIN")),
                   key=lambda f: f.bic)
 
@@ -632,7 +633,7 @@ def test_the_choice_reserve_of_a_long_series_counts_its_checks_and_what_follows_
     """On a long series each candidate's checks cost LONG_CHECK_EVALS evaluations, and the run's
     finish (the combination's forecasts, the scores) LONG_FINISH_EVALS once; the choice makes no
     refits there. Capped at half the budget, like every reserve."""
-    from evocov_core.search.budget import END_SHARE, LONG_CHECK_EVALS, LONG_FINISH_EVALS
+    from evocov_core.search.budget import LONG_CHECK_EVALS, LONG_FINISH_EVALS, SPLIT
     from evocov_core.search.tracker import Tracker
 
     data = _long_cycles()
@@ -641,7 +642,7 @@ def test_the_choice_reserve_of_a_long_series_counts_its_checks_and_what_follows_
     fit = fit_kernel(compose("SE"), data, cfg.optim, np.random.default_rng(0))
     tr.candidates.best_by_key.update({f"k{i}": fit for i in range(4)})
     tr.budget.cost.eval_costs[:] = [0.25]
-    after = cfg.time_budget * (1.0 - END_SHARE)
+    after = cfg.time_budget * (1.0 - SPLIT.end_share)
     assert tr.budget.choice_reserve() == pytest.approx(0.25 * (4 * LONG_CHECK_EVALS + LONG_FINISH_EVALS) + after)
     far = time.time() + 1000.0  # promotions: for the 4 kernels fitted and 1 more, the checks only
     assert tr.budget.promote_deadline(1, far) - time.time() == pytest.approx(

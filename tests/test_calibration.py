@@ -107,8 +107,9 @@ def test_a_search_returns_its_calibration_and_the_cli_file_carries_it():
     with search_executor(data, cfg, workers=1) as ex:
         res = run_search(data, cfg, seed=0, executor=ex)
     assert res.calibration.rule == "origins" and res.calibration.spread >= 1.0 and res.calibration.errors > 0
-    with search_executor(data, cfg.with_(calibration="none"), workers=1) as ex:
-        assert run_search(data, cfg.with_(calibration="none"), seed=0, executor=ex).calibration == Calibration()
+    plain = cfg.with_(calibration="none", combine=())
+    with search_executor(data, plain, workers=1) as ex:
+        assert run_search(data, plain, seed=0, executor=ex).calibration == Calibration()
     with SerialExecutor(data, cfg.optim) as ex, pytest.raises(ValueError, match="calibration"):
         run_search(data, cfg.with_(calibration="eval"), seed=0, executor=ex)
 

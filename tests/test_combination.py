@@ -48,6 +48,7 @@ from evocov_core.language.library import compose
 from evocov_core.present.compare import forecast_comparison
 from evocov_core.runs.kernel_file import KernelFileError, dump_kernel_file, kernel_file_dict, parse_kernel_file
 from evocov_core.search import preset, run_search, search_data, search_executor
+from evocov_core.search.config import ConfigError
 from evocov_core.search.validate import OriginScores, origin_masks, origin_windows
 
 
@@ -377,10 +378,13 @@ def test_the_kernels_own_forecast_is_kept_with_a_reason_where_no_choice_can_be_m
     ds = _series(80)
     data = FitData.from_dataset(ds)
     assert eligibility(ds, data) == ""
-    cfg = _config(calibration="tail")
+    # Weighing reuses the calibration's refits at the origins: other settings are refused at once.
+    with pytest.raises(ConfigError, match="set calibration to origins"):
+        _config(calibration="tail")
+    cfg = _config(calibration="tail", combine=())
     with search_executor(data, cfg, workers=1) as ex:
         res = search_and_forecast(data, cfg, seed=0, executor=ex, dataset=ds)
-    assert not res.combination.combined and "interval calibration" in res.combination.reason
+    assert not res.combination.combined and res.combination == Combination()
     with search_executor(data, cfg, workers=1) as ex:  # the search alone says nothing of a forecast
         assert not hasattr(run_search(data, cfg, seed=0, executor=ex), "combination")
     # Two inputs.

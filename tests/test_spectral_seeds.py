@@ -177,8 +177,8 @@ def test_the_naive_seeds_setting_gives_short_series_the_naive_seeds_first():
     seeds = spectral_seeds(short, naive_everywhere=True)
     assert [k.canonical for k, _ in seeds] == [k.canonical for k, _ in naive_seeds(short, always=True)]
     assert len(seeds) == 2 and naive_seeds(short) == []
-    cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none", naive_seeds=True,
-                 ets_seeds=False)
+    cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none", combine=(),
+                 naive_seeds=True, ets_seeds=False)
     ex = _Recorder()
     run_evocov(short, cfg, ex, seed=0)  # type: ignore[arg-type]
     first = ex.batches[0]
@@ -195,7 +195,8 @@ def test_ets_seeds_begin_the_first_population():
     short = FitData.from_dataset(_two_cycles(1200), max_points=2000)
     ets = ets_seeds(short)
     assert len(ets) == 8  # a clear season: the seasonal forms too
-    cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none", naive_seeds=True)
+    cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none", combine=(),
+                 naive_seeds=True)
     assert cfg.ets_seeds and not cfg.statespace and not cfg.grammar.statespace  # random trees draw none
     ex = _Recorder()
     run_evocov(short, cfg, ex, seed=0)  # type: ignore[arg-type]
@@ -230,7 +231,7 @@ class _Recorder:
 
 def test_a_long_search_puts_the_spectral_seeds_first_in_place_of_gpss_seeds():
     long = FitData.from_dataset(_two_cycles(6000), max_points=1500)
-    cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none", ets_seeds=False)
+    cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none", combine=(), ets_seeds=False)
     ex = _Recorder()
     run_evocov(long, cfg, ex, seed=0)  # type: ignore[arg-type]
     # The seeds are fitted on all the data from their values, unscreened, before the rest is screened.

@@ -25,10 +25,7 @@ from evocov_core.search.common import ProgressCallback, RunStatus, SearchResult,
 from evocov_core.search.config import SearchConfig
 from evocov_core.search.replay import RunLog
 
-__all__ = ["COMBINING_NEEDS_ORIGINS", "ForecastResult", "search_and_forecast"]
-
-#: Why no combination is made when the interval calibration does not refit at the origins.
-COMBINING_NEEDS_ORIGINS = "combining needs interval calibration from the origins, whose refits it reuses"
+__all__ = ["ForecastResult", "search_and_forecast"]
 
 
 @dataclass(frozen=True)
@@ -59,14 +56,14 @@ def search_and_forecast(data: FitData, config: SearchConfig, *, dataset: Dataset
     (``config.long_combine`` when ``data`` is a long series' subset) the result's ``combination`` says
     how the forecast weighs the kernel's and the classical forecasts, and whether the guard left the
     kernel's out; without, it is the kernel's own forecast. Combining reuses the interval calibration's
-    refits at the origins, so on exact data it needs ``config.calibration == "origins"``; otherwise the
-    combination's reason says so.
+    refits at the origins (a :class:`~evocov_core.search.config.SearchConfig` with ``combine`` has them).
     """
     t0 = time.perf_counter()
     beside = None
     # Long series: their own members, and no refits at the origins to wait for (ClassicalBeside.choose).
+    # (On exact data the settings guarantee the calibration's refits at the origins it reuses.)
     models = config.long_combine if data.on_subset else config.combine
-    if models and (data.on_subset or config.calibration == "origins"):
+    if models:
         beside = ClassicalBeside(dataset, data, models)
     try:
         result = run_search(data, config, seed=seed, executor=executor, workers=workers, scheduler=scheduler,
@@ -76,8 +73,6 @@ def search_and_forecast(data: FitData, config: SearchConfig, *, dataset: Dataset
             beside.cancel()
         raise
     fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(SearchResult)}
-    if models and beside is None:
-        return ForecastResult(**fields, combination=Combination(reason=COMBINING_NEEDS_ORIGINS))
     if beside is None:
         return ForecastResult(**fields)
     if result.status == RunStatus.CANCELLED or result.best is None:

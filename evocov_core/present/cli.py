@@ -23,10 +23,6 @@ import pandas as pd
 __all__ = ["main"]
 
 
-#: Seconds of a search command's budget kept for writing its result and its summary.
-_WRITE_RESERVE = 0.5
-
-
 def process_seconds() -> float:
     """Seconds since this process started: the interpreter's start and the imports (0 where unknown).
 
@@ -344,6 +340,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from evocov_core.runs.counts import fit_counts
     from evocov_core.runs.kernel_file import dump_kernel_file, search_kernel_file
     from evocov_core.search import search_data
+    from evocov_core.search.budget import SPLIT
 
     t0 = time.perf_counter() - process_seconds()  # the budget counts from the process start
     kf = log = None
@@ -366,7 +363,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if config.time_budget > 0 and log is None:
         # The budget is the command's: starting Python and importing, reading the data (seconds
         # at 100,000 rows) and writing the result come out of it too.
-        spent = time.perf_counter() - t0 + _WRITE_RESERVE
+        spent = time.perf_counter() - t0 + SPLIT.write_reserve
         if config.time_budget - spent < 1.0:
             print(f"note: of the {config.time_budget:g} s time budget, starting, reading the data and the "
                   f"writing reserve take {spent:.1f} s; the search gets its floor of 1 s, so the command will "

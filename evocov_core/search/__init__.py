@@ -14,7 +14,7 @@ import time
 from evocov_core.data import Dataset
 from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
-from evocov_core.search.budget import CHOICE_EXTRA_EVALS, END_SHARE
+from evocov_core.search.budget import CHOICE_EXTRA_EVALS, SPLIT
 from evocov_core.search.common import (
     EvalRecord,
     GenerationStats,
@@ -123,7 +123,7 @@ def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, 
     # One refit of the returned kernel at its cap of evaluations (calibrate_returned counts the rounds).
     refit_cost = refit.max_evals * result.eval_seconds if math.isfinite(result.eval_seconds) else 0.0
     if config.time_budget > 0 and not replaying:
-        end = time.time() + (t0 + END_SHARE * config.time_budget - time.perf_counter())
+        end = time.time() + (t0 + SPLIT.end_share * config.time_budget - time.perf_counter())
     if config.select_top <= 1 or len(result.candidates) <= 1:
         if result.best is None or not result.best.ok:
             return result

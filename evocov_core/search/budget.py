@@ -13,6 +13,7 @@ import contextlib
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,12 +28,19 @@ if TYPE_CHECKING:
     from evocov_core.search.clock import Clock
     from evocov_core.search.config import SearchConfig
 
-__all__ = ["CALIBRATE_ABOVE", "CHOICE_EXTRA_EVALS", "END_SHARE", "LONG_CHECK_EVALS", "LONG_FINISH_EVALS",
-           "MIN_SEARCH_SHARE", "Budget", "ChoiceCost", "search_share", "time_one_evaluation", "workers_of"]
+__all__ = [
+    "CALIBRATE_ABOVE",
+    "CHOICE_EXTRA_EVALS",
+    "LONG_CHECK_EVALS",
+    "LONG_FINISH_EVALS",
+    "SPLIT",
+    "Budget",
+    "BudgetSplit",
+    "ChoiceCost",
+    "time_one_evaluation",
+    "workers_of",
+]
 
-#: Share of a time budget by which the model choice and the calibration end; the rest is for the
-#: model average's posterior and the result.
-END_SHARE = 0.97
 #: Evaluations the model choice costs per candidate beyond its head refit, in units of one
 #: full-data likelihood-with-gradient evaluation: the tail score (a posterior on the split),
 #: the validity check (a Cholesky or an eigenvalue of K over the data and a forecast grid) and
@@ -46,20 +54,44 @@ LONG_CHECK_EVALS = 3
 #: ... and once per run: the returned kernel's forecasts of the test part and from the origins for
 #: the forecast combination, the model average's and the result's scores. Measured there: 7-9.
 LONG_FINISH_EVALS = 12
-#: The search keeps at least this share of a budget, however slow the choice looks.
-MIN_SEARCH_SHARE = 0.5
 #: Above this many training points a budgeted search with a model choice times one evaluation first.
 CALIBRATE_ABOVE = 1000
 
 
-def search_share(config: SearchConfig) -> float:
-    """Share of a time budget the search itself may use at least; the rest is for the model choice.
+@dataclass(frozen=True)
+class BudgetSplit:
+    """How a time budget is shared out, the one place its shares live.
 
-    On long series the choice can need more (:meth:`ChoiceCost.reserve`).
+    Attributes
+    ----------
+    search_share : float
+        Share of the budget the search itself may use when a model choice follows (``select_top > 1``);
+        the rest is the choice's and the calibration's. On long series the choice can take more
+        (:meth:`ChoiceCost.reserve`), but never below ``min_search_share``.
+    end_share : float
+        Share by which the model choice and the calibration end (and the search, without a choice); the
+        rest is for the model average's posterior and the result.
+    min_search_share : float
+        The search keeps at least this share, however slow the choice looks.
+    write_reserve : float
+        Seconds of a search command's budget kept for writing its result and its summary
+        (:mod:`evocov_core.present.cli`).
     """
-    if config.time_budget <= 0:
-        return 1.0
-    return 0.88 if config.select_top > 1 else END_SHARE
+
+    search_share: float = 0.88
+    end_share: float = 0.97
+    min_search_share: float = 0.5
+    write_reserve: float = 0.5
+
+    def search_part(self, config: SearchConfig) -> float:
+        """Share of ``config``'s budget the search itself may use at least (1 without a budget)."""
+        if config.time_budget <= 0:
+            return 1.0
+        return self.search_share if config.select_top > 1 else self.end_share
+
+
+#: The split every budgeted search and command uses.
+SPLIT = BudgetSplit()
 
 
 def workers_of(executor: Executor | None) -> int:
@@ -101,7 +133,7 @@ class ChoiceCost:
 
     def __init__(self, config: SearchConfig, on_subset: bool, workers: int = 1) -> None:
         self.time_budget = float(config.time_budget)
-        self.share = search_share(config)
+        self.share = SPLIT.search_part(config)
         self.top_k = config.select_top
         self.head_evals = config.max_evals
         self.on_subset = on_subset
@@ -144,10 +176,10 @@ class ChoiceCost:
             return base
         workers = max(1, self.workers)
         rounds = math.ceil(k * self.refits / workers) + math.ceil(self.calib_refits / workers)
-        # The choice must end by END_SHARE of the budget, not at its end.
+        # The choice must end by SPLIT.end_share of the budget, not at its end.
         estimate = (self.eval_seconds * rounds * self.head_evals + self.check_seconds(k)
-                    + self.time_budget * (1.0 - END_SHARE))
-        return min(max(base, estimate), self.time_budget * (1.0 - MIN_SEARCH_SHARE))
+                    + self.time_budget * (1.0 - SPLIT.end_share))
+        return min(max(base, estimate), self.time_budget * (1.0 - SPLIT.min_search_share))
 
     def check_seconds(self, k: int) -> float:
         """Seconds the model choice's checks of ``k`` candidates take beyond their refits (and on
@@ -160,7 +192,7 @@ class ChoiceCost:
         promotions in flight must leave (:meth:`Budget.promote_deadline`)."""
         k = min(self.top_k, n_candidates)
         return min(max(self.time_budget * (1.0 - self.share), self.check_seconds(k)),
-                   self.time_budget * (1.0 - MIN_SEARCH_SHARE))
+                   self.time_budget * (1.0 - SPLIT.min_search_share))
 
 
 class Budget:

@@ -55,7 +55,9 @@ from evocov_core.search.rules import (
 from evocov_core.search.structures import SEED_BASES
 from evocov_core.search.variation import VariationConfig
 
-__all__ = ["ALGORITHMS", "GROUPS", "PRESETS", "SearchConfig", "Setting", "SettingField", "preset", "settings"]
+__all__ = ["ALGORITHMS", "GROUPS", "PRESETS", "BudgetSettings", "ChoiceSettings", "EvolutionSettings",
+           "FittingSettings", "ForecastSettings", "GrammarSettings", "SearchConfig", "Setting", "SettingField",
+           "preset", "settings"]
 
 ALGORITHMS = Algorithm.values()
 ALGORITHM_LABELS = {
@@ -149,25 +151,8 @@ def _s(default: Any, label: str, help: str, group: str, used_by: frozenset[str] 
 # the dashboard's widgets and the stored settings). Each group is a frozen dataclass of its own;
 # SearchConfig inherits them all, so its fields are theirs, in that order.
 @dataclass(frozen=True)
-class _AlgorithmSettings:
-    """The algorithm and its population and evolution settings.
-
-    Attributes
-    ----------
-    algorithm : str
-        ``evocov``, ``random``, ``gwtf`` or ``gpss``.
-    population, generations : int
-        N and G (meaning per algorithm in the module docstring).
-    mu : int
-        Individuals kept by truncation selection (EvoCov), ``1 ≤ μ < N``.
-    p_mutation, p_crossover : float
-        Variation probabilities, summing to 1.
-    beta : float
-        Restart threshold on the relative improvement of the best BIC.
-    patience : int
-        Consecutive generations with relative improvement ≤ β before a restart. The paper
-        restarts after one (``patience = 1``); short runs waste less with more.
-    """
+class EvolutionSettings:
+    """The algorithm and its population and evolution settings."""
 
     algorithm: Algorithm = _s(Algorithm.EVOCOV, "Algorithm", "The search algorithm (module docstring).", "algorithm",
                         choices=ALGORITHMS)
@@ -193,44 +178,17 @@ class _AlgorithmSettings:
 
 
 @dataclass(frozen=True)
-class _TreeAndFitSettings:
+class FittingSettings:
     """How trees are generated and varied, and how each kernel is fitted.
 
-    Attributes
-    ----------
-    d_min, d_max : int
-        Depth limits of random generation (Algorithm 2).
-    o_max : int
-        Bloat limit on the depth of variation children.
-    rho_max : int
-        Attempts of a variation operator before a parent is returned unchanged.
-    psd_w : int
-        Random data sets of the PSD check.
-    n_hyper : int
-        Pool of hyperparameter slots.
-    metric : str
-        Hyperparameter metric: ``lml``, ``loocv``, ``posterior_lml``, ``sopl``, ``rmse``.
-    method : str
-        Optimiser: ``auto``, ``lbfgs`` or ``powell``.
-    n_restarts, max_evals : int
-        L-BFGS-B starts and evaluations per start.
+    Notes
+    -----
+    The evidence behind defaults (each field's ``help`` says what it is):
+
     n_screen : int
         Random starts scored before L-BFGS-B runs from the best ``n_restarts``. Searches
         screen 20 (single fits screen 50): on Airline, 50 made quick searches 1.3× slower
         with a worse median test RMSE (``bench/results/search_quick/n_screen.md``).
-    ref_fun_call : int
-        Powell budget reference (``max_fun_call = ref · 350²/n²``).
-    sigma_theta : float
-        Spread of inherited starts (log space).
-    init : str
-        ``roles`` or ``paper`` starting points for new kernels.
-    metric_split : float
-        Fraction of the training x-range used as train-test by the split metrics.
-    base_kernels : tuple of str
-        GPSS base kernels.
-    require_input : bool
-        Discard kernels that do not depend on x (constants) when generating and varying
-        (see :class:`~evocov_core.search.variation.VariationConfig`; the paper keeps them).
     """
 
     d_min: int = _s(5, "Minimum depth d_min", "Depth limits of randomly generated trees.", "trees", _GROWS,
@@ -274,30 +232,17 @@ class _TreeAndFitSettings:
 
 
 @dataclass(frozen=True)
-class _BudgetSettings:
+class BudgetSettings:
     """The time budget, the fit cache, screening and the seeds of a budgeted search.
 
-    Attributes
-    ----------
-    time_budget : float
-        Wall-clock seconds for the whole search, model choice included; 0 = no limit
-        (fixed counts: N, G exact). With a budget, ``generations`` is only a cap: the
-        search stops itself when the time is spent and returns the best kernel so far.
-    cache_fits : bool
-        Never fit the same canonical kernel twice in a run: a kernel met again (a
-        selected parent, a child equal to a kernel seen before) keeps its first fit.
-    screen_points : int
-        When the training data have more points than this, new candidates are first
-        fitted on this many of them (half spread over the whole range, half the most
-        recent, contiguous) and only the best ``promote_fraction`` of each batch, by that
-        BIC, are fitted on all the data, from the values found. 0 = off.
+    Notes
+    -----
+    The evidence behind defaults (each field's ``help`` says what it is):
+
     promote_fraction : float
         Share of a screened batch promoted to full fits (at least one). 0.15 instead of
         the presets' 0.3 was not better at ``standard`` (20 trials: lower test RMSE in 7,
         higher in 13; ``bench/results/accuracy/standard/``, variant ``promote-15``).
-    seed_fraction : float
-        Share of the first population made of GPSS structures (base kernels SE, PER,
-        LIN, RQ, their pairwise sums and products); the rest are random trees.
     naive_seeds : bool
         Every search, not only those on long series, begins with the GP forms of the naive
         forecasts (:func:`~evocov_core.search.spectral_seeds.naive_seeds`: ``PER × M12`` at the
@@ -320,9 +265,6 @@ class _BudgetSettings:
         evaluations taylor's seeds stop short of their optimum (``docs/long-series.md``, (g)),
         but 300 at ``quick`` was worse on the long-series development set (paired 1.076, SE of
         the log 0.034; ``bench/results/long-dev/quick-seed-evals-300/``): every preset keeps 0.
-    p_expand : float
-        Probability that a mutation is a GPSS-style expansion (``S + B``, ``S × B`` of a
-        subtree ``S`` with a base kernel ``B``, or ``B`` replacing a base-kernel subtree).
     """
 
     time_budget: float = _s(0.0, "Time budget (seconds)", "Wall-clock time for the whole search on this machine, "
@@ -366,26 +308,8 @@ class _BudgetSettings:
 
 
 @dataclass(frozen=True)
-class _ChoiceSettings:
-    """How the returned kernel is chosen, calibrated and combined with classical forecasts.
-
-    Attributes
-    ----------
-    select_top : int
-        The returned kernel is chosen among the ``select_top`` lowest-BIC distinct
-        kernels by how well, refitted on the first part of the training range, they
-        predict its last ``metric_split`` part (posterior LML). 1 = the lowest BIC.
-    choice : {"tail", "origins", "refit_origins"}
-        How those candidates are scored (:func:`~evocov_core.search.select.choose_model`).
-    long_choice : {"tail", "origins", "origins_density", "bic"}
-        The rule instead of ``choice`` on data fitted on a subset (long series): ``origins``
-        (by CRPS) and ``origins_density`` (by log density) score the candidates' forecasts from
-        four origins with their fitted values, ``bic`` takes the lowest BIC; none refits, so the
-        search keeps the refits' share of the budget.
-    calibration : {"none", "tail", "origins"}
-        What the returned kernel's predictive spread is scaled by
-        (:func:`~evocov_core.search.validate.calibrate`).
-    """
+class ChoiceSettings:
+    """How the returned kernel is chosen and its intervals calibrated."""
 
     select_top: int = _s(1, "Choose among the K lowest-BIC kernels", "The returned kernel is the one of the K "
                          "lowest-BIC kernels that best predicts the last part of the training range after a "
@@ -412,6 +336,12 @@ class _ChoiceSettings:
                           "choice's refit on the first 90 % forecasts the rest (no extra fit); none: the GP's "
                           "own intervals. The forecast's mean is unchanged.", "budgeted",
                           choices=CalibrationRule.values())
+
+
+@dataclass(frozen=True)
+class ForecastSettings:
+    """How the forecast weighs the kernel's with classical forecasters (:mod:`evocov_core.forecast`)."""
+
     combine: tuple[str, ...] = _s((), "Average the forecast with", "Classical forecasters the kernel's forecast "
                                   "is averaged with. Each forecast is weighted by its squared error from four "
                                   "earlier points in time (60-90 % of the training range, the kernel refitted at "
@@ -441,35 +371,8 @@ class _ChoiceSettings:
 
 
 @dataclass(frozen=True)
-class _GrammarSettings:
-    """Data-tied bounds and the grammar's options.
-
-    Attributes
-    ----------
-    data_bounds : bool
-        Tie lengthscale and period bounds to the data
-        (:func:`~evocov_core.fitting.optimize.slot_bounds`).
-    changepoints : bool
-        Grammar option: random trees, mutations and GPSS-style expansions also use
-        ABCD's change-point operator (:mod:`evocov_core.language.grammar`). Off in the paper's
-        settings, whose Table 2 grammar has none.
-    changepoints_by_expansion : bool
-        With ``changepoints``: only the GPSS-style expansions ``S -> CP(S, B)`` and
-        ``CP(B, S)`` make a change point, as in ABCD; random trees and mutations draw
-        from the grammar without it (:attr:`SearchConfig.grammar`). Crossover may still move a
-        change-point subtree.
-    changewindows : bool
-        Grammar option: random trees, mutations and GPSS-style expansions also use ABCD's
-        change-window operator. Off in every preset, so that their runs draw the trees they
-        drew before the operator existed (same seed, same result).
-    statespace : bool
-        Grammar option: random trees and mutations also use the state-space operations (a local
-        level, a local trend, a damped trend: :mod:`evocov_core.language.grammar`).
-    ets_seeds : bool
-        EvoCov's first population begins with the GP forms of the exponential-smoothing models
-        (:mod:`~evocov_core.search.ets_seeds`), offered to the model choice whatever their BIC.
-        Their children keep the state-space operations they hold, whatever ``statespace`` says.
-    """
+class GrammarSettings:
+    """Data-tied bounds and the grammar's options."""
 
     data_bounds: bool = _s(False, "Data-tied bounds", "No lengthscale below half the sampling step; periods "
                            "between two steps and the training span.", "budgeted")
@@ -495,7 +398,8 @@ class _GrammarSettings:
 
 
 @dataclass(frozen=True)
-class SearchConfig(_GrammarSettings, _ChoiceSettings, _BudgetSettings, _TreeAndFitSettings, _AlgorithmSettings):
+class SearchConfig(GrammarSettings, ForecastSettings, ChoiceSettings, BudgetSettings, FittingSettings,
+                   EvolutionSettings):
     """Settings of a kernel search (paper defaults; see the module docstring).
 
     Its fields are those of its bases, each group documented there: dataclasses collect the fields
@@ -547,6 +451,10 @@ class SearchConfig(_GrammarSettings, _ChoiceSettings, _BudgetSettings, _TreeAndF
         need(self.fit_points == 0 or self.fit_points >= 100,
              f"fit_points must be 0 (every point) or at least 100, got {self.fit_points}")
         need(self.promote_fraction > 0.0, f"promote_fraction must be in (0, 1], got {self.promote_fraction}")
+        # The forecast's weights come from the kernel's refits at the origins that calibrate it.
+        need(not self.combine or self.calibration == CalibrationRule.ORIGINS,
+             f"combine ({', '.join(self.combine)}) reuses the refits of the interval calibration from the origins: "
+             f"set calibration to origins (it is {self.calibration}) or combine to none")
         try:
             self.optim  # noqa: B018 - validates the optimiser settings
         except ValueError as exc:

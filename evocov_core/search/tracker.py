@@ -30,7 +30,7 @@ from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import FitResult, FitStatus, Start
 from evocov_core.language.kernel import Kernel
-from evocov_core.search.budget import Budget, search_share, workers_of
+from evocov_core.search.budget import SPLIT, Budget, workers_of
 from evocov_core.search.cache import FitCache, fit_key
 from evocov_core.search.candidates import Candidates, better_fit
 from evocov_core.search.clock import Clock
@@ -107,7 +107,7 @@ class Tracker:
         self._top_k = config.select_top
         self._gen_recs: list[EvalRecord] = []
         self.candidates = Candidates()
-        seconds = config.time_budget * search_share(config) if config.time_budget > 0 else math.inf
+        seconds = config.time_budget * SPLIT.search_part(config) if config.time_budget > 0 else math.inf
         self.clock = Clock(seconds, should_stop, getattr(executor, "replay", None))
         self.budget = Budget(config, self.candidates, self.clock, data, executor)
         self.cache = FitCache(config.cache_fits)
