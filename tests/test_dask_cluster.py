@@ -61,7 +61,7 @@ def test_package_zip_holds_the_sources_and_names_their_version(tmp_path):
     a, b = package_zip(tmp_path / "a"), package_zip(tmp_path / "b")
     assert a.name == b.name and a.name.startswith("evocov_core-") and a.suffix == ".zip"
     names = zipfile.ZipFile(a).namelist()
-    assert "evocov_core/parallel.py" in names and "evocov_core/search/__init__.py" in names
+    assert "evocov_core/fitting/fits.py" in names and "evocov_core/search/__init__.py" in names
     assert not any("__pycache__" in n or not n.endswith(".py") for n in names)
 
 
