@@ -437,6 +437,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
     (run again on the next invocation). ``KeyboardInterrupt`` does propagate.
     """
     from evocov_core.fitting.metrics import FitData
+    from evocov_core.fitting.optimize import finite_or_none
     from evocov_core.runs.kernel_file import kernel_file_dict
 
     if search is None:
@@ -484,8 +485,8 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
                                    extra_scores={"variant": spec.variant, "seed": spec.seed, "budget": spec.budget,
                                                  "budget_seconds": spec.budget_s, "seconds": round(wall, 3),
                                                  "evaluations": result.n_evaluations,
-                                                 "bma_test_rmse": _finite(bma),
-                                                 "forecast_test_rmse": _finite(row.get("forecast_test_rmse"))})
+                                                 "bma_test_rmse": finite_or_none(bma),
+                                                 "forecast_test_rmse": finite_or_none(row.get("forecast_test_rmse"))})
     except Exception as exc:  # one failed trial must not stop the benchmark
         if t0 is not None and "wall_s" not in row:
             wall = time.perf_counter() - t0
@@ -499,21 +500,16 @@ def _predictive_scores(best: Any, ds: Dataset, calibration: Any = None) -> dict[
     """``coverage_95`` and ``crps`` of the returned kernel's predictive normal (latent variance + noise),
     its spread scaled by the search's ``calibration``."""
     from evocov_core.fitting.model import FittedModel
+    from evocov_core.fitting.optimize import finite_or_none
     from evocov_core.present.compare import forecast_scores
 
     if ds.n_test == 0 or ds.x.shape[1] != 1:
         return {}
     spread = calibration.spread if calibration is not None else 1.0
     s = forecast_scores(FittedModel.from_fit(best, ds.norm, ds.n_train, spread), ds)
-    return {"coverage_95": _finite(s.coverage_95), "crps": _finite(s.crps)}
+    return {"coverage_95": finite_or_none(s.coverage_95), "crps": finite_or_none(s.crps)}
 
 
-def _finite(v: object) -> float | None:
-    try:
-        f = float(v)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 # --- the command ---------------------------------------------------------------------------------

@@ -278,6 +278,12 @@ def finite_or(v: object, default: float = math.nan) -> float:
     return f if math.isfinite(f) else default
 
 
+def finite_or_none(v: object) -> float | None:
+    """``v`` as a finite float, else None: what files and tables record for a missing number."""
+    f = finite_or(v)
+    return None if math.isnan(f) else f
+
+
 def powell_budget(ref_fun_call: int, n: int) -> int:
     """The paper's ``max_fun_call = ref_fun_call · 350² / n²`` (at least 1)."""
     return max(1, int(ref_fun_call * 350**2 / n**2))

@@ -12,12 +12,12 @@ Results page shows it first, the report too. :func:`text_cells` writes numbers f
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
+from evocov_core.fitting.optimize import finite_or_none
 from evocov_core.forecast.combination import KERNEL, Combination
 
 __all__ = ["MISSING", "VERDICT_BASELINES", "Verdict", "compared_in_words", "forecast_row", "kernel_phrase",
@@ -29,12 +29,6 @@ MISSING = "—"
 VERDICT_BASELINES = (("AutoETS", "AutoETS"), ("AutoARIMA", "AutoARIMA"), ("SeasonalNaive", "seasonal naive"))
 
 
-def _finite(v: object) -> float | None:
-    try:
-        f = float(v)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 def text_cells(values: Iterable[object], spec: str = ".4g") -> list[str]:
@@ -42,7 +36,7 @@ def text_cells(values: Iterable[object], spec: str = ".4g") -> list[str]:
     not a number): a table then never shows ``None`` or ``nan``."""
     out = []
     for v in values:
-        f = None if isinstance(v, bool) else _finite(v)
+        f = None if isinstance(v, bool) else finite_or_none(v)
         out.append(MISSING if f is None else format(f, spec))
     return out
 
@@ -144,14 +138,14 @@ def verdict(table: pd.DataFrame | None, combination: Combination | None = None, 
     if table is None or not len(table):
         return Verdict(None, None, kernel, who, {})
     row = forecast_row(table, combination)
-    mine = _finite(row["test_rmse"]) if row is not None else None
+    mine = finite_or_none(row["test_rmse"]) if row is not None else None
     ratios: dict[str, float] = {}
     words, waiting = [], []
     for method, name in baselines:
         r = table[table["method"] == method]
         if not len(r):
             continue
-        theirs = _finite(r.iloc[0]["test_rmse"])
+        theirs = finite_or_none(r.iloc[0]["test_rmse"])
         status = str(r.iloc[0]["status"])
         if status == "running":
             waiting.append(name)
@@ -171,7 +165,7 @@ def verdict(table: pd.DataFrame | None, combination: Combination | None = None, 
         forecast = "The forecast is being scored…"
     coverage = None
     own = table[table["method"] == "this kernel"]
-    cov = _finite(own.iloc[0]["coverage_95"]) if len(own) else None
+    cov = finite_or_none(own.iloc[0]["coverage_95"]) if len(own) else None
     if cov is not None:
         note = ""
         if cov < 0.8:

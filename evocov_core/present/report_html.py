@@ -35,6 +35,7 @@ from scipy.stats import norm as normal
 
 from evocov_core.data import Dataset
 from evocov_core.fitting.model import FittedModel, shared_posteriors
+from evocov_core.fitting.optimize import finite_or_none
 from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT, ClassicalForecasts
 from evocov_core.language.simplify import simplified
 from evocov_core.present.baselines import Compared, FittedBaseline, compare_with_baselines
@@ -136,8 +137,6 @@ def comparison_table(rows: list[Compared]) -> pd.DataFrame:
     })
 
 
-def _finite(v: float | None) -> float | None:
-    return float(v) if v is not None and math.isfinite(v) else None
 
 
 def _comparison_html(rows: list[Compared], ds: Dataset) -> str:
@@ -151,8 +150,9 @@ def _comparison_html(rows: list[Compared], ds: Dataset) -> str:
     out = table.to_html(index=False, border=0, classes="hp comparison", na_rep="–",
                         float_format=lambda v: f"{v:.5g}")
     # The same numbers, full precision, for programs that read the report.
-    data = json.dumps([{"model": r.name, "expression": r.expression, "q": r.q, "bic": _finite(r.bic),
-                        "tail_score": _finite(r.tail_score), "test_rmse": _finite(r.test_rmse), "note": r.note}
+    data = json.dumps([{"model": r.name, "expression": r.expression, "q": r.q, "bic": finite_or_none(r.bic),
+                        "tail_score": finite_or_none(r.tail_score), "test_rmse": finite_or_none(r.test_rmse),
+                        "note": r.note}
                        for r in rows]).replace("</", "<\\/")
     out += f'<script type="application/json" id="evocov-comparison">{data}</script>'
     notes = "".join(f"<li><b>{html.escape(r.name)}</b>: {html.escape(r.note)}</li>" for r in rows if r.note)

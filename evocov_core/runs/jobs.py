@@ -16,7 +16,6 @@ position.
 from __future__ import annotations
 
 import atexit
-import math
 import os
 import sys
 import threading
@@ -31,7 +30,7 @@ from evocov_core.data import Dataset
 from evocov_core.fitting.fits import make_executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.model import FittedModel
-from evocov_core.fitting.optimize import FitResult
+from evocov_core.fitting.optimize import FitResult, finite_or_none
 from evocov_core.forecast.stage import search_and_forecast
 from evocov_core.runs.counts import FitCounts, fit_counts
 from evocov_core.runs.kernel_file import kernel_file_dict, search_kernel_file
@@ -349,9 +348,10 @@ class JobManager:
                                                should_stop=stop)
                     res = ex_res.search
                     with job.lock:
-                        job.extra = {"better_fitted": _f(ex_res.better_fitted), "simpler": _f(ex_res.simpler),
-                                     "both": _f(ex_res.both), "base_q": base.q,
-                                     "base_test_rmse": base.test_rmse, "base_bic": _f(base.bic)}
+                        job.extra = {"better_fitted": finite_or_none(ex_res.better_fitted),
+                                     "simpler": finite_or_none(ex_res.simpler), "both": finite_or_none(ex_res.both),
+                                     "base_q": base.q,
+                                     "base_test_rmse": base.test_rmse, "base_bic": finite_or_none(base.bic)}
             with job.lock:
                 job.best = res.best if spec.kind is JobKind.SEARCH else job.best
             status = RunStatus.INTERRUPTED if (res.status == RunStatus.CANCELLED and self._closing) else res.status
@@ -384,11 +384,10 @@ def _search_extra(res, ds: Dataset) -> dict:
         "budget_spent": bool(res.budget_spent),
         "n_screen_fits": int(res.n_screen_fits),
         "n_cache_hits": int(res.n_cache_hits),
-        "selection": [{k: (_f(v) if isinstance(v, float) else v) for k, v in row.items()} for row in res.selection],
+        "selection": [{k: (finite_or_none(v) if isinstance(v, float) else v) for k, v in row.items()}
+                      for row in res.selection],
         "lowest_bic": _best_doc(res.best_bic, ds),
         "ensemble": [{"weight": float(w), "kernel": _best_doc(f, ds)} for f, w in res.ensemble],
     }
 
 
-def _f(v: float | None) -> float | None:
-    return None if v is None or not math.isfinite(v) else float(v)

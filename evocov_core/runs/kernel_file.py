@@ -54,7 +54,7 @@ from evocov_core.data import Dataset, Normalisation
 from evocov_core.fitting.calibration import Calibration
 from evocov_core.fitting.gp import FitStatus
 from evocov_core.fitting.model import FittedModel, ModelAverage, Prediction
-from evocov_core.fitting.optimize import FitResult, finite_or
+from evocov_core.fitting.optimize import FitResult, finite_or, finite_or_none
 from evocov_core.fitting.subset import DataSubset, plan_subset
 from evocov_core.forecast.combination import Combination
 from evocov_core.language.grammar import DEFAULT_N_HYPER
@@ -401,8 +401,6 @@ def load_kernel_file(path: str | Path) -> KernelFile:
     return parse_kernel_file(p.read_bytes())
 
 
-def _finite_or_none(v: float | None) -> float | None:
-    return None if v is None or not math.isfinite(v) else float(v)
 
 
 def search_kernel_file(result: SearchResult, ds: Dataset, *, seed: int, config: SearchConfig | None = None,
@@ -478,11 +476,11 @@ def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dat
         for s, t in zip(k.slots, fit.theta, strict=True)
     }
     scores = {
-        "bic": _finite_or_none(fit.bic),
-        "lml": _finite_or_none(fit.lml),
+        "bic": finite_or_none(fit.bic),
+        "lml": finite_or_none(fit.lml),
         "metric": fit.metric,
-        "metric_value": _finite_or_none(fit.metric_value),
-        "test_rmse": _finite_or_none(fit.test_rmse),
+        "metric_value": finite_or_none(fit.metric_value),
+        "test_rmse": finite_or_none(fit.test_rmse),
         "dataset": dataset,
         "n_train": approximation.n_total if approximation is not None else fit.n,
         "n_test": n_test,
@@ -552,7 +550,7 @@ def model_average_dict(kernels: Sequence[dict], weights: Sequence[float], *, dat
         raise ValueError(f"{len(weights)} weights for {len(kernels)} kernels")
     sc: dict[str, Any] = {"dataset": dataset, "n_kernels": len(kernels)}
     for k, v in (scores or {}).items():
-        sc[k] = _finite_or_none(v) if isinstance(v, float) else v
+        sc[k] = finite_or_none(v) if isinstance(v, float) else v
     return {
         "format": AVERAGE_FORMAT,
         "version": VERSION,

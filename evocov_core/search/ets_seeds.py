@@ -29,9 +29,9 @@ import math
 
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import Start
-from evocov_core.language.kernel import Kernel, slot_roles
+from evocov_core.language.kernel import Kernel
 from evocov_core.language.library import ETS_FORMS, compose
-from evocov_core.search.spectral_seeds import NOISE, PERIODIC_LENGTHSCALE, clear_frequencies
+from evocov_core.search.spectral_seeds import clear_frequencies, seed_start
 
 __all__ = ["DAMPING", "ETS_SEED", "MIN_SEASONS", "NON_SEASONAL", "SEASONAL", "ets_seeds", "season"]
 
@@ -66,21 +66,12 @@ def season(data: FitData) -> float | None:
 
 
 def _start(kernel: Kernel, omega: float | None) -> Start:
-    roles = slot_roles(kernel)
-    values = {"frequency": math.log(omega) if omega is not None else 0.0,
-              "periodic_lengthscale": math.log(PERIODIC_LENGTHSCALE), "damping": math.log(DAMPING),
-              "shift": 0.0, "scale": 0.0, "lengthscale": 0.0}
-    theta = []
-    wanders = _wandering_amplitudes(kernel)
-    for s in kernel.slots:
-        r = roles[s]
-        if s in wanders:
-            theta.append(math.log(WANDER))
-        elif r == {"value"}:
-            theta.append(0.0)
-        else:
-            theta.append(values[min(r)])
-    return Start(tuple(theta), math.log(NOISE))
+    """The seeds' common start (:func:`~evocov_core.search.spectral_seeds.seed_start`), the season's
+    frequency, lengthscales at 1, a damping time of :data:`DAMPING` and each random walk's amplitude
+    at :data:`WANDER`."""
+    roles = {"frequency": math.log(omega) if omega is not None else 0.0, "damping": math.log(DAMPING),
+             "lengthscale": 0.0}
+    return seed_start(kernel, roles, dict.fromkeys(_wandering_amplitudes(kernel), math.log(WANDER)))
 
 
 def _wandering_amplitudes(kernel: Kernel) -> set[str]:

@@ -56,6 +56,7 @@ small kernel that predicts the last 10 % and not what follows.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from itertools import combinations
 
 from evocov_core.fitting.metrics import FitData
@@ -148,10 +149,22 @@ def _seed(structure: list | str | Kernel, omegas: tuple[float, ...], level: floa
     if len(freq) != len(omegas):  # the structures below are written with one PER per period
         raise ValueError(f"{kernel.infix} has {len(freq)} frequency slots, {len(omegas)} frequencies given")
     given = dict(zip(freq, (math.log(w) for w in omegas), strict=True))
-    by_role = {"value": 0.0, "periodic_lengthscale": math.log(PERIODIC_LENGTHSCALE), "lengthscale": math.log(level),
-               "shift": 0.0, "scale": 0.0}
-    theta = tuple(given[s] if s in given else by_role[min(roles[s])] for s in kernel.slots)
-    return kernel, Start(theta, math.log(NOISE))
+    return kernel, seed_start(kernel, {"lengthscale": math.log(level)}, given)
+
+
+def seed_start(kernel: Kernel, roles: Mapping[str, float], given: Mapping[str, float] | None = None) -> Start:
+    """Where a seed's one fit starts: each slot at its ``given`` log value, else at the log value of its role.
+
+    The roles' values default to the seeds' common ones: amplitudes at the data's variance (0, model
+    units), periodic lengthscales sharp, a linear term's shift at the first input and its scale at 1;
+    ``roles`` adds or overrides them (a slot of several roles takes its first, alphabetically). The
+    noise starts at :data:`NOISE`.
+    """
+    by_role = {"value": 0.0, "periodic_lengthscale": math.log(PERIODIC_LENGTHSCALE), "shift": 0.0, "scale": 0.0,
+               **roles}
+    of = slot_roles(kernel)
+    given = given or {}
+    return Start(tuple(given[s] if s in given else by_role[min(of[s])] for s in kernel.slots), math.log(NOISE))
 
 
 def may_seed(data: FitData, naive_everywhere: bool = False) -> bool:
