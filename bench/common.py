@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime as _dt
-import hashlib
 import json
 import math
 import os
@@ -24,7 +23,6 @@ import shlex
 import socket
 import sys
 import tempfile
-import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -336,16 +334,9 @@ def bench_zip(folder: Path) -> Path:
     Path
         The zip; its name carries a hash of the sources, so a worker tells versions apart.
     """
-    files = sorted(f for f in BENCH_DIR.rglob("*.py")
-                   if not {"__pycache__", "results"} & set(f.relative_to(BENCH_DIR).parts))
-    h = hashlib.sha256()
-    for f in files:
-        h.update(f.relative_to(BENCH_DIR).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
-    path = Path(folder) / f"bench-{h.hexdigest()[:12]}.zip"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for f in files:
-            z.write(f, f"bench/{f.relative_to(BENCH_DIR).as_posix()}")
-    return path
+    from evocov_core.compute.cluster import package_zip
+
+    return package_zip(folder, BENCH_DIR, leave_out=frozenset({"__pycache__", "results"}))
 
 
 def _forget_bench(client: tuple[str, int]) -> Callable[[], int]:

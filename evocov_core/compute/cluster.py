@@ -92,20 +92,22 @@ def unpack(blob: bytes) -> Any:
     return pickle.loads(blob)
 
 
-def package_zip(folder: Path) -> Path:
-    """Write ``evocov_core-<hash>.zip`` (the package's ``.py`` files) into ``folder``; its path.
+def package_zip(folder: Path, source: Path = PACKAGE_DIR,
+                leave_out: frozenset[str] = frozenset({"__pycache__"})) -> Path:
+    """Write ``<name>-<hash>.zip`` (the ``.py`` files of the package at ``source``, this one by default)
+    into ``folder``; its path.
 
-    The name carries a hash of the sources, so a worker can tell this version from one it
-    imported earlier.
+    The name carries a hash of the sources, so a worker can tell this version from one it imported
+    earlier. Files under a folder named in ``leave_out`` are left out.
     """
-    files = sorted(p for p in PACKAGE_DIR.rglob("*.py") if "__pycache__" not in p.parts)
+    files = sorted(p for p in source.rglob("*.py") if not leave_out & set(p.relative_to(source).parts))
     h = hashlib.sha256()
     for p in files:
-        h.update(p.relative_to(PACKAGE_DIR).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
-    path = Path(folder) / f"{PACKAGE_DIR.name}-{h.hexdigest()[:12]}.zip"
+        h.update(p.relative_to(source).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    path = Path(folder) / f"{source.name}-{h.hexdigest()[:12]}.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         for p in files:
-            z.write(p, f"{PACKAGE_DIR.name}/{p.relative_to(PACKAGE_DIR).as_posix()}")
+            z.write(p, f"{source.name}/{p.relative_to(source).as_posix()}")
     return path
 
 
