@@ -1,5 +1,5 @@
 """The Results page's forecast past the data: the next steps after the last observation, drawn and
-downloadable as CSV (:mod:`evocov_core.present.future`).
+downloadable as CSV (:mod:`evocov_core.forecast.future`).
 
 When the search's forecast averages the kernel with classical forecasters, those are fitted on every
 observed point in the background (the forecasts' lane of :mod:`dashboard.fits`, once per run, data and
@@ -18,16 +18,19 @@ from dashboard.datasets import dataset_fingerprint
 from dashboard.format import polish, poll_every
 from evocov_core.api import (
     DEFAULT_TIME_LIMIT,
+    MAX_HORIZON,
     Combination,
     DataError,
     Dataset,
     KernelFile,
     RunRecord,
     classical_forecasts,
+    default_horizon,
+    forecast_future,
+    future_members_data,
     infer_seasons,
 )
 from evocov_core.present.figures import future_figure
-from evocov_core.present.future import MAX_HORIZON, default_horizon, forecast_future, future_members_data
 
 
 def future_section(run: RunRecord, ds: Dataset, kf: KernelFile) -> None:

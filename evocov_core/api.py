@@ -13,7 +13,7 @@
 
 Everything here wraps the modules that do the work: :func:`evocov_core.data.load_csv`,
 :func:`evocov_core.search.run_search`, :mod:`evocov_core.runs.kernel_file`,
-:class:`evocov_core.fitting.model.FittedModel` and :func:`evocov_core.present.future.forecast_future`. A result
+:class:`evocov_core.fitting.model.FittedModel` and :func:`evocov_core.forecast.future.forecast_future`. A result
 predicts exactly as the command line's ``predict`` and ``forecast`` do with the kernel file the
 search would have written (``evocov search --out``), which :meth:`KernelResult.save` writes.
 
@@ -67,6 +67,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time :func:`__
         running_forecasts,
     )
     from evocov_core.forecast.combination import Combination
+    from evocov_core.forecast.future import MAX_HORIZON, default_horizon, forecast_future, future_members_data
     from evocov_core.language.kernel import Kernel
     from evocov_core.language.library import GPSS_PUBLISHED, WELL_KNOWN, structure_text
     from evocov_core.language.simplify import display_latex
@@ -124,6 +125,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "DEFAULT_TIME_LIMIT", "ClassicalForecasts", "classical_forecasts", "running_forecasts",
     ),
     "evocov_core.forecast.combination": ("Combination",),
+    "evocov_core.forecast.future": ("MAX_HORIZON", "default_horizon", "forecast_future", "future_members_data"),
     "evocov_core.language.kernel": ("Kernel",),
     "evocov_core.language.library": ("GPSS_PUBLISHED", "WELL_KNOWN", "structure_text",),
     "evocov_core.language.simplify": ("display_latex",),
@@ -312,12 +314,12 @@ class KernelResult:
         The kernel keeps its fitted values and is conditioned on every observed point (training
         and test). When the search averaged its forecast with classical forecasters
         (:attr:`forecast_members`), they are fitted again on the observed points and averaged
-        with the search's weights (:func:`evocov_core.present.future.forecast_future`).
+        with the search's weights (:func:`evocov_core.forecast.future.forecast_future`).
 
         Parameters
         ----------
         h : int, optional
-            Steps (default: :func:`evocov_core.present.future.default_horizon`).
+            Steps (default: :func:`evocov_core.forecast.future.default_horizon`).
         time_limit : float or mapping of str to float, optional
             Seconds per classical member (default :data:`evocov_core.forecast.classical.DEFAULT_TIME_LIMIT`).
 
@@ -328,7 +330,7 @@ class KernelResult:
             of shape (h,).
         """
         from evocov_core.fitting.metrics import Z95
-        from evocov_core.present.future import forecast_future
+        from evocov_core.forecast.future import forecast_future
 
         kw = {} if time_limit is None else {"time_limit": time_limit}
         fc = forecast_future(self.kernel_file, self._data(), h, **kw)

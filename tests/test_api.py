@@ -14,7 +14,7 @@ import pytest
 import evocov_core as ec
 from evocov_core.data import DataError, Dataset, load_bundled
 from evocov_core.fitting.model import FittedModel
-from evocov_core.present.future import forecast_future
+from evocov_core.forecast.future import forecast_future
 from evocov_core.runs.kernel_file import KernelFileError, load_kernel_file
 from evocov_core.search import ConfigError, SearchResult
 

@@ -1,4 +1,4 @@
-"""Forecasts past the last observation (evocov_core.present.future) and the ``forecast`` command."""
+"""Forecasts past the last observation (evocov_core.forecast.future) and the ``forecast`` command."""
 
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ from evocov_core.fitting.optimize import OptimConfig, fit_kernel
 from evocov_core.fitting.seasons import Seasons
 from evocov_core.forecast.classical import ClassicalForecast, ClassicalForecasts
 from evocov_core.forecast.combination import Combination, linear_pool_interval
-from evocov_core.language.library import compose
-from evocov_core.present.future import (
+from evocov_core.forecast.future import (
     default_horizon,
     forecast_future,
     future_labels,
     future_members_data,
     future_x,
 )
+from evocov_core.language.library import compose
 from evocov_core.runs.kernel_file import kernel_file_dict, parse_kernel_file
 
 ROOT = Path(__file__).resolve().parents[1]

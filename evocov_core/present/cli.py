@@ -177,7 +177,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_forecast(args: argparse.Namespace) -> int:
-    from evocov_core.present.future import forecast_future
+    from evocov_core.forecast.future import forecast_future
 
     _check_out(args.out)
     if not 0.0 < args.time_limit <= 86400:

@@ -26,9 +26,9 @@ from evocov_core.present.charts.style import (
 )
 
 if TYPE_CHECKING:
+    from evocov_core.forecast.future import FutureForecast
     from evocov_core.present.compare import Comparison
     from evocov_core.present.decompose import Component
-    from evocov_core.present.future import FutureForecast
 
 __all__ = [
     "DETAIL_POINTS",

@@ -28,20 +28,32 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from evocov_core.data import DataError, Dataset, days_to_decimal_years, decimal_years_to_dates
+from evocov_core.data import DataError, Dataset, Normalisation, days_to_decimal_years, decimal_years_to_dates
 from evocov_core.fitting.metrics import Z95, median_step
+from evocov_core.fitting.model import FittedModel
 from evocov_core.fitting.seasons import infer_seasons
+from evocov_core.forecast.beside import LONG_POINTS
 from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT, ClassicalForecasts, classical_forecasts
-from evocov_core.runs.kernel_file import KernelFile
+from evocov_core.forecast.combination import Combination
 
 __all__ = ["MAX_HORIZON", "FutureForecast", "default_horizon", "forecast_future", "future_labels", "future_x"]
 
 Array = NDArray[np.float64]
+
+
+class KernelFile(Protocol):
+    """What a forecast past the data needs of a search's saved result
+    (:class:`evocov_core.runs.kernel_file.KernelFile` is one): its model and its forecast's weights."""
+
+    combination: Combination
+
+    def model(self, fallback_norm: Normalisation | None = None) -> FittedModel: ...
 
 #: The most steps forecast at once. Past a series' own length an extrapolation says little, so the
 #: horizon is also at most the number of observed points.
@@ -263,6 +275,4 @@ def future_members_data(kf: KernelFile, ds: Dataset, horizon: int) -> Dataset:
 def _members_last(kf: KernelFile) -> int | None:
     """The last points the classical members see: all (None), or on a long series (its kernel's origin
     forecasts made with its fitted values) the search's :data:`~evocov_core.forecast.beside.LONG_POINTS`."""
-    from evocov_core.forecast.beside import LONG_POINTS  # the search package imports the model, which this imports
-
     return None if kf.combination.refitted else LONG_POINTS
