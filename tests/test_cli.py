@@ -314,6 +314,10 @@ def test_report_and_compare_score_a_gpss_search_given_instead_of_searching_again
     assert res.returncode != 0 and "training points of these data" in res.stderr, res.stderr
 
 
+#: Settings valid only with another: weighing the forecast reuses the calibration's refits at the origins.
+NEEDS = {"combine": {"calibration": "origins"}}
+
+
 def _other_value(name: str, typ: type, meta, default, algorithm: str = "evocov"):
     """A value of setting ``name`` other than ``default`` that the quick-fixed preset accepts alone."""
     from evocov_core.search import ConfigError, preset
@@ -336,7 +340,8 @@ def _other_value(name: str, typ: type, meta, default, algorithm: str = "evocov")
         if v == default:
             continue
         try:
-            preset("quick-fixed", algorithm, **{name: v}, **({partner: 1.0 - v} if partner else {}))
+            preset("quick-fixed", algorithm, **{name: v}, **({partner: 1.0 - v} if partner else {}),
+                   **NEEDS.get(name, {}))
         except ConfigError:
             continue
         return v
@@ -364,6 +369,8 @@ def test_every_setting_is_reachable_from_the_cli(series_csv: Path, tmp_path: Pat
             argv = [flag, *value]
         else:
             argv = [flag, str(value)]
+        for other, v in NEEDS.get(name, {}).items():
+            argv += ["--" + other.replace("_", "-"), str(v)]
         config = _config_from_args(parser.parse_args([*base, *argv]))
         assert getattr(config, name) == pytest.approx(value) if typ is float else getattr(config, name) == value, name
     # Bounds come from the metadata: out of range is a clear one-line error.
