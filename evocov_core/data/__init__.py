@@ -28,7 +28,6 @@ from evocov_core.data.dates import (
 )
 from evocov_core.data.frame import dataset_from_frame, date_columns, guess_columns, load_csv, numeric_columns
 from evocov_core.data.limits import (
-    DEFAULT_MAX_POINTS,
     MAX_ABS_VALUE,
     MAX_BYTES,
     MAX_COLUMNS,
@@ -48,7 +47,6 @@ from evocov_core.data.table import read_table
 
 __all__ = [
     "DATA_DIR",
-    "DEFAULT_MAX_POINTS",
     "MAX_ABS_VALUE",
     "MAX_BYTES",
     "MAX_COLUMNS",

@@ -9,7 +9,6 @@ numbers, so they live in one place.
 from __future__ import annotations
 
 __all__ = [
-    "DEFAULT_MAX_POINTS",
     "MAX_ABS_VALUE",
     "MAX_BYTES",
     "MAX_COLUMNS",
@@ -44,8 +43,6 @@ MIN_SPREAD = 1e-100
 #: data, :mod:`evocov_core.fitting.subset`), so this bounds only reading, drawing and forecasting:
 #: 200,000 half-hourly points are eleven years.
 MAX_POINTS = 200_000
-#: The former name of :data:`MAX_POINTS`.
-DEFAULT_MAX_POINTS = MAX_POINTS
 #: The least training points a search may learn from, and the test fraction a split must stay below.
 MIN_TRAIN_POINTS = 10
 MAX_TEST_FRACTION = 0.5
