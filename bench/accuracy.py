@@ -203,6 +203,10 @@ VARIANTS: dict[str, Variant] = {
                       "Holt-Winters) in the first population: the preset before issue 55"),
     "with-statespace": Variant({"statespace": True}, "one part added, not removed: random trees and mutations "
                                "also draw the state-space operations (local level, local trend, damped trend)"),
+    "seed-evals-20": Variant({"seed_evals": 20}, "one part changed: on series fitted with screening (more than "
+                             "screen_points), each unscreened seed's fit (the exponential-smoothing and naive "
+                             "forms) stops after 20 metric evaluations, not max_evals, leaving the search more "
+                             "of its budget"),
     "before": Variant({}, "the previous default, preset('quick-fixed') (paper operators, no cache, no screening, "
                       "no seeds, no data bounds, lowest BIC returned), stopped by the same time budget",
                       preset="quick-fixed"),
