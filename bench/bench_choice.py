@@ -324,7 +324,7 @@ def search_set(fits: pd.DataFrame, k: int = 5) -> list[int]:
     seeds take at most ``k`` less :data:`~evocov_core.search.common.MIN_SEARCHED` places, as in
     :meth:`~evocov_core.search.candidates.Candidates.top`."""
     from evocov_core.search.candidates import seed_places
-    from evocov_core.search.spectral_seeds import SPECTRAL_SEED
+    from evocov_core.search.rules import SPECTRAL_SEED
 
     seeds = [int(i) for i in fits.index if fits.origin[i] == SPECTRAL_SEED]
     others = [int(i) for i in fits.index if fits.origin[i] != SPECTRAL_SEED]

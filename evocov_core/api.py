@@ -375,7 +375,10 @@ def read_series(path: str | Path, x: str | None = None, y: str | None = None, *,
     evocov_core.data.DataError
         The file cannot be used (the message says why) or no such file or bundled series.
     """
-    from evocov_core.data import DataError, bundled_datasets, load_bundled, load_csv, validate_split
+    from evocov_core.data.bundled import bundled_datasets, load_bundled
+    from evocov_core.data.dataset import validate_split
+    from evocov_core.data.frame import load_csv
+    from evocov_core.data.limits import DataError
 
     validate_split(test_fraction)
     p = Path(path)
@@ -390,7 +393,7 @@ def read_series(path: str | Path, x: str | None = None, y: str | None = None, *,
 
 
 def _dataset(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], test_fraction: float = 0.1) -> Dataset:
-    from evocov_core.data import Dataset
+    from evocov_core.data.dataset import Dataset
 
     if isinstance(data, Dataset):
         return data
@@ -438,7 +441,7 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
     from evocov_core.search import ConfigError, search_data
     from evocov_core.search import preset as make_preset
     from evocov_core.search.config import SearchConfig, with_derived
-    from evocov_core.search.replay import run_record
+    from evocov_core.search.run_file import run_record
 
     ds = _dataset(data)
     known = {f for f in SearchConfig.__dataclass_fields__}

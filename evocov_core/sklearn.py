@@ -382,7 +382,8 @@ class EvoCovRegressor(RegressorMixin, BaseEstimator):
         self
         """
         from evocov_core.api import search
-        from evocov_core.data import MIN_POINTS, Dataset
+        from evocov_core.data.dataset import Dataset
+        from evocov_core.data.limits import MIN_POINTS
 
         X, y = validate_data(self, X, y, y_numeric=True, ensure_min_samples=MIN_POINTS, dtype=np.float64)
         ds = Dataset.from_arrays(X, y, name="fit", test_fraction=0.0, duplicates="keep")

@@ -656,7 +656,8 @@ def test_a_long_series_screens_only_until_the_seeds_leave_time_for_their_choice(
     """The spectral seeds' fits count at once: their cost and their checks move the stop before the
     other kernels are screened, so the screening's deadline is the new stop, not the generation's
     (a 15 s search on 20,000 points screened on to its first deadline, and took 20 s)."""
-    from evocov_core.search.spectral_seeds import SPECTRAL_SEED, spectral_seeds
+    from evocov_core.search.rules import SPECTRAL_SEED
+    from evocov_core.search.spectral_seeds import spectral_seeds
     from evocov_core.search.stages import search_stages
     from evocov_core.search.tracker import Tracker
 

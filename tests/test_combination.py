@@ -530,7 +530,7 @@ def test_one_writer_makes_the_search_kernel_file(searched):
     and test RMSE, the calibration, the counts, and a run record that replays the search."""
     from evocov_core.runs.counts import count_scores
     from evocov_core.runs.kernel_file import parse_kernel_file, search_kernel_file
-    from evocov_core.search.replay import replay_inputs
+    from evocov_core.search.run_file import replay_inputs
 
     ds, _, cfg, res = searched
     doc = search_kernel_file(res, ds, seed=0, config=cfg, extra_scores={"seconds": 1.5})

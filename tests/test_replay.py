@@ -15,7 +15,7 @@ from evocov_core.data import Dataset, load_bundled
 from evocov_core.forecast.beside import forecast_test_rmse
 from evocov_core.forecast.stage import search_and_forecast
 from evocov_core.search import RunLog, preset, run_search, search_data
-from evocov_core.search.replay import replay_inputs
+from evocov_core.search.run_file import replay_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 

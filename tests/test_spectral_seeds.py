@@ -190,7 +190,8 @@ def test_the_naive_seeds_setting_gives_short_series_the_naive_seeds_first():
 def test_ets_seeds_begin_the_first_population():
     """With ``ets_seeds`` (the budgeted presets) the first batch begins with the exponential-smoothing
     forms at their given values, then the naive seeds, then GPSS seeds from random values."""
-    from evocov_core.search.ets_seeds import ETS_SEED, ets_seeds
+    from evocov_core.search.ets_seeds import ets_seeds
+    from evocov_core.search.rules import ETS_SEED
 
     short = FitData.from_dataset(_two_cycles(1200), max_points=2000)
     ets = ets_seeds(short)
@@ -256,7 +257,7 @@ def test_spectral_seeds_are_promoted_and_offered_to_the_choice_whatever_their_ra
     ``top`` keeps them among the candidates even when other kernels have lower BIC, and keeps
     places for the search's own kernels."""
     from evocov_core.fitting.fits import SerialExecutor
-    from evocov_core.search.spectral_seeds import SPECTRAL_SEED
+    from evocov_core.search.rules import SPECTRAL_SEED
     from evocov_core.search.stages import search_stages
     from evocov_core.search.structures import seed_kernels
     from evocov_core.search.tracker import Tracker

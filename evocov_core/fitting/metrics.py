@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 from scipy.linalg import solve_triangular
 from scipy.special import ndtr, ndtri
 
-from evocov_core.data import Dataset, Normalisation, split_mask
+from evocov_core.data.dataset import Dataset, Normalisation, split_mask
 from evocov_core.fitting.gp import LOG_2PI, factorize, inverse_from_factor, lml, lml_and_grad
 from evocov_core.fitting.seasons import calendar_periods
 from evocov_core.fitting.spectrum import periodogram_peaks

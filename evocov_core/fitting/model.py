@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from evocov_core.data import Dataset, Normalisation
+from evocov_core.data.dataset import Dataset, Normalisation
 from evocov_core.fitting.averaging import mixture
 from evocov_core.fitting.gp import Factor, condition, posterior, predict_conditioned
 from evocov_core.fitting.metrics import rmse

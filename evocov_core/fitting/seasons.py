@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from evocov_core.data import Dataset
+from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.spectrum import periodogram_peaks
 
 __all__ = ["CLEAR_PEAK", "Seasons", "calendar_periods", "infer_seasons", "is_years", "parse_seasons"]

@@ -118,7 +118,7 @@ class DataSubset:
         split_fraction : float
             The exact GP's held-out share of the x-range.
         """
-        from evocov_core.data import split_mask
+        from evocov_core.data.dataset import split_mask
 
         x = np.asarray(x, dtype=np.float64).reshape(-1)
         if self.exact:

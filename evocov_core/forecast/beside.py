@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from evocov_core.data import Dataset
+from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.metrics import FitData, rmse
 from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult
 from evocov_core.fitting.seasons import infer_seasons

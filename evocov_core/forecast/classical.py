@@ -59,7 +59,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evocov_core.compute.timed import TimedResult, run_with_time_limits
-from evocov_core.data import Dataset
+from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.seasons import Seasons, infer_seasons
 
 __all__ = ["COMBINE_MODELS", "DEFAULT_TIME_LIMIT", "LEVEL", "MODELS", "SETTINGS", "ClassicalForecast",

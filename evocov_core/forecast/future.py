@@ -34,7 +34,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from evocov_core.data import DataError, Dataset, Normalisation, days_to_decimal_years, decimal_years_to_dates
+from evocov_core.data.dataset import Dataset, Normalisation
+from evocov_core.data.dates import days_to_decimal_years, decimal_years_to_dates
+from evocov_core.data.limits import DataError
 from evocov_core.fitting.metrics import Z95, median_step
 from evocov_core.fitting.model import FittedModel
 from evocov_core.fitting.seasons import infer_seasons

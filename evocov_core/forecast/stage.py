@@ -14,7 +14,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
-from evocov_core.data import Dataset
+from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.forecast.beside import ClassicalBeside, kernel_test_mean

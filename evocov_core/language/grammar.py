@@ -143,6 +143,7 @@ __all__ = [
     "CHANGEWINDOW_OPERATORS",
     "CONSTANTS",
     "DEFAULT_N_HYPER",
+    "NON_STATIONARY",
     "OPERATORS",
     "STATESPACE_OPERATORS",
     "Cov",
@@ -356,6 +357,8 @@ _FIXED: dict[str, Symbol] = {s.name: s for s in OPERATORS}
 _FIXED["x"] = Symbol("x", (), InputPair, "argument")
 for _name, _value in CONSTANTS.items():
     _FIXED[_name] = Symbol(_name, (), Cov, "constant", _value)
+#: Operators whose value depends on x itself, not only on x − x' (``stationary=False`` records).
+NON_STATIONARY = frozenset(s.name for s in OPERATORS if not s.stationary)
 
 # Arity by token, the hot lookup of every tree walk.
 _ARITY: dict[str, int] = {name: s.arity for name, s in _FIXED.items()}

@@ -11,11 +11,14 @@ expansion, for the reverse pass.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from numpy.typing import ArrayLike, NDArray
 
-from evocov_core.language.kernel import Kernel
+if TYPE_CHECKING:
+    from evocov_core.language.kernel import Kernel
 
 __all__ = ["Inputs"]
 

@@ -32,6 +32,7 @@ from functools import cached_property
 
 from evocov_core.language.grammar import (
     DEFAULT_N_HYPER,
+    NON_STATIONARY,
     OPERATORS,
     TreeError,
     arity,
@@ -45,8 +46,6 @@ from evocov_core.language.notation import Node, slot_index, tex_slot
 
 __all__ = ["NON_STATIONARY", "Kernel", "Node", "flatten", "slot_roles"]
 
-#: Operators whose value depends on x itself, not only on x − x' (``stationary=False`` records).
-NON_STATIONARY = frozenset(s.name for s in OPERATORS if not s.stationary)
 #: Operators whose operands may be swapped (``commutative=True`` records).
 _COMMUTATIVE = frozenset(s.name for s in OPERATORS if s.commutative)
 

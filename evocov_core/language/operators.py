@@ -14,14 +14,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit
 
-from evocov_core.language.inputs import Inputs, _Pair
-from evocov_core.language.program import _Program
+if TYPE_CHECKING:  # annotations only: the operators' table needs no other module of the language
+    from evocov_core.language.inputs import Inputs, _Pair
+    from evocov_core.language.program import _Program
 
 __all__: list[str] = []
 

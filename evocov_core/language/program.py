@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from evocov_core.language.grammar import arity, is_slot
-from evocov_core.language.kernel import NON_STATIONARY
+from evocov_core.language.grammar import NON_STATIONARY, arity, is_slot
 
 __all__: list[str] = []
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evocov_core.data import Dataset, Normalisation
+from evocov_core.data.dataset import Dataset, Normalisation
 from evocov_core.fitting.gp import NumericalFailure
 from evocov_core.fitting.gp import lml as gp_lml
 from evocov_core.fitting.metrics import FitData, metric_value

@@ -46,7 +46,8 @@ class CliError(Exception):
 
 
 def _dataset(args: argparse.Namespace, test_fraction: float | None = None):
-    from evocov_core.data import load_csv, validate_split
+    from evocov_core.data.dataset import validate_split
+    from evocov_core.data.frame import load_csv
 
     tf = args.test_fraction if test_fraction is None else test_fraction
     if tf is not None:
@@ -131,7 +132,8 @@ def cmd_check_kernel(args: argparse.Namespace) -> int:
 
 def _kernel_and_data(args: argparse.Namespace):
     """``--kernel`` and the data, split as the kernel file was scored unless ``--test-fraction`` says otherwise."""
-    from evocov_core.data import DataError, units_mismatch, validate_split
+    from evocov_core.data.dataset import units_mismatch, validate_split
+    from evocov_core.data.limits import DataError
     from evocov_core.runs.kernel_file import load_kernel_file
 
     _check_out(getattr(args, "out", None))
@@ -320,7 +322,7 @@ def _add_setting_args(p: argparse.ArgumentParser) -> None:
 def _replay_setup(args: argparse.Namespace):
     """``search --replay FILE``: the file, its settings, seed and log, and the data split as it was."""
     from evocov_core.runs.kernel_file import load_kernel_file
-    from evocov_core.search.replay import replay_inputs
+    from evocov_core.search.run_file import replay_inputs
 
     kf = load_kernel_file(args.replay)
     try:
@@ -591,7 +593,7 @@ def _loaded_user_errors() -> tuple[type[BaseException], ...]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     from evocov_core.compute.cluster import DaskSetupError
-    from evocov_core.data import DataError
+    from evocov_core.data.limits import DataError
     from evocov_core.fitting.gp import NumericalFailure
     from evocov_core.runs.kernel_file import KernelFileError
     from evocov_core.search.config import ConfigError

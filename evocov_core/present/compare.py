@@ -35,7 +35,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from evocov_core.compute.timed import one_line
-from evocov_core.data import Dataset
+from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.gp import NumericalFailure
 from evocov_core.fitting.metrics import Z95, coverage, crps_normal, interval_score, rmse
 from evocov_core.fitting.model import FittedModel, ModelAverage

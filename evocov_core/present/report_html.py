@@ -33,7 +33,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from scipy.stats import norm as normal
 
-from evocov_core.data import Dataset
+from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.model import FittedModel, shared_posteriors
 from evocov_core.fitting.optimize import finite_or_none
 from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT, ClassicalForecasts

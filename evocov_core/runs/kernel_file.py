@@ -50,7 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from evocov_core.compute.provenance import git_state
-from evocov_core.data import Dataset, Normalisation
+from evocov_core.data.dataset import Dataset, Normalisation
 from evocov_core.fitting.calibration import Calibration
 from evocov_core.fitting.gp import FitStatus
 from evocov_core.fitting.model import FittedModel, ModelAverage, Prediction
@@ -126,7 +126,7 @@ class KernelFile:
         (:mod:`evocov_core.fitting.subset`); None in files written before it was recorded (exact).
     run : dict or None
         What the search that found the kernel did (settings, seed, generations, fits and where
-        its clock stopped it: :func:`evocov_core.search.replay.run_record`), as stored; read by
+        its clock stopped it: :func:`evocov_core.search.run_file.run_record`), as stored; read by
         ``search --replay``, which validates it. None for files without it.
     calibration : Calibration
         The factor on the forecast's spread and what it was learned from
@@ -411,7 +411,7 @@ def search_kernel_file(result: SearchResult, ds: Dataset, *, seed: int, config: 
     It holds the fit, the interval calibration, the forecast's combination and its test RMSE (when
     the forecast is combined), the counts of fits (:mod:`evocov_core.runs.counts`), the algorithm,
     seed and evaluations, and with ``config`` the run record that replays the search
-    (:func:`~evocov_core.search.replay.run_record`).
+    (:func:`~evocov_core.search.run_file.run_record`).
 
     Parameters
     ----------
@@ -433,7 +433,7 @@ def search_kernel_file(result: SearchResult, ds: Dataset, *, seed: int, config: 
     """
     from evocov_core.forecast.beside import forecast_test_rmse
     from evocov_core.runs.counts import count_scores
-    from evocov_core.search.replay import run_record
+    from evocov_core.search.run_file import run_record
 
     best = result.best
     if best is None or not best.ok:
@@ -459,7 +459,7 @@ def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dat
     ``n_train``: the data set's training points. The file then records which of them the fit
     used (``approximation``: all, or on a long series the ``fit.n`` of
     :func:`~evocov_core.fitting.subset.plan_subset`), so that a prediction conditions on the same points.
-    ``run``: what the search did (:func:`evocov_core.search.replay.run_record`).
+    ``run``: what the search did (:func:`evocov_core.search.run_file.run_record`).
     ``calibration``: the factor on the forecast's spread (:mod:`evocov_core.fitting.calibration`).
     ``combination``: how the search's forecast weighed the kernel's and classical ones
     (:mod:`evocov_core.forecast.combination`).

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from evocov_core.data import Dataset
+from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.optimize import FitResult
 from evocov_core.forecast.combination import Combination
 from evocov_core.runs.kernel_file import dump_kernel_file, parse_kernel_file

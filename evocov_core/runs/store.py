@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evocov_core.data import Dataset
+from evocov_core.data.dataset import Dataset
 from evocov_core.runs.run_record import RunRecord
 from evocov_core.search.common import EVAL_COLUMNS, EvalRecord, GenerationStats, RunStatus, sql_number
 

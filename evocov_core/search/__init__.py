@@ -11,7 +11,7 @@ import dataclasses
 import math
 import time
 
-from evocov_core.data import Dataset
+from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.search.budget import CHOICE_EXTRA_EVALS, SPLIT

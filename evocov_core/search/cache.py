@@ -13,16 +13,10 @@ from dataclasses import dataclass
 
 from evocov_core.fitting.optimize import FitResult, Start
 from evocov_core.language.kernel import Kernel
-from evocov_core.search.ets_seeds import ETS_SEED
-from evocov_core.search.spectral_seeds import SPECTRAL_SEED
+from evocov_core.search.rules import SEEDED
 
-__all__ = ["SEEDED", "CachePlan", "FitCache", "fit_key"]
+__all__ = ["CachePlan", "FitCache", "fit_key"]
 
-#: Origins of the seeds a search starts from with given values (the spectral and naive seeds of
-#: long series, the exponential-smoothing forms): fitted unscreened from those values, cached with
-#: them, and offered to the model choice whatever their BIC
-#: (:meth:`~evocov_core.search.candidates.Candidates.top`).
-SEEDED = frozenset({SPECTRAL_SEED, ETS_SEED})
 
 
 def fit_key(kernel: Kernel, start: Start | None, origin: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from evocov_core.fitting.optimize import FitResult
-from evocov_core.search.cache import SEEDED
+from evocov_core.search.rules import SEEDED
 
 __all__ = ["MIN_SEARCHED", "Candidates", "better_fit", "seed_places"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import time
 
+from evocov_core.compute.runners import StopCheck
 from evocov_core.fitting.fits import Executor, Task
 from evocov_core.fitting.optimize import FitResult
-from evocov_core.search.common import StopCheck
 from evocov_core.search.replay import RunLog
 
 __all__ = ["Clock"]

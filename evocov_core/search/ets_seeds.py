@@ -33,10 +33,8 @@ from evocov_core.language.kernel import Kernel
 from evocov_core.language.library import ETS_FORMS, compose
 from evocov_core.search.spectral_seeds import clear_frequencies, seed_start
 
-__all__ = ["DAMPING", "ETS_SEED", "MIN_SEASONS", "NON_SEASONAL", "SEASONAL", "ets_seeds", "season"]
+__all__ = ["DAMPING", "MIN_SEASONS", "NON_SEASONAL", "SEASONAL", "ets_seeds", "season"]
 
-#: The origin a search records for these seeds.
-ETS_SEED = "ets seed"
 #: The forms without a season, and those with one (keys of :data:`~evocov_core.language.library.ETS_FORMS`).
 NON_SEASONAL = ("ANN", "AAN", "AAdN")
 SEASONAL = ("ANA", "AAA", "AAdA", "ANM", "AAdM")

@@ -41,8 +41,9 @@ from evocov_core.fitting.optimize import FitResult, Start
 from evocov_core.language.kernel import Kernel
 from evocov_core.search.common import ProgressCallback, SearchResult, StopCheck, start_of, sub_rng
 from evocov_core.search.config import SearchConfig
-from evocov_core.search.ets_seeds import ETS_SEED, ets_seeds
-from evocov_core.search.spectral_seeds import SPECTRAL_SEED, spectral_seeds
+from evocov_core.search.ets_seeds import ets_seeds
+from evocov_core.search.rules import ETS_SEED, SPECTRAL_SEED
+from evocov_core.search.spectral_seeds import spectral_seeds
 from evocov_core.search.structures import expand, seed_kernels
 from evocov_core.search.tracker import Tracker
 from evocov_core.search.variation import crossover, mutate, random_kernel

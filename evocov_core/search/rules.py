@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["Algorithm", "CalibrationRule", "ChoiceRule", "LongChoiceRule", "Metric", "Optimiser", "Rule", "StartRule"]
+__all__ = ["ETS_SEED", "SEEDED", "SPECTRAL_SEED", "Algorithm", "CalibrationRule", "ChoiceRule", "LongChoiceRule",
+           "Metric", "Optimiser", "PriorRule", "Rule", "StartRule"]
 
 
 class Rule(str, Enum):
@@ -81,9 +82,31 @@ class LongChoiceRule(Rule):
     BIC = "bic"
 
 
+class PriorRule(Rule):
+    """The hyperparameter priors of every fit (:data:`~evocov_core.fitting.priors.PRIORS`): none (maximum
+    likelihood), or those learned on the development corpus (each fit a posterior mode)."""
+
+    NONE = "none"
+    CORPUS = "corpus"
+
+
 class CalibrationRule(Rule):
     """What the returned kernel's predictive spread is scaled by (:func:`~evocov_core.search.validate.calibrate`)."""
 
     NONE = "none"
     TAIL = "tail"
     ORIGINS = "origins"
+
+
+# --- where a candidate came from ---------------------------------------------------------------
+
+#: The origin a search records for the exponential-smoothing seeds
+#: (:mod:`~evocov_core.search.ets_seeds`).
+ETS_SEED = "ets seed"
+#: The origin a search records for the spectral and naive seeds of long series
+#: (:mod:`~evocov_core.search.spectral_seeds`).
+SPECTRAL_SEED = "spectral seed"
+#: Origins of the seeds a search starts from with given values: fitted unscreened from those
+#: values, cached with them, and offered to the model choice whatever their BIC
+#: (:meth:`~evocov_core.search.candidates.Candidates.top`).
+SEEDED = frozenset({SPECTRAL_SEED, ETS_SEED})

@@ -30,12 +30,12 @@ from evocov_core.fitting.fits import Executor, Task
 from evocov_core.fitting.optimize import FitResult, FitStatus, Start
 from evocov_core.fitting.scoring import PENALTY
 from evocov_core.language.kernel import Kernel
-from evocov_core.search.budget import Budget
-from evocov_core.search.cache import SEEDED
-from evocov_core.search.candidates import Candidates
-from evocov_core.search.clock import Clock
+from evocov_core.search.rules import SEEDED
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the units it works with are given to it (``Tracker`` composes them)
+    from evocov_core.search.budget import Budget
+    from evocov_core.search.candidates import Candidates
+    from evocov_core.search.clock import Clock
     from evocov_core.search.config import SearchConfig
 
 __all__ = ["Batch", "ScreenOutcome", "Screening"]

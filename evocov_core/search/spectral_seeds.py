@@ -65,7 +65,7 @@ from evocov_core.language.kernel import Kernel, slot_roles
 from evocov_core.language.library import compose, linear, matern12, periodic
 
 __all__ = ["CALENDAR_WEIGHT", "HARMONICS", "LOCAL_LENGTHSCALE", "MAX_PERIODS", "MIN_REPEATS", "PEAK_WEIGHT",
-           "SPECTRAL_SEED", "WANDER_LENGTHSCALE", "clear_frequencies", "local_periodic", "may_seed",
+           "WANDER_LENGTHSCALE", "clear_frequencies", "local_periodic", "may_seed",
            "naive_seeds", "spectral_seeds", "wandering_trend"]
 
 #: A periodogram peak counts as a clear period above this share of the peaks' power.
@@ -92,8 +92,6 @@ NOISE = 0.05
 LOCAL_LENGTHSCALE = 1.0
 #: Starting lengthscale of the M12 + LIN seed's wandering level: a tenth of the span, the forecast horizon.
 WANDER_LENGTHSCALE = 0.1
-#: The origin a search records for these seeds.
-SPECTRAL_SEED = "spectral seed"
 
 
 def clear_frequencies(data: FitData) -> tuple[float, ...]:

@@ -34,7 +34,7 @@ import dataclasses
 import numpy as np
 from numpy.typing import NDArray
 
-from evocov_core.data import split_mask
+from evocov_core.data.dataset import split_mask
 from evocov_core.fitting.fits import Stages, make_executor
 from evocov_core.fitting.metrics import SPLIT_METRICS, FitData
 from evocov_core.fitting.optimize import OptimConfig

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from evocov_core.data import Dataset
+from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.model import FittedModel, ModelAverage
 from evocov_core.present.charts.style import (
     _CLASSICAL_COLORS,

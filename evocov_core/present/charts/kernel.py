@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from evocov_core.data import Normalisation
+from evocov_core.data.dataset import Normalisation
 from evocov_core.language.grammar import is_slot, symbol
 from evocov_core.language.kernel import Kernel, _nest, flatten, slot_roles
 

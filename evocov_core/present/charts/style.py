@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from evocov_core.data import Dataset, decimal_years_to_dates
+from evocov_core.data.dataset import Dataset
+from evocov_core.data.dates import decimal_years_to_dates
 
 __all__ = ["MAX_DRAWN", "WEBGL_FROM", "drawn_note", "minmax_indices"]
 
