@@ -207,6 +207,9 @@ VARIANTS: dict[str, Variant] = {
                              "screen_points), each unscreened seed's fit (the exponential-smoothing and naive "
                              "forms) stops after 20 metric evaluations, not max_evals, leaving the search more "
                              "of its budget"),
+    "map-corpus": Variant({"priors": "corpus"}, "one part changed: every fit is a posterior mode under the "
+                          "hyperparameter priors learned on the development corpus (fitting.priors.CORPUS_PRIOR, "
+                          "python -m bench.learn_priors), and BIC is taken at that mode"),
     "before": Variant({}, "the previous default, preset('quick-fixed') (paper operators, no cache, no screening, "
                       "no seeds, no data bounds, lowest BIC returned), stopped by the same time budget",
                       preset="quick-fixed"),

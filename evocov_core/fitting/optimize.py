@@ -51,6 +51,7 @@ from scipy.optimize import minimize
 from evocov_core.fitting.gp import FitStatus, NumericalFailure, posterior
 from evocov_core.fitting.gp import lml as gp_lml
 from evocov_core.fitting.metrics import GRADIENT_METRICS, METRICS, FitData, loss, loss_and_grad, median_step, rmse
+from evocov_core.fitting.priors import HyperPrior, penalty
 from evocov_core.fitting.scoring import PENALTY, bic
 from evocov_core.language.kernel import Kernel, slot_roles
 
@@ -137,6 +138,9 @@ class OptimConfig:
         Tie the box of lengthscale and frequency slots to the data (:func:`slot_bounds`):
         no lengthscale below half the sampling step, no period shorter than two steps or
         longer than the training span.
+    prior : HyperPrior or None
+        Priors on the hyperparameters (:mod:`~evocov_core.fitting.priors`): the fit is then the
+        posterior mode (MAP), and its LML and BIC are the data's at that mode. Only with ``lml``.
     """
 
     metric: str = "lml"
@@ -149,8 +153,12 @@ class OptimConfig:
     init: str = "roles"
     space: HyperSpace = field(default_factory=HyperSpace)
     data_bounds: bool = False
+    prior: HyperPrior | None = None
 
     def __post_init__(self) -> None:
+        if self.prior is not None and self.metric != "lml":
+            raise ValueError(f"hyperparameter priors make the fit a posterior mode of the LML; metric '{self.metric}' "
+                             "has none (use lml, or no priors)")
         if self.metric not in METRICS:
             raise ValueError(f"unknown metric {self.metric!r}; choose one of {', '.join(METRICS)}")
         if self.method not in ("auto", "lbfgs", "powell"):
@@ -448,8 +456,28 @@ class _Tracker:
             self.best_z = np.array(z, dtype=np.float64)
 
 
+class _Objective:
+    """The loss a fit minimises: the metric's (:func:`~evocov_core.fitting.metrics.loss`), plus
+    ``−log p(θ)`` when the settings hold a prior."""
+
+    def __init__(self, kernel: Kernel, data: FitData, config: OptimConfig) -> None:
+        self.kernel, self.data, self.metric = kernel, data, config.metric
+        self.terms = config.prior.terms(kernel) if config.prior is not None else None
+
+    def value(self, z: Array) -> float:
+        f = loss(self.metric, self.kernel, self.data, z)
+        return f if self.terms is None else f + penalty(*self.terms, z)[0]
+
+    def value_and_grad(self, z: Array) -> tuple[float, Array]:
+        f, g = loss_and_grad(self.metric, self.kernel, self.data, z)
+        if self.terms is None:
+            return f, g
+        p, pg = penalty(*self.terms, z)
+        return f + p, g + pg
+
+
 def _screen(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator, start: Start | None,
-            tr: _Tracker) -> list[Array]:
+            tr: _Tracker, obj: _Objective) -> list[Array]:
     """Starting points for L-BFGS-B, screened by their metric value when ``n_screen`` asks."""
     if config.n_screen <= config.n_restarts:
         return _starts(kernel, data, config, rng, start, config.n_restarts)
@@ -459,7 +487,7 @@ def _screen(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.G
         if tr.past_deadline():
             break
         try:
-            f = loss(config.metric, kernel, data, z)
+            f = obj.value(z)
         except NUMERIC_ERRORS as exc:
             tr.fail(exc)
             f = math.inf
@@ -476,7 +504,8 @@ def _screen(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.G
     return [cands[i] for i in order[: config.n_restarts]]
 
 
-def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[Array], tr: _Tracker) -> None:
+def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[Array], tr: _Tracker,
+               obj: _Objective) -> None:
     lo, hi = slot_bounds(kernel, data, config)
     bounds = list(zip(lo, hi, strict=True))
     zero = np.zeros(kernel.n_params + 1)
@@ -488,7 +517,7 @@ def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[
             raise _BudgetSpent
         used[0] += 1
         try:
-            f, g = loss_and_grad(config.metric, kernel, data, z)
+            f, g = obj.value_and_grad(z)
         except NUMERIC_ERRORS as exc:
             tr.fail(exc)
             return _BIG, zero
@@ -506,7 +535,7 @@ def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[
 
 
 def _run_powell(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[Array], tr: _Tracker,
-                more_starts: Callable[[], Array]) -> None:
+                more_starts: Callable[[], Array], obj: _Objective) -> None:
     lo, hi = slot_bounds(kernel, data, config)
     budget = powell_budget(config.ref_fun_call, data.n)
 
@@ -518,7 +547,7 @@ def _run_powell(kernel: Kernel, data: FitData, config: OptimConfig, starts: list
             tr.n_evals += 1
             return _BIG * (1.0 + float(outside @ outside))
         try:
-            f = loss(config.metric, kernel, data, z)
+            f = obj.value(z)
         except NUMERIC_ERRORS as exc:
             tr.fail(exc)
             return _BIG
@@ -576,12 +605,13 @@ def fit_kernel(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.rando
     t0 = time.perf_counter()
     tr = _Tracker(deadline, eval_cap)
     method = config.resolved_method
+    obj = _Objective(kernel, data, config)
     try:
         if method == "lbfgs":
-            _run_lbfgs(kernel, data, config, _screen(kernel, data, config, rng, start, tr), tr)
+            _run_lbfgs(kernel, data, config, _screen(kernel, data, config, rng, start, tr, obj), tr, obj)
         else:
             _run_powell(kernel, data, config, _starts(kernel, data, config, rng, start, 1), tr,
-                        lambda: _starts(kernel, data, config, rng, None, 1)[0])
+                        lambda: _starts(kernel, data, config, rng, None, 1)[0], obj)
     except NUMERIC_ERRORS as exc:  # pragma: no cover - the objectives catch these
         tr.fail(exc)
     return _finish(kernel, data, config, tr, time.perf_counter() - t0)

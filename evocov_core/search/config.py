@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, NamedTuple
 
 from evocov_core.fitting.optimize import HyperSpace, OptimConfig
+from evocov_core.fitting.priors import PRIORS
 from evocov_core.fitting.subset import DEFAULT_MAX_POINTS
 from evocov_core.language.grammar import Grammar, get_grammar
 from evocov_core.language.psd import PSDConfig
@@ -49,6 +50,7 @@ from evocov_core.search.rules import (
     LongChoiceRule,
     Metric,
     Optimiser,
+    PriorRule,
     Rule,
     StartRule,
 )
@@ -221,6 +223,10 @@ class FittingSettings:
     init: StartRule = _s(
         StartRule.ROLES, "Starting values", "roles: data-aware ranges per slot role. paper: uniform in the "
                    "search box.", "fitting", choices=StartRule.values())
+    priors: PriorRule = _s(
+        PriorRule.NONE, "Hyperparameter priors", "none: each kernel's hyperparameters maximise the likelihood. "
+        "corpus: they maximise the posterior, under priors by slot role learned on the development corpus "
+        "(BIC is then taken at that mode). Only with the LML metric.", "fitting", choices=PriorRule.values())
     metric_split: float = _s(0.1, "Held-out share of the training range", "The last share of the training "
                              "x-range that the split metrics (posterior LML, SoPL) and the choice of the returned "
                              "kernel hold out.", "fitting", lo=0.05, hi=0.85, step=0.05, fmt="%.2f")
@@ -465,7 +471,8 @@ class SearchConfig(GrammarSettings, ForecastSettings, ChoiceSettings, BudgetSett
         return OptimConfig(metric=self.metric, method=self.method, n_restarts=self.n_restarts,
                            max_evals=self.max_evals, n_screen=self.n_screen, ref_fun_call=self.ref_fun_call,
                            sigma_theta=self.sigma_theta,
-                           init=self.init, space=HyperSpace(), data_bounds=self.data_bounds)
+                           init=self.init, space=HyperSpace(), data_bounds=self.data_bounds,
+                           prior=PRIORS[self.priors])
 
     @property
     def grammar(self) -> Grammar:
@@ -549,6 +556,7 @@ def with_derived(overrides: Mapping[str, object]) -> dict[str, object]:
 
 #: The settings that name a rule, and their enums.
 _RULES: dict[str, type[Rule]] = {"algorithm": Algorithm, "metric": Metric, "method": Optimiser, "init": StartRule,
+                                 "priors": PriorRule,
                                  "choice": ChoiceRule, "long_choice": LongChoiceRule,
                                  "calibration": CalibrationRule}
 
