@@ -89,6 +89,7 @@ from bench.common import (
     now_iso,
     read_runs,
     resolve_series,
+    run_headers,
     update_run,
     write_text_atomic,
 )
@@ -1047,6 +1048,7 @@ def _commands(runs: list[dict], trials: pd.DataFrame) -> list[str]:
 
     lines = ["## Commands", ""]
     walls = invocation_walls(runs, trials) if runs else []
+    described = []
     for r, (wall, cut) in zip(runs, walls, strict=True):
         if cut:
             ended = f"interrupted, last trial {wall:.0f} s after the start"
@@ -1054,14 +1056,12 @@ def _commands(runs: list[dict], trials: pd.DataFrame) -> list[str]:
             ended = f"interrupted at {r.get('finished')}, wall {fmt(wall)} s"
         else:
             ended = f"finished {r.get('finished')}, wall {fmt(wall)} s"
-        lines += ["```", r.get("command", ""), "```",
-                  f"started {r.get('started')}, {ended}; budget {r.get('budget')} ({fmt(r.get('budget_s'))} s per "
-                  f"search), seeds {r.get('seeds')}, variants {', '.join(r.get('variants', []))}, "
-                  f"{r.get('workers')} worker(s) per search; trials run {r.get('trials_run', '?')}, already done "
-                  f"{r.get('trials_skipped', '?')}", *(f"\n{note}" for note in _notes(r.get("relabelled"))), ""]
-    if runs:
-        lines += ["## Machine", "", "At the start of the last invocation:", "",
-                  md_table(["", ""], list(runs[-1].get("machine", {}).items()), "ll"), ""]
+        described.append(f"started {r.get('started')}, {ended}; budget {r.get('budget')} ({fmt(r.get('budget_s'))} s "
+                         f"per search), seeds {r.get('seeds')}, variants {', '.join(r.get('variants', []))}, "
+                         f"{r.get('workers')} worker(s) per search; trials run {r.get('trials_run', '?')}, already "
+                         f"done {r.get('trials_skipped', '?')}"
+                         + "".join(f"\n\n{note}" for note in _notes(r.get("relabelled"))))
+    lines += run_headers(runs, described, machine_intro=["## Machine", "", "At the start of the last invocation:", ""])
     return lines
 
 

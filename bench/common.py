@@ -224,6 +224,18 @@ def read_runs(path: Path) -> list[dict]:
     return list(json.loads(path.read_text(encoding="utf-8")).get("runs", []))
 
 
+def run_headers(runs: Sequence[dict], described: Sequence[str], *, machine_intro: Sequence[str] = ()) -> list[str]:
+    """A report's lines naming each invocation of a benchmark: its command in a code block and its line of
+    ``described`` (one per record of ``runs``); then the last invocation's machine as a table, after
+    ``machine_intro`` (a heading, say)."""
+    lines: list[str] = []
+    for r, text in zip(runs, described, strict=True):
+        lines += ["```", r.get("command", ""), "```", text, ""]
+    if runs:
+        lines += [*machine_intro, md_table(["", ""], list(runs[-1].get("machine", {}).items()), "ll"), ""]
+    return lines
+
+
 def append_run(path: Path, run: dict) -> int:
     """Append one invocation record to ``runs.json``; returns its index (for :func:`update_run`).
 

@@ -41,6 +41,7 @@ from bench.common import (
     now_iso,
     read_runs,
     resolve_series,
+    run_headers,
     run_jobs,
     update_run,
 )
@@ -172,13 +173,9 @@ def metrics_report(out: Path) -> Path:
     runs = read_runs(out / "runs.json")
     rows = ResultFile(out / "metrics.csv", COLUMNS, KEY).read()
     lines = ["# Hyperparameter metrics on the published GPSS structures (paper section 6.3, Table 4)", ""]
-    for r in runs:
-        lines += ["```", r.get("command", ""), "```",
-                  f"started {r.get('started')}, finished {r.get('finished', '(interrupted)')}, wall "
-                  f"{fmt(r.get('wall_seconds'))} s, fits run {r.get('fits_run', '?')}; method {r.get('method')}, "
-                  f"init {r.get('init')}", ""]
-    if runs:
-        lines += [md_table(["", ""], list(runs[-1].get("machine", {}).items()), "ll"), ""]
+    lines += run_headers(runs, [f"started {r.get('started')}, finished {r.get('finished', '(interrupted)')}, wall "
+                                f"{fmt(r.get('wall_seconds'))} s, fits run {r.get('fits_run', '?')}; method "
+                                f"{r.get('method')}, init {r.get('init')}" for r in runs])
     lines += [doc_md((__doc__ or "").split("\n\n", 1)[1].strip()), ""]
     if len(rows):
         for method in sorted(rows["method"].dropna().unique()):

@@ -83,6 +83,7 @@ from bench.common import (
     md_table,
     now_iso,
     read_runs,
+    run_headers,
     update_run,
     write_text_atomic,
 )
@@ -854,17 +855,16 @@ def long_report(out: Path) -> LongReport:
     lines += _sources_section(list(tab.index) or last.get("series", []), shas)
     lines += _baselines_section(out)
     lines += ["## Commands", ""]
+    described = []
     for r in runs:
         ended = (f"finished {r.get('finished')}, wall {fmt(r.get('wall_seconds'))} s" if r.get("finished")
                  and not r.get("interrupted") else f"interrupted (ended {r.get('finished', '?')})")
         git = r.get("git") or {}
-        lines += ["```", r.get("command", ""), "```",
-                  f"started {r.get('started')}, {ended}; {r.get('seeds')} seeds, {r.get('workers')} worker(s) per "
-                  f"search; trials run {r.get('trials_run', '?')}, already done {r.get('trials_skipped', '?')}; "
-                  f"commit {str(git.get('commit'))[:12]}{' (with local changes)' if git.get('dirty') else ''}", ""]
-    if runs:
-        lines += ["## Machine", "", "At the start of the last invocation:", "",
-                  md_table(["", ""], list(runs[-1].get("machine", {}).items()), "ll"), ""]
+        described.append(f"started {r.get('started')}, {ended}; {r.get('seeds')} seeds, {r.get('workers')} worker(s) "
+                         f"per search; trials run {r.get('trials_run', '?')}, already done "
+                         f"{r.get('trials_skipped', '?')}; commit {str(git.get('commit'))[:12]}"
+                         f"{' (with local changes)' if git.get('dirty') else ''}")
+    lines += run_headers(runs, described, machine_intro=["## Machine", "", "At the start of the last invocation:", ""])
     lines += _trial_rows(trials) if len(trials) else ["No finished trial yet.", ""]
     path = out / "report.md"
     write_text_atomic(path, "\n".join(lines) + "\n")

@@ -53,6 +53,7 @@ from bench.common import (
     now_iso,
     read_runs,
     resolve_series,
+    run_headers,
     update_run,
 )
 from bench.gpss_params import GPSS_LIK_SF, GpssParseError, convert, read_gpss_entries, verify
@@ -234,13 +235,10 @@ def mutations_report(out: Path) -> Path:
     conv = ResultFile(out / "conversion.csv", CONVERSION_COLUMNS, ["series"]).read()
     t3 = ResultFile(out / "table3.csv", TABLE3_COLUMNS, TABLE3_KEY).read()
     lines = ["# Mutations around the published GPSS kernels (paper section 6.4.1, Table 3)", ""]
-    for r in runs:
-        lines += ["```", r.get("command", ""), "```",
-                  f"started {r.get('started')}, finished {r.get('finished', '(interrupted)')}, wall "
-                  f"{fmt(r.get('wall_seconds'))} s; {r.get('n_mutations')} mutations, seed {r.get('seed')}, method "
-                  f"{r.get('method')}, base {r.get('base')}, y mean {r.get('y_mean', 'centred')}", ""]
-    if runs:
-        lines += [md_table(["", ""], list(runs[-1].get("machine", {}).items()), "ll"), ""]
+    lines += run_headers(runs, [f"started {r.get('started')}, finished {r.get('finished', '(interrupted)')}, wall "
+                                f"{fmt(r.get('wall_seconds'))} s; {r.get('n_mutations')} mutations, seed "
+                                f"{r.get('seed')}, method {r.get('method')}, base {r.get('base')}, y mean "
+                                f"{r.get('y_mean', 'centred')}" for r in runs])
     lines += [
         "## Conversion of the published GPSS kernels", "",
         "Each published GPSS kernel (`gpss_kernels.md`, values rounded to 3 significant digits; periods of "

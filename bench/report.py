@@ -25,6 +25,7 @@ from bench.common import (
     fmt,
     invocation_walls,
     md_table,
+    run_headers,
 )
 from bench.paper import (
     PAPER_TABLE6,
@@ -217,17 +218,16 @@ def report(out: Path, *, data_dir: Path | None = None) -> Path:
     invs = run.get("invocations", [])
     walls = invocation_walls(invs, trials)
     lines += ["## Commands", ""]
+    described = []
     for inv, (wall, cut) in zip(invs, walls, strict=True):
         ended = (f"interrupted, last trial {wall:.0f} s after the start" if cut
                  else f"finished {inv.get('finished')}, wall {fmt(wall)} s")
-        lines += ["```", inv.get("command", ""), "```",
-                  f"started {inv.get('started')}, {ended}, trials run {inv.get('trials_run', '?')}, already done "
-                  f"{inv.get('trials_skipped', '?')}, workers {inv.get('workers') or 'every core'}"
-                  + (f", scheduler {inv['scheduler']}" if inv.get("scheduler") else ""), ""]
+        described.append(f"started {inv.get('started')}, {ended}, trials run {inv.get('trials_run', '?')}, already "
+                         f"done {inv.get('trials_skipped', '?')}, workers {inv.get('workers') or 'every core'}"
+                         + (f", scheduler {inv['scheduler']}" if inv.get("scheduler") else ""))
     total_wall = sum(w for w, _ in walls)
     n_cut = sum(cut for _, cut in walls)
-    if invs:
-        lines += ["## Machine", "", md_table(["", ""], list(invs[-1].get("machine", {}).items()), "ll"), ""]
+    lines += run_headers(invs, described, machine_intro=["## Machine", ""])
     status = trials["status"].value_counts().to_dict() if len(trials) else {}
     cpu = pd.to_numeric(trials.get("cpu_seconds", pd.Series(dtype=float)), errors="coerce").sum()
     twall = pd.to_numeric(trials.get("wall_seconds", pd.Series(dtype=float)), errors="coerce").sum()

@@ -48,6 +48,7 @@ from bench.common import (
     now_iso,
     read_runs,
     resolve_series,
+    run_headers,
     update_run,
 )
 from evocov_core.compute.provenance import git_state
@@ -265,12 +266,11 @@ def scaling_report(out: Path) -> Path:
     out = Path(out)
     runs = read_runs(out / "runs.json")
     lines = ["# Cost of a kernel fit: against n, against workers, and where the time goes", ""]
-    for r in runs[-1:]:
-        lines += ["```", r.get("command", ""), "```",
-                  f"started {r.get('started')}, finished {r.get('finished')}, wall {fmt(r.get('wall_seconds'))} s; "
-                  f"{r.get('kernels')} random kernels + SE + PER×SE per series; population {r.get('population')} "
-                  f"on {r.get('workers_series')} (n = {r.get('n_workers_series')}), {r.get('reps')} repetitions",
-                  "", md_table(["", ""], list(r.get("machine", {}).items()), "ll"), ""]
+    lines += run_headers(runs[-1:], [f"started {r.get('started')}, finished {r.get('finished')}, wall "
+                                     f"{fmt(r.get('wall_seconds'))} s; {r.get('kernels')} random kernels + SE + "
+                                     f"PER×SE per series; population {r.get('population')} on "
+                                     f"{r.get('workers_series')} (n = {r.get('n_workers_series')}), {r.get('reps')} "
+                                     "repetitions" for r in runs[-1:]])
     lines += [doc_md((__doc__ or "").split("\n\n", 1)[1].strip()), ""]
     if (out / "scaling.csv").is_file():
         d = pd.read_csv(out / "scaling.csv")
