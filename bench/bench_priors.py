@@ -54,7 +54,8 @@ from bench.common import geomean, md_table
 from evocov_core.fitting.gp import lml_and_grad, posterior
 from evocov_core.fitting.metrics import FitData, rmse
 from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult, OptimConfig, slot_bounds
-from evocov_core.language.kernel import Kernel, slot_roles
+from evocov_core.fitting.priors import HyperPrior, penalty
+from evocov_core.language.kernel import Kernel
 from evocov_core.runs.kernel_file import load_kernel_file
 
 #: (mean, sd) of ``log θ`` by slot role; model units (see the module docstring).
@@ -75,17 +76,9 @@ MAP_EVALS = 200
 
 def prior(kernel: Kernel, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Means and precisions of the Gaussian prior on ``z = [log θ, log σ²]``, shape (p + 1,) each;
-    precision 0 where a slot has no prior (its change-point roles only)."""
-    roles = slot_roles(kernel)
-    mean = np.zeros(kernel.n_params + 1)
-    precision = np.zeros(kernel.n_params + 1)
-    for k, s in enumerate(kernel.slots):
-        known = [PRIORS[r] for r in sorted(roles[s]) if r in PRIORS]
-        if known:
-            mean[k] = float(np.mean([m for m, _ in known]))
-            precision[k] = 1.0 / (float(np.mean([sd for _, sd in known])) * scale) ** 2
-    mean[-1], precision[-1] = NOISE_PRIOR[0], 1.0 / (NOISE_PRIOR[1] * scale) ** 2
-    return mean, precision
+    precision 0 where a slot has no prior (its change-point roles only). Every sd times ``scale``."""
+    return HyperPrior(roles=tuple((r, m, sd * scale) for r, (m, sd) in PRIORS.items()),
+                      noise=(NOISE_PRIOR[0], NOISE_PRIOR[1] * scale)).terms(kernel)
 
 
 def map_refit(fit: FitResult, data: FitData, optim: OptimConfig, scale: float) -> tuple[float, float]:
@@ -101,8 +94,8 @@ def map_refit(fit: FitResult, data: FitData, optim: OptimConfig, scale: float) -
             return 1e10, np.zeros_like(z)
         if not (math.isfinite(v) and np.all(np.isfinite(g))):
             return 1e10, np.zeros_like(z)
-        d = z - mean
-        return -v + 0.5 * float(d @ (precision * d)), -g + precision * d
+        p, dp = penalty(mean, precision, z)
+        return -v + p, -g + dp
 
     z = minimize(fun, np.clip(fit.z, lo, hi), jac=True, method="L-BFGS-B", bounds=list(zip(lo, hi, strict=True)),
                  options={"maxfun": MAP_EVALS}).x
