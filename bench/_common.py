@@ -67,16 +67,16 @@ def recorded_trials(folder: Path, variant: str) -> list[tuple[Path, object]]:
     return [(path, t) for path, t in out if path.is_file()]
 
 
-def folders_trials(folders: Sequence[Path]) -> pd.DataFrame:
-    """The finished ``full`` trials of several ``bench accuracy`` folders (more seeds of one run, made
-    with ``--first-seed``), each row with its ``folder``; SystemExit when a series and seed is in two."""
+def folders_trials(folders: Sequence[Path], variant: str = "full") -> pd.DataFrame:
+    """The finished trials of ``variant`` in several ``bench accuracy`` folders (more seeds of one run,
+    made with ``--first-seed``), each row with its ``folder``; SystemExit when a series and seed is in two."""
     import pandas as pd
 
     from bench.accuracy import read_trials
     from bench.common import TrialStatus
 
     trials = pd.concat([read_trials(f).assign(folder=str(f)) for f in folders], ignore_index=True)
-    trials = trials[(trials.variant == "full") & (trials.status == TrialStatus.OK)]
+    trials = trials[(trials.variant == variant) & (trials.status == TrialStatus.OK)]
     twice = trials[trials.duplicated(["series", "seed"], keep=False)]
     if len(twice):
         where = twice[["series", "seed", "folder"]].head().values.tolist()

@@ -404,20 +404,22 @@ def reference(folder: Path, data_dir: Path, names: list[str]) -> pd.Series:
 def add_folder_study_args(ap: argparse.ArgumentParser, script: str,
                           folder_help: str = "a bench accuracy folder") -> None:
     """The arguments of a post hoc study over ``bench accuracy`` folders: ``--folder`` (repeated),
-    ``--data-dir``, ``--workers`` and ``--name`` (the report's name after ``<script>__``)."""
+    ``--data-dir``, ``--workers``, ``--name`` (the report's name after ``<script>__``) and ``--variant``."""
     ap.add_argument("--folder", type=Path, required=True, action="append",
                     help=f"{folder_help}; repeated: the seeds of several folders (the first one's data)")
     ap.add_argument("--data-dir", type=Path, default=None, help="default: the one its run.json records")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--name", default=None, help=f"the report's name after {script}__")
+    ap.add_argument("--variant", default="full", help="the folders' trials of this variant (default full)")
 
 
 def folder_study_jobs(args: argparse.Namespace, *extra, keep=None) -> tuple[list[Path], pd.DataFrame, list[tuple]]:
     """What :func:`add_folder_study_args`' arguments name: the folders, their trials (``keep``: a filter of
     them) and one job per series, ``(data_dir, config, series, trial records, reference RMSE, *extra)``."""
     folders = list(args.folder)
-    data_dir, config = folder_setup(folders[0], args.data_dir)
-    trials = folders_trials(folders)
+    variant = getattr(args, "variant", "full")
+    data_dir, config = folder_setup(folders[0], args.data_dir, variant)
+    trials = folders_trials(folders, variant)
     if keep is not None:
         trials = keep(trials)
     refs = reference(folders[0], data_dir, sorted(trials.series.unique()))

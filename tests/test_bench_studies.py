@@ -423,3 +423,18 @@ def test_mean_function_is_the_limit_of_a_vague_linear_term_and_holds_the_kernels
     assert np.allclose(capped([(1.0, a), (1.0, b), (4.0, c)], 1.0, kernels=2), w @ np.array([a, b, c]))
     assert w[:2].sum() > 0.5
     assert np.allclose(capped([(1.0, a), (1.0, b), (4.0, c)], 0.5, kernels=2), 0.25 * a + 0.25 * b + 0.5 * c)
+
+
+def test_classical_guard_study_leaves_members_out_and_renormalises() -> None:
+    """The product's weighted mean, the same with a member left out (the rest renormalised), and the kernel
+    alone when every other member is out."""
+    from bench.bench_classical_guard import pooled_mean
+
+    means = {"kernel": np.array([1.0, 2.0]), "AutoETS": np.array([5.0, 5.0]), "AutoTheta": np.array([3.0, 0.0])}
+    members, weights = ["kernel", "AutoETS", "AutoTheta"], [0.5, 0.3, 0.2]
+    assert np.allclose(pooled_mean(members, weights, means, set()), [0.5 + 1.5 + 0.6, 1.0 + 1.5])
+    without_ets = (0.5 * means["kernel"] + 0.2 * means["AutoTheta"]) / 0.7
+    assert np.allclose(pooled_mean(members, weights, means, {"AutoETS"}), without_ets)
+    assert np.allclose(pooled_mean(members, weights, means, {"AutoETS", "AutoTheta"}), means["kernel"])
+    # The kernel's guard gave it weight 0: the classical members alone.
+    assert np.allclose(pooled_mean(members, [0.0, 0.5, 0.5], means, set()), [4.0, 2.5])
