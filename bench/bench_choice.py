@@ -427,6 +427,18 @@ def folder_study_jobs(args: argparse.Namespace, *extra, keep=None) -> tuple[list
     return folders, trials, jobs
 
 
+def run_folder_study(args: argparse.Namespace, script: str, series_rows, *extra,
+                     keep=None) -> tuple[list[Path], pd.DataFrame, pd.DataFrame, str]:
+    """A post hoc folder study's rows: ``series_rows`` over :func:`folder_study_jobs`' jobs (``extra``,
+    ``keep`` passed on), on ``args.workers`` processes, written to ``bench/results/<script>__<name>.csv``.
+    Returns the folders, their trials, the rows and the report's name."""
+    folders, trials, jobs = folder_study_jobs(args, *extra, keep=keep)
+    df = pd.DataFrame([r for rows in map_jobs(series_rows, jobs, args.workers) for r in rows])
+    name = args.name or folders[0].name
+    df.to_csv(RESULTS_DIR / f"{script}__{name}.csv", index=False)
+    return folders, trials, df, name
+
+
 def folder_setup(folder: Path, data_dir: Path | None, variant: str = "full"):
     """The data folder (``data_dir`` or the one the folder's ``run.json`` records) and the
     ``variant``'s settings at the folder's budget."""

@@ -37,10 +37,9 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from bench._common import RESULTS_DIR, limit_threads, map_jobs, paired_rules_table, write_report
-from bench.bench_choice import add_folder_study_args, folder_study_jobs
+from bench._common import limit_threads, paired_rules_table, write_report
+from bench.bench_choice import add_folder_study_args, run_folder_study
 from bench.common import load_series
 from evocov_core.fitting.metrics import Z95, FitData, rmse
 from evocov_core.fitting.seasons import infer_seasons
@@ -117,10 +116,7 @@ def main() -> None:
     add_folder_study_args(ap, "bench_classical_guard")
     args = ap.parse_args()
     threads = limit_threads()
-    folders, trials, jobs = folder_study_jobs(args)
-    df = pd.DataFrame([r for rows in map_jobs(series_rows, jobs, args.workers) for r in rows])
-    name = args.name or folders[0].name
-    df.to_csv(RESULTS_DIR / f"bench_classical_guard__{name}.csv", index=False)
+    folders, trials, df, name = run_folder_study(args, "bench_classical_guard", series_rows)
     table, lines = paired_rules_table(df, PRODUCT, rule_names(), "product")
     write_report(f"bench_classical_guard__{name}", "A classical member the kernel finds implausible", [
         __doc__.split("\n\n", 1)[1].split("Usage")[0].strip(),

@@ -39,10 +39,9 @@ import pickle
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from bench._common import RESULTS_DIR, limit_threads, map_jobs, paired_rules_table, write_report
-from bench.bench_choice import add_folder_study_args, folder_study_jobs
+from bench._common import limit_threads, paired_rules_table, write_report
+from bench.bench_choice import add_folder_study_args, run_folder_study
 from bench.bench_pooled_searches import _weights
 from bench.common import load_series
 from evocov_core.fitting.metrics import FitData, rmse
@@ -213,11 +212,8 @@ def main() -> None:
                     help="a folder keeping each series' classical forecasts between runs (a scratch folder)")
     args = ap.parse_args()
     threads = limit_threads()
-    folders, trials, jobs = folder_study_jobs(args, args.cache)
+    folders, trials, df, name = run_folder_study(args, "bench_classical_members", series_rows, args.cache)
     names = sorted(trials.series.unique())
-    df = pd.DataFrame([r for rows in map_jobs(series_rows, jobs, args.workers) for r in rows])
-    name = args.name or folders[0].name
-    df.to_csv(RESULTS_DIR / f"bench_classical_members__{name}.csv", index=False)
     table, lines = paired_rules_table(df, PRODUCT, list(df.rule.unique()), "product")
     check, check_sse = float(df.check.abs().max()), float(df.check_sse.abs().max())
     write_report(f"bench_classical_members__{name}", "Which classical forecasts the kernel is weighed with", [

@@ -33,11 +33,10 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from scipy.linalg import cho_factor, cho_solve
 
-from bench._common import RESULTS_DIR, limit_threads, map_jobs, paired_rules_table, write_report
-from bench.bench_choice import add_folder_study_args, folder_study_jobs
+from bench._common import limit_threads, paired_rules_table, write_report
+from bench.bench_choice import add_folder_study_args, run_folder_study
 from bench.bench_classical_members import capped, sse, weighed
 from bench.common import load_series
 from evocov_core.fitting.metrics import FitData, rmse
@@ -145,11 +144,8 @@ def main() -> None:
     add_folder_study_args(ap, "bench_mean_function")
     args = ap.parse_args()
     threads = limit_threads()
-    folders, trials, jobs = folder_study_jobs(args)
+    folders, trials, df, name = run_folder_study(args, "bench_mean_function", series_rows)
     names = sorted(trials.series.unique())
-    df = pd.DataFrame([r for rows in map_jobs(series_rows, jobs, args.workers) for r in rows])
-    name = args.name or folders[0].name
-    df.to_csv(RESULTS_DIR / f"bench_mean_function__{name}.csv", index=False)
     sections = [__doc__.split("\n\n", 1)[1].split("Usage")[0].strip(),
                 f"Folder{'s' * (len(folders) > 1)} {', '.join(f'`{f}`' for f in folders)}: {len(names)} series, "
                 f"{len(trials)} trials. Ratios: test RMSE over the reference (the best published on TSDL, AutoETS "

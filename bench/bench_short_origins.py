@@ -29,10 +29,9 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from bench._common import RESULTS_DIR, limit_threads, map_jobs, paired_rules_table, write_report
-from bench.bench_choice import add_folder_study_args, folder_study_jobs
+from bench._common import limit_threads, paired_rules_table, write_report
+from bench.bench_choice import add_folder_study_args, run_folder_study
 from bench.bench_classical_members import capped, sse, weighed
 from bench.common import load_series
 from evocov_core.fitting.metrics import FitData, rmse
@@ -133,11 +132,9 @@ def main() -> None:
                                                                      f"(default {MAX_TRAIN})")
     args = ap.parse_args()
     threads = limit_threads()
-    folders, trials, jobs = folder_study_jobs(args, keep=lambda t: t[t.n_train.astype(int) <= args.max_train])
+    folders, trials, df, name = run_folder_study(args, "bench_short_origins", series_rows,
+                                                 keep=lambda t: t[t.n_train.astype(int) <= args.max_train])
     names = sorted(trials.series.unique())
-    df = pd.DataFrame([r for rows in map_jobs(series_rows, jobs, args.workers) for r in rows])
-    name = args.name or folders[0].name
-    df.to_csv(RESULTS_DIR / f"bench_short_origins__{name}.csv", index=False)
     table, lines = paired_rules_table(df, PRODUCT, list(df.rule.unique()), "product")
     kernel_check = float(df.check_sse.abs().max())
     unheld_check = float(df.check_unheld.abs().max())
