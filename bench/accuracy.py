@@ -198,6 +198,12 @@ VARIANTS: dict[str, Variant] = {
     "refit-origins": Variant({"choice": "refit_origins"}, "one part changed: the returned kernel chosen by "
                              "its forecasts from four earlier origins (60-90 % of the training range), each "
                              "candidate refitted at each origin, instead of one refit scored on the last 10 %"),
+    "origins": Variant({"choice": "origins"}, "one part changed: the returned kernel chosen by the mean CRPS of "
+                       "its forecasts from four earlier origins (60-90 % of the training range) with its fitted "
+                       "values, instead of one refit scored on the last 10 %"),
+    "origins-forms": Variant({"choice": "origins", "form_margin": 0.8}, "two parts changed: the choice of "
+                             "origins, and an evolved kernel returned over the best exponential-smoothing form only "
+                             "when its CRPS is below 0.8 times the form's"),
     "with-changewindows": Variant({"changewindows": True}, "one part added, not removed: ABCD's change-window "
                                   "operator in the grammar (off in the presets until it is shown to help)"),
     "no-ets": Variant({"ets_seeds": False}, "no exponential-smoothing seeds (SES, Holt, damped Holt, "

@@ -438,3 +438,66 @@ def test_classical_guard_study_leaves_members_out_and_renormalises() -> None:
     assert np.allclose(pooled_mean(members, weights, means, {"AutoETS", "AutoTheta"}), means["kernel"])
     # The kernel's guard gave it weight 0: the classical members alone.
     assert np.allclose(pooled_mean(members, [0.0, 0.5, 0.5], means, set()), [4.0, 2.5])
+
+
+def _forms_trial(series: str, seed: int, rows: list[tuple]) -> pd.DataFrame:
+    """A trial's scored candidates as ``bench_forms`` stage one writes them: (form, CRPS, refit CRPS, test
+    RMSE, subtrees); the tail score per point is minus the CRPS."""
+    return pd.DataFrame([{"series": series, "seed": seed, "pool": "choice", "rank": i, "bic": float(i), "valid": True,
+                          "form": f, "ets": f, "tail": -c, "crps": c, "crps_refit": cr, "test_rmse": t, "subtrees": s}
+                         for i, (f, c, cr, t, s) in enumerate(rows)])
+
+
+def test_forms_study_rebuilds_the_choices_candidates_with_the_seeds_places() -> None:
+    """Lowest BIC per canonical kernel, the seeds' fits on their places whatever their BIC, lowest BIC first."""
+    from bench.bench_forms import candidate_set
+
+    rec = pd.DataFrame({"canonical": ["a", "a", "b", "c", "d", "e", "f", "s1", "s2", "s3", "s4"],
+                        "bic": [5.0, 1.0, 2.0, 3.0, 4.0, 6.0, 7.0, 50.0, 40.0, 60.0, 70.0],
+                        "status": ["ok"] * 11,
+                        "origin": ["random"] * 7 + ["ets seed"] * 4})
+    cands = candidate_set(rec)
+    # Five places: the three lowest-BIC seeds (at most five less two), then the two lowest-BIC others.
+    assert list(cands.canonical) == ["a", "b", "s2", "s1", "s3"]
+    assert cands.bic.iloc[0] == 1.0 and list(cands.seeded) == [False, False, True, True, True]
+    # A seed's fit and the search's own fit of the same kernel are two candidates (their cache keys differ).
+    child = pd.DataFrame({"canonical": ["s1"], "bic": [0.5], "status": ["ok"], "origin": ["crossover"]})
+    cands = candidate_set(pd.concat([rec, child]))
+    assert list(cands.canonical) == ["s1", "a", "s2", "s1", "s3"]
+    assert list(cands.seeded) == [False, False, True, True, True]
+
+
+def test_forms_study_keeps_an_evolved_choice_only_with_a_margin() -> None:
+    from bench.bench_forms import trial_rules
+
+    # The preset picks the evolved kernel (CRPS 0.75 against the form's 1.0).
+    trial = _forms_trial("a", 0, [(False, 0.75, 1.2, 5.0, "x"), (True, 1.0, 1.0, 2.0, "y"), (True, 1.5, 0.9, 3.0, "y")])
+    out = trial_rules(trial, {})
+    assert out["preset"] == 5.0 and out["origins"] == 5.0 and out["refit"] == 3.0
+    assert out["forms unless evolved 0.8 (origins)"] == 5.0  # 0.75 < 0.8 × 1.0: kept
+    assert out["forms unless evolved 0.7 (origins)"] == 2.0  # not that far ahead: the best form by the same score
+    assert out["forms unless evolved 0.1 (preset)"] == 5.0  # the tail score −0.75 is 0.25 nats ahead of −1.0
+    assert out["forms unless evolved 0.3 (preset)"] == 2.0
+    assert out["forms by BIC"] == 2.0 and out["oracle"] == 2.0 and out["oracle forms"] == 2.0
+    # An invalid candidate is never chosen while a valid one is left.
+    out = trial_rules(trial.assign(valid=[False, True, True]), {})
+    assert out["preset"] == 2.0
+
+
+def test_structure_prior_is_learned_on_the_other_series_only() -> None:
+    """A subtree's share of the other series' trials whose best kernel holds it; the series' own trials
+    never count, and the prior moves the choice toward the structures that won elsewhere."""
+    from bench.bench_forms import log_prior, structure_prior, trial_rules
+
+    other = pd.concat([_forms_trial(f"o{i}", 0, [(False, 1.0, 1.0, 1.0, "win"), (True, 1.0, 1.0, 2.0, "lose")])
+                       for i in range(3)])
+    own = _forms_trial("me", 0, [(False, 1.0, 1.0, 9.0, "lose"), (True, 1.3, 1.0, 1.0, "win")])
+    prior = structure_prior(pd.concat([other, own]), "me")
+    assert prior["win"] == pytest.approx(math.log(4 / 5)) and prior["lose"] == pytest.approx(math.log(1 / 5))
+    assert prior == structure_prior(other, "me")  # the series' own trial changes nothing
+    assert log_prior("win|unseen", prior) == pytest.approx((math.log(4 / 5) + math.log(0.5)) / 2)
+    out = trial_rules(own, prior)
+    assert out["preset"] == 9.0  # the lowest CRPS
+    assert out["prior 1 (origins)"] == 1.0  # log 1.3 − log(4/5) < log 1 − log(1/5)
+    assert out["prior 1 (preset)"] == 1.0  # −1.3 + log(4/5) > −1 + log(1/5)
+    assert out["prior 0.1 (preset)"] == 9.0  # too weak for a 0.3 lead: −1 + 0.1 log(1/5) > −1.3 + 0.1 log(4/5)

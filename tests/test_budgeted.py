@@ -701,3 +701,15 @@ def test_the_head_stage_is_built_only_for_a_choice_that_refits_on_it():
     assert "head" in search_stages(long, cfg.with_(long_choice="tail"))
     assert "head" in search_stages(short, cfg)
     assert "head" not in search_stages(short, cfg.with_(select_top=1))
+
+
+@pytest.mark.parametrize(("choice", "refits", "calib"), [("tail", 1, 4), ("origins", 0, 4), ("refit_origins", 4, 0)])
+def test_the_choice_reserve_counts_the_refits_each_rule_makes(choice: str, refits: int, calib: int) -> None:
+    """The head refit of ``tail``, the four origin refits of ``refit_origins`` (which also calibrate), none for
+    ``origins`` (fitted values), and then the returned kernel's four calibration refits where they are separate."""
+    from evocov_core.search.budget import ChoiceCost
+
+    cost = ChoiceCost(_budgeted(time_budget=60.0, select_top=5, choice=choice, calibration="origins"), on_subset=False)
+    assert (cost.refits, cost.calib_refits) == (refits, calib)
+    assert ChoiceCost(_budgeted(time_budget=60.0, select_top=5, choice=choice, calibration="tail", combine=()),
+                      on_subset=False).calib_refits == 0

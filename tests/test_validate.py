@@ -64,6 +64,28 @@ def test_a_kernel_that_extrapolates_the_trend_beats_one_that_forgets_it():
     assert math.isclose(sum(w for _, w in choice.ensemble), 1.0)
 
 
+def test_an_evolved_kernel_must_be_clearly_ahead_of_the_state_space_forms():
+    """``form_margin``: the best candidate without a state-space term is returned over the best one with
+    such a term only when its CRPS is below the margin times that one's; the model average is the same."""
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 10, 120)
+    data = FitData.from_dataset(Dataset.from_arrays(t, 3.0 * t + rng.standard_normal(t.size), test_fraction=0.1))
+    lin, level = _fit(["+", "LIN", "C"], data), _fit(["+", "C", "W"], data)  # a trend; the SES form
+    ratio = origin_scores(data, lin).mean_crps / origin_scores(data, level).mean_crps
+    assert ratio < 0.9  # the trend forecasts a trend better than a random-walk level does
+    with SerialExecutor(data, OptimConfig()) as ex:
+        free = choose_model(data, [level, lin], ex, seed=0, rule="origins")
+        ahead = choose_model(data, [level, lin], ex, seed=0, rule="origins", form_margin=ratio * 1.01)
+        behind = choose_model(data, [level, lin], ex, seed=0, rule="origins", form_margin=ratio * 0.99)
+        tail = choose_model(data, [level, lin], ex, seed=0, rule="bic", form_margin=ratio * 0.99)
+        with pytest.raises(ValueError, match="form_margin"):
+            choose_model(data, [level, lin], ex, seed=0, rule="origins", form_margin=0.0)
+    assert free.chosen is lin and ahead.chosen is lin and behind.chosen is level
+    assert tail.chosen is min((level, lin), key=lambda f: f.bic)  # other rules ignore the margin
+    assert [r["statespace"] for r in behind.rows] == [True, False] and behind.rows[0]["chosen"]
+    assert [w for _, w in behind.ensemble] == [w for _, w in free.ensemble]
+
+
 def test_origins_without_points_on_both_sides_are_skipped():
     ds = Dataset.from_arrays(np.arange(12.0), np.sin(np.arange(12.0)), test_fraction=0.1)
     data = FitData.from_dataset(ds)

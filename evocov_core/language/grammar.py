@@ -156,6 +156,7 @@ __all__ = [
     "TreeError",
     "check_tree",
     "get_grammar",
+    "has_statespace",
     "subtree_end",
     "symbol",
     "to_primitive_tree",
@@ -392,6 +393,11 @@ def arity(name: str) -> int:
 
 def is_slot(name: str) -> bool:
     return name not in _FIXED and bool(_SLOT_RE.fullmatch(name))
+
+
+def has_statespace(tokens: tuple[str, ...] | list[str]) -> bool:
+    """Whether a tree holds a state-space operation (a local level, trend or damped trend)."""
+    return any(t in _SS for t in tokens)
 
 
 def subtree_end(tokens: tuple[str, ...] | list[str], start: int) -> int:

@@ -137,7 +137,8 @@ def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, 
     rule = config.long_choice if data.on_subset else config.choice
     choice = choose_model(
         data, result.candidates, executor, seed=seed, deadline=deadline, should_stop=should_stop, rule=rule,
-        calibration=config.calibration, refit=refit, end=end, refit_cost=refit_cost)
+        calibration=config.calibration, refit=refit, end=end, refit_cost=refit_cost,
+        form_margin=config.form_margin)
     return dataclasses.replace(result, best=choice.chosen or result.best, selection=choice.rows,
                                ensemble=choice.ensemble, calibration=choice.calibration, origins=choice.origins,
                                elapsed=time.perf_counter() - t0)

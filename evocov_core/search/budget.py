@@ -138,16 +138,17 @@ class ChoiceCost:
         self.head_evals = config.max_evals
         self.on_subset = on_subset
         self.workers = workers
-        # Refits per candidate in the model choice: one head, one per origin (choice="refit_origins"),
-        # or on a long series none unless long_choice="tail".
+        # Refits per candidate in the model choice: one head (choice="tail"), one per origin
+        # (choice="refit_origins"), none with the fitted values (choice="origins"); on a long series
+        # none unless long_choice="tail".
         if on_subset:
             self.refits = int(config.long_choice == "tail")
         else:
-            self.refits = len(DEFAULT_ORIGINS) if config.choice == "refit_origins" else 1
+            self.refits = {"tail": 1, "refit_origins": len(DEFAULT_ORIGINS)}.get(str(config.choice), 0)
         # The returned kernel's refits at the origins for its calibration (none on a long series,
         # and none beyond the choice's own with choice="refit_origins").
         self.calib_refits = len(DEFAULT_ORIGINS) if (
-            config.calibration == "origins" and self.refits == 1 and not on_subset) else 0
+            config.calibration == "origins" and config.choice != "refit_origins" and not on_subset) else 0
         self.eval_costs: list[float] = []  # seconds per evaluation of full-data fits
 
     def note(self, fits: Sequence[FitResult | None]) -> None:

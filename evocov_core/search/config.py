@@ -328,6 +328,11 @@ class ChoiceSettings:
                      "fitted values, and the lowest mean CRPS wins (no refits). refit-origins: the same, each "
                      "kernel refitted at each point in time first (four refits per kernel; long series: tail).",
                      "budgeted", choices=ChoiceRule.values())
+    form_margin: float = _s(1.0, "Keep an evolved kernel over the ETS forms by", "With choice origins or "
+                            "refit-origins: the chosen kernel, when it has no level, trend or damped trend of "
+                            "the exponential-smoothing forms, is returned only when its forecasts' mean CRPS is "
+                            "below this share of the best such candidate's; else that candidate is. 1 = no "
+                            "preference.", "budgeted", lo=0.05, hi=1.0, step=0.05, fmt="%.2f")
     long_choice: LongChoiceRule = _s(
         LongChoiceRule.TAIL, "How it is chosen on long series", "On a series longer than the fit points "
                           "(fitted on a subset): tail, as above; origins: each kernel forecasts from four earlier "

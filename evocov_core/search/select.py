@@ -45,6 +45,7 @@ from evocov_core.fitting.gp import NumericalFailure, posterior
 from evocov_core.fitting.metrics import FitData, metric_value
 from evocov_core.fitting.optimize import FitResult, OptimConfig
 from evocov_core.language.evaluate import Inputs, covariance
+from evocov_core.language.grammar import has_statespace
 from evocov_core.search.common import StopCheck
 from evocov_core.search.stages import has_origin_stages, origin_stage
 from evocov_core.search.validate import (
@@ -202,7 +203,8 @@ class ModelChoice:
         The best tail (or origins) score (the lowest BIC when none could be scored); None without
         a candidate.
     rows : tuple of dict
-        One per candidate: rank, expression, q, bic, tail_score, tail_rmse, weight, chosen,
+        One per candidate: rank, expression, canonical, statespace (holds a state-space term), q, bic,
+        tail_score, tail_rmse, origins_crps, spread_scale, test_rmse, weight, chosen,
         horizon_sd (:func:`horizon_spread`), exploding (above :data:`EXPLODING_SPREAD`),
         indefinite (:func:`indefiniteness`) and valid (not above :data:`INDEFINITE`; the
         others are neither chosen nor averaged, unless no candidate is valid, when all are
@@ -257,7 +259,7 @@ class _Refits:
 def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Executor, *, seed: int,
                  deadline: float | None = None, should_stop: StopCheck | None = None, rule: str = "tail",
                  calibration: str = "none", refit: OptimConfig | None = None, end: float | None = None,
-                 refit_cost: float = 0.0) -> ModelChoice:
+                 refit_cost: float = 0.0, form_margin: float = 1.0) -> ModelChoice:
     """Choose among ``candidates`` (lowest BIC first) by their tail score, or by their forecasts
     from several origins; calibrate the chosen kernel's predictive spread.
 
@@ -298,6 +300,12 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         refits took, times the rounds of refits (:func:`calibrate_returned`).
     refit, end, refit_cost : optional
         See ``calibration``.
+    form_margin : float
+        With ``rule`` ``origins`` or ``refit_origins``: a chosen kernel without a state-space term
+        (:func:`~evocov_core.language.grammar.has_statespace`: the exponential-smoothing seeds' level,
+        trend and damped trend, and kernels evolved from them) is returned only when its mean CRPS is
+        below ``form_margin`` times that of the best eligible candidate with one; else that candidate
+        is. 1 (the default): no preference.
 
     Returns
     -------
@@ -324,8 +332,10 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         calib, scored = calibrate_returned(data, cands[0], None, calibration, refit, seed, end, refit_cost,
                                            executor, should_stop)
         return ModelChoice(cands[0], calibration=calib, origins=scored)
+    if not 0.0 < form_margin <= 1.0:
+        raise ValueError(f"form_margin must be in (0, 1], got {form_margin!r}")
     sc = _score(data, cands, rule, windows, run)
-    best, weights = _pick(cands, sc)
+    best, weights = _pick(cands, sc, form_margin if rule in ("origins", "refit_origins") else 1.0)
     ensemble = tuple((f, float(w)) for f, w in zip(cands, weights, strict=True) if w >= MIN_WEIGHT)
     total = sum(w for _, w in ensemble)
     rows = _rows(data, cands, sc, weights, best, rule)
@@ -366,12 +376,21 @@ def _score(data: FitData, cands: list[FitResult], rule: str, windows: Sequence[O
     return _Scored(heads, origins, indef, valid, raw, weigh)
 
 
-def _pick(cands: list[FitResult], sc: _Scored) -> tuple[int, np.ndarray]:
-    """The index of the best eligible candidate and the model average's weights."""
+def _pick(cands: list[FitResult], sc: _Scored, form_margin: float = 1.0) -> tuple[int, np.ndarray]:
+    """The index of the best eligible candidate and the model average's weights.
+
+    ``form_margin`` < 1 (``raw`` a minus CRPS): the best candidate with a state-space term instead of
+    a better one without, unless that one's CRPS is below ``form_margin`` times its own."""
     eligible = sc.valid if sc.valid.any() else np.ones_like(sc.valid)  # none valid: choose among all, as before
     scores = np.where(eligible, sc.raw, -np.inf)
     if np.isfinite(scores).any():
         best = int(np.argmax(np.where(np.isfinite(scores), scores, -np.inf)))
+        forms = np.array([has_statespace(f.kernel.tokens) for f in cands]) & np.isfinite(scores)
+        if form_margin < 1.0 and forms.any() and not forms[best]:
+            form = int(np.argmax(np.where(forms, scores, -np.inf)))
+            # The forms forecast as exponential smoothing does; an evolved kernel must be clearly ahead.
+            if not -scores[best] < form_margin * -scores[form]:
+                best = form
         try:
             weights = score_weights(np.where(eligible, sc.weigh, -np.inf))
         except ValueError:  # no finite likelihood of the origins' forecasts: weigh by the scores
@@ -391,6 +410,7 @@ def _rows(data: FitData, cands: list[FitResult], sc: _Scored, weights: np.ndarra
         "rank": i + 1,
         "expression": f.kernel.infix,
         "canonical": f.kernel.canonical,
+        "statespace": has_statespace(f.kernel.tokens),
         "q": f.q,
         "bic": f.bic,
         "tail_score": float(sc.raw[i]) if rule == "tail" else math.nan,
