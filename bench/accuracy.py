@@ -197,13 +197,12 @@ VARIANTS: dict[str, Variant] = {
                         "spread that grows)"),
     "refit-origins": Variant({"choice": "refit_origins"}, "one part changed: the returned kernel chosen by "
                              "its forecasts from four earlier origins (60-90 % of the training range), each "
-                             "candidate refitted at each origin, instead of one refit scored on the last 10 %"),
-    "origins": Variant({"choice": "origins"}, "one part changed: the returned kernel chosen by the mean CRPS of "
-                       "its forecasts from four earlier origins (60-90 % of the training range) with its fitted "
-                       "values, instead of one refit scored on the last 10 %"),
-    "origins-forms": Variant({"choice": "origins", "form_margin": 0.8}, "two parts changed: the choice of "
-                             "origins, and an evolved kernel returned over the best exponential-smoothing form only "
-                             "when its CRPS is below 0.8 times the form's"),
+                             "candidate refitted at each origin, instead of with its fitted values"),
+    "tail-choice": Variant({"choice": "tail", "form_margin": 1.0}, "one part changed: the returned kernel chosen "
+                           "by one refit on the first 90 % of the training range scored on the last 10 %, with no "
+                           "preference for the exponential-smoothing forms (the preset before issue 55's choice)"),
+    "no-form-margin": Variant({"form_margin": 1.0}, "one part changed: no preference for the exponential-smoothing "
+                              "forms in the choice of origins (a lower CRPS wins by any margin)"),
     "with-changewindows": Variant({"changewindows": True}, "one part added, not removed: ABCD's change-window "
                                   "operator in the grammar (off in the presets until it is shown to help)"),
     "no-ets": Variant({"ets_seeds": False}, "no exponential-smoothing seeds (SES, Holt, damped Holt, "

@@ -24,6 +24,7 @@ from evocov_core.search import ConfigError, preset, run_search, search_stages, s
 from evocov_core.search.select import INDEFINITE, choose_model, indefiniteness
 from evocov_core.search.stages import screen_mask
 from evocov_core.search.structures import expand, expand_once, seed_kernels, seed_structures
+from evocov_core.search.validate import DEFAULT_ORIGINS
 from evocov_core.search.variation import VariationConfig
 
 
@@ -42,9 +43,11 @@ def small() -> FitData:
 
 def _budgeted(**kw: object):
     # The mechanics of budget, cache and screening, without the exponential-smoothing seeds (eight of a
-    # ten-kernel population; tests/test_spectral_seeds.py and test_statespace.py cover them).
+    # ten-kernel population; tests/test_spectral_seeds.py and test_statespace.py cover them), and the
+    # tail choice's head refits (the preset's choice of origins: test_validate.py and
+    # test_the_preset_chooses_by_the_origins_without_a_head_refit).
     base = dict(population=10, mu=3, generations=3, d_min=2, d_max=5, psd_w=6, max_evals=15, n_screen=4, rho_max=30,
-                time_budget=0.0, ets_seeds=False)
+                time_budget=0.0, ets_seeds=False, choice="tail", form_margin=1.0)
     base.update(kw)
     return preset("quick", **base)
 
@@ -713,3 +716,33 @@ def test_the_choice_reserve_counts_the_refits_each_rule_makes(choice: str, refit
     assert (cost.refits, cost.calib_refits) == (refits, calib)
     assert ChoiceCost(_budgeted(time_budget=60.0, select_top=5, choice=choice, calibration="tail", combine=()),
                       on_subset=False).calib_refits == 0
+
+
+def test_the_preset_chooses_by_the_origins_without_a_head_refit() -> None:
+    """``quick``'s evolutionary search scores its candidates by their forecasts from the origins with their
+    fitted values (no head refit: only the returned kernel's calibration refits run, at the origins), and
+    prefers a candidate with a state-space term unless another's CRPS is below ``form_margin`` times its own."""
+    cfg = preset("quick", population=10, mu=3, generations=2, time_budget=0.0)
+    assert (cfg.choice, cfg.form_margin) == ("origins", 0.8)
+    data = _series(90)
+    stages_run: list[str] = []
+
+    class Counting(SerialExecutor):
+        def map(self, tasks, should_stop=None, on_result=None):  # type: ignore[no-untyped-def]
+            stages_run.extend(t.stage for t in tasks)
+            return super().map(tasks, should_stop, on_result)
+
+    with Counting(data, cfg.optim, search_stages(data, cfg)) as ex:
+        res = run_search(data, cfg, seed=0, executor=ex)
+    rows = res.selection
+    assert len(rows) >= 2 and "head" not in stages_run
+    assert {s for s in stages_run if s.startswith("origin:")} == {f"origin:{o:g}" for o in DEFAULT_ORIGINS}
+    assert all(math.isnan(r["tail_score"]) and math.isfinite(r["origins_crps"]) for r in rows)
+    chosen = next(r for r in rows if r["chosen"])
+    assert any(r["statespace"] for r in rows)  # the exponential-smoothing seeds are offered
+    forms = [r["origins_crps"] for r in rows if r["statespace"] and r["valid"]]
+    if chosen["statespace"]:
+        assert chosen["origins_crps"] == min(forms)
+    else:
+        assert chosen["origins_crps"] == min(r["origins_crps"] for r in rows if r["valid"])
+        assert chosen["origins_crps"] < cfg.form_margin * min(forms)
