@@ -31,15 +31,15 @@ replays, post hoc on the full fits that ``bench accuracy --records`` kept, choic
     the lowest test RMSE among the candidates, among their forms (a bound, not a rule).
 
 The test part is never used by a rule but through the prior, and there only other series'. Stage one
-scores the candidates (``bench/results/bench_forms__<name>__candidates.csv``); the rules are applied
-to that table, so a new rule costs no fit.
+scores the candidates (``bench/results/bench_forms__<name>__candidates.csv.gz``); the rules are applied
+to that table (``--candidates``), so a new rule costs no fit.
 
 Usage (from the repository root; folders made with ``--records``)::
 
     python -m bench.bench_forms --folder bench/results/corpus/<seed 0> --folder …/<seed 1> \\
         --data-dir bench/corpus/series --name corpus
 
-Writes ``bench/results/bench_forms__<name>.md`` and ``…csv`` (one row per trial and rule).
+Writes ``bench/results/bench_forms__<name>.md`` and ``….csv.gz`` (one row per trial and rule).
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from bench._common import RESULTS_DIR, limit_threads, map_jobs, paired_rules_tab
 from bench.accuracy import records_path
 from bench.bench_choice import add_folder_study_args, as_fit, folder_study_jobs, trial_data
 from evocov_core.fitting.optimize import fit_kernel
+from evocov_core.language.grammar import has_statespace
 from evocov_core.runs.kernel_file import parse_expression
 from evocov_core.search.candidates import seed_places
 from evocov_core.search.rules import ETS_SEED, SEEDED
@@ -66,8 +67,6 @@ from evocov_core.search.validate import origin_scores
 PRESET = "preset"
 #: Places of the model choice (``select_top`` of the budgeted presets).
 K = 5
-#: A candidate "holds a state-space form" when its expression has one of these operations.
-FORM = re.compile(r"\b(?:i?wiener|damped)\(")
 #: The candidates' scores (stage one's columns) and the rules' names for them.
 SCORES = {"tail": PRESET, "crps": "origins", "crps_refit": "refit"}
 #: Scores where higher is better (the tail's log density per point).
@@ -134,7 +133,7 @@ def series_rows(job: tuple) -> list[dict]:
                 refitted = origin_scores(data, fit, refit=refit, seed=(int(t["seed"]), 2))
                 rows.append({"series": series, "seed": int(t["seed"]), "pool": pool, "rank": rank,
                              "canonical": r.canonical, "expression": r.expression, "q": int(r.q), "bic": float(r.bic),
-                             "form": bool(FORM.search(r.expression)), "ets": r.canonical in seed_forms,
+                             "form": has_statespace(fit.kernel.tokens), "ets": r.canonical in seed_forms,
                              "tail": tail_score(data, head) / max(n_tail, 1), "crps": full.mean_crps,
                              "crps_refit": refitted.mean_crps,
                              "valid": not indefiniteness(data, fit) > INDEFINITE, "test_rmse": float(r.test_rmse),
@@ -230,7 +229,7 @@ def main() -> None:
     folders, trials, jobs = folder_study_jobs(args)
     name = args.name or folders[0].name
     refs = {j[2]: j[4] for j in jobs}
-    cand_csv = RESULTS_DIR / f"bench_forms__{name}__candidates.csv"
+    cand_csv = RESULTS_DIR / f"bench_forms__{name}__candidates.csv.gz"
     if args.candidates is not None:
         cands = pd.read_csv(args.candidates, keep_default_na=False, na_values=[""])
     else:
@@ -248,7 +247,7 @@ def main() -> None:
         for rule, v in trial_rules(trial, priors[series]).items():
             rows.append({"series": series, "seed": seed, "rule": rule, "rmse": v, "ratio": v / refs[series]})
     df = pd.DataFrame(rows)
-    df.to_csv(RESULTS_DIR / f"bench_forms__{name}.csv", index=False)
+    df.to_csv(RESULTS_DIR / f"bench_forms__{name}.csv.gz", index=False)
     pre = df[df.rule == PRESET].set_index(["series", "seed"]).rmse
     rec = cands.groupby(["series", "seed"]).recorded.first()
     same = float(np.mean(np.isclose(pre, rec.reindex(pre.index), rtol=1e-6)))

@@ -226,7 +226,9 @@ def selection_table(run: RunRecord) -> None:
     split = run.settings.get("metric_split") or 0.1
     st.divider()
     st.markdown("##### How the kernel was chosen")
-    st.markdown(choice_description(choice_rule(run), len(run.selection), split))
+    margin = run.settings.get("form_margin")
+    st.markdown(choice_description(choice_rule(run), len(run.selection), split,
+                                   float(margin) if isinstance(margin, int | float) else 1.0))
     table = selection_data(run.selection)
     if not table[["tail score", "origins CRPS"]].notna().any(axis=None):
         st.caption("No refit could be scored here: the lowest-BIC kernel was kept, and the model average "
@@ -245,6 +247,8 @@ def selection_table(run: RunRecord) -> None:
         "tail RMSE": num("tail RMSE", help="RMSE of that prediction of the held-out tail."),
         "origins CRPS": num("origins CRPS", help="Mean CRPS of its forecasts from the earlier "
                             "points in time (standardised units). Lower is better."),
+        "state-space form": st.column_config.CheckboxColumn(
+            "state-space form", help="Holds a level, trend or damped trend of the exponential-smoothing forms."),
         "weight": num("weight", help="Weight in the model average (Bayesian model averaging)."),
         "test RMSE": num("test RMSE", help="On the test part, never used for the choice."),
         "valid": st.column_config.CheckboxColumn(

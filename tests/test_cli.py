@@ -160,8 +160,9 @@ def test_search_with_a_time_budget(series_csv: Path, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert "s left)" in res.stderr
     # Five candidates when the run fitted that many distinct kernels (fewer on a loaded machine).
-    assert re.search(r"among the [2-5] lowest-BIC ones, the one that best predicts the last 10% of the training "
-                     r"range", res.stdout), res.stdout
+    assert re.search(r"among the [2-5] lowest-BIC ones, the one whose forecasts from four earlier points in time "
+                     r".*have the lowest mean CRPS\. A kernel without a level, trend or damped trend .* only when its "
+                     r"CRPS is below 80% of that one's\.", res.stdout), res.stdout
     kf = load_kernel_file(out)
     assert kf.q >= 2
     assert kf.combination.describe() in res.stdout  # what the forecast is (the kernel's, an average) and why

@@ -161,11 +161,12 @@ def test_tables_from_a_run_extra(two_fits):
          "tail_rmse": 1.0, "test_rmse": 3.0, "weight": 0.75, "chosen": True},
         {"rank": 3, "expression": "c", "canonical": "c", "q": 2, "bic": 14.0, "tail_score": 9.0,
          "tail_rmse": 0.5, "test_rmse": 90.0, "weight": 0.0, "chosen": False, "valid": False,
-         "origins_crps": 0.25},
+         "origins_crps": 0.25, "statespace": True},
     ]
     sel = selection_data(rows)
     assert list(sel["BIC rank"]) == [1, 2, 3] and list(sel["chosen"]) == [True, False, False]
     assert list(sel["valid"]) == [True, True, False]  # rows stored before the check count as valid
+    assert list(sel["state-space form"]) == [False, False, True]  # rows stored before the column: none
     assert math.isnan(sel["tail score"][1])
     assert math.isnan(sel["origins CRPS"][0]) and sel["origins CRPS"][2] == 0.25
     members = average_members_data([{"weight": 0.2, "kernel": docs[0]}, {"weight": 0.6, "kernel": docs[1]}])

@@ -32,9 +32,9 @@ refitted (``bench/bench_combine_weights.py``), test RMSE paired against the rule
 equal-weight average with the lowest summed error, on the same refits): 0.977 (SE of the log
 0.037) on the development corpus (61 series), which chose the weighting and could not tell power
 1 from 2; 0.895 (0.055) on TSDL (13 series × 5 seeds), which confirms it and lost with power 1.
-As a user gets it (``bench/results/corpus/quick-41-weights``, ``accuracy/quick-41-weights``): the
-forecast is paired 0.938 (0.046) and 0.956 (0.034) against its kernel's own; single runs 0.951 ×
-AutoETS on the corpus (0.983 before) and 1.385 × the best published on TSDL (1.542 before, whose
+As a user gets it (``bench/results/corpus/quick-41-weights``, ``accuracy/quick-41-weights``, in git
+history at f389d6e): the forecast is paired 0.938 (0.046) and 0.956 (0.034) against its kernel's own;
+single runs 0.951 × AutoETS on the corpus (0.983 before) and 1.385 × the best published on TSDL (1.542 before, whose
 worst run, 56 ×, the guard now catches). On long series (fitted on a subset) the long-series
 development set did not confirm combining (1.011, SE 0.025, for the rule of its day), so they keep
 the kernel's forecast.

@@ -397,7 +397,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         from evocov_core.search.select import choice_description
 
         rule = config.long_choice if data.on_subset else config.choice
-        print(choice_description(rule, len(result.selection), config.metric_split)
+        print(choice_description(rule, len(result.selection), config.metric_split,
+                                 1.0 if data.on_subset else config.form_margin)
               + f" Lowest BIC {low.bic:.4f} (q={low.q})"
               + (f", test RMSE {low.test_rmse:.6g}." if low is not None and low.test_rmse is not None else "."))
     if result.ensemble:

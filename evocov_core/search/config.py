@@ -318,8 +318,8 @@ class ChoiceSettings:
     """How the returned kernel is chosen and its intervals calibrated."""
 
     select_top: int = _s(1, "Choose among the K lowest-BIC kernels", "The returned kernel is the one of the K "
-                         "lowest-BIC kernels that best predicts the last part of the training range after a "
-                         "refit on the rest; they also make the model average. 1 = lowest BIC.", "budgeted",
+                         "lowest-BIC kernels that best forecasts data the search held out (see How the returned "
+                         "kernel is chosen); they also make the model average. 1 = lowest BIC.", "budgeted",
                          lo=1, hi=100)
     choice: ChoiceRule = _s(
         ChoiceRule.TAIL, "How the returned kernel is chosen", "tail: each of the K lowest-BIC kernels is refitted "

@@ -105,8 +105,9 @@ def tail_score(data: FitData, head_fit: FitResult | None, *, marginal: bool = Fa
     return value if math.isfinite(value) else -math.inf
 
 
-def choice_description(rule: str, k: int, split: float = 0.1) -> str:
-    """One sentence for users: how the returned kernel was chosen among the ``k`` lowest-BIC ones."""
+def choice_description(rule: str, k: int, split: float = 0.1, form_margin: float = 1.0) -> str:
+    """One sentence for users: how the returned kernel was chosen among the ``k`` lowest-BIC ones (and,
+    with ``form_margin`` < 1 under an origins rule, one on the preference for the state-space forms)."""
     if rule == "refit_origins":
         how = (f"the one whose forecasts from four earlier points in time (60-90 % of the training range, the "
                f"next {split:.0%} each; refitted on the points before each) have the lowest mean CRPS")
@@ -120,7 +121,11 @@ def choice_description(rule: str, k: int, split: float = 0.1) -> str:
         return f"The search ranks kernels by BIC; the returned kernel is the lowest-BIC one of the {k} compared."
     else:
         how = f"the one that best predicts the last {split:.0%} of the training range after a refit on the rest"
-    return f"The search ranks kernels by BIC; the returned kernel is, among the {k} lowest-BIC ones, {how}."
+    text = f"The search ranks kernels by BIC; the returned kernel is, among the {k} lowest-BIC ones, {how}."
+    if form_margin < 1.0 and rule in ("origins", "refit_origins"):
+        text += (" A kernel without a level, trend or damped trend of the exponential-smoothing forms wins over "
+                 f"the best one with them only when its CRPS is below {form_margin:.0%} of that one's.")
+    return text
 
 
 def horizon_spread(data: FitData, fit: FitResult, horizon: float = 0.1) -> float:

@@ -153,12 +153,13 @@ def selection_data(selection: Sequence[Mapping]) -> pd.DataFrame:
     -------
     DataFrame
         One row per candidate: ``BIC rank, kernel, q, BIC, tail score, tail RMSE, origins CRPS,
-        weight, test RMSE, valid, chosen`` (``origins CRPS``: the mean CRPS of its forecasts from
-        the rolling origins, for the choices that score them; ``valid``: a positive
-        semi-definite covariance; runs stored before the check count as valid).
+        state-space form, weight, test RMSE, valid, chosen`` (``origins CRPS``: the mean CRPS of its
+        forecasts from the rolling origins, for the choices that score them; ``state-space form``:
+        it holds a level, trend or damped trend, False in runs stored before the column; ``valid``: a
+        positive semi-definite covariance; runs stored before the check count as valid).
     """
-    cols = ["BIC rank", "kernel", "q", "BIC", "tail score", "tail RMSE", "origins CRPS", "weight", "test RMSE",
-            "valid", "chosen"]
+    cols = ["BIC rank", "kernel", "q", "BIC", "tail score", "tail RMSE", "origins CRPS", "state-space form", "weight",
+            "test RMSE", "valid", "chosen"]
     rows = [{
         "BIC rank": int(r.get("rank") or i + 1),
         "kernel": str(r.get("expression") or r.get("canonical") or ""),
@@ -167,6 +168,7 @@ def selection_data(selection: Sequence[Mapping]) -> pd.DataFrame:
         "tail score": _num_or_nan(r.get("tail_score")),
         "tail RMSE": _num_or_nan(r.get("tail_rmse")),
         "origins CRPS": _num_or_nan(r.get("origins_crps")),
+        "state-space form": bool(r.get("statespace")),
         "weight": _num_or_nan(r.get("weight")),
         "test RMSE": _num_or_nan(r.get("test_rmse")),
         "valid": r.get("valid") is not False,
