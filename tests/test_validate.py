@@ -15,7 +15,13 @@ from evocov_core.fitting.metrics import FitData, crps_normal
 from evocov_core.fitting.optimize import OptimConfig, fit_kernel
 from evocov_core.language.library import compose
 from evocov_core.search.select import choose_model
-from evocov_core.search.validate import DEFAULT_ORIGINS, origin_scores, spread_scale, stacking_weights
+from evocov_core.search.validate import (
+    DEFAULT_ORIGINS,
+    calibration_from_errors,
+    origin_scores,
+    spread_scale,
+    stacking_weights,
+)
 
 
 def _fit(expr, data, seed=0):
@@ -84,6 +90,23 @@ def test_an_evolved_kernel_must_be_clearly_ahead_of_the_state_space_forms():
     assert tail.chosen is min((level, lin), key=lambda f: f.bic)  # other rules ignore the margin
     assert [r["statespace"] for r in behind.rows] == [True, False] and behind.rows[0]["chosen"]
     assert [w for _, w in behind.ensemble] == [w for _, w in free.ensemble]
+
+
+def test_the_choice_of_origins_out_of_time_calibrates_on_the_forecasts_it_scored():
+    """With no time left for the calibration's refits and no head refit to fall back on, the chosen kernel's
+    spread comes from the origins' forecasts the choice scored (fitted values), not from nothing."""
+    import time
+
+    rng = np.random.default_rng(1)
+    t = np.linspace(0, 10, 120)
+    data = FitData.from_dataset(Dataset.from_arrays(t, 3.0 * t + rng.standard_normal(t.size), test_fraction=0.1))
+    fits = [_fit(["+", "LIN", "C"], data), _fit(["+", "C", "W"], data)]
+    with SerialExecutor(data, OptimConfig()) as ex:
+        late = choose_model(data, fits, ex, seed=0, rule="origins", calibration="origins", refit=OptimConfig(),
+                            end=time.time(), refit_cost=10.0)
+    assert late.calibration.rule == "origins_fitted" and late.calibration.errors > 0 and late.origins is None
+    expected = calibration_from_errors(origin_scores(data, late.chosen).z, "origins_fitted")
+    assert late.calibration.spread == pytest.approx(expected.spread)
 
 
 def test_origins_without_points_on_both_sides_are_skipped():

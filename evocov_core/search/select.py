@@ -449,8 +449,13 @@ def _calibrate_chosen(data: FitData, cands: list[FitResult], sc: _Scored, best: 
     evals = [h.n_evals for h in sc.heads if h is not None and h.ok and h.n_evals > 0]
     if evals and run.refit is not None:
         refit_cost *= min(1.0, float(np.median(evals)) / run.refit.max_evals)
-    return calibrate_returned(data, cands[best], sc.heads[best], calibration, run.refit, run.seed, run.end,
-                              refit_cost, run.executor, run.should_stop)
+    calib, scored = calibrate_returned(data, cands[best], sc.heads[best], calibration, run.refit, run.seed, run.end,
+                                       refit_cost, run.executor, run.should_stop)
+    if calib.rule == "none" and calibration != "none" and origins[best] is not None:
+        # No time left for the refits and no head refit to fall back on (the choice of origins makes none):
+        # the origins' forecasts the choice scored, with the fitted values, rather than no calibration.
+        return calibration_from_errors(origins[best].z, "origins_fitted"), None  # type: ignore[union-attr]
+    return calib, scored
 
 
 def calibrate_returned(data: FitData, fit: FitResult, head_fit: FitResult | None, calibration: str,
