@@ -618,6 +618,8 @@ _BUDGETED_PARTS = dict(cache_fits=True, data_bounds=True, select_top=5, changepo
 # records of corpus seeds 0-1 (bench/results/bench_forms__corpus.md) the kernel paired 0.892 (SE of the log
 # 0.043) against the tail choice, 1.069 -> 0.953 x AutoETS, worst single run 5.80 -> 3.78; TSDL seeds 0-4
 # (bench_forms__tsdl.md) 0.853 (0.092), worst 12.74 -> 9.09. The choice of origins alone: 0.917 and 0.897.
+# Timed at 60 s (corpus/quick-59-oc-s0, -s1 against quick-58-ets-s0-w1, quick-56-ets-s1-w1): the kernel paired
+# 0.988 (0.038), p90 1.77 -> 1.39, worst 5.74 -> 3.78; the forecast 0.985 -> 0.970 x AutoETS.
 _EVOLVE = dict(population=40, generations=100_000, mu=8, patience=3, d_min=3, d_max=8, psd_w=12, n_restarts=1,
                require_input=True, screen_points=240, promote_fraction=0.3, seed_fraction=0.5, p_expand=0.3,
                ets_seeds=True, **_BUDGETED_PARTS, choice="origins", form_margin=0.8)

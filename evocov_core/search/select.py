@@ -390,12 +390,13 @@ def _pick(cands: list[FitResult], sc: _Scored, form_margin: float = 1.0) -> tupl
     scores = np.where(eligible, sc.raw, -np.inf)
     if np.isfinite(scores).any():
         best = int(np.argmax(np.where(np.isfinite(scores), scores, -np.inf)))
-        forms = np.array([has_statespace(f.kernel.tokens) for f in cands]) & np.isfinite(scores)
-        if form_margin < 1.0 and forms.any() and not forms[best]:
-            form = int(np.argmax(np.where(forms, scores, -np.inf)))
+        if form_margin < 1.0 and not has_statespace(cands[best].kernel.tokens):
+            forms = np.array([has_statespace(f.kernel.tokens) for f in cands]) & np.isfinite(scores)
             # The forms forecast as exponential smoothing does; an evolved kernel must be clearly ahead.
-            if not -scores[best] < form_margin * -scores[form]:
-                best = form
+            if forms.any():
+                form = int(np.argmax(np.where(forms, scores, -np.inf)))
+                if not -scores[best] < form_margin * -scores[form]:
+                    best = form
         try:
             weights = score_weights(np.where(eligible, sc.weigh, -np.inf))
         except ValueError:  # no finite likelihood of the origins' forecasts: weigh by the scores
