@@ -197,7 +197,8 @@ VARIANTS: dict[str, Variant] = {
                         "spread that grows)"),
     "refit-origins": Variant({"choice": "refit_origins"}, "one part changed: the returned kernel chosen by "
                              "its forecasts from four earlier origins (60-90 % of the training range), each "
-                             "candidate refitted at each origin, instead of with its fitted values"),
+                             "candidate refitted at each origin, instead of with its fitted values (the same "
+                             "margin for the exponential-smoothing forms)"),
     "tail-choice": Variant({"choice": "tail", "form_margin": 1.0}, "one part changed: the returned kernel chosen "
                            "by one refit on the first 90 % of the training range scored on the last 10 %, with no "
                            "preference for the exponential-smoothing forms (the preset before issue 55's choice)"),
