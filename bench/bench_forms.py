@@ -58,7 +58,7 @@ from bench.bench_choice import add_folder_study_args, as_fit, folder_study_jobs,
 from evocov_core.fitting.optimize import fit_kernel
 from evocov_core.language.grammar import has_statespace
 from evocov_core.runs.kernel_file import parse_expression
-from evocov_core.search.candidates import choice_places, seed_places
+from evocov_core.search.candidates import seed_places
 from evocov_core.search.rules import ETS_SEED, SEEDED
 from evocov_core.search.select import INDEFINITE, indefiniteness, tail_score
 from evocov_core.search.stages import head_stage
@@ -90,30 +90,24 @@ def subtrees(expression: str) -> list[str]:
     return sorted(out)
 
 
-def candidate_set(records: pd.DataFrame, distinct: bool = True) -> pd.DataFrame:
+def candidate_set(records: pd.DataFrame) -> pd.DataFrame:
     """The model choice's candidates rebuilt from a trial's records, lowest BIC first.
 
     As :class:`~evocov_core.search.candidates.Candidates` keys them: a seed's fit
     (:data:`~evocov_core.search.rules.SEEDED`) apart from the search's own fits of the same kernel, the
     lowest-BIC fit of each canonical kernel on either side; the seeds on the places
-    :func:`~evocov_core.search.candidates.seed_places` gives them whatever their BIC. ``distinct``: one
-    place per likelihood (:func:`~evocov_core.search.candidates.choice_places`, today's search); else
-    one per canonical kernel (the search before it, the runs of ``--distinct no``)."""
+    :func:`~evocov_core.search.candidates.seed_places` gives them whatever their BIC."""
     ok = records[(records.status == "ok") & np.isfinite(records.bic)].sort_values("bic", kind="stable")
     seeded = ok.origin.isin(SEEDED)
     seeds = ok[seeded].drop_duplicates("canonical").assign(seeded=True)
     others = ok[~seeded].drop_duplicates("canonical").assign(seeded=False)
-    if not distinct:
-        n = seed_places(K, len(seeds), len(others))
-        return pd.concat([seeds.head(n), others.head(K - n)]).sort_values("bic", kind="stable")
-    fits = pd.concat([seeds, others]).sort_values("bic", kind="stable")
-    places = choice_places(list(zip(fits.bic, fits.lml, fits.seeded, strict=True)), K)
-    return fits.iloc[places]
+    n = seed_places(K, len(seeds), len(others))
+    return pd.concat([seeds.head(n), others.head(K - n)]).sort_values("bic", kind="stable")
 
 
 def series_rows(job: tuple) -> list[dict]:
     """Stage one: every candidate of every trial of one series, scored."""
-    data_dir, config, series, trials, _ref, reuse, distinct = job
+    data_dir, config, series, trials, _ref, reuse = job
     data = trial_data(data_dir, config, series)
     head_data, refit = head_stage(data, config.optim)
     n_tail = int(data.split.y_v.size) if data.split is not None else 0
@@ -121,7 +115,7 @@ def series_rows(job: tuple) -> list[dict]:
     for t in trials:
         records = pd.read_csv(Path(t["folder"]) / records_path(series, t["variant"], int(t["seed"])))
         seed_forms = set(records.loc[records.origin.eq(ETS_SEED), "canonical"])
-        cands = candidate_set(records, distinct)
+        cands = candidate_set(records)
         # The seeds' forms the choice did not offer (more than its places allow).
         extra = records[records.status.eq("ok") & records.origin.eq(ETS_SEED)]
         extra = extra.sort_values("bic", kind="stable").drop_duplicates("canonical")
@@ -230,9 +224,6 @@ def main() -> None:
                     help="a candidates table of an earlier run of this script: apply the rules only")
     ap.add_argument("--reuse", type=Path, default=None,
                     help="a candidates table of an earlier run: its scored kernels are not scored again")
-    ap.add_argument("--places", choices=("distinct", "canonical"), default="distinct",
-                    help="the choice's places: one per likelihood, as the search gives them (default), or one "
-                         "per canonical kernel, as it did before (the candidates tables of stop 66)")
     args = ap.parse_args()
     threads = limit_threads()
     folders, trials, jobs = folder_study_jobs(args)
@@ -246,7 +237,7 @@ def main() -> None:
         if args.reuse is not None:
             old = pd.read_csv(args.reuse, keep_default_na=False, na_values=[""])
             reuse = {(r["series"], int(r["seed"]), r["canonical"], float(r["bic"])): r for r in old.to_dict("records")}
-        jobs = [(*j, {k: v for k, v in reuse.items() if k[0] == j[2]}, args.places == "distinct") for j in jobs]
+        jobs = [(*j, {k: v for k, v in reuse.items() if k[0] == j[2]}) for j in jobs]
         cands = pd.DataFrame([r for rows in map_jobs(series_rows, jobs, args.workers) for r in rows])
         cands.to_csv(cand_csv, index=False)
     cands["subtrees"] = cands.subtrees.fillna("").astype(str)

@@ -456,21 +456,15 @@ def test_forms_study_rebuilds_the_choices_candidates_with_the_seeds_places() -> 
                         "bic": [5.0, 1.0, 2.0, 3.0, 4.0, 6.0, 7.0, 50.0, 40.0, 60.0, 70.0],
                         "status": ["ok"] * 11,
                         "origin": ["random"] * 7 + ["ets seed"] * 4})
-    rec["lml"] = -rec.bic  # every fit its own likelihood: one place per canonical kernel
     cands = candidate_set(rec)
     # Five places: the three lowest-BIC seeds (at most five less two), then the two lowest-BIC others.
     assert list(cands.canonical) == ["a", "b", "s2", "s1", "s3"]
     assert cands.bic.iloc[0] == 1.0 and list(cands.seeded) == [False, False, True, True, True]
     # A seed's fit and the search's own fit of the same kernel are two candidates (their cache keys differ).
-    child = pd.DataFrame({"canonical": ["s1"], "bic": [0.5], "status": ["ok"], "origin": ["crossover"], "lml": [-0.5]})
+    child = pd.DataFrame({"canonical": ["s1"], "bic": [0.5], "status": ["ok"], "origin": ["crossover"]})
     cands = candidate_set(pd.concat([rec, child]))
     assert list(cands.canonical) == ["s1", "a", "s2", "s1", "s3"]
     assert list(cands.seeded) == [False, False, True, True, True]
-    # As likely as a lower-BIC fit, a fit is the same model and loses its place (the search's places);
-    # the rebuild of the places before them keeps it.
-    rec.loc[rec.canonical == "b", "lml"] = -1.0
-    assert list(candidate_set(rec).canonical) == ["a", "c", "s2", "s1", "s3"]
-    assert list(candidate_set(rec, distinct=False).canonical) == ["a", "b", "s2", "s1", "s3"]
 
 
 def test_forms_study_keeps_an_evolved_choice_only_with_a_margin() -> None:
