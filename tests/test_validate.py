@@ -193,7 +193,9 @@ def test_the_returned_kernels_origin_refits_run_on_the_executor():
     data = _trend_data()
     fit = _fit(["+", "LIN", "SE"], data)
     refit = head_stage(data, preset("quick").optim)[1]
-    assert not has_origin_stages(search_executor(data, preset("quick", calibration="tail", combine=()), workers=1))
+    # Nothing refits at the origins (not the choice, the calibration nor the combination): no origin stages.
+    plain = preset("quick", choice="origins", calibration="tail", combine=())
+    assert not has_origin_stages(search_executor(data, plain, workers=1))
     with search_executor(data, preset("quick"), workers=1) as ex:
         assert {origin_stage(o) for o in DEFAULT_ORIGINS} <= set(ex.stages) and has_origin_stages(ex)
         rec = RecordingExecutor(ex)
