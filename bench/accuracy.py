@@ -195,10 +195,10 @@ VARIANTS: dict[str, Variant] = {
                         "Matérn-1/2 (Ornstein-Uhlenbeck) kernel among the bases of the seeded structures and of the "
                         "GPSS expansions, a level that wanders (its forecast stays near the last values, with a "
                         "spread that grows)"),
-    "fitted-origins": Variant({"choice": "origins"}, "one part changed: the returned kernel chosen by its "
-                              "forecasts from four earlier origins (60-90 % of the training range) with its fitted "
-                              "values, not refitted at each origin (the same margin for the exponential-smoothing "
-                              "forms; the preset from f389d6e until the refitted origins of issue 55)"),
+    "refit-origins": Variant({"choice": "refit_origins"}, "one part changed: the returned kernel chosen by "
+                             "its forecasts from four earlier origins (60-90 % of the training range), each "
+                             "candidate refitted at each origin, instead of with its fitted values (the same "
+                             "margin for the exponential-smoothing forms)"),
     "tail-choice": Variant({"choice": "tail", "form_margin": 1.0}, "one part changed: the returned kernel chosen "
                            "by one refit on the first 90 % of the training range scored on the last 10 %, with no "
                            "preference for the exponential-smoothing forms (the preset before issue 55's choice)"),

@@ -718,12 +718,12 @@ def test_the_choice_reserve_counts_the_refits_each_rule_makes(choice: str, refit
                       on_subset=False).calib_refits == 0
 
 
-def test_the_preset_chooses_by_refits_at_the_origins_without_a_head_refit() -> None:
-    """``quick``'s evolutionary search scores its candidates by their forecasts from the origins, each refitted
-    there (no head refit; the returned kernel is calibrated on its own refits, no more run), and prefers a
-    candidate with a state-space term unless another's CRPS is below ``form_margin`` times its own."""
+def test_the_preset_chooses_by_the_origins_without_a_head_refit() -> None:
+    """``quick``'s evolutionary search scores its candidates by their forecasts from the origins with their
+    fitted values (no head refit: only the returned kernel's calibration refits run, at the origins), and
+    prefers a candidate with a state-space term unless another's CRPS is below ``form_margin`` times its own."""
     cfg = preset("quick", population=10, mu=3, generations=2, time_budget=0.0)
-    assert (cfg.choice, cfg.form_margin) == ("refit_origins", 0.8)
+    assert (cfg.choice, cfg.form_margin) == ("origins", 0.8)
     data = _series(90)
     stages_run: list[str] = []
 
@@ -736,10 +736,7 @@ def test_the_preset_chooses_by_refits_at_the_origins_without_a_head_refit() -> N
         res = run_search(data, cfg, seed=0, executor=ex)
     rows = res.selection
     assert len(rows) >= 2 and "head" not in stages_run
-    refits = [s for s in stages_run if s.startswith("origin:")]
-    assert set(refits) == {f"origin:{o:g}" for o in DEFAULT_ORIGINS}
-    assert len(refits) == len(rows) * len(DEFAULT_ORIGINS)  # each candidate at each origin, none again
-    assert res.calibration.rule == "origins" and res.calibration.errors > 0
+    assert {s for s in stages_run if s.startswith("origin:")} == {f"origin:{o:g}" for o in DEFAULT_ORIGINS}
     assert all(math.isnan(r["tail_score"]) and math.isfinite(r["origins_crps"]) for r in rows)
     chosen = next(r for r in rows if r["chosen"])
     assert any(r["statespace"] for r in rows)  # the exponential-smoothing seeds are offered
