@@ -425,3 +425,27 @@ def test_the_process_setup_is_defined_once():
     assert not hasattr(evaluate, "prepare_process")
     for p in sources():
         assert "evaluate import prepare_process" not in code_of(p), p
+
+
+def test_closing_a_pool_with_a_running_call_leaves_its_manager_thread_clean(monkeypatch) -> None:
+    """A stopped map cancels the calls not started; closing the pool then ends the worker running one,
+    which breaks the pool, and its manager thread fails every call still pending. That must raise
+    nothing there (no traceback after a stopped search): the cancelled calls keep their entries, each
+    with a stand-in that takes the exception."""
+    seen: list[type] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: seen.append(args.exc_type))
+    runner = PoolRunner(workers=1)
+    futures: list[Future] = []
+    submit = runner._pool.submit
+
+    def keep(*args, **kwargs):  # type: ignore[no-untyped-def]
+        futures.append(submit(*args, **kwargs))
+        return futures[-1]
+
+    monkeypatch.setattr(runner._pool, "submit", keep)
+    runner.map(time.sleep, [30.0] * 6, should_stop=lambda: True)
+    manager = runner._pool._executor_manager_thread
+    assert any(f.running() for f in futures) and any(f.cancelled() for f in futures)
+    runner.close()
+    manager.join(timeout=30)
+    assert not manager.is_alive() and seen == []

@@ -122,6 +122,20 @@ def _collect(futures: list[Future], should_stop: StopCheck | None, on_result: On
     return out
 
 
+class _Forgotten(Future):
+    """A cancelled call's stand-in in a pool about to break (:meth:`PoolRunner.close`): the exception the
+    broken pool sets on its pending calls is dropped."""
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        pass
+
+
+def _forgotten() -> Future:
+    f = _Forgotten()
+    f.cancel()
+    return f
+
+
 class PoolRunner(_Closes):
     """A local process pool whose workers are set up by :func:`prepare_process`.
 
@@ -163,10 +177,13 @@ class PoolRunner(_Closes):
         if running:
             # Ending running workers breaks the pool, and CPython 3.11's manager thread then sets an exception
             # on every pending call, raising InvalidStateError (a traceback) on those already cancelled;
-            # 3.12 ignores them. Nobody waits for them: forget them first.
+            # 3.12 ignores them. Nobody waits for them: each gets a cancelled stand-in that takes the
+            # exception. Their entries stay: the manager thread may still look up the queued ones by id
+            # (removing them raised KeyError there).
             pending = getattr(self._pool, "_pending_work_items", {})
-            for key in [k for k, item in list(pending.items()) if item.future.cancelled()]:
-                pending.pop(key, None)
+            for item in list(pending.values()):
+                if item.future.cancelled():
+                    item.future = _forgotten()
         self._end_workers(processes, every=running)
         self._futures = []
 
