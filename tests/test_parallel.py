@@ -435,16 +435,8 @@ def test_closing_a_pool_with_a_running_call_leaves_its_manager_thread_clean(monk
     seen: list[type] = []
     monkeypatch.setattr(threading, "excepthook", lambda args: seen.append(args.exc_type))
     runner = PoolRunner(workers=1)
-    futures: list[Future] = []
-    submit = runner._pool.submit
-
-    def keep(*args, **kwargs):  # type: ignore[no-untyped-def]
-        futures.append(submit(*args, **kwargs))
-        return futures[-1]
-
-    monkeypatch.setattr(runner._pool, "submit", keep)
     runner.map(time.sleep, [30.0] * 6, should_stop=lambda: True)
-    manager = runner._pool._executor_manager_thread
+    futures, manager = list(runner._futures), runner._pool._executor_manager_thread
     assert any(f.running() for f in futures) and any(f.cancelled() for f in futures)
     runner.close()
     manager.join(timeout=30)
