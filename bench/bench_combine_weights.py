@@ -57,7 +57,14 @@ from bench.long import load_long
 from evocov_core.data import Dataset
 from evocov_core.fitting.metrics import rmse
 from evocov_core.forecast.classical import ClassicalForecast, classical_forecasts
-from evocov_core.forecast.combination import KERNEL, POWER, guard_reason, inverse_error_weights, weigh_members
+from evocov_core.forecast.combination import (
+    KERNEL,
+    POWER,
+    SHORT_KERNEL_WEIGHT,
+    guard_reason,
+    inverse_error_weights,
+    weigh_members,
+)
 from evocov_core.runs.kernel_file import load_kernel_file
 
 #: The classical models fitted at every origin, unless ``--models`` says otherwise.
@@ -141,9 +148,15 @@ def trial_rows(job: tuple) -> list[dict]:
     # The product's rule, by the package.
     kernel_o = [m.get(KERNEL) for m, _ in origins]
     classical_o = [{k: v for k, v in m.items() if k != KERNEL} for m, _ in origins]
-    c = weigh_members(kernel_o, classical_o, [t for _, t in origins], members, power=POWER,
-                      exclude=(KERNEL,) if why else (), guard=why)
-    add("product", c.mean(full[KERNEL], full), members=c.label, guard=bool(why))
+    # "product held": the kernel held at SHORT_KERNEL_WEIGHT on short series (the presets' combine_short);
+    # "product": never held. Both on the same refits, so the pair isolates the hold.
+    short = getattr(config, "combine_short", 0)
+    for rule, cap in (("product", 1.0), ("product held", SHORT_KERNEL_WEIGHT if ds.n_train <= short else 1.0)):
+        c = weigh_members(kernel_o, classical_o, [t for _, t in origins], members, power=POWER,
+                          exclude=(KERNEL,) if why else (), guard=why, max_kernel_weight=cap)
+        weight = c.weights[c.members.index(KERNEL)] if KERNEL in c.members and c.weights else 0.0
+        add(rule, c.mean(full[KERNEL], full), members=c.label, guard=bool(why), kernel_weight=weight,
+            short=ds.n_train <= short)
     return rows
 
 
