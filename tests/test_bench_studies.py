@@ -501,3 +501,48 @@ def test_structure_prior_is_learned_on_the_other_series_only() -> None:
     assert out["prior 1 (origins)"] == 1.0  # log 1.3 − log(4/5) < log 1 − log(1/5)
     assert out["prior 1 (preset)"] == 1.0  # −1.3 + log(4/5) > −1 + log(1/5)
     assert out["prior 0.1 (preset)"] == 9.0  # too weak for a 0.3 lead: −1 + 0.1 log(1/5) > −1.3 + 0.1 log(4/5)
+
+
+def test_laplace_evidence_matches_a_quadrature_of_the_posterior_at_its_mode() -> None:
+    """``bench_laplace``'s −2 log Z at the posterior mode against the evidence integrated on a grid over
+    ``z = (log θ, log σ²_noise)``, ±4 Laplace standard deviations per axis: within 0.5 nats (a smooth,
+    near-normal posterior of 60 points), and far from BIC's charge where it should differ."""
+    from scipy.optimize import minimize
+    from scipy.special import logsumexp
+
+    from bench.bench_laplace import laplace_score
+    from evocov_core.fitting.gp import FitStatus
+    from evocov_core.fitting.metrics import FitData, loss_and_grad
+    from evocov_core.fitting.optimize import FitResult
+    from evocov_core.fitting.priors import CORPUS_PRIOR, penalty
+    from evocov_core.runs.kernel_file import parse_expression
+
+    rng = np.random.default_rng(0)
+    x = np.arange(60.0)
+    data = FitData.from_dataset(Dataset.from_arrays(x, 0.8 * np.sin(x / 5) + rng.normal(0, 0.5, 60)))
+    k = parse_expression("multiply(square(hp(hp0)), exp(multiply(-0.5, sq_dist(euc(x), hp1))))")
+    mean, prec = CORPUS_PRIOR.terms(k)
+
+    def neg_log_post(z):
+        f, g = loss_and_grad("lml", k, data, z)
+        p, pg = penalty(mean, prec, z)
+        return f + p, g + pg
+
+    z = minimize(neg_log_post, np.array([0.0, -1.0, -1.0]), jac=True, method="L-BFGS-B").x
+    value = -loss_and_grad("lml", k, data, z)[0]
+    fit = FitResult(kernel=k, theta=tuple(z[:-1]), log_noise=float(z[-1]), jitter=0.0, status=FitStatus.OK,
+                    reason="", metric="lml", metric_value=value, lml=value, bic=0.0, q=3, n=data.n, n_evals=0,
+                    seconds=0.0)
+    score, clipped = laplace_score(fit, data)
+    assert clipped == 0 and np.isfinite(score)
+    # The grid's axes: the Laplace marginal standard deviations (the Hessian by finite differences here too).
+    h = 1e-4
+    hess = np.array([(neg_log_post(z + h * e)[1] - neg_log_post(z - h * e)[1]) / (2 * h) for e in np.eye(3)])
+    sd = np.sqrt(np.diag(np.linalg.inv(0.5 * (hess + hess.T))))
+    axes = [np.linspace(zi - 4 * s, zi + 4 * s, 17) for zi, s in zip(z, sd)]
+    log_norm = 0.5 * float(np.sum(np.log(prec / (2 * math.pi))))
+    grid = [-neg_log_post(np.array(p))[0] + log_norm for p in np.stack(np.meshgrid(*axes), -1).reshape(-1, 3)]
+    log_z = logsumexp(grid) + float(np.sum(np.log([a[1] - a[0] for a in axes])))
+    assert -score / 2 == pytest.approx(log_z, abs=0.5)
+    # BIC's charge for the same three hyperparameters differs by more than that.
+    assert abs(-score / 2 - (value - 1.5 * math.log(data.n))) > 1.0

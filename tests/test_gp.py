@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 import warnings
 
 import numpy as np
@@ -107,6 +108,21 @@ def test_factorize_non_finite(bad):
     with pytest.raises(NumericalFailure) as info:
         factorize(_spd(4, 2), bad)
     assert info.value.status == "non_finite"
+
+
+def test_numerical_failure_crosses_a_process_boundary():
+    """Raised in a worker process it comes back whole: a process pool pickles it, and an exception that
+    does not unpickle breaks the pool with an unrelated error."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with pytest.raises(NumericalFailure) as info:
+        factorize(np.ones((5, 5)), 0.0, overwrite=True)
+    back = pickle.loads(pickle.dumps(info.value))
+    assert (type(back), back.status, back.reason, str(back)) == (
+        NumericalFailure, info.value.status, info.value.reason, str(info.value))
+    with ProcessPoolExecutor(1) as pool, pytest.raises(NumericalFailure) as remote:
+        pool.submit(factorize, np.ones((5, 5)), 0.0, overwrite=True).result()
+    assert remote.value.status == "cholesky_failed"
 
 
 def test_factorize_overflowing_diagonal_is_a_failure_not_a_warning():

@@ -79,6 +79,10 @@ class NumericalFailure(Exception):
         self.status = FitStatus(status)
         self.reason = reason
 
+    def __reduce__(self) -> tuple[type[NumericalFailure], tuple[FitStatus, str]]:
+        # Raised in a worker process, it crosses back pickled; the default would call it with one argument.
+        return type(self), (self.status, self.reason)
+
 
 @dataclass(frozen=True)
 class Factor:
