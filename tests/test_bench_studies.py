@@ -539,10 +539,28 @@ def test_laplace_evidence_matches_a_quadrature_of_the_posterior_at_its_mode() ->
     h = 1e-4
     hess = np.array([(neg_log_post(z + h * e)[1] - neg_log_post(z - h * e)[1]) / (2 * h) for e in np.eye(3)])
     sd = np.sqrt(np.diag(np.linalg.inv(0.5 * (hess + hess.T))))
-    axes = [np.linspace(zi - 4 * s, zi + 4 * s, 17) for zi, s in zip(z, sd)]
+    axes = [np.linspace(zi - 4 * s, zi + 4 * s, 17) for zi, s in zip(z, sd, strict=True)]
     log_norm = 0.5 * float(np.sum(np.log(prec / (2 * math.pi))))
     grid = [-neg_log_post(np.array(p))[0] + log_norm for p in np.stack(np.meshgrid(*axes), -1).reshape(-1, 3)]
     log_z = logsumexp(grid) + float(np.sum(np.log([a[1] - a[0] for a in axes])))
     assert -score / 2 == pytest.approx(log_z, abs=0.5)
     # BIC's charge for the same three hyperparameters differs by more than that.
     assert abs(-score / 2 - (value - 1.5 * math.log(data.n))) > 1.0
+
+
+def test_ets_types_read_the_products_season_and_the_models_name_and_group_series() -> None:
+    from bench.bench_ets_types import ets_parts, grouped, primary_season
+
+    # The season the product gives AutoETS: the first recorded, none above statsforecast's longest.
+    assert [primary_season(s) for s in ("none", "12", "7, 365", "52", "24, 168", "1")] == [1, 12, 7, 1, 24, 1]
+    assert ets_parts("ETS(M,Ad,N)") == ("M", "Ad", "N")
+    with pytest.raises(ValueError, match="not an ETS model name"):
+        ets_parts("ARIMA(1,1,1)")
+    per = pd.DataFrame({"error": ["A", "A", "M"], "trend": ["N", "A", "A"],
+                        "log_kernel": [math.log(0.5), math.log(2.0), math.log(1.5)],
+                        "log_forecast": [0.0, 0.0, math.log(1.2)]})
+    rows = grouped(per, ["error"])
+    # Group A: the geometric mean of 0.5 and 2 is 1, the SE of the mean log is |log 2|.
+    assert rows[0][:3] == ["A", "2", f"1.000 ({math.log(2):.3f})"]
+    assert rows[1] == ["M", "1", "1.500 (nan)", "1.200 (nan)"]
+    assert [r[0] for r in grouped(per, ["error", "trend"])] == ["A A", "A N", "M A"]
