@@ -24,13 +24,12 @@ from __future__ import annotations
 import argparse
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from bench._common import RESULTS_DIR, folders_trials, limit_threads, write_report
-from bench.bench_choice import folder_setup
+from bench.bench_choice import add_folder_study_args, folder_setup
 from bench.common import load_series, md_table
 from evocov_core.forecast.classical import SETTINGS
 
@@ -82,14 +81,11 @@ def grouped(per_series: pd.DataFrame, by: list[str]) -> list[list[str]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--folder", type=Path, required=True, action="append",
-                    help="a bench accuracy folder; repeated: the seeds of several folders (the first one's data)")
-    ap.add_argument("--data-dir", type=Path, default=None, help="default: the one its run.json records")
-    ap.add_argument("--name", default=None, help="the report's name after bench_ets_types__")
+    add_folder_study_args(ap, "bench_ets_types")
     args = ap.parse_args()
     threads = limit_threads()
-    data_dir, _config = folder_setup(args.folder[0], args.data_dir)
-    trials = folders_trials(args.folder, "full")
+    data_dir, _config = folder_setup(args.folder[0], args.data_dir, args.variant)
+    trials = folders_trials(args.folder, args.variant)
     classical = pd.read_csv(args.folder[0] / "classical.csv")
     ets = classical[classical.model == "AutoETS"].set_index("series")
     trials = trials.assign(log_kernel=np.log(trials.test_rmse / trials.series.map(ets.test_rmse)),
@@ -109,7 +105,7 @@ def main() -> None:
     tables = [md_table(head, grouped(per, by), "lrrr") for by in (["error"], ["error", "trend"], ["season"])]
     write_report(f"bench_ets_types__{name}", "Where the kernel loses to AutoETS, by the model AutoETS chooses", [
         __doc__.split("\n\n", 1)[1].split("Usage")[0].strip(),
-        f"Folder{'s' * (len(args.folder) > 1)} {', '.join(f'`{f}`' for f in args.folder)}, variant `full`, "
+        f"Folder{'s' * (len(args.folder) > 1)} {', '.join(f'`{f}`' for f in args.folder)}, variant `{args.variant}`, "
         f"{len(per)} series, {len(trials)} trials.", *tables], threads)
 
 

@@ -142,7 +142,7 @@ def series_rows(job: tuple) -> list[dict]:
     return rows
 
 
-def _best(frame: pd.DataFrame, col: str) -> pd.Series | None:
+def best_scored(frame: pd.DataFrame, col: str) -> pd.Series | None:
     """The valid row of ``frame`` (any when none is) with the best finite ``col``: the highest tail score,
     the lowest CRPS."""
     pool = frame[frame.valid] if frame.valid.any() else frame
@@ -172,7 +172,7 @@ def log_prior(subs: str, prior: dict[str, float]) -> float:
     return float(np.mean(vals)) if vals else math.log(0.5)
 
 
-def _ahead(pick: pd.Series, form: pd.Series, col: str, margin: float) -> bool:
+def ahead_by(pick: pd.Series, form: pd.Series, col: str, margin: float) -> bool:
     """Whether ``pick`` beats ``form`` by ``margin``: tail scores (per point) by that many nats,
     CRPS by that factor."""
     return pick[col] > form[col] + margin if col in HIGHER else pick[col] < margin * form[col]
@@ -183,20 +183,20 @@ def trial_rules(trial: pd.DataFrame, prior: dict[str, float]) -> dict[str, float
     cands = trial[trial.pool == "choice"]
     out: dict[str, float] = {}
     for col, name in SCORES.items():
-        pick = _best(cands, col)
+        pick = best_scored(cands, col)
         out[name] = pick.test_rmse if pick is not None else cands.test_rmse.iloc[0]
     # Two readings of "the forms": any kernel with a state-space term, or exactly the seeds' forms.
     for kind, label in (("form", "forms"), ("ets", "seed forms")):
         forms = cands[cands[kind]]
         every = trial[trial[kind]]
         for col, name in SCORES.items():
-            pick = _best(cands, col)
-            best_form = _best(forms, col) if len(forms) else None
+            pick = best_scored(cands, col)
+            best_form = best_scored(forms, col) if len(forms) else None
             for m in MARGINS[col]:
-                keep = pick is None or best_form is None or pick[kind] or _ahead(pick, best_form, col, m)
+                keep = pick is None or best_form is None or pick[kind] or ahead_by(pick, best_form, col, m)
                 out[f"{label} unless evolved {m:g} ({name})"] = (
                     (pick.test_rmse if pick is not None else math.nan) if keep else best_form.test_rmse)
-            if len(every) and (b := _best(every, col)) is not None:
+            if len(every) and (b := best_scored(every, col)) is not None:
                 out[f"{label} by {name}"] = b.test_rmse
         if len(every):
             out[f"{label} by BIC"] = every.loc[every.bic.idxmin()].test_rmse
@@ -207,7 +207,7 @@ def trial_rules(trial: pd.DataFrame, prior: dict[str, float]) -> dict[str, float
             v = cands[col].to_numpy(dtype=float)
             score = v + lam * lp if col in HIGHER else np.log(v) - lam * lp
             c = cands.assign(score=-score if col in HIGHER else score)
-            b = _best(c, "score")
+            b = best_scored(c, "score")
             out[f"prior {lam:g} ({name})"] = b.test_rmse if b is not None else math.nan
     out["oracle"] = cands.test_rmse.min()
     return out

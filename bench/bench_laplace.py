@@ -44,7 +44,7 @@ import pandas as pd
 from bench._common import RESULTS_DIR, limit_threads, map_jobs, paired_rules_table, write_report
 from bench.accuracy import records_path
 from bench.bench_choice import add_folder_study_args, as_fit, folder_study_jobs, trial_data
-from bench.bench_forms import candidate_set
+from bench.bench_forms import ahead_by, best_scored, candidate_set
 from evocov_core.fitting.gp import NumericalFailure
 from evocov_core.fitting.metrics import FitData, loss_and_grad
 from evocov_core.fitting.optimize import FitResult
@@ -125,16 +125,12 @@ def choose(places: pd.DataFrame, data: FitData, cache: dict) -> tuple[float, flo
         crps, valid, form = cache[key]
         rows.append({"crps": crps, "valid": valid, "form": form, "test_rmse": float(r.test_rmse)})
     c = pd.DataFrame(rows)
-    pool = c[c.valid] if c.valid.any() else c
-    v = pool.crps.replace([np.inf, -np.inf], np.nan)
-    if v.isna().all():
+    pick = best_scored(c, "crps")
+    if pick is None:
         return float(c.test_rmse.iloc[0]), float(c.test_rmse.min()), int(c.form.sum())
-    pick = pool.loc[v.idxmin()]
-    forms = pool[pool.form & pool.crps.notna()]
-    if not pick.form and len(forms):
-        best_form = forms.loc[forms.crps.idxmin()]
-        if not pick.crps < MARGIN * best_form.crps:
-            pick = best_form
+    best_form = best_scored(c[c.form], "crps") if c.form.any() else None
+    if not pick.form and best_form is not None and not ahead_by(pick, best_form, "crps", MARGIN):
+        pick = best_form
     return float(pick.test_rmse), float(c.test_rmse.min()), int(c.form.sum())
 
 
