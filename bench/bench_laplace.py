@@ -62,8 +62,6 @@ LOOSE_SD = 2.0
 STEP = 1e-4
 #: What a kernel's evaluation raises when the numbers fail (the search's own list of them).
 NUMERIC = (NumericalFailure, np.linalg.LinAlgError, ArithmeticError, ValueError)
-#: The choice's margin: an evolved kernel is kept over the best form below this times its CRPS.
-MARGIN = 0.8
 
 
 def laplace_score(fit: FitResult, data: FitData, prior: HyperPrior = CORPUS_PRIOR) -> tuple[float, int]:
@@ -110,8 +108,9 @@ def laplace_places(records: pd.DataFrame, data: FitData) -> tuple[pd.DataFrame, 
     return candidate_set(top[np.isfinite(top.bic)]), sum(c for _, c in scores)
 
 
-def choose(places: pd.DataFrame, data: FitData, cache: dict) -> tuple[float, float, int]:
-    """The preset's choice among ``places``: (its test RMSE, the places' lowest, how many hold a form)."""
+def choose(places: pd.DataFrame, data: FitData, cache: dict, margin: float) -> tuple[float, float, int]:
+    """The preset's choice among ``places``, an evolved kernel kept over the best form only below ``margin``
+    times its CRPS (the folder's ``form_margin``): (its test RMSE, the places' lowest, how many hold a form)."""
     rows = []
     for _, r in places.iterrows():
         key = (r.canonical, float(r.lml))
@@ -129,7 +128,7 @@ def choose(places: pd.DataFrame, data: FitData, cache: dict) -> tuple[float, flo
     if pick is None:
         return float(c.test_rmse.iloc[0]), float(c.test_rmse.min()), int(c.form.sum())
     best_form = best_scored(c[c.form], "crps") if c.form.any() else None
-    if not pick.form and best_form is not None and not ahead_by(pick, best_form, "crps", MARGIN):
+    if not pick.form and best_form is not None and not ahead_by(pick, best_form, "crps", margin):
         pick = best_form
     return float(pick.test_rmse), float(c.test_rmse.min()), int(c.form.sum())
 
@@ -146,7 +145,7 @@ def series_rows(job: tuple) -> list[dict]:
         by_laplace, clipped = laplace_places(records, data)
         same = len(set(by_bic.canonical) & set(by_laplace.canonical))
         for score, places in (("bic", by_bic), ("laplace", by_laplace)):
-            pick, oracle, forms = choose(places, data, cache)
+            pick, oracle, forms = choose(places, data, cache, config.form_margin)
             base = {"series": series, "seed": int(t["seed"]), "recorded": float(t["test_rmse"]),
                     "shared_places": same, "clipped": clipped, "forms": forms,
                     "median_q": float(places.q.median())}
