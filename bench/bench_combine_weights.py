@@ -65,6 +65,7 @@ from evocov_core.forecast.combination import (
     inverse_error_weights,
     weigh_members,
 )
+from evocov_core.present.glance import kernel_weight
 from evocov_core.runs.kernel_file import load_kernel_file
 
 #: The classical models fitted at every origin, unless ``--models`` says otherwise.
@@ -154,10 +155,7 @@ def trial_rows(job: tuple) -> list[dict]:
     for rule, cap in (("product", 1.0), ("product held", SHORT_KERNEL_WEIGHT if ds.n_train <= short else 1.0)):
         c = weigh_members(kernel_o, classical_o, [t for _, t in origins], members, power=POWER,
                           exclude=(KERNEL,) if why else (), guard=why, max_kernel_weight=cap)
-        # No weights: equal ones (the kernel alone when no choice could be made).
-        weights = c.weights or (1.0 / len(c.members),) * len(c.members)
-        weight = weights[c.members.index(KERNEL)] if KERNEL in c.members else 0.0
-        add(rule, c.mean(full[KERNEL], full), members=c.label, guard=bool(why), kernel_weight=weight,
+        add(rule, c.mean(full[KERNEL], full), members=c.label, guard=bool(why), kernel_weight=kernel_weight(c),
             short=ds.n_train <= short)
     return rows
 
