@@ -48,7 +48,7 @@ from bench.bench_forms import ahead_by, best_scored, candidate_set
 from evocov_core.fitting.gp import NumericalFailure
 from evocov_core.fitting.metrics import FitData, loss_and_grad
 from evocov_core.fitting.optimize import FitResult
-from evocov_core.fitting.priors import CORPUS_PRIOR, HyperPrior
+from evocov_core.fitting.priors import CORPUS_PRIOR, HyperPrior, penalty
 from evocov_core.language.grammar import has_statespace
 from evocov_core.search.rules import SEEDED
 from evocov_core.search.select import INDEFINITE, indefiniteness
@@ -89,8 +89,7 @@ def laplace_score(fit: FitResult, data: FitData, prior: HyperPrior = CORPUS_PRIO
     floor = float(prec.min())
     clipped = int((eig < floor).sum())
     log_det = float(np.sum(np.log(np.maximum(eig, floor))))
-    r = z - mean
-    log_prior = float(np.sum(0.5 * np.log(prec / (2 * math.pi)) - 0.5 * prec * r * r))
+    log_prior = 0.5 * float(np.sum(np.log(prec / (2 * math.pi)))) - penalty(mean, prec, z)[0]
     log_z = fit.lml + log_prior + 0.5 * p * math.log(2 * math.pi) - 0.5 * log_det
     return -2.0 * log_z, clipped
 
