@@ -558,9 +558,96 @@ def test_ets_types_read_the_products_season_and_the_models_name_and_group_series
         ets_parts("ARIMA(1,1,1)")
     per = pd.DataFrame({"error": ["A", "A", "M"], "trend": ["N", "A", "A"],
                         "log_kernel": [math.log(0.5), math.log(2.0), math.log(1.5)],
-                        "log_forecast": [0.0, 0.0, math.log(1.2)]})
+                        "log_forecast": [0.0, 0.0, math.log(1.2)], "log_twin": [math.nan, math.nan, math.log(1.1)]})
     rows = grouped(per, ["error"])
-    # Group A: the geometric mean of 0.5 and 2 is 1, the SE of the mean log is |log 2|.
-    assert rows[0][:3] == ["A", "2", f"1.000 ({math.log(2):.3f})"]
-    assert rows[1] == ["M", "1", "1.500 (nan)", "1.200 (nan)"]
+    # Group A: the geometric mean of 0.5 and 2 is 1, the SE of the mean log is |log 2|; no twin there.
+    assert rows[0] == ["A", "2", f"1.000 ({math.log(2):.3f})", "1.000 (0.000)", "-"]
+    assert rows[1] == ["M", "1", "1.500 (nan)", "1.200 (nan)", "1.100 (nan)"]
     assert [r[0] for r in grouped(per, ["error", "trend"])] == ["A A", "A N", "M A"]
+
+
+def test_ets_twin_is_the_other_errors_rmse_over_the_chosen_ones_and_nan_where_forbidden() -> None:
+    from bench.bench_ets_types import twin_ratio
+
+    t = np.arange(60.0)
+    y = (20 + 0.5 * t) * (1 + 0.05 * np.random.default_rng(3).standard_normal(60))
+    ds = Dataset.from_arrays(t, y, test_fraction=0.2)
+    ratio = twin_ratio(ds, 1, "M", "A", "N")
+    assert math.isfinite(ratio) and ratio > 0
+    # Swapping the roles inverts the ratio: both models are fitted the same way each time.
+    assert twin_ratio(ds, 1, "A", "A", "N") == pytest.approx(1 / ratio, rel=1e-9)
+    # statsforecast has no additive error with a multiplicative season.
+    assert math.isnan(twin_ratio(ds, 12, "M", "N", "M"))
+
+
+def test_ets_forms_bic_of_y_moves_by_the_jacobian_of_a_change_of_units() -> None:
+    from bench.bench_ets_forms import form_rows
+
+    t = np.arange(48.0)
+    y = 50 + t + 8 * np.sin(2 * np.pi * t / 12) + np.random.default_rng(4).standard_normal(48)
+    ds = Dataset.from_arrays(t, y, test_fraction=0.25)
+    big = Dataset.from_arrays(t, 10 * y, test_fraction=0.25)
+    for log in (False, True):
+        a, b = pd.DataFrame(form_rows(ds, log=log)), pd.DataFrame(form_rows(big, log=log))
+        assert set(a.scale) == {"log" if log else "y"} and len(a) >= 3
+        ok = np.isfinite(a.bic_y).to_numpy()
+        assert ok.sum() >= 3
+        # Standardised data are the same up to rounding, so are the fits (an optimiser's path may part in the
+        # last digits): the density of y drops by n log 10 (166 here).
+        n = int(a.n_train.iloc[0])
+        assert np.allclose(b.bic_y[ok] - a.bic_y[ok], 2 * n * math.log(10), atol=0.05)
+        assert np.allclose(b.test_rmse[ok], 10 * a.test_rmse[ok], rtol=1e-3)
+        assert np.allclose(b.origins_sse[ok], 100 * a.origins_sse[ok], rtol=1e-3)
+
+
+def test_ets_forms_choices_pick_by_bic_of_y_across_scales_by_origins_and_in_hindsight() -> None:
+    from bench.bench_ets_forms import choices
+
+    g = pd.DataFrame({"scale": ["y", "y", "log", "log"], "form": ["ANN", "AAN", "ANN", "AAN"],
+                      "bic_y": [10.0, 12.0, 9.0, math.inf], "origins_sse": [5.0, 1.0, 3.0, 0.5],
+                      "test_rmse": [2.0, 4.0, 3.0, 1.0]})
+    c = choices(g, ref=2.0)
+    assert (c["bic_y"], c["bic_log"], c["bic_both"]) == (1.0, 1.5, 1.5)
+    assert c["form_both"] == "ANNᴸ" and c["form_y"] == "ANN"
+    assert (c["origins_y"], c["origins_log"], c["origins_both"]) == (2.0, 0.5, 0.5)
+    assert (c["oracle_y"], c["oracle_both"]) == (1.0, 0.5)
+    assert math.isnan(choices(g[g.scale == "y"], ref=2.0)["bic_log"])
+
+
+def test_level_noise_walks_step_by_the_squared_level_and_are_the_plain_walks_at_rho_zero() -> None:
+    from bench.bench_level_noise import Grid, level_scale, walk_matrices
+
+    n = 8
+    grid = Grid(np.arange(n + 2) / n, n, 1)
+    k_w, k_iw = walk_matrices(grid, np.ones(n), 0.0)
+    i = np.arange(n + 2)
+    assert np.allclose(k_w, (np.minimum.outer(i, i) + 1) / n)  # a Wiener process on the grid
+    s = np.linspace(0.5, 1.5, n)
+    k_w1, k_iw1 = walk_matrices(grid, s, 1.0)
+    # The walk's variance grows by s² per step, and by the last s² after the data.
+    steps = np.concatenate([s, [s[-1], s[-1]]]) ** 2 / n
+    assert np.allclose(np.diag(k_w1), np.cumsum(steps))
+    assert np.allclose(k_w1[3, 6], np.sum(steps[:4]))  # Cov = Var at the earlier time
+    assert np.all(np.linalg.eigvalsh(k_iw1) > -1e-12) and np.allclose(walk_matrices(grid, np.ones(n), 1.0)[1], k_iw)
+    assert np.allclose(level_scale(np.full(12, 7.0), 4), 1.0)
+    assert math.isclose(float(np.mean(level_scale(np.arange(1.0, 30.0), 12))), 1.0)
+
+
+def test_level_noise_gradient_matches_finite_differences() -> None:
+    from bench.bench_level_noise import Grid, form_terms, level_scale, neg_lml
+
+    n = 30
+    rng = np.random.default_rng(5)
+    y = 10 + np.cumsum(rng.normal(0.2, 1.0, n + 6))
+    grid = Grid(np.arange(n + 6) / n, n, 6)
+    s = level_scale(y[:n], 6)
+    mats = [t[:n, :n] for t in form_terms("AAA", grid, s, 1.0)] + [np.diag(s ** 2)]
+    z = (y[:n] - y[:n].mean()) / y[:n].std()
+    p = rng.normal(-1.0, 0.5, len(mats))
+    value, grad = neg_lml(p, mats, z)
+    h = 1e-6
+    fd = [(neg_lml(p + h * e, mats, z)[0] - neg_lml(p - h * e, mats, z)[0]) / (2 * h) for e in np.eye(len(p))]
+    assert np.allclose(grad, fd, rtol=1e-5, atol=1e-6)
+    # The value is the Gaussian log density.
+    cov = sum(np.exp(pi) * m for pi, m in zip(p, mats, strict=True)) + 1e-8 * np.eye(n)
+    assert math.isclose(-value, multivariate_normal(np.zeros(n), cov).logpdf(z), rel_tol=1e-9)
