@@ -20,7 +20,9 @@ fits each form twice on the same ``y``:
 The forms, on a grid of the training and test times (``u = i/n``): ``ANN`` an initial level and a
 random-walk level; ``AAN`` with an initial slope and a random-walk slope (the integrated walk, by a
 left sum); with a season of ``p`` steps (the one AutoETS gets, ``classical.csv``), ``ANA`` and
-``AAA`` add a periodic term of period ``p`` (lengthscale 1, the grammar's PER). Every term is an
+``AAA`` add a periodic term of period ``p`` (lengthscale 1, the grammar's PER), and for a positive series
+``ANM`` and ``AAM`` the same term times ``s(u) s(u')``, a season that grows with the level (with either
+``ρ``: the season's form and the noise's are separate questions). Every term is an
 amplitude times a fixed matrix, so the log marginal likelihood's gradient in the log amplitudes is
 exact; three starts of L-BFGS-B. Both ``ρ`` are fitted on the same data, so their likelihoods compare
 directly (``s`` is read off the data, as AutoETS's choice between errors reads the same ``y``).
@@ -101,9 +103,13 @@ def form_terms(form: str, grid: Grid, s: np.ndarray, rho: float) -> list[np.ndar
     terms = [np.ones((len(grid.u), len(grid.u))), k_w]
     if form[1] == "A":
         terms += [np.outer(grid.u, grid.u), k_iw]
-    if form[2] == "A":
+    if form[2] in "AM":
         d = np.subtract.outer(grid.u, grid.u) * grid.n / grid.period
-        terms.append(np.exp(-2.0 * np.sin(np.pi * d) ** 2))
+        per = np.exp(-2.0 * np.sin(np.pi * d) ** 2)
+        if form[2] == "M":  # a season that grows with the level (the last training value's after the data)
+            scale = np.concatenate([s, np.full(len(grid.u) - grid.n, s[-1])])
+            per = per * np.outer(scale, scale)
+        terms.append(per)
     return terms
 
 
@@ -159,7 +165,8 @@ def series_rows(job: tuple[Path, str, int]) -> list[dict]:
     z = (y - mean) / sd
     positive = bool(np.all(y > 0))
     s = level_scale(y, period) if positive else np.ones(n)
-    forms = ["ANN", "AAN"] + (["ANA", "AAA"] if period > 1 and n >= 3 * period else [])
+    seasonal = period > 1 and n >= 3 * period
+    forms = ["ANN", "AAN"] + (["ANA", "AAA"] if seasonal else []) + (["ANM", "AAM"] if seasonal and positive else [])
     rows = []
     for rho in (0.0, 1.0) if positive else (0.0,):
         noise = s ** (2 * rho)

@@ -615,7 +615,7 @@ def test_ets_forms_choices_pick_by_bic_of_y_across_scales_by_origins_and_in_hind
 
 
 def test_level_noise_walks_step_by_the_squared_level_and_are_the_plain_walks_at_rho_zero() -> None:
-    from bench.bench_level_noise import Grid, level_scale, walk_matrices
+    from bench.bench_level_noise import Grid, form_terms, level_scale, walk_matrices
 
     n = 8
     grid = Grid(np.arange(n + 2) / n, n, 1)
@@ -630,6 +630,11 @@ def test_level_noise_walks_step_by_the_squared_level_and_are_the_plain_walks_at_
     assert np.allclose(k_w1[3, 6], np.sum(steps[:4]))  # Cov = Var at the earlier time
     assert np.all(np.linalg.eigvalsh(k_iw1) > -1e-12) and np.allclose(walk_matrices(grid, np.ones(n), 1.0)[1], k_iw)
     assert np.allclose(level_scale(np.full(12, 7.0), 4), 1.0)
+    # A season that grows with the level: the additive one times s s', the last s after the data.
+    grid4 = Grid(np.arange(n + 2) / n, n, 4)
+    per, grows = form_terms("ANA", grid4, s, 1.0)[-1], form_terms("ANM", grid4, s, 1.0)[-1]
+    scale = np.concatenate([s, [s[-1], s[-1]]])
+    assert np.allclose(grows, per * np.outer(scale, scale)) and np.allclose(per[0, 4], 1.0)
     assert math.isclose(float(np.mean(level_scale(np.arange(1.0, 30.0), 12))), 1.0)
 
 
