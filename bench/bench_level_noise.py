@@ -32,7 +32,7 @@ with ``ρ = 1``, over both, and each in hindsight; grouped by the model AutoETS 
 (``--types``, a ``bench_ets_types`` table). Series with a non-positive value get ``ρ = 0`` only.
 Nothing here is used by a search.
 
-Usage (from the repository root; a few minutes)::
+Usage (from the repository root; ten minutes on one worker)::
 
     python -m bench.bench_level_noise --data-dir bench/corpus/series --folder bench/results/corpus/quick-59-oc-s0 \\
         --types bench/results/bench_ets_types__corpus.csv --name corpus
