@@ -119,13 +119,14 @@ def choices(g: pd.DataFrame, ref: float) -> dict[str, float]:
     out = {}
     for scale, rows in (("y", g[g["scale"] == "y"]), ("log", g[g["scale"] == "log"]), ("both", g)):
         ok = rows[np.isfinite(rows["bic_y"])]
-        out[f"bic_{scale}"] = float(ok.loc[ok["bic_y"].idxmin(), "test_rmse"]) / ref if len(ok) else math.nan
+        pick = ok.loc[ok["bic_y"].idxmin()] if len(ok) else None
+        out[f"bic_{scale}"] = float(pick["test_rmse"]) / ref if pick is not None else math.nan
+        out[f"form_{scale}"] = ("-" if pick is None else
+                                pick["form"] + ("ᴸ" if scale == "both" and pick["scale"] == "log" else ""))
         out[f"oracle_{scale}"] = float(rows["test_rmse"].min()) / ref if len(rows) else math.nan
         val = rows[np.isfinite(rows["origins_sse"])]
         out[f"origins_{scale}"] = (float(val.loc[val["origins_sse"].idxmin(), "test_rmse"]) / ref if len(val)
                                    else math.nan)
-        out[f"form_{scale}"] = (f"{ok.loc[ok['bic_y'].idxmin(), 'form']}" + ("ᴸ" if scale == "both" and
-                                ok.loc[ok["bic_y"].idxmin(), "scale"] == "log" else "")) if len(ok) else "-"
     return out
 
 

@@ -31,6 +31,7 @@ import pandas as pd
 from bench._common import RESULTS_DIR, folders_trials, limit_threads, write_report
 from bench.bench_choice import add_folder_study_args, folder_setup
 from bench.common import load_series, md_table
+from evocov_core.data import Dataset
 from evocov_core.forecast.classical import SETTINGS
 
 #: What the product gives AutoETS: its longest season and its last training points.
@@ -66,10 +67,10 @@ def autoets_method(y: np.ndarray, season: int) -> str:
     return str(fit.model_["method"])
 
 
-def twin_ratio(ds, season: int, error: str, trend: str, seasonal: str) -> float:
+def twin_ratio(ds: Dataset, season: int, error: str, trend: str, seasonal: str) -> float:
     """Test RMSE of ETS with AutoETS's trend and season but the other error (``A`` for ``M``) over that of
-    AutoETS's own model, both fitted as :func:`autoets_method` fits (NaN where statsforecast has no such
-    model or the fit fails): how much of AutoETS's lead comes from its error's form alone."""
+    AutoETS's own model, both fitted as :func:`autoets_method` fits (NaN where statsforecast refuses the
+    model): how much of AutoETS's lead comes from its error's form alone."""
     from statsforecast.models import AutoETS
 
     y = np.asarray(ds.y[ds.train], dtype=np.float64)[-(ETS.max_train or 0):]
