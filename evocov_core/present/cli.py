@@ -561,7 +561,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--records", help="also write every fitted kernel to this CSV")
     p.add_argument("--replay", metavar="KERNEL_FILE",
                    help="rerun the search that wrote this kernel file, with its settings and seed, stopping where "
-                        "its clock stopped it (no time budget): the same kernel and BIC on any machine")
+                        "its clock stopped it (no time budget): the same kernel and BIC on a machine of the same "
+                        "arithmetic (docs/design.md)")
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("explore", help="fit random mutations of a kernel")

@@ -87,7 +87,8 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
 
     A timed run's ``run_log`` (:class:`~evocov_core.search.replay.RunLog`) records where its
     clock stopped it; ``replay`` (such a log, with the run's settings and seed) reruns it
-    without a clock and returns the same kernel and BIC on any machine.
+    without a clock and returns the same kernel and BIC on any machine of the same arithmetic
+    (``docs/design.md``, "Same seed, same result").
 
     ``started``: the :func:`time.perf_counter` at which the caller started the clock of the budget
     (default: now). The forecast stage that runs beside the search is

@@ -15,8 +15,9 @@ clock:
   (``("check", c)``, the c-th). A replay's search stops at the same place.
 
 With the seed and the settings (both in the result file), the replay makes the same random
-draws, fits the same kernels with the same evaluations, and returns the same kernel and BIC
-on any machine (up to floating-point differences between BLAS builds).
+draws, fits the same kernels with the same evaluations, and returns the same kernel and BIC on
+any machine of the same arithmetic (``docs/design.md``, "Same seed, same result": numpy and OpenBLAS
+pick their code by the processor, and a last-bit difference can move a fit and then the search).
 """
 
 from __future__ import annotations
