@@ -40,7 +40,7 @@ from bench._common import ROOT, limit_threads, write_report
 from bench.common import md_table
 from evocov_core.compute.timed import run_with_time_limits
 from evocov_core.data import Dataset, dates_to_decimal_years, load_bundled
-from evocov_core.forecast.classical import _forecast, _import_statsforecast, _Task, classical_forecasts
+from evocov_core.forecast.classical import _forecast, _Task, classical_forecasts, import_statsforecast
 
 IMPORTS = {
     "nothing (`pass`)": "pass",
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     print(sections[-1], flush=True)
 
     bare = [run_with_time_limits(_nothing, [0], 60).startup[0] for _ in range(args.reps)]
-    ready = [run_with_time_limits(_nothing, [0], 60, setup=_import_statsforecast) for _ in range(args.reps)]
+    ready = [run_with_time_limits(_nothing, [0], 60, setup=import_statsforecast) for _ in range(args.reps)]
     rows = [["bare (interpreter + `evocov_core.parallel`)", f"{statistics.median(bare):.2f}", "-"],
             ["with statsforecast imported", f"{statistics.median(r.startup[0] for r in ready):.2f}",
              f"{statistics.median(r.setup[0] for r in ready):.2f}"]]
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for name in MODELS:
         task = _Task(name, (12,) if name != "MSTL" else (4, 12), y, ds.n_test)
-        run = run_with_time_limits(_forecast, [task, task], 120, setup=_import_statsforecast)
+        run = run_with_time_limits(_forecast, [task, task], 120, setup=import_statsforecast)
         first, second = run.results
         rmse = float(np.sqrt(np.mean((first.value[0] - ds.y_test) ** 2))) if first.status == "ok" else float("nan")
         rows.append([name + (" (seasons 4, 12)" if name == "MSTL" else ""), f"{first.seconds:.4f}",
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     y1000 = synthetic(1000)
     for m in (24, 48, 96, 168):
         tasks = [_Task("AutoARIMA", (m,), synthetic(1000, m, seed)[:900], 100) for seed in range(3)]
-        got = run_with_time_limits(_forecast, tasks, 120, setup=_import_statsforecast).results
+        got = run_with_time_limits(_forecast, tasks, 120, setup=import_statsforecast).results
         rows.append(["ours", "1000", str(m), ", ".join(sorted({r.status for r in got})),
                      ", ".join(f"{r.seconds:.1f}" for r in got)])
     if not args.skip_raw:
@@ -138,9 +138,9 @@ def main(argv: list[str] | None = None) -> None:
         # By its module's name: run as ``-m``, this module is __main__, which the child cannot import.
         raw_arima = importlib.import_module("bench.bench_classical")._raw_arima
         raw = run_with_time_limits(raw_arima, [_Task("AutoARIMA", (48,), y540, 54)], 600,
-                                   setup=_import_statsforecast).results[0]
+                                   setup=import_statsforecast).results[0]
         ours = run_with_time_limits(_forecast, [_Task("AutoARIMA", (48,), y540, 54)], 600,
-                                    setup=_import_statsforecast).results[0]
+                                    setup=import_statsforecast).results[0]
         raw_seconds = raw.value if raw.status == "ok" else raw.seconds
         rows.append(["statsforecast's default (`approximation=False`, seasonal orders up to 2)", "540", "48",
                      raw.status if raw.status == "ok" else raw.reason, f"{raw_seconds:.1f}"])

@@ -76,7 +76,7 @@ def main() -> None:
     rows = []
     for series, group in trials.groupby("series", sort=False):
         ds = load_long(args.folder / "data" / f"{series}.csv")
-        beside = ClassicalBeside(ds, search_data(ds, config), every)
+        beside = ClassicalBeside(ds, search_data(ds, config), every, horizon=ds.n_test)
         y = ds.y[~ds.train]
         for t in group.itertuples():
             kf = load_kernel_file(args.folder / str(t.kernel_file))
@@ -86,7 +86,7 @@ def main() -> None:
                    "recorded": float(t.test_rmse), "kernel": rmse(y, kernel_mean),
                    "recorded_combined": kf.combination.origins > 0}
             for members in SETS:
-                c, full = weigh(beside, members, fit, kernel_mean)
+                c, full, _ = weigh(beside, members, fit, kernel_mean)
                 mean = combined_test_mean(c, kernel_mean, full)
                 row[_label(members)] = rmse(y, mean) if mean is not None else math.nan
                 row[f"w_kernel {_label(members)}"] = kernel_weight(c)

@@ -64,8 +64,8 @@ def _product_combination(ds: Dataset, fit: FitResult, kernel_mean: np.ndarray, c
     """What a search whose returned kernel is ``fit`` makes of it since the presets combine long series: the
     package's own :class:`~evocov_core.forecast.beside.ClassicalBeside`, with the presets' members and power."""
     members = preset("quick").long_combine
-    beside = ClassicalBeside(ds, search_data(ds, config), members)
-    return beside.choose(None, fit=fit, kernel_mean=kernel_mean)[0]
+    beside = ClassicalBeside(ds, search_data(ds, config), members, horizon=ds.n_test)
+    return beside.choose(None, fit=fit, kernel_mean=kernel_mean).combination
 
 
 def finished_trials(folder: Path) -> tuple[pd.DataFrame, SearchConfig]:

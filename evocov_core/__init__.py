@@ -17,6 +17,7 @@ The front door (``docs/api.md``), imported on first use so that ``import evocov_
     res.predict(ds.X_test); res.forecast(12)           # -> Interval(mean, std, lower, upper)
     ec.load_kernel("airline.kernel.json", ds)          # a saved kernel file
     ec.EvoCovRegressor(preset="quick").fit(X, y)       # scikit-learn (needs scikit-learn)
+    ec.forecast_panel(df, h=18, season_length=12)      # many series: statsforecast's unique_id, ds, y
 """
 
 import sys
@@ -33,6 +34,7 @@ _EXPORTS = {
     "search": "api",
     "EvoCovRegressor": "sklearn",
     "to_sklearn_kernel": "sklearn",
+    "forecast_panel": "api",
 }
 
 __all__ = ["__version__", *_EXPORTS]

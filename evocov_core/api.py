@@ -36,6 +36,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time :func:`__getattr__` imports them
+    import pandas as pd
+
     from evocov_core.compute.runners import run_in_daemon_process
     from evocov_core.compute.timed import one_line
     from evocov_core.data import (
@@ -71,6 +73,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time :func:`__
     from evocov_core.language.kernel import Kernel
     from evocov_core.language.library import GPSS_PUBLISHED, WELL_KNOWN, structure_text
     from evocov_core.language.simplify import display_latex
+    from evocov_core.panel.run import PanelResult
     from evocov_core.runs.counts import (
         KERNELS_FITTED,
         KERNELS_FITTED_HELP,
@@ -137,6 +140,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "KernelFile", "KernelFileError", "dump_kernel_file", "kernel_file_dict", "model_average",
         "model_average_dict", "parse_kernel_file",
     ),
+    "evocov_core.panel.run": ("PanelResult",),
     "evocov_core.runs.run_record": ("RunRecord",),
     "evocov_core.runs.store": ("RunStore", "StoreVersionError", "default_data_dir",),
     "evocov_core.search": (
@@ -149,7 +153,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
 }
 _WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
 
-__all__ = ["Interval", "KernelResult", "load_kernel", "read_series", "search", *_WHERE]
+__all__ = ["Interval", "KernelResult", "forecast_panel", "load_kernel", "read_series", "search", *_WHERE]
 
 Array = NDArray[np.float64]
 
@@ -332,8 +336,13 @@ class KernelResult:
         from evocov_core.fitting.metrics import Z95
         from evocov_core.forecast.future import forecast_future
 
-        kw = {} if time_limit is None else {"time_limit": time_limit}
-        fc = forecast_future(self.kernel_file, self._data(), h, **kw)
+        kw: dict[str, object] = {} if time_limit is None else {"time_limit": time_limit}
+        ds = self._data()
+        made = getattr(self.search_result, "future", None)
+        if (made is not None and ds is self.dataset and ds.n_test == 0 and h is not None
+                and h == getattr(self.search_result, "horizon", None)):
+            kw["classical"] = made  # the search's members already forecast these steps from these points
+        fc = forecast_future(self.kernel_file, ds, h, **kw)
         if fc.combined:
             std = (fc.upper - fc.lower) / (2 * Z95)
         else:
@@ -405,7 +414,8 @@ def _dataset(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], test_frac
 
 
 def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str = "quick", seed: int = 0, *,
-           algorithm: str = "evocov", workers: int | None = None, **settings: object) -> KernelResult:
+           algorithm: str = "evocov", workers: int | None = None, horizon: int | None = None,
+           **settings: object) -> KernelResult:
     """Search for a kernel of ``data`` and return it fitted, ready to predict.
 
     Parameters
@@ -422,6 +432,10 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
         ``evocov``, ``random``, ``gwtf`` or ``gpss``.
     workers : int, optional
         Processes fitting kernels: 1 fits in this process; default every core.
+    horizon : int, optional
+        Steps after the training part the forecast is chosen for: the classical members forecast them and
+        the guard checks the kernel's forecast of them (default: a ninth of the training points). With no
+        test part, :meth:`KernelResult.forecast` of these steps reuses those forecasts.
     **settings
         Any :class:`~evocov_core.search.SearchConfig` setting, overriding the preset's
         (``time_budget=30``, ``population=20``...).
@@ -450,7 +464,8 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
         raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
     config = make_preset(preset, algorithm, **with_derived(settings))
     from evocov_core.forecast.stage import search_and_forecast
-    result = search_and_forecast(search_data(ds, config), config, seed=seed, workers=workers, dataset=ds)
+    result = search_and_forecast(search_data(ds, config), config, seed=seed, workers=workers, dataset=ds,
+                                 horizon=horizon)
     best = result.best
     if best is None or not best.ok:
         raise RuntimeError("no kernel could be fitted on these data"
@@ -458,6 +473,52 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
     doc = search_kernel_file(result, ds, seed=seed, config=config)
     text = dump_kernel_file(doc)
     return KernelResult(parse_kernel_file(text), ds, text, result, config, seed)
+
+
+def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int = 0, budget: float | None = None,
+                   season_length: int | None = None, workers: int | None = None, scheduler: str | None = None,
+                   out: str | Path | None = None, **options: object) -> PanelResult:
+    """Forecast every series of a long table ``h`` steps ahead, each with its own kernel.
+
+    :func:`evocov_core.panel.forecast_panel` with the kernels described in words in ``series``
+    (:func:`evocov_core.present.glance.kernel_phrase`); the parameters are its.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        statsforecast's long format: ``unique_id``, ``ds`` (dates, or numbers of steps), ``y`` (an empty
+        ``y`` is a point not observed).
+    h : int
+        Steps to forecast after each series' last observation.
+    preset : str
+        ``panel`` (a few seconds of one core a series) or any search preset.
+    seed : int
+    budget : float, optional
+        Seconds of one core per series.
+    season_length : int, optional
+        Steps in a season when ``ds`` holds numbers (12 monthly, 4 quarterly, 1 yearly).
+    workers : int, optional
+        Local processes (default every core; 1: this process).
+    scheduler : str, optional
+        A Dask scheduler's address.
+    out : path, optional
+        A folder that keeps the run, resumed when called again with the same arguments.
+    **options
+        ``id_col``, ``ds_col``, ``y_col``, ``progress``, ``should_stop`` and search settings
+        (:func:`evocov_core.panel.forecast_panel`).
+
+    Returns
+    -------
+    evocov_core.panel.PanelResult
+        ``forecasts`` (``unique_id, ds, EvoCov, EvoCov-lo-80, ...``, then the kernel's own) and ``series``
+        (one row per series).
+    """
+    from evocov_core.panel.run import forecast_panel as run
+    from evocov_core.present.glance import kernel_phrase
+
+    options.setdefault("describe", kernel_phrase)
+    return run(df, h, preset=preset, seed=seed, budget=budget, season_length=season_length, workers=workers,
+               scheduler=scheduler, out=out, **options)  # type: ignore[arg-type]
 
 
 def load_kernel(path: str | Path, data: Dataset | str | Path | None = None) -> KernelResult:

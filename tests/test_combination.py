@@ -19,12 +19,16 @@ from evocov_core.fitting.optimize import OptimConfig, fit_kernel
 from evocov_core.fitting.seasons import Seasons
 from evocov_core.forecast.beside import (
     LONG_POINTS,
+    Chosen,
     ClassicalBeside,
     combined_test_mean,
     eligibility,
     forecast_test_rmse,
+    guard_steps,
+    kernel_future_mean,
     kernel_test_mean,
     origin_datasets,
+    steps_after,
 )
 from evocov_core.forecast.classical import (
     ClassicalForecast,
@@ -177,9 +181,9 @@ def test_a_search_holds_the_kernel_on_series_no_longer_than_its_setting():
     windows = origin_windows(data)
     exact = OriginScores(tuple(o for o, _, _ in windows), (0.0,) * len(windows), (0.0,) * len(windows),
                          tuple(int(t.sum()) for _, _, t in windows), mean=(close - data.y_mean) / data.y_std)
-    free, _ = beside.choose(exact, guard=False, short=ds.n_train - 1)
+    free = beside.choose(exact, guard=False, short=ds.n_train - 1).combination
     assert free.members == (KERNEL,) and free.held == ""
-    held, _ = beside.choose(exact, guard=False, short=ds.n_train)
+    held = beside.choose(exact, guard=False, short=ds.n_train).combination
     assert held.weights[0] == pytest.approx(SHORT_KERNEL_WEIGHT) and sum(held.weights[1:]) == pytest.approx(0.5)
     assert held.held == f"on {ds.n_train} training points the errors from the earlier origins are too few to trust more"
     assert preset("quick").combine_short == preset("standard").combine_short == 100
@@ -336,11 +340,18 @@ def test_a_search_weighs_its_forecast_on_the_origins_as_the_post_hoc_study_did(s
     kernel = np.split(res.origins.mean * data.y_std + data.y_mean, np.cumsum(res.origins.n_targets)[:-1])
     own = sum(float(np.sum((k - cut.y_test) ** 2)) for k, cut in zip(kernel, cuts, strict=True))
     assert dict(c.origin_sse)[KERNEL] == pytest.approx(own, rel=1e-9)
-    # The guard, on the page's classical forecasts of the test part, decides whether the kernel takes part.
-    page = classical_forecasts(ds, models=("AutoETS", "AutoTheta"))
-    kernel_test = kernel_test_mean(res.best, ds)
-    why = guard_reason(kernel_test, list(page.forecasts))
+    # The guard, on the kernel's and the classical models' forecasts of the horizon after the training part
+    # (a ninth of the training points: the test part a 10 % split leaves), decides whether the kernel takes part.
+    assert res.horizon == guard_steps(ds.n_train) == 14 and ds.n_test == 15
+    ahead = steps_after(ds, res.horizon)
+    assert np.allclose(res.future.x, ahead) and np.allclose(ahead, ds.X_test[:14, 0])  # monthly: the test months
+    why = guard_reason(kernel_future_mean(res.best, ds, ahead), list(res.future.forecasts))
     assert c.guard == why
+    # The test part's classical forecasts are the page's: the same models on the same training points.
+    page = classical_forecasts(ds, models=("AutoETS", "AutoTheta"))
+    for f in page.forecasts:
+        assert np.allclose(res.classical.get(f.name).mean, f.mean) and np.allclose(res.classical.x, page.x)
+    kernel_test = kernel_test_mean(res.best, ds)
     w = inverse_error_weights([math.inf if (why and k == KERNEL) else v for k, v in c.origin_sse], cfg.combine_power)
     kept = [i for i in range(3) if i == 0 or w[i] >= MIN_WEIGHT]
     assert c.members == tuple(c.origin_sse[i][0] for i in kept)
@@ -367,6 +378,45 @@ def test_the_short_origins_study_refits_the_kernel_at_the_origins_as_the_search_
     assert _kernel_errors(data, res.best, refit, 0, (0.5, 0.6, 0.7, 0.8, 0.9)) != pytest.approx(recorded, rel=1e-3)
 
 
+def test_the_forecast_does_not_depend_on_the_test_part(searched):
+    """A search on the training part alone chooses the same kernel, weights and guard as a search on the same
+    points with a test part behind them, and forecasts the steps after them alike (issue 70: with no test part,
+    every classical member used to count as failed)."""
+    ds, _, cfg, res = searched
+    alone = Dataset.from_arrays(ds.X_train, ds.y_train, x_kind=ds.x_kind, test_fraction=0.0)
+    assert alone.n_test == 0 and alone.n_train == ds.n_train
+    data = search_data(alone, cfg)
+    with search_executor(data, cfg, workers=1) as ex:
+        got = search_and_forecast(data, cfg, seed=0, executor=ex, dataset=alone)
+    assert got.best.kernel.prefix == res.best.kernel.prefix and np.array_equal(got.best.theta, res.best.theta)
+    assert got.combination == res.combination and got.combination.origins == 4 and not got.combination.unavailable
+    assert got.horizon == res.horizon and got.classical is None and res.classical is not None
+    for a, b in zip(got.future.forecasts, res.future.forecasts, strict=True):
+        assert a.status == b.status == "ok" and np.array_equal(a.mean, b.mean) and np.array_equal(a.upper, b.upper)
+    # The horizon asked for is what the members forecast and the guard reads.
+    with search_executor(data, cfg, workers=1) as ex:
+        longer = search_and_forecast(data, cfg, seed=0, executor=ex, dataset=alone, horizon=30)
+    assert longer.horizon == 30 and longer.future.x.shape == (30,)
+    assert np.array_equal(longer.future.get("AutoETS").mean[:14], got.future.get("AutoETS").mean)
+    with pytest.raises(ValueError, match="horizon"):
+        ClassicalBeside(alone, data, ("AutoETS",), horizon=0)
+
+
+def test_a_member_without_a_forecast_of_the_horizon_is_said_so():
+    """Members left out because they have no forecast of the horizon are named, and the kernel is not said to have
+    the lowest errors when it had not (issue 70, M3 N2997)."""
+    y = [np.array([1.0, 2.0])]
+    c = weigh_members([y[0] + 3.0], [{"AutoETS": y[0] + 1.0}], y, ("AutoETS",), exclude=("AutoETS",),
+                      unavailable="AutoETS: no result within 10 s")
+    assert c.members == (KERNEL,) and c.unavailable == "AutoETS: no result within 10 s"
+    text = c.describe()
+    assert "lowest" not in text and "AutoETS: no result within 10 s: no forecast of the horizon" in text
+    assert Combination.from_dict(c.to_dict()) == c
+    best = weigh_members([y[0] + 0.01], [{"AutoETS": y[0] + 1.0, "AutoTheta": y[0] + 2.0}], y,
+                         ("AutoETS", "AutoTheta"), exclude=("AutoTheta",), unavailable="AutoTheta: failed")
+    assert "by far the lowest summed squared error among those that could take part" in best.describe()
+
+
 def test_the_same_seed_gives_the_same_forecast(searched):
     ds, data, cfg, res = searched
     with search_executor(data, cfg, workers=1) as ex:
@@ -390,7 +440,7 @@ def test_the_kernels_own_forecast_is_kept_with_a_reason_where_no_choice_can_be_m
     # Two inputs.
     two = Dataset.from_arrays(np.c_[np.arange(30.0), np.arange(30.0) % 7], np.arange(30.0), test_fraction=0.1)
     assert "one input" in eligibility(two, FitData.from_dataset(two))
-    assert ClassicalBeside(ds, data, ()).choose(None) == (Combination(), None)
+    assert ClassicalBeside(ds, data, ()).choose(None) == Chosen(Combination())
 
 
 def test_classical_forecasts_many_matches_one_call_per_data_set():
@@ -498,7 +548,7 @@ def test_long_series_are_combined_from_the_kernels_forecasts_with_its_fitted_val
     model = FittedModel.from_fit(fit, ds.norm, ds.n_train)
     head, target = beside._windows[-1][1:]
     assert np.allclose(means[-1], model.predict_mean(ds.X_train[head], ds.y_train[head], ds.X_train[target]))
-    c, classical = beside.choose(None, fit=fit, kernel_mean=kernel_test_mean(fit, ds))
+    c, classical, _ = beside.choose(None, fit=fit, kernel_mean=kernel_future_mean(fit, ds, beside.future_x))
     assert c.origins == 4 and not c.refitted and not c.reason
     assert dict(c.origin_sse)[KERNEL] == pytest.approx(sum(float(np.sum((m - t) ** 2))
                                                            for m, t in zip(means, targets, strict=True)))

@@ -277,3 +277,22 @@ def test_a_scheduler_without_workers_is_one_line(monkeypatch):
     with pytest.raises(DaskSetupError, match=r"^the Dask scheduler at tcp://a:8786 has no workers after 2 s: "
                                              r"start some with `dask worker tcp://a:8786 --nthreads 1`$"):
         ship_package(NoWorkers(), wait_for_workers=2)
+
+
+@pytest.mark.slow
+def test_a_panel_on_a_bare_cluster_equals_local_processes(cluster):
+    """One task per series on workers that have only the dependencies: the same forecasts as local processes
+    (fixed counts, same seed), the bad series' fallbacks included."""
+    import pandas as pd
+    from test_panel import FIXED, _long
+
+    from evocov_core.panel import forecast_panel
+
+    address, _ = cluster
+    df = _long(3)
+    local = forecast_panel(df, 6, season_length=12, workers=2, **FIXED)
+    dask = forecast_panel(df, 6, season_length=12, scheduler=address, **FIXED)
+    pd.testing.assert_frame_equal(dask.forecasts, local.forecasts)
+    pd.testing.assert_frame_equal(dask.series.drop(columns=["cpu_s", "seconds"]),
+                                  local.series.drop(columns=["cpu_s", "seconds"]))
+    assert set(dask.series.status) == {"ok", "fallback"} and dask.errors == 0

@@ -199,7 +199,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fitting",),
     ("search",),
     ("forecast",),
-    ("runs",),
+    ("runs", "panel"),
     ("present",),
     ("api", "sklearn", "__main__", ""),
 )
@@ -249,8 +249,9 @@ def test_the_floor_counter_counts():
 #: included and type-only ones not (they import nothing when the code runs). It was 22 before the
 #: layers were flattened and is a ceiling, not a goal: the pipeline itself is about this deep
 #: (notation < grammar < program < evaluate < gp < metrics < optimize < fits < budget < tracker <
-#: an algorithm < run_search < the GPSS baseline < compare < the report < the CLI < ``__main__``).
-MAX_FILE_FLOORS = 17
+#: an algorithm < run_search < the GPSS baseline < compare < the report < the CLI < ``__main__``). A panel
+#: (issue 70) put one floor on it: its job is one series' search and forecast, its run the jobs.
+MAX_FILE_FLOORS = 18
 
 
 def test_the_imports_draw_ten_layers_and_few_floors_of_files():

@@ -141,9 +141,11 @@ def _parse(text: str, layout: _Layout, max_rows: int, max_columns: int, notes: l
         with warnings.catch_warnings():
             # "Columns have mixed types": such a column is read as text, as it should be.
             warnings.simplefilter("ignore", pd.errors.DtypeWarning)
-            # skiprows, not slicing, so that pandas' messages keep the file's own line numbers.
+            # skiprows, not slicing, so that pandas' messages keep the file's own line numbers. Numbers are read
+            # back exactly as written (round trip): pandas' default parser can be one unit in the last place off,
+            # and a search amplifies that into another kernel (a series written and read again must search alike).
             df = pd.read_csv(io.StringIO(text), sep=layout.sep, skipinitialspace=True, skiprows=skip,
-                             header=None if headless else "infer", nrows=max_rows + 1)
+                             header=None if headless else "infer", nrows=max_rows + 1, float_precision="round_trip")
     except pd.errors.EmptyDataError:
         raise DataError("the file is empty") from None
     except (pd.errors.ParserError, csv.Error, ValueError, OverflowError) as exc:

@@ -7,20 +7,27 @@
   points before each origin of :func:`~evocov_core.search.validate.origin_windows`. They start
   with the search, in a thread that only waits on the child, so that their seconds overlap the
   search's instead of following it; on short series they take a few seconds of one core.
+* **The horizon, not the test part.** From the whole training part each model forecasts the
+  ``horizon`` steps that follow it (the steps asked for, else :func:`guard_steps`), and as many more as
+  a test part has: a model fitted on the same points forecasts the same first steps whatever the
+  number asked. The guard and the choice read only the training part and those ``horizon`` steps, so
+  that a search on the training part alone forecasts exactly as a search on the same points with a
+  test part behind them; the test part's forecasts are the first ``n_test`` steps, for scoring.
 * The kernel's forecasts from the same origins are the interval calibration's out-of-sample
   refits (:attr:`~evocov_core.search.common.SearchResult.origins`): no further fit.
 * After the search, :meth:`ClassicalBeside.choose` waits for the classical forecasts until the
   time budget ends, stops the child if they are not ready, and weighs the members
   (:func:`~evocov_core.forecast.combination.weigh_members`), leaving the kernel out when its forecast of
-  the test part leaves the classical forecasts' intervals (the guard:
-  :func:`~evocov_core.forecast.combination.interval_excess`).
+  the horizon leaves the classical forecasts' intervals (the guard:
+  :func:`~evocov_core.forecast.combination.interval_excess`), and leaving out a member that has no
+  forecast of the horizon.
 
 Long series (fitted on a subset) are combined with ``config.long_combine``'s models. There the
 search makes no refits at the origins (each costs seconds), so the kernel forecasts from each
 origin with its fitted values, conditioned on the subset the search would fit of the points before
 it (:meth:`ClassicalBeside.choose` with ``fit``); the classical models see the last
-:data:`LONG_POINTS` points before each origin and before the test part. Classical models need one
-input (time) and a training part that precedes the test part; other data keep the kernel's forecast.
+:data:`LONG_POINTS` points before each origin and before the horizon. Classical models need one
+input (time) and a training part that precedes any test part; other data keep the kernel's forecast.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,12 +53,13 @@ from evocov_core.forecast.combination import (
     guard_reason,
     weigh_members,
 )
+from evocov_core.forecast.steps import future_x
 from evocov_core.search.common import SearchResult
 from evocov_core.search.validate import DEFAULT_ORIGINS, OriginScores, OriginWindow, origin_masks, origin_windows
 
-__all__ = ["LONG_POINTS", "ORIGIN_TIME_LIMIT", "ClassicalBeside", "combined_test_mean", "eligibility",
-           "forecast_test_rmse", "kernel_test_mean",
-           "origin_datasets"]
+__all__ = ["LONG_POINTS", "ORIGIN_TIME_LIMIT", "Chosen", "ClassicalBeside", "combined_test_mean", "eligibility",
+           "forecast_test_rmse", "guard_steps", "kernel_future_mean", "kernel_test_mean", "origin_datasets",
+           "steps_after"]
 
 #: Seconds each classical model may take on each data set (the whole training part and each
 #: origin's head). AutoETS and AutoTheta take under 1 s on 1,300 points (``bench/results/``
@@ -61,6 +70,26 @@ ORIGIN_TIME_LIMIT = 10.0
 #: 2,000 as from 10,000 (geometric mean 0.98) in 1.8 s a fit against 6.2 s
 #: (``bench/results/bench_long_classical__long-dev.md``).
 LONG_POINTS = 2000
+
+
+def guard_steps(n_train: int) -> int:
+    """The steps after the training part the guard checks when no horizon is asked: a ninth of the
+    training points, at least 1 (the test part a 10 % split would leave)."""
+    return max(1, round(n_train / 9))
+
+
+def steps_after(ds: Dataset, steps: int) -> np.ndarray:
+    """The inputs (original units, shape (steps,)) of the ``steps`` steps after ``ds``'s training part,
+    continuing its spacing as :func:`~evocov_core.forecast.steps.future_x` continues a series'."""
+    train = dataclasses.replace(ds, x=ds.X_train, y=ds.y_train, train=np.ones(ds.n_train, dtype=bool),
+                                test_fraction=0.0, notes=())
+    return future_x(train, min(steps, train.n)) if steps <= train.n else _extend(future_x(train, train.n), steps)
+
+
+def _extend(x: np.ndarray, steps: int) -> np.ndarray:
+    """``x`` (regular steps) continued to ``steps`` values at its last spacing."""
+    step = float(x[-1] - x[-2]) if x.size > 1 else 1.0
+    return np.concatenate([x, x[-1] + step * np.arange(1, steps - x.size + 1)])
 
 
 def eligibility(ds: Dataset, data: FitData) -> str:
@@ -91,18 +120,20 @@ def _windows(ds: Dataset, data: FitData) -> tuple[OriginWindow, ...]:
 
 
 def origin_datasets(ds: Dataset, data: FitData,
-                    windows: Sequence[OriginWindow] | None = None
+                    windows: Sequence[OriginWindow] | None = None, steps: int | None = None
                     ) -> tuple[Dataset, list[Dataset]]:
     """What the classical models are fitted on beside a search on ``data`` (made from ``ds``): the
-    whole training part with its test part, and each origin's head with that origin's targets as its
-    test part (``windows``: the search's origins, :func:`origin_windows` or, on long series, over
-    every training point). On long series each sees only the last :data:`LONG_POINTS` points before
-    the origin or the test part: on up to 10,000 AutoETS takes 3-11 s a fit, and a search makes five.
+    whole training part followed by ``steps`` steps to forecast, and each origin's head with that
+    origin's targets as its test part (``windows``: the search's origins, :func:`origin_windows` or, on
+    long series, over every training point). On long series each sees only the last
+    :data:`LONG_POINTS` points before the origin or the steps: on up to 10,000 AutoETS takes 3-11 s a
+    fit, and a search makes five.
 
     Returns
     -------
     full : Dataset
-        ``ds``, or its last points (long series).
+        The training part of ``ds`` (or its last points, long series) with ``steps`` steps after it as
+        a test part whose y is unknown (NaN; default: ``ds``'s own test part, as it is).
     cuts : list of Dataset
         One per window, in order.
     """
@@ -111,16 +142,52 @@ def origin_datasets(ds: Dataset, data: FitData,
     last = LONG_POINTS if data.on_subset else ds.n_train
     cuts = [dataclasses.replace(ds, x=x[keep], y=y[keep], train=head[keep], notes=())
             for _, head, target in windows for keep in [_recent(head, last) | target]]
-    whole = np.ones(ds.n, dtype=bool)
-    whole[:max(0, ds.n_train - last)] = False  # the training part precedes the test part (eligibility)
-    full = ds if whole.all() else dataclasses.replace(ds, x=ds.x[whole], y=ds.y[whole], train=ds.train[whole],
-                                                       notes=())
+    if steps is None:
+        whole = np.ones(ds.n, dtype=bool)
+        whole[:max(0, ds.n_train - last)] = False  # the training part precedes the test part (eligibility)
+        full = ds if whole.all() else dataclasses.replace(ds, x=ds.x[whole], y=ds.y[whole], train=ds.train[whole],
+                                                           notes=())
+        return full, cuts
+    keep = slice(max(0, ds.n_train - last), ds.n_train)
+    ahead = steps_after(ds, steps)
+    full = dataclasses.replace(ds, x=np.concatenate([x[keep], ahead[:, None]]),
+                               y=np.concatenate([y[keep], np.full(steps, np.nan)]),
+                               train=np.arange(x[keep].shape[0] + steps) < x[keep].shape[0], notes=())
     return full, cuts
 
 
+def _first_steps(cf: ClassicalForecasts, steps: int, x: np.ndarray) -> ClassicalForecasts:
+    """The forecasts of ``cf`` cut to their first ``steps`` steps, labelled ``x`` (shape (steps,)): a
+    model's forecast of a step does not depend on how many steps it was asked for."""
+    def cut(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else a[:steps].copy()
+
+    return dataclasses.replace(cf, x=np.asarray(x, dtype=np.float64).copy(), forecasts=tuple(
+        dataclasses.replace(f, mean=cut(f.mean), lower=cut(f.lower), upper=cut(f.upper)) for f in cf.forecasts))
+
+
+class Chosen(NamedTuple):
+    """What :meth:`ClassicalBeside.choose` returns.
+
+    Attributes
+    ----------
+    combination : Combination
+    classical : ClassicalForecasts or None
+        The classical forecasts of the data's test part from the whole training part (None when none were
+        made or there is no test part): what a test RMSE of the weighted average is made of.
+    future : ClassicalForecasts or None
+        Their forecasts of the ``horizon`` steps after the training part (None when none were made): what
+        the guard read, and the members of the forecast when the training part is all the data.
+    """
+
+    combination: Combination
+    classical: ClassicalForecasts | None = None
+    future: ClassicalForecasts | None = None
+
+
 class ClassicalBeside:
-    """The classical forecasts of the whole training part and of each origin's head, made in a
-    background thread from construction on (module docstring).
+    """The classical forecasts of the horizon after the whole training part and of each origin's head,
+    made in a background thread from construction on (module docstring).
 
     Parameters
     ----------
@@ -132,11 +199,27 @@ class ClassicalBeside:
         Classical models (:data:`~evocov_core.forecast.classical.MODELS`); empty: nothing is made.
     time_limit : float
         Seconds per model and data set.
+    horizon : int, optional
+        Steps after the training part the forecast is for (default :func:`guard_steps` of the
+        training points): what the guard checks and what :attr:`Chosen.future` holds.
+    in_process : bool
+        Fit the models here and now, before returning, with no child process and no time limit
+        (:func:`~evocov_core.forecast.classical.classical_forecasts_many`'s ``in_process``): for a panel's
+        worker, which forecasts many short series on one core.
+    season_lengths : sequence of int, optional
+        The models' seasons in steps (default: read from the x spacing,
+        :func:`~evocov_core.fitting.seasons.infer_seasons`).
     """
 
-    def __init__(self, ds: Dataset, data: FitData, models: Sequence[str], time_limit: float = ORIGIN_TIME_LIMIT):
+    def __init__(self, ds: Dataset, data: FitData, models: Sequence[str], time_limit: float = ORIGIN_TIME_LIMIT,
+                 *, horizon: int | None = None, in_process: bool = False,
+                 season_lengths: Sequence[int] | None = None) -> None:
         self.models = tuple(models)
         self.reason = eligibility(ds, data) if self.models else ""
+        if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer))
+                                    or horizon < 1):
+            raise ValueError(f"the horizon must be a whole number of steps, at least 1; got {horizon!r}")
+        self.horizon = int(horizon) if horizon is not None else guard_steps(ds.n_train)
         self._data, self._ds = data, ds
         self._stop = threading.Event()
         self._out: tuple[ClassicalForecasts, ...] | None = None
@@ -144,31 +227,35 @@ class ClassicalBeside:
         self._thread: threading.Thread | None = None
         self._windows = _windows(ds, data) if self.models and not self.reason else ()
         self._targets = [ds.y_train[target] for _, _, target in self._windows]
+        self.future_x = steps_after(ds, self.horizon) if self._windows else np.empty(0)
         if not self._windows:
             return
-        seasons = infer_seasons(ds)
-        full, cuts = origin_datasets(ds, data, self._windows)
+        seasons = infer_seasons(ds, season_lengths)
+        full, cuts = origin_datasets(ds, data, self._windows, steps=max(self.horizon, ds.n_test))
 
         def work() -> None:
             try:
                 self._out = classical_forecasts_many([full, *cuts], season_lengths=seasons.lengths or (1,),
                                                      time_limit=time_limit, models=self.models,
-                                                     should_stop=self._stop.is_set)
+                                                     should_stop=self._stop.is_set, in_process=in_process)
             except BaseException as exc:  # re-raised in the caller's thread by choose()
                 self._error = exc
 
         self._thread = threading.Thread(target=work, name="classical-beside", daemon=True)
-        self._thread.start()
+        if in_process:
+            work()  # here and now: the thread is never started, and choose() finds it done
+        else:
+            self._thread.start()
 
     def cancel(self) -> None:
         """Stop the child (the search was cancelled)."""
         self._stop.set()
-        if self._thread is not None:
+        if self._thread is not None and self._thread.ident is not None:
             self._thread.join()
 
     def choose(self, origins: OriginScores | None, *, until: float | None = None,
                kernel_mean: np.ndarray | None = None, power: float = POWER, guard: bool = True,
-               fit: FitResult | None = None, short: int = 0) -> tuple[Combination, ClassicalForecasts | None]:
+               fit: FitResult | None = None, short: int = 0) -> Chosen:
         """Wait for the classical forecasts (until wall-clock time ``until``, then stop them) and
         weigh the kernel and them by their forecasts from the origins.
 
@@ -179,9 +266,10 @@ class ClassicalBeside:
             (:attr:`~evocov_core.search.common.SearchResult.origins`). Not used on long series.
         until : float, optional
             ``time.time()`` after which the forecasts still running are stopped.
-        kernel_mean : ndarray of shape (h,), optional
-            The returned kernel's forecast of the test part (original units): what the guard checks
-            against the classical forecasts' intervals. None: no guard.
+        kernel_mean : ndarray of shape (horizon,), optional
+            The returned kernel's forecast of the horizon at :attr:`future_x` (original units,
+            :func:`kernel_future_mean`): what the guard checks against the classical forecasts'
+            intervals. None: no guard.
         power : float
             :func:`~evocov_core.forecast.combination.weigh_members`'s power.
         guard : bool
@@ -197,51 +285,59 @@ class ClassicalBeside:
 
         Returns
         -------
-        combination : Combination
-            The kernel alone with a reason when no choice could be made.
-        classical : ClassicalForecasts or None
-            The classical forecasts of the test part from the whole training part (None when none
-            were made): what the weighted average is made of.
+        Chosen
+            The combination (the kernel alone with a reason when no choice could be made) and the
+            classical forecasts of the test part and of the horizon.
         """
         if not self.models:
-            return Combination(), None
+            return Chosen(Combination())
         if self.reason:
-            return Combination(reason=self.reason), None
+            return Chosen(Combination(reason=self.reason))
         assert self._thread is not None
-        self._thread.join(None if until is None else max(0.0, until - time.time()))
+        if self._thread.ident is not None:  # started (not run in process)
+            self._thread.join(None if until is None else max(0.0, until - time.time()))
         if self._thread.is_alive():
             self._stop.set()  # the child is killed within 0.1 s; its models are "cancelled"
             self._thread.join()
         if self._error is not None:
             raise self._error
-        full, *cuts = self._out or (None,)
-        windows = self._windows
+        whole, *cuts = self._out or (None,)
+        ds, windows = self._ds, self._windows
+        future = None if whole is None else _first_steps(whole, self.horizon, self.future_x)
+        test = None if whole is None or ds.n_test == 0 else _first_steps(whole, ds.n_test, ds.X_test[:, 0])
+
+        def chosen(combination: Combination) -> Chosen:
+            return Chosen(combination, test, future)
+
         if self._data.on_subset:
             if fit is None or not fit.ok:
-                return Combination(reason="no fitted kernel to forecast from earlier origins"), full
+                return chosen(Combination(reason="no fitted kernel to forecast from earlier origins"))
             kernel = self.fitted_origin_means(fit)
         elif origins is None:
-            return Combination(reason="the kernel's forecasts from earlier origins were not made within the "
-                                      "budget"), full
+            return chosen(Combination(reason="the kernel's forecasts from earlier origins were not made within the "
+                                             "budget"))
         elif len(origins.n_targets) != len(windows):
-            return Combination(reason="the kernel's forecasts from earlier origins are incomplete"), full
+            return chosen(Combination(reason="the kernel's forecasts from earlier origins are incomplete"))
         else:
             kernel = [m if m.size and np.all(np.isfinite(m)) else None for m in origins.window_means(self._data)]
         if len(cuts) != len(windows):
-            return Combination(reason="the kernel's forecasts from earlier origins are incomplete"), full
+            return chosen(Combination(reason="the kernel's forecasts from earlier origins are incomplete"))
         classical = [{f.name: f.mean for f in c.forecasts if f.ok} for c in cuts]
-        ok = {m: f for m in self.models if full is not None and (f := full.get(m)) is not None and f.ok}
-        failed = tuple(m for m in self.models if m not in ok)  # no forecast of the test part: weight 0
+        ok = {m: f for m in self.models if future is not None and (f := future.get(m)) is not None and f.ok}
+        failed = tuple(m for m in self.models if m not in ok)  # no forecast of the horizon: weight 0
         why = guard_reason(kernel_mean, [ok[m] for m in self.models if m in ok]) if guard else ""
         exclude = failed + ((KERNEL,) if why else ())
-        n = self._ds.n_train
+        n = ds.n_train
         held = (f"on {n} training points the errors from the earlier origins are too few to trust more"
                 if n <= short else "")
+        unavailable = "; ".join((future.get(m).reason if future is not None and future.get(m) is not None
+                                 else f"{m}: not run") or f"{m}: no forecast" for m in failed)
         combination = weigh_members(kernel, classical, self._targets, self.models, power=power, exclude=exclude,
-                                    guard=why, max_kernel_weight=SHORT_KERNEL_WEIGHT if held else 1.0, held=held)
+                                    guard=why, max_kernel_weight=SHORT_KERNEL_WEIGHT if held else 1.0, held=held,
+                                    unavailable=unavailable)
         if self._data.on_subset:
             combination = dataclasses.replace(combination, refitted=False)
-        return combination, full
+        return chosen(combination)
 
     def fitted_origin_means(self, fit: FitResult) -> list[np.ndarray | None]:
         """The kernel's forecast of each origin's target points (original units; None where it fails
@@ -282,6 +378,22 @@ def kernel_test_mean(fit: FitResult | None, ds: Dataset) -> np.ndarray | None:
     try:
         with np.errstate(all="ignore"):
             return FittedModel.from_fit(fit, ds.norm, ds.n_train).predict_mean(ds.X_train, ds.y_train, ds.X_test)
+    except NUMERIC_ERRORS:
+        return None
+
+
+def kernel_future_mean(fit: FitResult | None, ds: Dataset, x: np.ndarray) -> np.ndarray | None:
+    """The predictive mean of the fitted kernel ``fit`` at inputs ``x`` (shape (h,), original units) after
+    ``ds``'s training part, conditioned on the training part (original units); None when it has no fitted
+    values or its posterior fails numerically. What the guard checks (:meth:`ClassicalBeside.choose`)."""
+    if fit is None or not fit.ok:
+        return None
+    from evocov_core.fitting.model import FittedModel  # model imports the search package
+
+    try:
+        with np.errstate(all="ignore"):
+            return FittedModel.from_fit(fit, ds.norm, ds.n_train).predict_mean(ds.X_train, ds.y_train,
+                                                                                np.asarray(x)[:, None])
     except NUMERIC_ERRORS:
         return None
 

@@ -51,6 +51,8 @@ Every outcome is a :class:`ClassicalForecast` with a status (``ok``, ``timeout``
 from __future__ import annotations
 
 import math
+import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -58,13 +60,13 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from evocov_core.compute.timed import TimedResult, run_with_time_limits
+from evocov_core.compute.timed import TimedResult, one_line, run_with_time_limits
 from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.seasons import Seasons, infer_seasons
 
 __all__ = ["COMBINE_MODELS", "DEFAULT_TIME_LIMIT", "LEVEL", "MODELS", "SETTINGS", "ClassicalForecast",
            "ClassicalForecasts", "ModelSettings", "classical_forecasts", "classical_forecasts_many",
-           "running_forecasts"]
+           "import_statsforecast", "running_forecasts"]
 
 Array = NDArray[np.float64]
 
@@ -189,8 +191,9 @@ class _Task:
     h: int
 
 
-def _import_statsforecast() -> None:
-    """Import statsforecast once per child, off every model's clock."""
+def import_statsforecast() -> None:
+    """Import statsforecast once per process, off every model's clock (a child's, or a panel worker's
+    before its first series: about 1-2 s, once)."""
     try:
         import statsforecast.models  # noqa: F401
     except ImportError as exc:
@@ -288,6 +291,19 @@ def _plan(name: str, seasons: Seasons, n: int) -> _Plan | str:
     return _Plan((m,), used, f"season {m}{orders}; {points}")
 
 
+def _call_here(task: _Task) -> TimedResult:
+    """One model fitted in this process, timed; what statsforecast raises on the data is a ``failed`` result
+    (as in the child of :func:`~evocov_core.compute.timed.run_with_time_limits`)."""
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # statsforecast's convergence warnings: the child silences them too
+            value = _forecast(task)
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError, RuntimeError) as exc:
+        return TimedResult("failed", None, one_line(exc), time.perf_counter() - t0)
+    return TimedResult("ok", value, "", time.perf_counter() - t0)
+
+
 def _record(name: str, settings: str, h: int, result: TimedResult) -> ClassicalForecast:
     if result.status != "ok":
         return ClassicalForecast(name, None, None, None, result.status, f"{name}: {result.reason}", result.seconds,
@@ -349,14 +365,19 @@ def classical_forecasts(ds: Dataset, *, season_lengths: Sequence[int] | None = N
 def classical_forecasts_many(datasets: Sequence[Dataset], *, season_lengths: Sequence[int] | None = None,
                              time_limit: float | Mapping[str, float] = DEFAULT_TIME_LIMIT,
                              models: Sequence[str] = MODELS, should_stop: Callable[[], bool] | None = None,
-                             progress: Callable[[ClassicalForecast], None] | None = None
-                             ) -> tuple[ClassicalForecasts, ...]:
+                             progress: Callable[[ClassicalForecast], None] | None = None,
+                             in_process: bool = False) -> tuple[ClassicalForecasts, ...]:
     """:func:`classical_forecasts` of several data sets, every model of every one in the same child
     process: statsforecast is imported once (about 2 s), not once per data set. The forecasts from
     earlier origins of one series (:mod:`evocov_core.combine`) are made so.
 
     Parameters are :func:`classical_forecasts`'s; ``time_limit`` is per model and data set. Returns
     one :class:`ClassicalForecasts` per data set, in order (``startup``: the shared child's).
+
+    ``in_process``: fit the models in this process, one after another, with no child and no time
+    limit (a model that raises is ``failed`` with its reason). For a process that forecasts many short
+    series (a panel's worker): there a child's start and import of statsforecast cost seconds a series,
+    the models milliseconds. ``startup`` is then the import's seconds (0 once imported).
     """
     unknown = [m for m in models if m not in SETTINGS]
     if unknown:
@@ -402,9 +423,18 @@ def classical_forecasts_many(datasets: Sequence[Dataset], *, season_lengths: Seq
                else _record(name, settings, h, result))
 
     startup: tuple[float, ...] = ()
-    if tasks:
+    if tasks and in_process:
+        t0 = time.perf_counter()
+        import_statsforecast()
+        startup = (time.perf_counter() - t0,)
+        for i, task in enumerate(tasks):
+            if should_stop is not None and should_stop():
+                done(i, TimedResult("cancelled"))
+                continue
+            done(i, _call_here(task[-1]))
+    elif tasks:
         run = run_with_time_limits(_forecast, [t[-1] for t in tasks], [limits[t[1]] for t in tasks],
-                                   setup=_import_statsforecast, should_stop=should_stop, on_result=done)
+                                   setup=import_statsforecast, should_stop=should_stop, on_result=done)
         startup = run.startup
     return tuple(ClassicalForecasts(x, seasons, tuple(rows[k][m] for m in models), startup)
                  for k, (x, seasons) in enumerate(heads))

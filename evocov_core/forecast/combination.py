@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -141,6 +141,9 @@ class Combination:
     held : str
         Why the kernel's weight was held below what its errors gave it (a short series); empty when
         it was not.
+    unavailable : str
+        Why classical models asked for had weight 0 whatever their errors: they had no forecast of the
+        horizon (one line each, joined by ``"; "``); empty when every one had.
     """
 
     members: tuple[str, ...] = (KERNEL,)
@@ -151,6 +154,7 @@ class Combination:
     guard: str = ""
     refitted: bool = True
     held: str = ""
+    unavailable: str = ""
 
     @property
     def combined(self) -> bool:
@@ -213,13 +217,14 @@ class Combination:
         total = sum(weights.values())
         if total <= 0 or all(w == 0 for m, w in weights.items() if m != KERNEL):
             why = "; ".join(f.reason or f"{f.name}: {f.status}" for f in members if not f.ok)
-            return Pooled(mean, k_lo, k_hi, ((KERNEL, 1.0),), failed=why or "no member has a forecast")
+            return Pooled(mean, k_lo, k_hi, ((KERNEL, 1.0),), failed=why or "no member has a forecast",
+                          means=mean[None, :], sds=sd[None, :])
         used = tuple((m, w / total) for m, w in weights.items() if w > 0)
         means = np.array([mean if m == KERNEL else parts[m].mean for m, _ in used])
         sds = np.array([sd if m == KERNEL else (parts[m].upper - parts[m].lower) / (2 * Z95) for m, _ in used])
         w = np.array([wi for _, wi in used])
         lo, hi = linear_pool_interval(w, means, sds)
-        return Pooled(w @ means, lo, hi, used, left_out=left_out, missing=missing)
+        return Pooled(w @ means, lo, hi, used, left_out=left_out, missing=missing, means=means, sds=sds)
 
     def describe(self) -> str | None:
         """One sentence for a page or a report; None when no combination was asked for."""
@@ -247,14 +252,21 @@ class Combination:
                     + (f"They are weighted {' / '.join(f'{w:.2f}' for _, w in shown)} by their summed squared "
                        f"errors {where}: {errors}. " if len(shown) > 1 else "")
                     + "The kernel remains the explanation of the series.")
+        missing = f" {self.unavailable}: no forecast of the horizon, so weight 0." if self.unavailable else ""
         if not self.combined:
+            own = sse.get(KERNEL, math.inf)
+            if self.unavailable and not own <= min((v for k, v in self.origin_sse if k != KERNEL), default=math.inf):
+                return (f"The forecast is the kernel's own: no other forecast could take part.{missing} Its summed "
+                        f"squared error {where} was {_fmt(own)} ({errors}).")
+            among = " among those that could take part" if self.unavailable else ""
             return (f"The forecast is the kernel's own: {where} its forecasts had by far the lowest summed squared "
-                    f"error ({errors}), which leaves the others under {MIN_WEIGHT:.0%} of the weight.")
+                    f"error{among} ({errors}), which leaves the others under {MIN_WEIGHT:.0%} of the weight.{missing}")
         weights = ", ".join(f"{w:.2f}" for w in self.weights)
         names = ["the kernel" if m == KERNEL else m for m in self.members]
         held = f" The kernel's weight is held at {self.weights[0]:.2f}: {self.held}." if self.held else ""
         return (f"The forecast weighs {_possessive(names)} forecasts {weights}, by the inverse square of their "
-                f"summed squared errors {where}: {errors}.{held} The kernel remains the explanation of the series.")
+                f"summed squared errors {where}: {errors}.{held}{missing} The kernel remains the explanation of the "
+                "series.")
 
     def to_dict(self) -> dict:
         return {"members": list(self.members), "origins": self.origins,
@@ -263,6 +275,7 @@ class Combination:
                 **({"reason": self.reason} if self.reason else {}),
                 **({"guard": self.guard} if self.guard else {}),
                 **({"held": self.held} if self.held else {}),
+                **({"unavailable": self.unavailable} if self.unavailable else {}),
                 **({} if self.refitted else {"refitted": False})}
 
     @classmethod
@@ -273,6 +286,7 @@ class Combination:
         members, origins, sse = d.get("members"), d.get("origins", 0), d.get("origin_sse", {})
         reason, guard, weights = d.get("reason", ""), d.get("guard", ""), d.get("weights", [])
         held = d.get("held", "")
+        unavailable = d.get("unavailable", "")
         refitted = d.get("refitted", True)
         if not isinstance(refitted, bool):
             raise ValueError("combination 'refitted' must be true or false")
@@ -298,11 +312,11 @@ class Combination:
                 or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and 0 <= w <= 1 for w in weights)
                 or (weights and not math.isclose(sum(weights), 1.0, abs_tol=1e-6))):
             raise ValueError("combination 'weights' must be one number in [0, 1] per member, summing to 1")
-        for name, text in (("reason", reason), ("guard", guard), ("held", held)):
+        for name, text in (("reason", reason), ("guard", guard), ("held", held), ("unavailable", unavailable)):
             if not isinstance(text, str) or len(text) > _MAX_REASON:
                 raise ValueError(f"combination '{name}' must be a string of at most {_MAX_REASON} characters")
         return cls(tuple(members), tuple(pairs), origins, reason, tuple(float(w) for w in weights), guard, refitted,
-                   held)
+                   held, unavailable)
 
 
 def linear_pool_interval(weights: Array, means: Array, sds: Array, level: float = 0.95) -> tuple[Array, Array]:
@@ -353,6 +367,8 @@ class Pooled:
         Members the search weighed that have no forecast of these steps (their weight is shared out).
     failed : str
         Why the classical members all failed (the forecast is then the kernel's alone); empty otherwise.
+    means, sds : ndarray of shape (k, h)
+        The predictive normal of each member of ``weights``, in its order: what :meth:`interval` pools.
     """
 
     mean: Array
@@ -362,6 +378,14 @@ class Pooled:
     left_out: str = ""
     missing: tuple[str, ...] = ()
     failed: str = ""
+    means: Array = field(default_factory=lambda: np.empty((0, 0)))
+    sds: Array = field(default_factory=lambda: np.empty((0, 0)))
+
+    def interval(self, level: float) -> tuple[Array, Array]:
+        """The central ``level`` interval of the pooled forecast (each of shape (h,)): the weighted mixture of
+        the members' normals (:func:`linear_pool_interval`)."""
+        w = np.array([wi for _, wi in self.weights])
+        return linear_pool_interval(w, self.means, self.sds, level)
 
 
 def inverse_error_weights(sse: Sequence[float], power: float = POWER) -> Array:
@@ -421,7 +445,7 @@ def guard_reason(kernel_mean: np.ndarray | None, classical: Sequence[ClassicalFo
 def weigh_members(kernel: Sequence[Array | None], classical: Sequence[Mapping[str, Array | None]],
                   targets: Sequence[Array], models: Sequence[str], *, power: float = POWER,
                   exclude: Sequence[str] = (), guard: str = "", max_kernel_weight: float = 1.0,
-                  held: str = "") -> Combination:
+                  held: str = "", unavailable: str = "") -> Combination:
     """Weigh the kernel and the classical models by their forecasts from earlier origins.
 
     Parameters
@@ -478,7 +502,7 @@ def weigh_members(kernel: Sequence[Array | None], classical: Sequence[Mapping[st
     if not np.isfinite(usable).any():
         why = ("no member had finite errors from the earlier origins" if KERNEL not in exclude or not guard
                else f"{guard}, but no classical forecast is there to replace it")
-        return Combination(origin_sse=pairs, origins=len(targets), reason=why)
+        return Combination(origin_sse=pairs, origins=len(targets), reason=why, unavailable=unavailable)
     w = inverse_error_weights(usable, power)
     # The others share what the kernel gives up as their errors say (equally when a kernel with no error
     # at all had taken everything).
@@ -491,6 +515,6 @@ def weigh_members(kernel: Sequence[Array | None], classical: Sequence[Mapping[st
         w[0] = 0.0  # the kernel did far worse: listed (first, as every file lists it) with weight 0
     kept = w[keep] / w[keep].sum()
     if len(keep) == 1:  # the kernel alone
-        return Combination(origin_sse=pairs, origins=len(targets), weights=(1.0,))
+        return Combination(origin_sse=pairs, origins=len(targets), weights=(1.0,), unavailable=unavailable)
     return Combination(tuple(names[i] for i in keep), pairs, len(targets), weights=tuple(float(v) for v in kept),
-                       guard=guard if KERNEL in exclude else "", held=held if capped else "")
+                       guard=guard if KERNEL in exclude else "", held=held if capped else "", unavailable=unavailable)

@@ -4,9 +4,9 @@ A search is judged on its test part; a forecaster then wants the next ``h`` step
 the data. Here:
 
 * **The steps** continue the data's median spacing from the last observed x
-  (:func:`future_x`): the next 12 months of a monthly series, the next 48 half-hours, the next trading
-  days (weekdays) of a business-day series. For dates on the exact monthly grid the labels are
-  month starts (:func:`future_labels`).
+  (:func:`~evocov_core.forecast.steps.future_x`): the next 12 months of a monthly series, the next
+  48 half-hours, the next trading days (weekdays) of a business-day series. For dates on the exact
+  monthly grid the labels are month starts (:func:`~evocov_core.forecast.steps.future_labels`).
 * **The kernel** keeps the hyperparameters it was fitted with (on the training part) and is
   conditioned on every observed point, training and test (on a long series, on the subset its
   fit used: :meth:`evocov_core.fitting.model.FittedModel.conditioning`). Its 95 % interval is the
@@ -33,18 +33,20 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
+from scipy.special import ndtri
 
 from evocov_core.data.dataset import Dataset, Normalisation
-from evocov_core.data.dates import days_to_decimal_years, decimal_years_to_dates
-from evocov_core.data.limits import DataError
-from evocov_core.fitting.metrics import Z95, median_step
+from evocov_core.fitting.metrics import Z95
 from evocov_core.fitting.model import FittedModel
 from evocov_core.fitting.seasons import infer_seasons
 from evocov_core.forecast.beside import LONG_POINTS
 from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT, ClassicalForecasts, classical_forecasts
-from evocov_core.forecast.combination import Combination
+from evocov_core.forecast.combination import Combination, linear_pool_interval
+from evocov_core.forecast.steps import MAX_HORIZON, future_labels, future_x
 
 __all__ = ["MAX_HORIZON", "FutureForecast", "default_horizon", "forecast_future", "future_labels", "future_x"]
+# MAX_HORIZON, future_labels and future_x live in evocov_core.forecast.steps (the forecast stage needs them too);
+# they stay importable from here, where the dashboard and users found them.
 
 Array = NDArray[np.float64]
 
@@ -57,82 +59,10 @@ class KernelFile(Protocol):
 
     def model(self, fallback_norm: Normalisation | None = None) -> FittedModel: ...
 
-#: The most steps forecast at once. Past a series' own length an extrapolation says little, so the
-#: horizon is also at most the number of observed points.
-MAX_HORIZON = 10_000
-
-
 def default_horizon(ds: Dataset) -> int:
     """The steps a forecast covers unless asked: as many as the test part the kernel was judged on,
     else a tenth of the points (at least 1)."""
     return int(min(ds.n_test or max(1, round(0.1 * ds.n)), ds.n, MAX_HORIZON))
-
-
-def future_x(ds: Dataset, horizon: int) -> Array:
-    """The ``horizon`` x values after the last observation, at the data's median step (whole
-    months on the monthly grid; the next weekdays for data on business days).
-
-    Parameters
-    ----------
-    ds : Dataset
-        One input column (time).
-    horizon : int
-        Steps, from 1 to min(:data:`MAX_HORIZON`, ``ds.n``).
-
-    Returns
-    -------
-    ndarray of shape (horizon,)
-        In the data's units (decimal years for dates).
-
-    Raises
-    ------
-    DataError
-        Several input columns, or a horizon out of range.
-    """
-    if ds.x.shape[1] != 1:
-        raise DataError(f"a forecast past the data needs one input (time); these data have {ds.x.shape[1]}")
-    top = min(MAX_HORIZON, ds.n)
-    if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or not 1 <= horizon <= top:
-        raise DataError(f"the horizon must be a whole number of steps from 1 to {top:,} (at most the "
-                        f"{ds.n:,} observed points and {MAX_HORIZON:,}); got {horizon!r}")
-    step = median_step(ds.x[:, 0])
-    last = float(ds.x[:, 0].max())
-    if ds.x_kind == "date" and _monthly(ds):
-        months = round(last * 12) + np.arange(1, horizon + 1) * round(step * 12)
-        return months / 12.0  # the exact grid dates_to_decimal_years writes for month starts
-    if ds.x_kind == "date" and _business_daily(ds):
-        # Trading and working days: the next weekdays, not Saturdays and Sundays the data never have.
-        last_day = decimal_years_to_dates([last])[0].round("D")
-        return days_to_decimal_years(pd.bdate_range(last_day + pd.Timedelta(days=1), periods=horizon))
-    return last + step * np.arange(1, horizon + 1, dtype=np.float64)
-
-
-def _business_daily(ds: Dataset) -> bool:
-    """Daily dates at midnight, none on a Saturday or Sunday, with weekends skipped: stock prices,
-    exchange rates, working-day counts."""
-    days = decimal_years_to_dates(ds.x[:, 0]).round("s")
-    if ds.n < 10 or abs(median_step(ds.x[:, 0]) * 365.2425 - 1) > 1e-3 or (days != days.normalize()).any():
-        return False
-    gaps = np.diff(days.asi8) // 86_400_000_000_000
-    return bool((days.dayofweek < 5).all() and (gaps == 3).any())
-
-
-def _monthly(ds: Dataset) -> bool:
-    """Dates on the exact month-start grid (``year + (month − 1)/12``), stepping whole months."""
-    x12 = ds.x[:, 0] * 12
-    return bool(np.allclose(x12, np.round(x12), atol=1e-6)) and median_step(ds.x[:, 0]) * 12 >= 1 - 1e-9
-
-
-def future_labels(ds: Dataset, x: Array) -> pd.Series:
-    """The x values of a forecast as a user reads them: ISO dates (month starts on the monthly grid,
-    else to the second) for date data, else the numbers."""
-    if ds.x_kind != "date":
-        return pd.Series(np.asarray(x, dtype=np.float64))
-    if _monthly(ds):
-        m = np.round(np.asarray(x) * 12).astype(np.int64)
-        return pd.Series([f"{v // 12:04d}-{v % 12 + 1:02d}-01" for v in m])
-    return pd.Series(decimal_years_to_dates(x).round("s").strftime("%Y-%m-%d %H:%M:%S")).str.replace(
-        " 00:00:00", "", regex=False)
 
 
 @dataclass(frozen=True)
@@ -156,6 +86,9 @@ class FutureForecast:
         Observed points the kernel is conditioned on.
     note : str
         What was done, in a sentence or two, for a page, a report or a file's header.
+    member_means, member_sds : ndarray of shape (k, h)
+        The predictive normal of each member of ``members``, in its order (a classical member's read off
+        its 95 % interval): what :meth:`interval` pools at any level.
     """
 
     x: Array
@@ -169,10 +102,28 @@ class FutureForecast:
     members: tuple[tuple[str, float], ...]
     conditioned: int
     note: str
+    member_means: Array | None = None
+    member_sds: Array | None = None
 
     @property
     def combined(self) -> bool:
         return len(self.members) > 1 or self.members[0][0] != "kernel"
+
+    def interval(self, level: float) -> tuple[Array, Array]:
+        """The forecast's central ``level`` interval (e.g. 0.8), each of shape (h,): the weighted mixture of the
+        members' normals, or the kernel's own calibrated normal. At 0.95 it is :attr:`lower`, :attr:`upper`."""
+        if self.member_means is None or self.member_sds is None:
+            return self.kernel_interval(level)
+        w = np.array([wi for _, wi in self.members])
+        return linear_pool_interval(w, self.member_means, self.member_sds, level)
+
+    def kernel_interval(self, level: float) -> tuple[Array, Array]:
+        """The kernel's own central ``level`` interval (each of shape (h,)), from its calibrated normal."""
+        if not 0 < level < 1:
+            raise ValueError(f"level must be in (0, 1); got {level!r}")
+        z = float(ndtri(0.5 + level / 2))
+        sd = (self.kernel_upper - self.kernel_mean) / Z95
+        return self.kernel_mean - z * sd, self.kernel_mean + z * sd
 
     def frame(self, x_label: str = "x") -> pd.DataFrame:
         """One row per step: ``x_label``, the forecast and its interval, then the kernel's own."""
@@ -237,9 +188,10 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
     kernel_how = f"{where}, with the hyperparameters fitted on the training part"
     own = f"The kernel's forecast of the next {h:,} steps, {kernel_how}"
     comb = kf.combination
+    alone = {"member_means": pred.mean[None, :], "member_sds": pred.std[None, :]}
     if not comb.combined:
         return FutureForecast(x, labels, pred.mean, k_lo, k_hi, pred.mean, k_lo, k_hi, (("kernel", 1.0),),
-                              conditioned, own + ".")
+                              conditioned, own + ".", **alone)
     if classical is None:
         classical = classical_forecasts(future_members_data(kf, ds, h), season_lengths=infer_seasons(ds).lengths
                                         or (1,), time_limit=time_limit, models=comb.models)
@@ -249,7 +201,8 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
     if pooled.failed:
         return FutureForecast(x, labels, pred.mean, k_lo, k_hi, pred.mean, k_lo, k_hi, (("kernel", 1.0),),
                               conditioned, own + f". The search averaged it with {', '.join(comb.models)}, "
-                              f"whose forecasts of these steps failed ({pooled.failed}); this is the kernel's alone.")
+                              f"whose forecasts of these steps failed ({pooled.failed}); this is the kernel's alone.",
+                              **alone)
     used, missing = pooled.weights, pooled.missing
     members = " + ".join(f"{m} {wi:.2f}" for m, wi in used)
     pts = min(_members_last(kf) or ds.n, ds.n)
@@ -263,7 +216,7 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
             f"kernel is {kernel_how}; the classical members are fitted on the last {pts:,} observed "
             f"points. The 95 % interval is the weighted mixture of the members' predictive normals.{extra}")
     return FutureForecast(x, labels, pooled.mean, pooled.lower, pooled.upper, pred.mean, k_lo, k_hi, used,
-                          conditioned, note)
+                          conditioned, note, pooled.means, pooled.sds)
 
 
 def future_members_data(kf: KernelFile, ds: Dataset, horizon: int) -> Dataset:

@@ -408,10 +408,10 @@ def search_kernel_file(result: SearchResult, ds: Dataset, *, seed: int, config: 
     """The kernel file of a search's returned kernel: the one writer for the CLI, background jobs, the
     front door and the benchmarks.
 
-    It holds the fit, the interval calibration, the forecast's combination and its test RMSE (when
-    the forecast is combined), the counts of fits (:mod:`evocov_core.runs.counts`), the algorithm,
-    seed and evaluations, and with ``config`` the run record that replays the search
-    (:func:`~evocov_core.search.run_file.run_record`).
+    It holds the fit, the interval calibration, the forecast's combination and its test RMSE (when a
+    forecast stage ran and the data have a test part), the counts of fits
+    (:mod:`evocov_core.runs.counts`), the algorithm, seed and evaluations, and with ``config`` the run
+    record that replays the search (:func:`~evocov_core.search.run_file.run_record`).
 
     Parameters
     ----------
@@ -441,7 +441,9 @@ def search_kernel_file(result: SearchResult, ds: Dataset, *, seed: int, config: 
     combination = getattr(result, "combination", None)
     scores: dict[str, Any] = {"algorithm": result.algorithm, "seed": int(seed), "seconds": round(result.elapsed, 3),
                               "evaluations": result.n_evaluations, **count_scores(result)}
-    rmse = forecast_test_rmse(result, ds) if combination is not None and combination.combined else None
+    # Whenever a forecast was asked for (a combination, even one that kept the kernel alone because the
+    # origins' forecasts ran out of time), its test RMSE is recorded: the kernel's own where it is the kernel's.
+    rmse = forecast_test_rmse(result, ds) if combination is not None else None
     if rmse is not None and math.isfinite(rmse):
         scores["forecast_test_rmse"] = rmse
     scores.update(extra_scores or {})

@@ -1,6 +1,6 @@
 """Kernel searches: EvoCov, Random Search, Go With The First, a GPSS baseline, the mutation explorer.
 
-Each is a plain function ``run_*(data, config, executor, seed=, progress=, should_stop=)``
+Each is a plain function ``run_*(data, config, executor, seed=, progress=, should_stop=, started=)``
 returning a :class:`~evocov_core.search.common.SearchResult`. :func:`run_search`
 dispatches on ``config.algorithm`` and, when no executor is given, makes one.
 """
@@ -116,7 +116,7 @@ def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, 
         raise ValueError("select_top > 1 needs an executor with the 'head' stage: make it with "
                          "search_executor(data, config) or pass search_stages(data, config)")
     result = _RUNNERS[config.algorithm](data, config, executor, seed=seed, progress=progress,
-                                        should_stop=should_stop)
+                                        should_stop=should_stop, started=t0)
     if result.status == RunStatus.CANCELLED:
         return result
     deadline = end = None

@@ -31,6 +31,9 @@ class Clock:
         The caller's cancel.
     replay : RunLog, optional
         The log of the timed run this one replays: stop where it says, not by the time.
+    started : float, optional
+        The :func:`time.perf_counter` at which the budget began (default: now): a caller that spent part
+        of it before the search (a panel's worker fitting the classical members) starts the clock then.
 
     Attributes
     ----------
@@ -43,8 +46,8 @@ class Clock:
     """
 
     def __init__(self, seconds: float = math.inf, should_stop: StopCheck | None = None,
-                 replay: RunLog | None = None) -> None:
-        self.t0 = time.perf_counter()
+                 replay: RunLog | None = None, started: float | None = None) -> None:
+        self.t0 = time.perf_counter() if started is None else started
         self.stop_at = self.t0 + seconds
         self.cancelled = False
         self.spent = False

@@ -650,7 +650,9 @@ _SETTINGS = tuple(SettingField(f.name, _field_type(str(f.type)), f.metadata["set
 # quick-33, seeds 0-1) paired 1.01 (0.10), Call centre's late level shift found less often.
 # At one commit (corpus/quick-38-cp-everywhere against quick-35-cpexp): anywhere / by expansion paired
 # 1.099 (0.068); no threshold on the series' length gives change points anywhere a gain beyond noise.
-PRESETS = {"quick": _budgeted(60.0), "standard": _budgeted(300.0), "paper": _PAPER, "quick-fixed": _QUICK}
+#: ``panel``: many series at once (:mod:`evocov_core.panel`), a few seconds of one core a series.
+PRESETS = {"quick": _budgeted(60.0), "standard": _budgeted(300.0), "panel": _budgeted(5.0), "paper": _PAPER,
+           "quick-fixed": _QUICK}
 
 
 def preset(name: str, algorithm: str = "evocov", **overrides: object) -> SearchConfig:

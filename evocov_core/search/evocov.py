@@ -63,7 +63,8 @@ def _key(fit: FitResult | None) -> float:
 
 
 def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed: int = 0,
-               progress: ProgressCallback | None = None, should_stop: StopCheck | None = None) -> SearchResult:
+               progress: ProgressCallback | None = None, should_stop: StopCheck | None = None,
+               started: float | None = None) -> SearchResult:
     """Run EvoCov (Algorithm 1) on ``data``.
 
     Parameters
@@ -79,12 +80,14 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
         Called with a :class:`~evocov_core.search.common.Progress` after each generation.
     should_stop : callable, optional
         Polled between fits; when it returns True the run stops and returns the best so far.
+    started : float, optional
+        The :func:`time.perf_counter` at which ``config.time_budget`` began (default: now).
     """
     grammar = config.grammar
     vcfg = config.variation
     rng = sub_rng(seed, 0)
     tr = Tracker("evocov", config.generations, progress, should_stop, seed, config=config, n_train=data.n, data=data,
-                 executor=executor)
+                 executor=executor, started=started)
     N, mu = config.population, config.mu
     spectral = spectral_seeds(data, naive_everywhere=config.naive_seeds)
     ets = ets_seeds(data) if config.ets_seeds else []

@@ -155,11 +155,12 @@ def _start(candidate: Struct, parent_fit: FitResult | None, parent_leaves: dict[
 
 
 def run_gpss(data: FitData, config: SearchConfig, executor: Executor, *, seed: int = 0,
-             progress: ProgressCallback | None = None, should_stop: StopCheck | None = None) -> SearchResult:
+             progress: ProgressCallback | None = None, should_stop: StopCheck | None = None,
+             started: float | None = None) -> SearchResult:
     """Greedy GPSS search for ``config.generations`` levels over ``config.base_kernels``."""
     bases = tuple(config.base_kernels)
     tr = Tracker("gpss", config.generations, progress, should_stop, seed, config=config, n_train=data.n, data=data,
-                 executor=executor)
+                 executor=executor, started=started)
     best_struct: Struct | None = None
     best_fit: FitResult | None = None
     candidates: list[Struct] = [("leaf", b, None) for b in bases]

@@ -28,7 +28,8 @@ def _bic(f: FitResult | None) -> float:
 
 
 def run_gwtf(data: FitData, config: SearchConfig, executor: Executor, *, seed: int = 0,
-             progress: ProgressCallback | None = None, should_stop: StopCheck | None = None) -> SearchResult:
+             progress: ProgressCallback | None = None, should_stop: StopCheck | None = None,
+             started: float | None = None) -> SearchResult:
     """Run Go With The First: ``generations`` individuals, ``population`` steps per round."""
     grammar = config.grammar
     vcfg = config.variation
@@ -36,7 +37,7 @@ def run_gwtf(data: FitData, config: SearchConfig, executor: Executor, *, seed: i
     G, N = config.generations, config.population
     total = 1 + N * max(G - 1, 1)
     tr = Tracker("gwtf", total, progress, should_stop, seed, config=config, n_train=data.n, data=data,
-                 executor=executor)
+                 executor=executor, started=started)
     kernels = [random_kernel(grammar, rng, config.d_min, config.d_max, vcfg)[0] for _ in range(G)]
     fits = tr.evaluate(executor, kernels, [None] * G, ["random"] * G)
     tr.end_generation()

@@ -18,6 +18,7 @@ __all__ = ["run_random_search"]
 
 def run_random_search(data: FitData, config: SearchConfig, executor: Executor, *, seed: int = 0,
                       progress: ProgressCallback | None = None, should_stop: StopCheck | None = None,
+                      started: float | None = None,
                       batch: int = 100) -> SearchResult:
     """Run Random Search with ``config.population`` kernels, ``batch`` per progress report."""
     grammar = config.grammar
@@ -25,7 +26,7 @@ def run_random_search(data: FitData, config: SearchConfig, executor: Executor, *
     rng = sub_rng(seed, 0)
     n_batches = -(-config.population // batch)
     tr = Tracker("random", n_batches, progress, should_stop, seed, config=config, n_train=data.n, data=data,
-                 executor=executor)
+                 executor=executor, started=started)
     done = 0
     while done < config.population and not tr.stop_requested():
         size = min(batch, config.population - done)

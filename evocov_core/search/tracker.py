@@ -93,7 +93,7 @@ class Tracker:
 
     def __init__(self, algorithm: str, total_generations: int, progress: ProgressCallback | None,
                  should_stop: StopCheck | None, seed: int, *, config: SearchConfig, n_train: int = 0,
-                 data: FitData | None = None, executor: Executor | None = None) -> None:
+                 data: FitData | None = None, executor: Executor | None = None, started: float | None = None) -> None:
         self.algorithm = algorithm
         self.total = total_generations
         self.progress = progress
@@ -108,7 +108,7 @@ class Tracker:
         self._gen_recs: list[EvalRecord] = []
         self.candidates = Candidates()
         seconds = config.time_budget * SPLIT.search_part(config) if config.time_budget > 0 else math.inf
-        self.clock = Clock(seconds, should_stop, getattr(executor, "replay", None))
+        self.clock = Clock(seconds, should_stop, getattr(executor, "replay", None), started=started)
         self.budget = Budget(config, self.candidates, self.clock, data, executor)
         self.cache = FitCache(config.cache_fits)
         self.screening = Screening(config, n_train, self.clock, self.budget, self.candidates)

@@ -1,0 +1,268 @@
+"""Many series at once: :func:`forecast_panel`, parallel over series, resumable, every series forecast.
+
+A panel is a long table (statsforecast's ``unique_id, ds, y``; :mod:`evocov_core.panel.table`). Each
+series is one job (:func:`~evocov_core.panel.series.forecast_series`): a search on its observed points
+with the panel's preset and settings, and the forecast of the ``h`` steps after it, or a named fallback.
+Jobs run in local processes (default: one per core), in this process (``workers=1``) or on a Dask cluster
+(``scheduler``), one series a task, with nothing installed on the workers: the same forecasts wherever
+they run, since a job depends on its own series, the settings and the seed only.
+
+With ``out`` the run keeps a folder (:mod:`evocov_core.panel.store`): each series is written as it
+finishes, a run that is interrupted or killed resumes when called again with the same arguments (the
+finished series are read, not redone), and ``forecasts.csv``, ``series.csv`` and one kernel file per
+series are written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evocov_core.data.limits import DataError
+from evocov_core.panel.series import LEVELS, SeriesJob, SeriesOutcome, Status, forecast_series
+from evocov_core.panel.store import PanelStore, atomic_write, parts_in_order
+from evocov_core.panel.table import Panel, panel_from_frame
+
+__all__ = ["FORECAST_COLUMNS", "NAME", "SERIES_COLUMNS", "PanelProgress", "PanelResult", "forecast_panel",
+           "panel_jobs"]
+
+#: The method's name in the forecasts' columns (statsforecast's convention: one column per model).
+NAME = "EvoCov"
+#: ``forecasts.csv``: statsforecast's shape for the product's forecast, then the kernel's own.
+FORECAST_COLUMNS = ("unique_id", "ds", NAME, *(f"{NAME}-{s}-{lv}" for lv in LEVELS for s in ("lo", "hi")),
+                    f"{NAME}-kernel", *(f"{NAME}-kernel-{s}-{lv}" for lv in LEVELS for s in ("lo", "hi")))
+#: ``series.csv``: one row per series.
+SERIES_COLUMNS = ("unique_id", "status", "reason", "n", "missing", "kernel", "kernel_infix", "bic", "forecast",
+                  "cpu_s", "seconds", "kernel_file")
+
+
+@dataclass(frozen=True)
+class PanelProgress:
+    """Where a panel run is: what a progress bar shows.
+
+    Attributes
+    ----------
+    done, total : int
+        Series finished (read from a resumed folder included) and in the panel.
+    resumed : int
+        Of ``done``, those read from the folder of an earlier run.
+    uid : str
+        The series that just finished ("" for the first report).
+    status : str
+    elapsed : float
+        Seconds since this call started.
+    eta : float
+        Seconds left, by this call's pace so far (NaN before its first series).
+    """
+
+    done: int
+    total: int
+    resumed: int
+    uid: str
+    status: str
+    elapsed: float
+    eta: float
+
+
+@dataclass(frozen=True, eq=False)
+class PanelResult:
+    """What :func:`forecast_panel` returns.
+
+    Attributes
+    ----------
+    forecasts : pandas.DataFrame
+        One row per series and step, columns :data:`FORECAST_COLUMNS`: ``EvoCov`` is the product's
+        forecast (the kernel's, or its weighted average with classical forecasts, or a series' fallback)
+        with 80 % and 95 % intervals; ``EvoCov-kernel...`` the kernel's own (NaN without a kernel).
+    series : pandas.DataFrame
+        One row per series, columns :data:`SERIES_COLUMNS`: the kernel in words and in infix, its BIC, who
+        forecasts with which weights, the status (``ok``, ``fallback``, ``no_data``, ``error``) and its
+        reason, the CPU seconds.
+    out : Path or None
+        The run's folder.
+    resumed : int
+        Series read from an earlier run's folder.
+    """
+
+    forecasts: pd.DataFrame
+    series: pd.DataFrame
+    out: Path | None = None
+    resumed: int = 0
+
+    @property
+    def errors(self) -> int:
+        """Series whose job raised (status ``error``): a bug to report, not a property of the data."""
+        return int((self.series["status"] == Status.ERROR).sum())
+
+
+def _fingerprint(panel: Panel) -> str:
+    h = hashlib.sha256()
+    for s in panel.series:
+        h.update(s.uid.encode("utf-8") + b"\0")
+        h.update(np.ascontiguousarray(s.x, dtype=np.float64).tobytes())
+        h.update(np.ascontiguousarray(s.y, dtype=np.float64).tobytes())
+    return h.hexdigest()
+
+
+def _step(panel: Panel) -> float:
+    """The panel's usual step in its x units (the median of the series' median steps)."""
+    steps = [float(np.median(np.diff(s.x))) for s in panel.series if s.x.size > 1]
+    return float(np.median(steps)) if steps else 1.0 / float(panel.season_length or 1)
+
+
+def panel_jobs(panel: Panel, h: int, *, preset: str, seed: int, settings: Mapping[str, Any],
+               describe: Callable[[Any, Any], str | None] | None = None) -> list[SeriesJob]:
+    """One :class:`~evocov_core.panel.series.SeriesJob` per series of ``panel``, in its order."""
+    step = _step(panel)
+    seasons = (panel.season_length,) if panel.season_length and panel.season_length > 1 else ()
+    return [SeriesJob(s.uid, s.x, s.y, panel.x_kind, panel.x_label, h, preset, dict(settings), seed, seasons,
+                      s.missing, step, describe) for s in panel.series]
+
+
+def _check(h: object, preset: str, settings: Mapping[str, Any]) -> None:
+    from evocov_core.search import preset as make_preset
+    from evocov_core.search.config import ConfigError, SearchConfig, with_derived
+
+    if isinstance(h, bool) or not isinstance(h, (int, np.integer)) or not 1 <= h <= 10_000:
+        raise DataError(f"the horizon must be a whole number of steps from 1 to 10,000; got {h!r}")
+    unknown = sorted(set(settings) - set(SearchConfig.__dataclass_fields__))
+    if unknown:
+        raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
+    make_preset(preset, **with_derived(dict(settings)))  # refuses an invalid setting now, not in every job
+
+
+def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int = 0, budget: float | None = None,
+                   season_length: int | None = None, id_col: str | None = None, ds_col: str | None = None,
+                   y_col: str | None = None, workers: int | None = None, scheduler: str | None = None,
+                   out: str | Path | None = None, progress: Callable[[PanelProgress], None] | None = None,
+                   should_stop: Callable[[], bool] | None = None,
+                   describe: Callable[[Any, Any], str | None] | None = None, **settings: Any) -> PanelResult:
+    """Forecast every series of a long table ``h`` steps ahead, each with its own kernel.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        statsforecast's long format: ``unique_id``, ``ds`` (dates, or numbers of steps), ``y`` (other
+        names: ``id_col``, ``ds_col``, ``y_col``; guessed when not given). An empty ``y`` is a point not
+        observed.
+    h : int
+        Steps to forecast after each series' last observation.
+    preset : str
+        A search preset (:data:`evocov_core.search.PRESETS`); ``panel`` (default) gives each series a
+        short time budget.
+    seed : int
+        Every series' search uses it.
+    budget : float, optional
+        Seconds of one core per series (the preset's ``time_budget``).
+    season_length : int, optional
+        Steps in a season when ``ds`` holds numbers (12: monthly, 4: quarterly, 1: yearly).
+    workers : int, optional
+        Local processes, one series each at a time (default: every core; 1: in this process).
+    scheduler : str, optional
+        A Dask scheduler's address: one task per series on its workers.
+    out : path, optional
+        A folder that keeps the run (module docstring): resumed when it holds the same run.
+    progress : callable, optional
+        Called with a :class:`PanelProgress` once at the start and after each series.
+    should_stop : callable, optional
+        Polled between series; True stops the run (the folder keeps what is finished).
+    describe : callable, optional
+        ``describe(model, dataset)``: the kernel in words for ``series.csv`` (a module-level function; the front
+        door ``evocov_core.forecast_panel`` and the command line give the presentation layer's).
+    **settings
+        Search settings over the preset's (``population=20``...).
+
+    Returns
+    -------
+    PanelResult
+
+    Raises
+    ------
+    evocov_core.data.DataError
+        The table cannot be read as a panel, a bad horizon, or ``out`` holds another run (one line).
+    evocov_core.search.ConfigError
+        An unknown or invalid setting.
+    """
+    from evocov_core.compute.runners import make_runner
+
+    t0 = time.perf_counter()
+    if budget is not None:
+        if not (isinstance(budget, (int, float)) and budget > 0 and math.isfinite(budget)):
+            raise DataError(f"the budget must be positive seconds; got {budget!r}")
+        settings = {**settings, "time_budget": float(budget)}
+    _check(h, preset, settings)
+    panel = panel_from_frame(df, id_col=id_col, ds_col=ds_col, y_col=y_col, season_length=season_length)
+    jobs = panel_jobs(panel, int(h), preset=preset, seed=seed, settings=settings, describe=describe)
+    order = [j.uid for j in jobs]
+    store = None
+    parts: dict[str, dict] = {}
+    if out is not None:
+        manifest = {"h": int(h), "preset": preset, "seed": int(seed), "settings": dict(sorted(settings.items())),
+                    "season_length": panel.season_length, "ds_kind": panel.ds_kind,
+                    "columns": list(panel.columns), "series": len(panel), "data": _fingerprint(panel)}
+        store = PanelStore(out, manifest)
+        parts = {uid: p for uid, p in store.done().items() if uid in set(order)}
+    resumed = len(parts)
+    todo = [j for j in jobs if j.uid not in parts]
+    started = time.perf_counter()
+
+    def report(uid: str, status: str) -> None:
+        if progress is None:
+            return
+        done = len(parts)
+        ran = done - resumed
+        elapsed = time.perf_counter() - started
+        eta = elapsed / ran * (len(jobs) - done) if ran else math.nan
+        progress(PanelProgress(done, len(jobs), resumed, uid, status, time.perf_counter() - t0, eta))
+
+    def finished(i: int, outcome: SeriesOutcome) -> None:
+        if store is not None:
+            parts[outcome.uid] = store.save(outcome.uid, outcome.x, outcome.forecast, outcome.row,
+                                            outcome.kernel_file)
+        else:
+            parts[outcome.uid] = _part(outcome)
+        report(outcome.uid, str(outcome.row["status"]))
+
+    report("", "")
+    if todo:
+        with make_runner(workers=workers, scheduler=scheduler, modules=("evocov_core.panel.series",)) as runner:
+            runner.map(forecast_series, todo, should_stop=should_stop, on_result=finished)
+    result = _assemble(panel, order, parts, resumed, store)
+    if store is not None:
+        atomic_write(store.root / "forecasts.csv", result.forecasts.to_csv(index=False))
+        atomic_write(store.root / "series.csv", result.series.to_csv(index=False))
+    return result
+
+
+def _part(outcome: SeriesOutcome) -> dict:
+    return {"uid": outcome.uid, "x": outcome.x, "forecast": outcome.forecast,
+            "row": {**outcome.row, "kernel_file": ""}, "kernel": None}
+
+
+def _assemble(panel: Panel, order: list[str], parts: Mapping[str, dict], resumed: int,
+              store: PanelStore | None) -> PanelResult:
+    frames, rows = [], []
+    for part in parts_in_order(parts, order):
+        x = np.asarray(part["x"], dtype=np.float64)
+        fc = {k: np.asarray(v, dtype=np.float64) for k, v in part["forecast"].items()}
+        frame = {"unique_id": part["uid"], "ds": panel.to_ds(x), NAME: fc["mean"]}
+        for lv in LEVELS:
+            frame[f"{NAME}-lo-{lv}"], frame[f"{NAME}-hi-{lv}"] = fc[f"lo-{lv}"], fc[f"hi-{lv}"]
+        frame[f"{NAME}-kernel"] = fc["kernel-mean"]
+        for lv in LEVELS:
+            for side in ("lo", "hi"):
+                frame[f"{NAME}-kernel-{side}-{lv}"] = fc[f"kernel-{side}-{lv}"]
+        frames.append(pd.DataFrame(frame))
+        rows.append({c: part["row"].get(c, "") for c in SERIES_COLUMNS})
+    forecasts = (pd.concat(frames, ignore_index=True) if frames
+                 else pd.DataFrame({c: pd.Series(dtype=float) for c in FORECAST_COLUMNS}))
+    series = pd.DataFrame(rows, columns=list(SERIES_COLUMNS))
+    return PanelResult(forecasts[list(FORECAST_COLUMNS)], series, None if store is None else store.root, resumed)
