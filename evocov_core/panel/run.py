@@ -202,36 +202,18 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
     panel = panel_from_frame(df, id_col=id_col, ds_col=ds_col, y_col=y_col, season_length=season_length)
     jobs = panel_jobs(panel, int(h), preset=preset, seed=seed, settings=settings, describe=describe)
     order = [j.uid for j in jobs]
-    store = None
-    parts: dict[str, dict] = {}
-    if out is not None:
-        manifest = {"h": int(h), "preset": preset, "seed": int(seed), "settings": dict(sorted(settings.items())),
-                    "season_length": panel.season_length, "ds_kind": panel.ds_kind,
-                    "columns": list(panel.columns), "series": len(panel), "data": _fingerprint(panel)}
-        store = PanelStore(out, manifest)
-        parts = {uid: p for uid, p in store.done().items() if uid in set(order)}
+    store = None if out is None else _store(out, panel, int(h), preset, seed, settings)
+    parts: dict[str, dict] = {} if store is None else {u: p for u, p in store.done().items() if u in set(order)}
     resumed = len(parts)
-    todo = [j for j in jobs if j.uid not in parts]
-    started = time.perf_counter()
-
-    def report(uid: str, status: str) -> None:
-        if progress is None:
-            return
-        done = len(parts)
-        ran = done - resumed
-        elapsed = time.perf_counter() - started
-        eta = elapsed / ran * (len(jobs) - done) if ran else math.nan
-        progress(PanelProgress(done, len(jobs), resumed, uid, status, time.perf_counter() - t0, eta))
+    tick = _reporter(progress, parts, resumed, len(jobs), t0)
 
     def finished(i: int, outcome: SeriesOutcome) -> None:
-        if store is not None:
-            parts[outcome.uid] = store.save(outcome.uid, outcome.x, outcome.forecast, outcome.row,
-                                            outcome.kernel_file)
-        else:
-            parts[outcome.uid] = _part(outcome)
-        report(outcome.uid, str(outcome.row["status"]))
+        parts[outcome.uid] = (store.save(outcome.uid, outcome.x, outcome.forecast, outcome.row, outcome.kernel_file)
+                              if store is not None else _part(outcome))
+        tick(outcome.uid, str(outcome.row["status"]))
 
-    report("", "")
+    tick("", "")
+    todo = [j for j in jobs if j.uid not in parts]
     if todo:
         with make_runner(workers=workers, scheduler=scheduler, modules=("evocov_core.panel.series",)) as runner:
             runner.map(forecast_series, todo, should_stop=should_stop, on_result=finished)
@@ -240,6 +222,28 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
         atomic_write(store.root / "forecasts.csv", result.forecasts.to_csv(index=False))
         atomic_write(store.root / "series.csv", result.series.to_csv(index=False))
     return result
+
+
+def _store(out: str | Path, panel: Panel, h: int, preset: str, seed: int, settings: Mapping[str, Any]) -> PanelStore:
+    """The run's folder, whose manifest is what makes the run: settings and the data's fingerprint."""
+    return PanelStore(out, {"h": h, "preset": preset, "seed": int(seed), "settings": dict(sorted(settings.items())),
+                            "season_length": panel.season_length, "ds_kind": panel.ds_kind,
+                            "columns": list(panel.columns), "series": len(panel), "data": _fingerprint(panel)})
+
+
+def _reporter(progress: Callable[[PanelProgress], None] | None, parts: Mapping[str, dict], resumed: int, total: int,
+              t0: float) -> Callable[[str, str], None]:
+    """What reports each finished series to ``progress``, with the ETA at this call's pace."""
+    started = time.perf_counter()
+
+    def tick(uid: str, status: str) -> None:
+        if progress is None:
+            return
+        ran = len(parts) - resumed
+        eta = (time.perf_counter() - started) / ran * (total - len(parts)) if ran else math.nan
+        progress(PanelProgress(len(parts), total, resumed, uid, status, time.perf_counter() - t0, eta))
+
+    return tick
 
 
 def _part(outcome: SeriesOutcome) -> dict:

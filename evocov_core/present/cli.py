@@ -20,6 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from evocov_core.present.cli_args import CliError, add_exec_args, add_setting_args, int_in, setting_overrides
+from evocov_core.present.cli_panel import add_panel_parser
+
 __all__ = ["main"]
 
 
@@ -39,10 +42,6 @@ def process_seconds() -> float:
         return max(0.0, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))  # fields[0] is field 3
     except (OSError, ValueError, IndexError, AttributeError):
         return 0.0
-
-
-class CliError(Exception):
-    """A user error to print as one line."""
 
 
 def _dataset(args: argparse.Namespace, test_fraction: float | None = None):
@@ -77,20 +76,6 @@ def _check_out(path: str | None, flag: str = "--out") -> None:
 def _write_text(path: str, text: str) -> None:
     _check_out(path)
     Path(path).write_text(text, encoding="utf-8")
-
-
-def _int_in(lo: int, hi: int, what: str):
-    """An argparse type: a whole number from ``lo`` to ``hi``."""
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} takes a whole number, got {text!r}") from None
-        if not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"{what} takes {lo} to {hi}, got {v}")
-        return v
-
-    return parse
 
 
 def _progress_printer(quiet: bool):
@@ -285,38 +270,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _config_from_args(args: argparse.Namespace):
     from evocov_core.search import preset
-    from evocov_core.search.config import settings, with_derived
+    from evocov_core.search.config import with_derived
 
-    overrides = {}
-    for name, _, _ in settings():
-        v = getattr(args, name, None)
-        if v is not None and name != "algorithm":
-            overrides[name] = tuple(v) if isinstance(v, list) else v
-    return preset(args.preset, args.algorithm, **with_derived(overrides))
-
-
-def _add_setting_args(p: argparse.ArgumentParser) -> None:
-    """One option per :class:`SearchConfig` setting, from its metadata (``--d-max``, ``--changepoints``...)."""
-    from evocov_core.search.config import settings
-
-    for name, typ, meta in settings():
-        if name == "algorithm":
-            continue  # its own option, with the preset
-        flag = "--" + name.replace("_", "-")
-        text = meta.help + ("" if meta.lo is None and meta.hi is None else f" ({meta.range_text})")
-        text = text.replace("%", "%%")
-        if typ is bool:
-            p.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
-        elif typ is tuple:
-            p.add_argument(flag, dest=name, nargs="+", choices=meta.choices, help=text)
-        elif meta.choices is not None:
-            # Accept the spelling with hyphens too (posterior-lml).
-            shown = [c.replace("_", "-") for c in meta.choices]
-            p.add_argument(flag, dest=name, type=lambda v: v.replace("-", "_"), choices=meta.choices,
-                           metavar="{" + ",".join(shown) + "}", help=text)
-        else:
-            p.add_argument(flag, dest=name, type=typ, metavar="SECONDS" if name == "time_budget" else None,
-                           help=text)
+    return preset(args.preset, args.algorithm, **with_derived(setting_overrides(args)))
 
 
 def _replay_setup(args: argparse.Namespace):
@@ -453,70 +409,6 @@ def cmd_explore(args: argparse.Namespace) -> int:
     return 0
 
 
-def _panel_progress(quiet: bool):
-    """A progress bar with an ETA on stderr: redrawn in place on a terminal, a line every 5 % elsewhere."""
-    tty = sys.stderr.isatty()
-    shown = {"pct": -1}
-
-    def fmt(seconds: float) -> str:
-        if not math.isfinite(seconds):
-            return "--:--"
-        m, sec = divmod(round(seconds), 60)
-        h, m = divmod(m, 60)
-        return f"{h}:{m:02d}:{sec:02d}" if h else f"{m:02d}:{sec:02d}"
-
-    def report(p) -> None:
-        if quiet:
-            return
-        pct = 100 * p.done / p.total if p.total else 100.0
-        width = 30
-        bar = "#" * int(width * p.done / max(1, p.total))
-        text = (f"[{bar:<{width}}] {p.done}/{p.total} ({pct:.0f} %) elapsed {fmt(p.elapsed)} ETA {fmt(p.eta)}"
-                + (f" (resumed {p.resumed})" if p.resumed else "") + (f" | {p.uid}: {p.status}" if p.uid else ""))
-        if tty:
-            print("\r" + text[:150].ljust(150), end="\n" if p.done == p.total else "", file=sys.stderr, flush=True)
-        elif int(pct // 5) != shown["pct"] or p.done == p.total:
-            shown["pct"] = int(pct // 5)
-            print(text, file=sys.stderr, flush=True)
-
-    return report
-
-
-def cmd_panel(args: argparse.Namespace) -> int:
-    from evocov_core.data.table import read_table
-    from evocov_core.panel import forecast_panel
-    from evocov_core.present.glance import kernel_phrase
-    from evocov_core.search.config import settings
-
-    if args.budget is not None and args.time_budget is not None:
-        raise CliError("give --budget (seconds per series) or --time-budget, not both")
-    df = read_table(args.data)
-    overrides = {}
-    for name, _, _ in settings():
-        v = getattr(args, name, None)
-        if v is not None and name != "algorithm":
-            overrides[name] = tuple(v) if isinstance(v, list) else v
-    t0 = time.perf_counter()
-    result = forecast_panel(df, args.horizon, preset=args.preset, seed=args.seed, budget=args.budget,
-                            season_length=args.season_length, id_col=args.id_col, ds_col=args.ds_col,
-                            y_col=args.y_col, workers=args.workers, scheduler=args.scheduler, out=args.out,
-                            progress=_panel_progress(args.quiet), describe=kernel_phrase, algorithm=args.algorithm,
-                            **overrides)
-    counts = result.series["status"].value_counts()
-    said = ", ".join(f"{int(counts[k])} {k}" for k in ("ok", "fallback", "no_data", "error") if k in counts)
-    print(f"{len(result.series)} series ({said}) in {time.perf_counter() - t0:.1f} s"
-          + (f", {result.resumed} read from an earlier run" if result.resumed else "")
-          + f"; wrote {Path(args.out) / 'forecasts.csv'}, {Path(args.out) / 'series.csv'} and the kernel files")
-    for row in result.series[result.series.status == "fallback"].itertuples():
-        print(f"  {row.unique_id}: {row.reason} (forecast: {row.forecast})")
-    if result.errors:
-        bad = result.series[result.series.status == "error"]
-        print(f"error: {result.errors} series failed with an error of the program (not of their data), e.g. "
-              f"{bad.unique_id.iloc[0]}: {bad.reason.iloc[0]}; please report it", file=sys.stderr)
-        return 1
-    return 0
-
-
 # --- parser -----------------------------------------------------------------------
 
 
@@ -545,14 +437,6 @@ def _add_classical_args(p: argparse.ArgumentParser) -> None:
                    help=f"seconds each classical forecaster may take (default {DEFAULT_TIME_LIMIT:g})")
 
 
-def _add_exec_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workers", type=_int_in(1, 1024, "--workers"), default=None,
-                   help="worker processes, 1 to 1024 (default: one per core; 1 = serial)")
-    p.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
-
-
 def build_parser() -> argparse.ArgumentParser:
     from evocov_core.fitting.metrics import METRICS
     from evocov_core.search.config import ALGORITHMS, PRESETS
@@ -566,7 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check-kernel", help="validate a kernel file")
     p.add_argument("kernel")
-    p.add_argument("--w", type=_int_in(1, 1000, "--w"), default=20,
+    p.add_argument("--w", type=int_in(1, 1000, "--w"), default=20,
                    help="random data sets of the PSD check, 1 to 1000 (default 20)")
     p.set_defaults(func=cmd_check_kernel)
 
@@ -580,7 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("forecast", help="forecast the steps after the last observation with a kernel file, as CSV")
     p.add_argument("--kernel", required=True)
     _add_data_args(p, test_default=None)
-    p.add_argument("--horizon", type=_int_in(1, 10_000, "--horizon"), default=None, metavar="STEPS",
+    p.add_argument("--horizon", type=int_in(1, 10_000, "--horizon"), default=None, metavar="STEPS",
                    help="steps after the last observation, at the data's step, at most the number of points "
                         "(default: as many as the test part)")
     p.add_argument("--time-limit", type=float, default=30.0, metavar="SECONDS",
@@ -619,8 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", choices=list(PRESETS), default="quick",
                    help="quick: 60 s budget (default); standard: 5 min; paper: the paper's settings, no limit; "
                         "quick-fixed: the former quick, a fixed number of fits")
-    _add_setting_args(p)
-    _add_exec_args(p)
+    add_setting_args(p)
+    add_exec_args(p)
     p.add_argument("--out", help="kernel file (JSON) to write (required unless --replay)")
     p.add_argument("--records", help="also write every fitted kernel to this CSV")
     p.add_argument("--replay", metavar="KERNEL_FILE",
@@ -629,34 +513,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "arithmetic (docs/design.md)")
     p.set_defaults(func=cmd_search)
 
-    p = sub.add_parser("panel", help="forecast many series of a long table (unique_id, ds, y), each with its own "
-                                     "kernel, resumably")
-    p.add_argument("--data", required=True, help="CSV file in long format: one row per series and time stamp")
-    p.add_argument("--horizon", type=_int_in(1, 10_000, "--horizon"), required=True, metavar="STEPS",
-                   help="steps to forecast after each series' last observation")
-    p.add_argument("--out", required=True, metavar="DIR",
-                   help="folder of the run: forecasts.csv, series.csv, kernels/; run the same command again to "
-                        "resume it")
-    p.add_argument("--id-col", help="column of the series' names (default: unique_id, or guessed)")
-    p.add_argument("--ds-col", help="column of the time stamps, dates or numbers (default: ds, or guessed)")
-    p.add_argument("--y-col", help="column of the values; empty cells are points not observed (default: y, or "
-                                   "guessed)")
-    p.add_argument("--season-length", type=_int_in(1, 100_000, "--season-length"), metavar="STEPS",
-                   help="steps in a season when ds holds numbers (12 monthly, 4 quarterly, 1 yearly)")
-    p.add_argument("--algorithm", choices=ALGORITHMS, default="evocov")
-    p.add_argument("--preset", choices=list(PRESETS), default="panel",
-                   help="panel: 5 s of one core a series (default); any search preset")
-    p.add_argument("--budget", type=float, metavar="SECONDS", help="seconds of one core per series")
-    _add_setting_args(p)
-    _add_exec_args(p)
-    p.set_defaults(func=cmd_panel)
+    add_panel_parser(sub)
 
     p = sub.add_parser("explore", help="fit random mutations of a kernel")
     p.add_argument("--kernel", required=True)
     _add_data_args(p)
     p.add_argument("--mutations", type=int, default=200)
     p.add_argument("--metric", choices=metric_choices, metavar=metric_meta, default="lml")
-    _add_exec_args(p)
+    add_exec_args(p)
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_explore)
 

@@ -71,23 +71,21 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
     ----------
     data : FitData
     config : SearchConfig
-        ``population`` = N, ``generations`` = G, ``mu``, ``p_mutation``, ``p_crossover``,
-        ``beta``, ``d_min``, ``d_max`` and the variation and optimiser settings.
+        ``population`` = N, ``generations`` = G, ``mu``, ``p_mutation``, ``p_crossover``, ``beta``, ``d_min``,
+        ``d_max`` and the variation and optimiser settings.
     executor : Executor
         Where fits run (serial, process pool, Dask).
     seed : int
     progress : callable, optional
         Called with a :class:`~evocov_core.search.common.Progress` after each generation.
     should_stop : callable, optional
-        Polled between fits; when it returns True the run stops and returns the best so far.
+        Polled between fits: True stops the run, which returns the best so far.
     started : float, optional
-        The :func:`time.perf_counter` at which ``config.time_budget`` began (default: now).
+        When ``config.time_budget`` began (:func:`time.perf_counter`; default now).
     """
-    grammar = config.grammar
-    vcfg = config.variation
-    rng = sub_rng(seed, 0)
-    tr = Tracker("evocov", config.generations, progress, should_stop, seed, config=config, n_train=data.n, data=data,
-                 executor=executor, started=started)
+    grammar, vcfg, rng = config.grammar, config.variation, sub_rng(seed, 0)
+    tr = Tracker("evocov", config.generations, progress, should_stop, seed, config=config, n_train=data.n,
+                 data=data, executor=executor, started=started)
     N, mu = config.population, config.mu
     spectral = spectral_seeds(data, naive_everywhere=config.naive_seeds)
     ets = ets_seeds(data) if config.ets_seeds else []
