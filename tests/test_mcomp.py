@@ -200,6 +200,7 @@ def test_a_run_writes_its_files_and_resumes_after_a_kill_and_lost_rows(tmp_path:
     a = mc.read_forecasts(out).sort_values(["unique_id", "method", "ds"]).reset_index(drop=True)
     b = fc.sort_values(["unique_id", "method", "ds"]).reset_index(drop=True)
     pd.testing.assert_frame_equal(a, b)
+    assert len(pd.read_csv(out / "forecasts.csv.gz")) == 90  # compacted: the reruns' copies are gone
     runs = json.loads((out / "run.json").read_text())["runs"]
     assert len(runs) == 3 and "wall_seconds" not in runs[0] and "wall_seconds" in runs[2]
     with pytest.raises(BenchError, match="other settings"):
