@@ -841,12 +841,15 @@ def fev_ratio(scores: pd.DataFrame, method: str, ref: str = REFERENCE) -> tuple[
 
 
 def paired(scores: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the series that every method of ``scores`` scored (a finite sMAPE)."""
+    """The rows of the series that every method of ``scores`` scored (a finite sMAPE).
+
+    A method that scored no series at all is left out of the pairing (else one broken method
+    would empty every table); its rows still count as failed in :func:`summarize`.
+    """
     ok = scores[np.isfinite(scores["smape"].astype(float))]
-    n_methods = scores["method"].nunique()
     full = ok.groupby("unique_id")["method"].nunique()
-    keep = set(full[full == n_methods].index)
-    return scores[scores["unique_id"].isin(keep)].reset_index(drop=True)
+    keep = set(full[full == ok["method"].nunique()].index)
+    return scores[scores["unique_id"].isin(keep) & scores["method"].isin(set(ok["method"]))].reset_index(drop=True)
 
 
 def _ratios(p: pd.DataFrame, col: str, method: str, ref: str = REFERENCE) -> pd.Series:
@@ -1196,6 +1199,7 @@ def main_mcomp(a: Any) -> int:
                 methods=a.methods, budget=a.budget, seed=a.seed, workers=a.workers, argv=getattr(a, "argv", None),
                 log=lambda line: print(line, file=sys.stderr, flush=True))
     print(res.report)
+    print(res.summary)
     print(f"wrote {res.path}")
     for m, why in res.unavailable.items():
         print(f"error: {m} not run: {why}", file=sys.stderr)

@@ -314,3 +314,11 @@ def test_a_failed_row_leaves_its_series_out_of_every_mean_and_is_counted() -> No
     assert t.loc[("yearly", "AutoETS"), "n"] == 1 and t.loc[("yearly", "AutoETS"), "mase"] == pytest.approx(3.0)
     assert t.loc[("yearly", "M"), "failed"] == 1 and t.loc[("yearly", "AutoETS"), "failed"] == 0
     assert t.loc[("yearly", "M"), "mase_fev"] == pytest.approx(2 / 3)
+
+
+def test_a_method_that_scored_nothing_does_not_empty_the_tables() -> None:
+    df = pd.concat([_table(), _table().query("method == 'M'").assign(method="Broken", smape=math.nan,
+                                                                     mase=math.nan, status="failed")])
+    t = mc.summarize(df).set_index(["stratum", "method"])
+    assert t.loc[("all", "M"), "n"] == 4 and t.loc[("all", "Broken"), "n"] == 0
+    assert t.loc[("all", "Broken"), "failed"] == 4 and math.isnan(t.loc[("all", "Broken"), "mase_fev"])
