@@ -976,8 +976,9 @@ def report_text(out: Path, scores: pd.DataFrame, table: pd.DataFrame, summary: s
                            shown[["unique_id", "method", "status", "reason"]].values.tolist(), "llll"), ""]
     walls = [r.get("wall_seconds") for r in runs]
     cpu = scores.groupby("method")["cpu_s"].sum()
-    lines += ["## Time", "", f"Wall time of the invocations: {' + '.join(fmt(w, 4) for w in walls)} s "
-              f"(- : interrupted). CPU seconds summed over the series: "
+    note = " (- : interrupted)" if None in walls else ""
+    lines += ["## Time", "", f"Wall time of the invocations: {' + '.join(fmt(w, 4) for w in walls)} s{note}. "
+              f"CPU seconds summed over the series: "
               + ", ".join(f"{m} {fmt(cpu[m], 4)}" for m in cpu.index) + ".", ""]
     described = [f"started {r.get('started')}, finished {r.get('finished', '(interrupted)')}, methods "
                  f"{', '.join(r.get('methods', []))}, commit {(r.get('git') or {}).get('commit')}" for r in runs]
