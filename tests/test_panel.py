@@ -273,3 +273,34 @@ def test_settings_are_checked_before_any_series_runs():
         forecast_panel(_long(1, bad=False), 0, season_length=12, workers=1)
     with pytest.raises(DataError, match="budget"):
         forecast_panel(_long(1, bad=False), 3, season_length=12, workers=1, budget=-1)
+
+
+def test_the_holdout_ratio_is_the_refitted_forecast_of_the_last_h_points_against_autoets(panel_run):
+    """series.csv's holdout ratio, recomputed here: the kernel refitted from its values on all but the last h points,
+    its forecast of them, and AutoETS fitted on the same points (statsforecast called directly)."""
+    from statsforecast.models import AutoETS
+
+    from evocov_core.data import Dataset
+    from evocov_core.fitting.model import FittedModel
+    from evocov_core.fitting.optimize import fit_kernel
+    from evocov_core.forecast.combination import Combination
+    from evocov_core.panel.series import holdout_ratios
+    from evocov_core.runs.kernel_file import load_kernel_file
+    from evocov_core.search import preset, search_data
+
+    df, out, res = panel_run
+    rows = res.series.set_index("unique_id")
+    assert np.isfinite(rows.loc[rows.status == "ok", "holdout_ratio"].astype(float)).all()
+    assert rows.loc[["const", "three"], "holdout_ratio"].isna().all()
+    y = df[df.unique_id == "s2"].y.to_numpy()
+    ds = Dataset.from_arrays(np.arange(y.size) / 12, y, test_fraction=0.0, x_label="year")
+    job = SeriesJob("s2", ds.x[:, 0], y, "number", "year", 6, "panel", FIXED, 0, (12,))
+    best = load_kernel_file(out / "kernels" / "s2.json").to_fit(ds.n)
+    config = preset("panel", **FIXED)
+    ratio, kernel_ratio = holdout_ratios(ds, job, best, config, Combination())
+    head = Dataset.from_arrays(ds.x[:-6, 0], y[:-6], test_fraction=0.0, x_label="year")
+    fit = fit_kernel(best.kernel, search_data(head, config), config.optim, np.random.default_rng(0), best.start())
+    mean = FittedModel.from_fit(fit, head.norm, head.n).predict_mean(head.X_train, head.y_train, ds.x[-6:])
+    ets = AutoETS(season_length=12).forecast(y=y[:-6], h=6)["mean"]
+    want = np.sqrt(np.mean((mean - y[-6:]) ** 2)) / np.sqrt(np.mean((ets - y[-6:]) ** 2))
+    assert ratio == kernel_ratio == pytest.approx(want, rel=1e-9)

@@ -41,7 +41,7 @@ FORECAST_COLUMNS = ("unique_id", "ds", NAME, *(f"{NAME}-{s}-{lv}" for lv in LEVE
                     f"{NAME}-kernel", *(f"{NAME}-kernel-{s}-{lv}" for lv in LEVELS for s in ("lo", "hi")))
 #: ``series.csv``: one row per series.
 SERIES_COLUMNS = ("unique_id", "status", "reason", "n", "missing", "kernel", "kernel_infix", "bic", "forecast",
-                  "cpu_s", "seconds", "kernel_file")
+                  "holdout_ratio", "holdout_kernel_ratio", "cpu_s", "seconds", "kernel_file")
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,8 @@ class PanelResult:
     series : pandas.DataFrame
         One row per series, columns :data:`SERIES_COLUMNS`: the kernel in words and in infix, its BIC, who
         forecasts with which weights, the status (``ok``, ``fallback``, ``no_data``, ``error``) and its
-        reason, the CPU seconds.
+        reason, the forecast's and the kernel's RMSE on the series' last ``h`` points refitted without them ÷
+        AutoETS's (:func:`~evocov_core.panel.series.holdout_ratios`), the CPU seconds.
     out : Path or None
         The run's folder.
     resumed : int

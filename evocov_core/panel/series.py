@@ -204,6 +204,7 @@ def _row(job: SeriesJob, status: str, reason: str, started: tuple[float, float],
     wall0, cpu0 = started
     row = {"unique_id": job.uid, "status": status, "reason": reason, "n": values.pop("n", len(job.y)),
            "missing": job.missing, "kernel": "", "kernel_infix": "", "bic": math.nan, "forecast": "",
+           "holdout_ratio": math.nan, "holdout_kernel_ratio": math.nan,
            "cpu_s": round(_cpu() - cpu0, 4), "seconds": round(time.perf_counter() - wall0, 4)}
     row.update(values)
     return row
@@ -281,6 +282,56 @@ def _forecast(job: SeriesJob, started: tuple[float, float]) -> SeriesOutcome:
     members = " + ".join(f"{m} {w:.2f}" for m, w in fc.members) if fc.combined else "kernel"
     phrase = (job.describe(kf.model(ds.norm), ds) or "") if job.describe is not None else ""
     reason = result.combination.describe() or ""
+    held = holdout_ratios(ds, job, best, config, result.combination)
     row = _row(job, Status.OK, reason, started, n=ds.n, kernel=phrase, kernel_infix=best.kernel.infix,
-               bic=float(best.bic), forecast=members)
+               bic=float(best.bic), forecast=members, holdout_ratio=held[0], holdout_kernel_ratio=held[1])
     return SeriesOutcome(job.uid, np.asarray(fc.x, dtype=np.float64), out, row, text)
+
+
+def holdout_ratios(ds: Dataset, job: SeriesJob, best: Any, config: Any, combination: Any) -> tuple[float, float]:
+    """How the series' forecast did on its own last ``h`` points, against AutoETS: each refitted without them.
+
+    The kernel is refitted on the points before the last ``h`` (from its fitted values, with the search's
+    optimiser) and forecasts them; AutoETS and the combination's classical members are fitted on the same
+    points and forecast them too; the forecast is the combination of those with the search's weights.
+    Returns the forecast's RMSE on those ``h`` points ÷ AutoETS's, and the kernel's own ÷ AutoETS's (NaN when
+    the series is too short to hold ``h`` points out, or a fit fails). A check on points the search saw,
+    with hyperparameters and weights chosen on them: not a test, an indication.
+    """
+    from evocov_core.fitting.model import FittedModel
+    from evocov_core.fitting.optimize import NUMERIC_ERRORS, fit_kernel
+    from evocov_core.forecast.classical import classical_forecasts_many
+    from evocov_core.search import search_data
+
+    h = job.h
+    if ds.n - h < MIN_SEARCH_POINTS:
+        return math.nan, math.nan
+    head = Dataset(ds.name, ds.x[:-h], ds.y[:-h], np.ones(ds.n - h, dtype=bool), ds.x_label, ds.y_label, ds.x_kind, (),
+                   0.0)
+    target = ds.y[-h:]
+    ahead = Dataset(ds.name, ds.x, np.concatenate([ds.y[:-h], np.full(h, np.nan)]), np.arange(ds.n) < ds.n - h,
+                    ds.x_label, ds.y_label, ds.x_kind, (), 0.0)
+    models = tuple(dict.fromkeys(("AutoETS", *combination.models)))
+    seasons = job.season_lengths if job.season_lengths and head.n >= 2 * job.season_lengths[0] else (1,)
+    got = classical_forecasts_many([ahead], season_lengths=seasons, models=models, in_process=True)[0]
+    ets = got.get("AutoETS")
+    if ets is None or not ets.ok:
+        return math.nan, math.nan
+    data = search_data(head, config)
+    fit = fit_kernel(best.kernel, data, config.optim, np.random.default_rng(job.seed), best.start())
+    try:
+        with np.errstate(all="ignore"):
+            kernel = FittedModel.from_fit(fit, head.norm, head.n).predict_mean(head.X_train, head.y_train, ds.x[-h:])
+    except NUMERIC_ERRORS:
+        return math.nan, math.nan
+    if not fit.ok or not np.all(np.isfinite(kernel)):
+        return math.nan, math.nan
+    mean = combination.mean(kernel, {f.name: f.mean for f in got.forecasts if f.ok}) if combination.combined else kernel
+
+    def rmse(f: Array | None) -> float:
+        return math.nan if f is None else float(np.sqrt(np.mean((np.asarray(f) - target) ** 2)))
+
+    base = rmse(ets.mean)
+    if not base > 0:
+        return math.nan, math.nan
+    return rmse(mean) / base, rmse(kernel) / base
