@@ -228,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                    help="EvoCov's seconds per series (default: the panel preset's)")
     r.add_argument("--seed", type=int, default=0, help="EvoCov's seed (default 0)")
+    r.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                   help="an EvoCov search setting over the panel preset's, e.g. --setting horizon=0 (repeatable)")
     r.add_argument("--workers", type=int, default=1, help="local processes (default 1; the machine is shared)")
     r.add_argument("--out", type=Path, default=None,
                    help="output folder, reused to resume (default bench/results/mcomp/sample<N>-<methods>)")

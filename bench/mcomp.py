@@ -659,7 +659,7 @@ def series_job(task: SeriesTask) -> list[MethodResult]:
 
 
 def _evocov_forecasts(df: pd.DataFrame, h: int, period: int, *, budget: float | None, seed: int, workers: int,
-                      out: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+                      out: Path, **settings: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     """EvoCov's forecasts of a panel: the one place the benchmark calls the product.
 
     Parameters
@@ -673,6 +673,8 @@ def _evocov_forecasts(df: pd.DataFrame, h: int, period: int, *, budget: float | 
     seed, workers : int
     out : Path
         The panel's own folder (its resume).
+    **settings
+        Search settings over the panel preset's.
 
     Returns
     -------
@@ -689,10 +691,10 @@ def _evocov_forecasts(df: pd.DataFrame, h: int, period: int, *, budget: float | 
     reason = unavailable_reason("EvoCov")
     if reason:
         raise MethodUnavailable(reason)
-    from evocov_core.panel import forecast_panel  # type: ignore[import-not-found]
+    from evocov_core import forecast_panel  # the front door: the kernels in words in series.csv too
 
     res = forecast_panel(df, h, season_length=period, preset="panel", budget=budget, seed=seed, workers=workers,
-                         out=out)
+                         out=out, **settings)
     return res.forecasts, res.series
 
 
@@ -1044,7 +1046,7 @@ def _select(every: Sequence[McSeries], sample: int | None, series: Sequence[str]
 def mcomp(out: Path | None = None, *, which: str = "M3", sample: int | None = None,
           series: Sequence[str] | None = None, methods: Sequence[str] | None = None, budget: float | None = None,
           seed: int = 0, workers: int = 1, argv: Sequence[str] | None = None,
-          log: Callable[[str], None] | None = None) -> McResult:
+          log: Callable[[str], None] | None = None, evocov: Mapping[str, Any] | None = None) -> McResult:
     """Run the benchmark (what is missing of it) and write the report.
 
     Parameters
@@ -1065,6 +1067,8 @@ def mcomp(out: Path | None = None, *, which: str = "M3", sample: int | None = No
         EvoCov's seed.
     workers : int
         Local processes: one job per series for the per-series methods; EvoCov's own.
+    evocov : mapping, optional
+        EvoCov's search settings over the panel preset's (a study's variant).
     argv : sequence of str, optional
         The command's arguments, for ``run.json``.
     log : callable, optional
@@ -1081,7 +1085,7 @@ def mcomp(out: Path | None = None, *, which: str = "M3", sample: int | None = No
         raise BenchError(f"{which} is reserved for independent checks: nothing from it goes into bench/results "
                          f"(give --out outside it)")
     settings = {"set": which, "sample": sample, "series": sorted(series) if series else None, "budget": budget,
-                "seed": seed}
+                "seed": seed, **({"evocov": dict(evocov)} if evocov else {})}
     _settings_check(out, settings)
     selection = _select(load_set(which), sample, series)
     unavailable = {m: why for m in names if (why := unavailable_reason(m))}
@@ -1127,7 +1131,8 @@ def mcomp(out: Path | None = None, *, which: str = "M3", sample: int | None = No
 
     run_jobs(series_job, tasks, workers=workers, on_result=on_result)
     errors = _run_panel(out, which, selection, [m for m in runnable if METHODS[m].kind == "panel"], done,
-                        budget=budget, seed=seed, workers=workers, unavailable=unavailable, say=say)
+                        budget=budget, seed=seed, workers=workers, unavailable=unavailable, say=say,
+                        evocov=evocov or {})
     run.update({"finished": now_iso(), "wall_seconds": round(time.perf_counter() - t0, 2),
                 "unavailable": unavailable, "errors": errors})
     update_run(out / "run.json", index, run)
@@ -1137,7 +1142,7 @@ def mcomp(out: Path | None = None, *, which: str = "M3", sample: int | None = No
 
 def _run_panel(out: Path, which: str, selection: Sequence[McSeries], methods: Sequence[str], done: set,
                *, budget: float | None, seed: int, workers: int, unavailable: dict[str, str],
-               say: Callable[[str], None]) -> list[str]:
+               say: Callable[[str], None], evocov: Mapping[str, Any]) -> list[str]:
     """EvoCov: one panel call per stratum with rows missing, on all that stratum's selected series."""
     errors: list[str] = []
     groups: dict[tuple[str, int, int], list[McSeries]] = {}
@@ -1151,7 +1156,7 @@ def _run_panel(out: Path, which: str, selection: Sequence[McSeries], methods: Se
         df = pd.concat([s.frame() for s in group], ignore_index=True)
         try:
             forecasts, table = _evocov_forecasts(df, h, period, budget=budget, seed=seed, workers=workers,
-                                                 out=out / "evocov" / stratum)
+                                                 out=out / "evocov" / stratum, **evocov)
         except MethodUnavailable as exc:
             unavailable.update(dict.fromkeys(todo, str(exc)))
             say(f"error: {exc}")
@@ -1194,11 +1199,32 @@ def _report(out: Path, which: str, selection: Sequence[McSeries], unavailable: M
     return McResult(path, text, summary, dict(unavailable), list(errors))
 
 
+def parse_settings(pairs: Sequence[str]) -> dict[str, Any]:
+    """``NAME=VALUE`` pairs of search settings, each value read as its setting's type (a tuple: comma-separated)."""
+    from evocov_core.search.config import settings
+
+    types = {name: typ for name, typ, _ in settings()}
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or name not in types:
+            raise BenchError(f"--setting takes NAME=VALUE with a search setting's NAME, got {pair!r}")
+        typ = types[name]
+        if typ is bool:
+            out[name] = value.strip().lower() in ("1", "true", "yes", "on")
+        elif typ is tuple:
+            out[name] = tuple(v for v in value.split(",") if v)
+        else:
+            out[name] = typ(value)
+    return out
+
+
 def main_mcomp(a: Any) -> int:
     """``python -m bench mcomp``, from the parsed arguments: run, print the report; 1 when a method could not run."""
     res = mcomp(a.out, which=a.set, sample=a.sample, series=a.series.split(",") if a.series else None,
                 methods=a.methods, budget=a.budget, seed=a.seed, workers=a.workers, argv=getattr(a, "argv", None),
-                log=lambda line: print(line, file=sys.stderr, flush=True))
+                log=lambda line: print(line, file=sys.stderr, flush=True),
+                evocov=parse_settings(getattr(a, "setting", None) or []))
     print(res.report)
     print(res.summary)
     print(f"wrote {res.path}")

@@ -433,9 +433,11 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
     workers : int, optional
         Processes fitting kernels: 1 fits in this process; default every core.
     horizon : int, optional
-        Steps after the training part the forecast is chosen for: the classical members forecast them and
-        the guard checks the kernel's forecast of them (default: a ninth of the training points). With no
-        test part, :meth:`KernelResult.forecast` of these steps reuses those forecasts.
+        Steps after the training part the forecast is for (the setting ``horizon``): the kernel is chosen and
+        the forecast's members weighed by their forecasts of as many steps from earlier points in time, the
+        classical members forecast them and the guard checks the kernel's forecast of them (default: a tenth
+        of the training range). With no test part, :meth:`KernelResult.forecast` of these steps reuses those
+        forecasts.
     **settings
         Any :class:`~evocov_core.search.SearchConfig` setting, overriding the preset's
         (``time_budget=30``, ``population=20``...).
@@ -462,10 +464,11 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
     unknown = sorted(set(settings) - known)
     if unknown:
         raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
+    if horizon is not None:
+        settings = {**settings, "horizon": horizon}
     config = make_preset(preset, algorithm, **with_derived(settings))
     from evocov_core.forecast.stage import search_and_forecast
-    result = search_and_forecast(search_data(ds, config), config, seed=seed, workers=workers, dataset=ds,
-                                 horizon=horizon)
+    result = search_and_forecast(search_data(ds, config), config, seed=seed, workers=workers, dataset=ds)
     best = result.best
     if best is None or not best.ok:
         raise RuntimeError("no kernel could be fitted on these data"

@@ -258,3 +258,27 @@ def test_stacking_ignores_failed_forecasts_and_unscored_points():
     with_gap = np.column_stack([lp, [-np.inf, -np.inf]])
     assert np.allclose(stacking_weights(with_gap), stacking_weights(lp))
     assert np.allclose(stacking_weights(np.full((4, 3), -np.inf)), 0.25)
+
+
+def test_a_horizon_moves_the_origins_to_forecast_that_many_steps_to_the_end():
+    """With a forecast horizon the origins forecast h steps each, the last ending at the end of the training range
+    (rolling origins at the forecast's own horizon), at most half the range."""
+    from evocov_core.data import Dataset
+    from evocov_core.fitting.metrics import DEFAULT_ORIGINS, FitData, horizon_origins
+    from evocov_core.search.validate import origin_windows
+
+    share, origins = horizon_origins(115, 18)
+    assert share == pytest.approx(18 / 114) and origins[-1] == pytest.approx(1 - 18 / 114)
+    assert np.allclose(np.diff(origins), 0.1 * (1 - 18 / 114))
+    share, origins = horizon_origins(14, 6)  # a short yearly series: a step apart
+    assert share == pytest.approx(6 / 13) and np.allclose(origins, [4 / 13, 5 / 13, 6 / 13, 7 / 13])
+    assert horizon_origins(10, 20)[0] == 0.5
+    with pytest.raises(ValueError):
+        horizon_origins(1, 3)
+    y = np.sin(np.arange(14.0))
+    ds = Dataset.from_arrays(np.arange(14.0), y, test_fraction=0.0)
+    data = FitData.from_dataset(ds, horizon=6)
+    windows = origin_windows(data)
+    assert len(windows) == 4 and [int(t.sum()) for _, _, t in windows] == [6, 6, 6, 6]
+    assert windows[-1].target[-1] and windows[-1].head.sum() == 8  # the last forecast ends at the last point
+    assert FitData.from_dataset(ds).origins == DEFAULT_ORIGINS

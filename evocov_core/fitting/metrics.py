@@ -55,19 +55,29 @@ from evocov_core.language.evaluate import Inputs, covariance, covariance_diag, c
 from evocov_core.language.kernel import Kernel
 
 __all__ = [
+    "DEFAULT_ORIGINS",
     "GRADIENT_METRICS",
+    "MAX_HORIZON_SHARE",
     "METRICS",
     "SPLIT_METRICS",
     "Z95",
     "FitData",
     "coverage",
     "crps_normal",
+    "horizon_origins",
     "interval_score",
     "loss",
     "loss_and_grad",
     "metric_value",
     "rmse",
 ]
+
+#: The earlier points in time from which forecasts are judged when no horizon is given: 60-90 % of the training
+#: x-range, each forecasting the next tenth of it.
+DEFAULT_ORIGINS = (0.6, 0.7, 0.8, 0.9)
+#: The most of the training range a horizon's forecasts from the origins may cover (the rest is what they see).
+MAX_HORIZON_SHARE = 0.5
+
 
 #: The normal quantile of a central 95 % interval.
 Z95 = float(ndtri(0.975))
@@ -140,6 +150,11 @@ class FitData:
         Angular frequencies (model units) of the calendar's seasons when the first input is a
         date (daily data: a week and a year; :func:`~evocov_core.fitting.seasons.calendar_periods`),
         else empty. A subset keeps them.
+    origins : tuple of float
+        The earlier points in time, as shares of the training x-range, from which the model choice and the
+        forecast's weights judge forecasts of the next ``split_fraction`` of the range
+        (:func:`~evocov_core.search.validate.origin_windows`): :data:`DEFAULT_ORIGINS`, or those of a forecast
+        horizon (:func:`horizon_origins`).
     """
 
     X: Array
@@ -157,6 +172,7 @@ class FitData:
     approximation: DataSubset | None = None
     head: NDArray[np.bool_] | None = None
     calendar: tuple[float, ...] = ()
+    origins: tuple[float, ...] = DEFAULT_ORIGINS
 
     @property
     def n(self) -> int:
@@ -209,7 +225,8 @@ class FitData:
 
     @classmethod
     def from_dataset(cls, ds: Dataset, *, split_fraction: float = 0.1,
-                     max_points: int = DEFAULT_MAX_POINTS, norm: Normalisation | None = None) -> FitData:
+                     max_points: int = DEFAULT_MAX_POINTS, norm: Normalisation | None = None,
+                     horizon: int = 0) -> FitData:
         """Normalise a :class:`~evocov_core.data.Dataset` and build the caches.
 
         Parameters
@@ -224,7 +241,20 @@ class FitData:
         norm : Normalisation, optional
             The model units (default: the data set's own, ``ds.norm``); a kernel file's, to
             score its values in the units they were fitted in.
+        horizon : int
+            Steps the forecast is for (0: none given). The origins then forecast that many steps each, the
+            last one ending at the end of the training range, and ``split_fraction`` is their share of the range
+            (:func:`horizon_origins`); the argument ``split_fraction`` is not used.
         """
+        origins = DEFAULT_ORIGINS
+        if horizon > 0:
+            split_fraction, origins = horizon_origins(ds.n_train, horizon)
+        out = cls._from_dataset(ds, split_fraction, max_points, norm)
+        return out if horizon <= 0 else replace(out, origins=origins)
+
+    @classmethod
+    def _from_dataset(cls, ds: Dataset, split_fraction: float, max_points: int, norm: Normalisation | None
+                      ) -> FitData:
         nm = ds.norm if norm is None else norm
         scale = float(nm.x_scale[0])
         calendar = tuple(2.0 * math.pi * scale / p for p in calendar_periods(ds))  # x̃ = 1 + (x − offset)/scale
@@ -244,6 +274,39 @@ class FitData:
                               frequency_peaks=(tuple(map(float, omegas)), tuple(map(float, weights))))
         # Bounds and starting ranges are read from the sampling step of the whole series.
         return replace(out, approximation=plan, step=median_step(X[:, 0]), calendar=calendar)
+
+
+def horizon_origins(n: int, horizon: int) -> tuple[float, tuple[float, ...]]:
+    """The share of the training range a ``horizon``-step forecast covers on ``n`` evenly spaced points, and four
+    origins from which such forecasts are judged: the last one ``horizon`` steps before the end of the range (its
+    forecast ends there), each earlier one a step or a tenth of the range before it, whichever is more, so that a
+    short series still has four (rolling-origin evaluation at the forecast's own horizon).
+
+    The share is at most :data:`MAX_HORIZON_SHARE`: on a series shorter than twice the horizon the origins forecast
+    the second half of the range.
+
+    Parameters
+    ----------
+    n : int
+        Training points (at least 2).
+    horizon : int
+        Steps (at least 1).
+
+    Returns
+    -------
+    share : float
+        What each origin forecasts, a share of the training x-range.
+    origins : tuple of float
+        Four shares of the range, increasing (duplicates and those below 0 dropped).
+    """
+    if n < 2 or horizon < 1:
+        raise ValueError(f"need at least 2 points and a horizon of at least 1 step, got {n} and {horizon}")
+    step = 1.0 / (n - 1)
+    share = min(MAX_HORIZON_SHARE, horizon * step)
+    last = 1.0 - share
+    gap = max(step, 0.1 * last)
+    origins = sorted({round(last - k * gap, 12) for k in range(4) if last - k * gap > 0})
+    return share, tuple(origins)
 
 
 def median_step(x: Array) -> float:

@@ -55,7 +55,7 @@ from evocov_core.forecast.combination import (
 )
 from evocov_core.forecast.steps import future_x
 from evocov_core.search.common import SearchResult
-from evocov_core.search.validate import DEFAULT_ORIGINS, OriginScores, OriginWindow, origin_masks, origin_windows
+from evocov_core.search.validate import OriginScores, OriginWindow, origin_masks, origin_windows
 
 __all__ = ["LONG_POINTS", "ORIGIN_TIME_LIMIT", "Chosen", "ClassicalBeside", "combined_test_mean", "eligibility",
            "forecast_test_rmse", "guard_steps", "kernel_future_mean", "kernel_test_mean", "origin_datasets",
@@ -116,7 +116,7 @@ def _windows(ds: Dataset, data: FitData) -> tuple[OriginWindow, ...]:
     (:func:`~evocov_core.search.validate.origin_windows`) unless it fits a subset."""
     if not data.on_subset:
         return origin_windows(data)
-    return origin_masks(ds.X_train[:, 0], DEFAULT_ORIGINS, data.split_fraction)
+    return origin_masks(ds.X_train[:, 0], data.origins, data.split_fraction)
 
 
 def origin_datasets(ds: Dataset, data: FitData,

@@ -71,7 +71,7 @@ def search_and_forecast(data: FitData, config: SearchConfig, *, dataset: Dataset
     ``combine`` has them).
 
     Nothing here reads the test part of ``dataset`` but to score: the classical models are fitted on the
-    training part and forecast the ``horizon`` steps after it (default
+    training part and forecast the ``horizon`` steps after it (default ``config.horizon``, else
     :func:`~evocov_core.forecast.beside.guard_steps`), and the guard checks the kernel's forecast of
     those steps. The same training points give the same forecast with or without a test part.
     ``classical_in_process`` fits the classical models in this process before the search, within its
@@ -84,7 +84,8 @@ def search_and_forecast(data: FitData, config: SearchConfig, *, dataset: Dataset
     # (On exact data the settings guarantee the calibration's refits at the origins it reuses.)
     models = config.long_combine if data.on_subset else config.combine
     if models:
-        beside = ClassicalBeside(dataset, data, models, horizon=horizon, in_process=classical_in_process,
+        beside = ClassicalBeside(dataset, data, models, horizon=horizon or config.horizon or None,
+                                 in_process=classical_in_process,
                                  season_lengths=season_lengths)
     try:
         result = run_search(data, config, seed=seed, executor=executor, workers=workers, scheduler=scheduler,

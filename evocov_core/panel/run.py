@@ -200,6 +200,8 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
             raise DataError(f"the budget must be positive seconds; got {budget!r}")
         settings = {**settings, "time_budget": float(budget)}
     _check(h, preset, settings)
+    # Each kernel is chosen, and the forecast's members weighed, by forecasts of the h steps asked for.
+    settings = {"horizon": int(h), **settings}
     panel = panel_from_frame(df, id_col=id_col, ds_col=ds_col, y_col=y_col, season_length=season_length)
     jobs = panel_jobs(panel, int(h), preset=preset, seed=seed, settings=settings, describe=describe)
     order = [j.uid for j in jobs]

@@ -30,12 +30,13 @@ def int_in(lo: int, hi: int, what: str) -> Callable[[str], int]:
     return parse
 
 
-def add_setting_args(p: argparse.ArgumentParser) -> None:
-    """One option per :class:`SearchConfig` setting, from its metadata (``--d-max``, ``--changepoints``...)."""
+def add_setting_args(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+    """One option per :class:`SearchConfig` setting, from its metadata (``--d-max``, ``--changepoints``...), but
+    those named in ``skip`` (a command that sets them from an option of its own)."""
     from evocov_core.search.config import settings
 
     for name, typ, meta in settings():
-        if name == "algorithm":
+        if name == "algorithm" or name in skip:
             continue  # its own option, with the preset
         flag = "--" + name.replace("_", "-")
         text = meta.help + ("" if meta.lo is None and meta.hi is None else f" ({meta.range_text})")

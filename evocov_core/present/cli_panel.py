@@ -95,6 +95,6 @@ def add_panel_parser(sub: Any) -> None:
     p.add_argument("--preset", choices=list(PRESETS), default="panel",
                    help="panel: 5 s of one core a series (default); any search preset")
     p.add_argument("--budget", type=float, metavar="SECONDS", help="seconds of one core per series")
-    add_setting_args(p)
+    add_setting_args(p, skip=("horizon",))  # --horizon is the panel's own, and sets it
     add_exec_args(p)
     p.set_defaults(func=cmd_panel)

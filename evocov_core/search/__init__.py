@@ -66,9 +66,11 @@ _RUNNERS = {"evocov": run_evocov, "random": run_random_search, "gwtf": run_gwtf,
 
 
 def search_data(ds: Dataset, config: SearchConfig) -> FitData:
-    """The training data a search with ``config`` fits on: the split of ``config.metric_split``
-    and, on long series, the subset of ``config.fit_points`` (:mod:`evocov_core.fitting.subset`)."""
-    return FitData.from_dataset(ds, split_fraction=config.metric_split, max_points=config.fit_points)
+    """The training data a search with ``config`` fits on: the split of ``config.metric_split`` (or, with
+    ``config.horizon``, the origins of that horizon: :func:`~evocov_core.fitting.metrics.horizon_origins`) and,
+    on long series, the subset of ``config.fit_points`` (:mod:`evocov_core.fitting.subset`)."""
+    return FitData.from_dataset(ds, split_fraction=config.metric_split, max_points=config.fit_points,
+                                horizon=config.horizon)
 
 
 def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: Executor | None = None,

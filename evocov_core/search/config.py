@@ -374,6 +374,11 @@ class ForecastSettings:
                              "lies outside every classical forecaster's 95 % interval by more than the interval's "
                              "half-width at some step of the horizon: no classical model finds it plausible.",
                              "budgeted")
+    horizon: int = _s(0, "Forecast horizon (steps)", "The steps the forecast is for. The returned kernel is chosen, "
+                      "and the forecast's members weighed, by their forecasts of as many steps from four earlier "
+                      "points in time, the last ending at the end of the training range (at most half of it); the "
+                      "guard checks as many steps. 0: the next tenth of the training range from 60-90 % of it.",
+                      "budgeted", lo=0, hi=10_000)
     combine_short: int = _s(0, "Short series: hold the kernel at half", "On a series of at most this many "
                             "training points the kernel's weight in the average is at most one half (the others "
                             "share the rest as their errors say): each earlier point in time then forecasts a "

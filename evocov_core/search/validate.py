@@ -32,7 +32,7 @@ from scipy.special import ndtr
 
 from evocov_core.fitting.calibration import CALIBRATIONS, Calibration, rms_scale
 from evocov_core.fitting.gp import NumericalFailure, posterior
-from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.metrics import DEFAULT_ORIGINS, FitData
 from evocov_core.fitting.optimize import FitResult, OptimConfig, fit_kernel
 from evocov_core.language.evaluate import Inputs
 
@@ -40,8 +40,6 @@ __all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "Or
            "calibrate_scored", "calibration_from_errors", "log_density", "origin_masks", "origin_scores",
            "origin_windows", "rms_scale", "spread_scale", "stacking_weights", "tail_forecast"]
 
-#: Origins as shares of the training x-range (each forecasts the next ``horizon`` of it).
-DEFAULT_ORIGINS = (0.6, 0.7, 0.8, 0.9)
 
 _NUMERIC = (NumericalFailure, FloatingPointError, ArithmeticError, np.linalg.LinAlgError, ValueError)
 _SQRT_PI = math.sqrt(math.pi)
@@ -118,12 +116,14 @@ class OriginWindow(NamedTuple):
     target: NDArray[np.bool_]
 
 
-def origin_windows(data: FitData, origins: Sequence[float] = DEFAULT_ORIGINS, horizon: float | None = None
+def origin_windows(data: FitData, origins: Sequence[float] | None = None, horizon: float | None = None
                    ) -> tuple[OriginWindow, ...]:
     """The origins of ``origins`` that have at least two points before them and one in the
     ``horizon`` after, each as ``(origin, head mask, target mask)`` over the training points
-    (masks of shape (n,)); ``horizon`` defaults to ``data.split_fraction``."""
-    return origin_masks(data.X[:, 0], origins, data.split_fraction if horizon is None else horizon)
+    (masks of shape (n,)); ``origins`` default to ``data.origins`` and ``horizon`` to
+    ``data.split_fraction`` (a forecast horizon's, :func:`~evocov_core.fitting.metrics.horizon_origins`)."""
+    return origin_masks(data.X[:, 0], data.origins if origins is None else origins,
+                        data.split_fraction if horizon is None else horizon)
 
 
 def origin_masks(x: ArrayLike, origins: Sequence[float] = DEFAULT_ORIGINS, horizon: float = 0.1
@@ -142,7 +142,7 @@ def origin_masks(x: ArrayLike, origins: Sequence[float] = DEFAULT_ORIGINS, horiz
     return tuple(out)
 
 
-def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = DEFAULT_ORIGINS,
+def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] | None = None,
                   horizon: float | None = None, refit: OptimConfig | None = None,
                   seed: Sequence[int] = (0,), deadline: float | None = None,
                   refits: Sequence[FitResult | None] | None = None) -> OriginScores:
@@ -154,8 +154,8 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] = D
         The training data the fit was made on (model units; ``X`` of shape (n, d), time first).
     fit : FitResult
         A fitted kernel (values, noise and jitter).
-    origins : sequence of float
-        Shares of the training x-range in (0, 1).
+    origins : sequence of float, optional
+        Shares of the training x-range in (0, 1) (default ``data.origins``).
     horizon : float, optional
         Share of the range each forecast covers (default ``data.split_fraction``).
     refit : OptimConfig, optional
