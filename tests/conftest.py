@@ -19,7 +19,7 @@ prepare_process()
 
 try:
     from hypothesis import HealthCheck, settings
-except ModuleNotFoundError:  # the property-based tests skip themselves (pytest.importorskip)
+except ModuleNotFoundError:  # pragma: no cover - hypothesis is in requirements-dev.txt
     settings = None
 if settings is not None:
     # "ci" (the default): the same examples on every run, so that CI is reproducible, and no example

@@ -32,7 +32,6 @@ def example_code() -> str:
 
 
 def test_the_documented_example_runs(tmp_path, monkeypatch):
-    pytest.importorskip("sklearn")
     monkeypatch.chdir(tmp_path)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

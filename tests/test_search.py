@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -113,7 +112,6 @@ def test_process_pool_and_dask_equal_serial(data: FitData) -> None:
     with ProcessExecutor(data, cfg.optim, workers=2) as ex:
         pool = run_search(data, cfg, seed=5, executor=ex)
     assert signature(pool) == signature(serial)
-    pytest.importorskip("distributed")
     with DaskExecutor(data, cfg.optim, workers=2) as ex:
         dask = run_search(data, cfg, seed=5, executor=ex)
     assert signature(dask) == signature(serial)
@@ -130,13 +128,11 @@ def test_cancel_returns_promptly_with_a_valid_best(data: FitData) -> None:
         if p.generation == 2:
             stop.set()
 
-    t0 = time.perf_counter()
     with SerialExecutor(data, cfg.optim) as ex:
         res = run_search(data, cfg, seed=1, executor=ex, progress=progress, should_stop=stop.is_set)
     assert res.status == "cancelled"
     assert len(seen) <= 3
     assert res.best is not None and res.best.ok
-    assert time.perf_counter() - t0 < 50 * 10 * 0.5  # far from running all 50 generations
 
 
 def test_cancel_inside_a_generation(data: FitData) -> None:

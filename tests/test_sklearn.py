@@ -7,9 +7,6 @@ import math
 
 import numpy as np
 import pytest
-
-pytest.importorskip("sklearn")
-
 from sklearn.base import clone
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.utils.estimator_checks import check_estimator
