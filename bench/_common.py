@@ -98,7 +98,7 @@ def limit_threads() -> dict[str, str]:
     """One BLAS/OpenMP thread everywhere, for our code and scikit-learn alike.
 
     Call after every numerical library is imported. Runs
-    :func:`evocov_core.parallel.prepare_process` (one BLAS thread and the malloc
+    :func:`evocov_core.compute.setup.prepare_process` (one BLAS thread and the malloc
     thresholds), records what that left, then applies ``threadpool_limits(1)`` again to
     every pool loaded so far (scikit-learn's OpenMP, and any BLAS loaded after an earlier
     ``prepare_process`` call: that function is idempotent and only limits the libraries

@@ -321,7 +321,7 @@ def diverse_rules(records: pd.DataFrame, data: FitData, optim: OptimConfig, seed
 
 def search_set(fits: pd.DataFrame, k: int = 5) -> list[int]:
     """Rows of ``fits`` (lowest BIC first) that the search offered its model choice: the spectral
-    seeds take at most ``k`` less :data:`~evocov_core.search.common.MIN_SEARCHED` places, as in
+    seeds take at most ``k`` less :data:`~evocov_core.search.candidates.MIN_SEARCHED` places, as in
     :meth:`~evocov_core.search.candidates.Candidates.top`."""
     from evocov_core.search.candidates import seed_places
     from evocov_core.search.rules import SPECTRAL_SEED

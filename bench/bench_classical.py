@@ -7,7 +7,7 @@ each within a time limit. This measures the numbers its design and defaults rest
    pandas + scipy, ``evocov_core.forecast.classical`` (which must not import statsforecast), statsforecast,
    ``statsforecast.models``.
 2. **The child**: seconds from starting it to its being ready, bare (interpreter and
-   ``evocov_core.parallel``) and with statsforecast imported (``run_with_time_limits``'s
+   ``evocov_core.compute``) and with statsforecast imported (``run_with_time_limits``'s
    ``startup``; median of ``--reps``). A child is paid once per call of
    ``classical_forecasts``, plus once after each timeout.
 3. **First and second call** of each model on Airline (129 training points, season 12,
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
 
     bare = [run_with_time_limits(_nothing, [0], 60).startup[0] for _ in range(args.reps)]
     ready = [run_with_time_limits(_nothing, [0], 60, setup=import_statsforecast) for _ in range(args.reps)]
-    rows = [["bare (interpreter + `evocov_core.parallel`)", f"{statistics.median(bare):.2f}", "-"],
+    rows = [["bare (interpreter + `evocov_core.compute`)", f"{statistics.median(bare):.2f}", "-"],
             ["with statsforecast imported", f"{statistics.median(r.startup[0] for r in ready):.2f}",
              f"{statistics.median(r.setup[0] for r in ready):.2f}"]]
     sections += ["## 2. The child process (wall seconds from start to ready, median)",

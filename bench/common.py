@@ -4,7 +4,7 @@ files, trial statuses, job running, machine facts, the geometric mean and the nu
 Result folders are append-only and resumable: each finished job appends one CSV row
 (flushed and synced at once), and a job whose row is already there is not run again.
 Jobs run in a process pool, serially, or on a Dask cluster, through
-:mod:`evocov_core.parallel` (which starts and sets up every worker: one BLAS thread); a job
+:mod:`evocov_core.compute.runners` (which starts and sets up every worker: one BLAS thread); a job
 is a module-level function of one picklable argument, seeded by its own arguments only, so
 where it ran never changes its result.
 """
@@ -274,7 +274,7 @@ def run_jobs(func: Callable[[Any], Any], items: Iterable[Any], *, workers: int |
              log: Callable[[str], None] | None = None) -> int:
     """Run ``func(item)`` for every item; ``on_result(item, result)`` in this process as each ends.
 
-    A thin use of :mod:`evocov_core.parallel`'s runners, which start and set up the workers
+    A thin use of :mod:`evocov_core.compute.runners`'s runners, which start and set up the workers
     (one BLAS thread).
 
     Parameters

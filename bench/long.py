@@ -633,7 +633,7 @@ def long_bench(out: Path, *, budget: str = "quick", seeds: int = 3, fit_points: 
     log : callable, optional
         Progress lines (default: standard error).
     runner : callable
-        Runs a trial's command (:func:`evocov_core.parallel.run_measured`; tests pass a stand-in).
+        Runs a trial's command (:func:`evocov_core.compute.measure.run_measured`; tests pass a stand-in).
 
     Raises
     ------

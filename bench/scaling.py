@@ -8,8 +8,8 @@
    (129 … 909). Reported: median and mean seconds per fit, seconds per metric evaluation.
 2. **Against workers.** One population (``--population`` random kernels) on one series
    (``--workers-series``), fitted by: the serial executor, a process pool of 1 and of 2
-   processes (:class:`~evocov_core.parallel.ProcessExecutor`), and 2 Dask workers on a
-   ``LocalCluster`` (:class:`~evocov_core.parallel.DaskExecutor`). Executors are started
+   processes (:class:`~evocov_core.fitting.fits.ProcessExecutor`), and 2 Dask workers on a
+   ``LocalCluster`` (:class:`~evocov_core.fitting.fits.DaskExecutor`). Executors are started
    (and warmed up with two small fits) before timing; repetitions interleave the executors
    in rotated order and the median is kept. Throughput = fits per second; speed-ups are
    ratios measured side by side in this run.
@@ -67,11 +67,11 @@ __all__ = ["fixed_kernels", "profile_breakdown", "scaling"]
 #: (category, file suffix, function names) for the profile breakdown.
 PROFILE_CATEGORIES = (
     ("linear algebra (Cholesky dpotrf, dpotri, dpotrs, dtrtrs)", (
-        ("evocov_core/gp.py", "factorize"), ("evocov_core/gp.py", "_raw_inverse"), ("evocov_core/gp.py", "solve"),
-        ("scipy/linalg/_basic.py", "solve_triangular"))),
+        ("evocov_core/fitting/gp.py", "factorize"), ("evocov_core/fitting/gp.py", "_raw_inverse"),
+        ("evocov_core/fitting/gp.py", "solve"), ("scipy/linalg/_basic.py", "solve_triangular"))),
     ("building K and dK (evaluate._forward, _backward, Toeplitz expand/reduce)", (
-        ("evocov_core/evaluate.py", "_forward"), ("evocov_core/evaluate.py", "_backward"),
-        ("evocov_core/evaluate.py", "expand"), ("evocov_core/evaluate.py", "reduce"))),
+        ("evocov_core/language/evaluate.py", "_forward"), ("evocov_core/language/evaluate.py", "_backward"),
+        ("evocov_core/language/inputs.py", "expand"), ("evocov_core/language/inputs.py", "reduce"))),
 )
 
 

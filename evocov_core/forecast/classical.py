@@ -369,7 +369,7 @@ def classical_forecasts_many(datasets: Sequence[Dataset], *, season_lengths: Seq
                              in_process: bool = False) -> tuple[ClassicalForecasts, ...]:
     """:func:`classical_forecasts` of several data sets, every model of every one in the same child
     process: statsforecast is imported once (about 2 s), not once per data set. The forecasts from
-    earlier origins of one series (:mod:`evocov_core.combine`) are made so.
+    earlier origins of one series (:mod:`evocov_core.forecast.beside`) are made so.
 
     Parameters are :func:`classical_forecasts`'s; ``time_limit`` is per model and data set. Returns
     one :class:`ClassicalForecasts` per data set, in order (``startup``: the shared child's).

@@ -285,7 +285,7 @@ class BudgetSettings:
                             hi=100_000)
     fit_points: int = _s(DEFAULT_MAX_POINTS, "Points an exact fit uses", "Long series: above this many training "
                          "points, every fit and forecast is an exact GP on a subset of them, the most recent 3/4 "
-                         "contiguous and 1/4 spread over the earlier history (evocov_core/subset.py; the result "
+                         "contiguous and 1/4 spread over the earlier history (evocov_core/fitting/subset.py; the result "
                          "says so). 0 = every point (an exact GP costs O(n³) time and O(n²) memory).", "budgeted", lo=0,
                          hi=1_000_000)
     promote_fraction: float = _s(0.3, "Share promoted", "Share of a screened batch fitted on all the data.",
@@ -606,7 +606,7 @@ _QUICK: dict[str, dict] = {
 # long/quick-naive-seeds) 0.880 -> 0.775, paired 0.875 (0.074). Short series are unchanged.
 # The forecast is the kernel's, AutoETS's and AutoTheta's, weighted by the inverse square of their
 # errors from four earlier origins, without the kernel's when it leaves their 95 % intervals
-# (evocov_core/combination.py; combine_power and combine_guard keep their defaults, 2 and on).
+# (evocov_core/forecast/combination.py; combine_power and combine_guard keep their defaults, 2 and on).
 # On series of at most 100 training points the kernel's weight is at most one half (combine_short):
 # post hoc on the development corpus (bench/results/bench_classical_members__corpus.md, seeds 0-1)
 # paired 0.981 (SE of the log 0.013), worst single run 5.32 -> 2.86 x AutoETS; flat for 60-150 points;

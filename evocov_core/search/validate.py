@@ -66,7 +66,7 @@ class OriginScores:
         origin failed): what predictive weights are fitted on (:func:`stacking_weights`).
     mean : ndarray of shape (sum of n_targets,)
         The predictive mean at every target, in the same order (model units; NaN where an origin
-        failed): what a forecast combination is chosen on (:mod:`evocov_core.combine`).
+        failed): what a forecast combination is chosen on (:mod:`evocov_core.forecast.combination`).
     """
 
     origins: tuple[float, ...]
