@@ -1376,9 +1376,9 @@ def accuracy_report(out: Path, *, data_dir: Path | None = None, classical: bool 
              + (": every key prefixed `corpus_`" if corpus else "") + ". A `forecast_` line, where the trials "
              "recorded it, gives the same single-run figures for the forecast the search returned (the kernel's, or "
              "its average with classical forecasts weighted by their errors from four earlier origins: "
-             "`evocov_core/forecast/combination.py`), that forecast's test RMSE paired trial by trial against the kernel's "
-             "own (geometric mean and the standard error of the mean log), and how many trials returned another "
-             "forecast than the kernel's own:", "",
+             "`evocov_core/forecast/combination.py`), that forecast's test RMSE paired trial by trial against the "
+             "kernel's own (geometric mean and the standard error of the mean log), and how many trials returned "
+             "another forecast than the kernel's own:", "",
              "```", *(summary or ["(no finished trial yet)"]), "```", ""]
     n_err = int((trials["status"] == TrialStatus.ERROR).sum()) if len(trials) else 0
     if n_err:

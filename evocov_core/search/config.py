@@ -285,9 +285,9 @@ class BudgetSettings:
                             hi=100_000)
     fit_points: int = _s(DEFAULT_MAX_POINTS, "Points an exact fit uses", "Long series: above this many training "
                          "points, every fit and forecast is an exact GP on a subset of them, the most recent 3/4 "
-                         "contiguous and 1/4 spread over the earlier history (evocov_core/fitting/subset.py; the result "
-                         "says so). 0 = every point (an exact GP costs O(n³) time and O(n²) memory).", "budgeted", lo=0,
-                         hi=1_000_000)
+                         "contiguous and 1/4 spread over the earlier history (evocov_core/fitting/subset.py; the "
+                         "result says so). 0 = every point (an exact GP costs O(n³) time and O(n²) memory).",
+                         "budgeted", lo=0, hi=1_000_000)
     promote_fraction: float = _s(0.3, "Share promoted", "Share of a screened batch fitted on all the data.",
                                  "budgeted", lo=0.0, hi=1.0, step=0.05, fmt="%.2f")
     seed_bases: tuple[str, ...] = _s(SEED_BASES, "Base kernels of the seeds and expansions", "The base kernels "
