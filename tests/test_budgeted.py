@@ -744,3 +744,29 @@ def test_the_preset_chooses_by_the_origins_without_a_head_refit() -> None:
     else:
         assert chosen["origins_crps"] == min(r["origins_crps"] for r in rows if r["valid"])
         assert chosen["origins_crps"] < cfg.form_margin * min(forms)
+
+
+def test_a_candidate_whose_forecast_leaves_the_data_far_behind_is_left_out_of_the_choice(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """forecast_reach: a linear trend carried on stays within its horizon's share of the range; the same trend
+    divided by a linear term that crosses zero just past the data (a pole, as kernels evolved on short series
+    have) leaves it several times over, and the choice passes it over whatever its score."""
+    from evocov_core.search.select import REACH, forecast_reach
+
+    x = np.arange(20.0)
+    ds = Dataset.from_arrays(x, 3.0 + 0.5 * x + 0.1 * np.sin(x), test_fraction=0.0)
+    data = FitData.from_dataset(ds, horizon=6)  # forecasts of 6 steps: 6/19 of the training span
+    cfg = _budgeted(select_top=4)
+    lin = fit_kernel(compose(["+", "LIN", "SE"]), data, cfg.optim, np.random.default_rng(0))
+    assert lin.ok and 0.0 < forecast_reach(data, lin, data.split_fraction) < 0.5
+    # (x - a)(x' - a) / ((x - s)(x' - s)) with s just past the last input (model units: x runs from 1 to 2),
+    # the kernel the search returned on M3's N0046 (14 points).
+    expr = "multiply(dot_prod(euc(x), hp2, hp3), div(dot_prod(euc(x), hp0, hp1)))"
+    pole = replace(lin, kernel=parse_expression(expr), theta=(math.log(2.05), 0.0, 0.0, 0.0))
+    assert forecast_reach(data, pole, data.split_fraction) > 5 * REACH
+    scores = iter([100.0, 1.0])  # the pole scores best: only the check keeps it out
+    monkeypatch.setattr(select, "tail_score", lambda data, head, marginal=False: next(scores))
+    with SerialExecutor(data, cfg.optim, search_stages(data, cfg)) as ex:
+        choice = choose_model(data, [pole, lin], ex, seed=0)
+    assert choice.chosen is lin and [r["valid"] for r in choice.rows] == [False, True]
+    assert choice.rows[0]["reach"] > REACH

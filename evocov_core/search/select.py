@@ -16,7 +16,9 @@ beyond the data, in units of the data's standard deviation, is reported and flag
 :data:`EXPLODING_SPREAD` (flagged, not penalised: the tail score already pays for such a
 forecast through its log-determinant).
 
-A candidate whose covariance is not positive semi-definite on the training inputs and a
+A candidate whose forecast leaves the range of the training values by more than that range's width
+within the horizon (:func:`forecast_reach`, :data:`REACH`: a pole past the data, a quartic trend) is
+left out the same way. A candidate whose covariance is not positive semi-definite on the training inputs and a
 forecast grid beyond them (:func:`indefiniteness`: its most negative eigenvalue against the
 noise variance, above :data:`INDEFINITE`) is left out of the choice and of the average,
 unless every candidate is. The PSD check of a new tree is empirical, on random inputs; a
@@ -63,8 +65,8 @@ from evocov_core.search.validate import (
     tail_forecast,
 )
 
-__all__ = ["CHOICE_RULES", "EXPLODING_SPREAD", "INDEFINITE", "ModelChoice", "calibrate_returned", "choice_description",
-           "choose_model", "horizon_spread", "indefiniteness", "tail_score"]
+__all__ = ["CHOICE_RULES", "EXPLODING_SPREAD", "INDEFINITE", "REACH", "ModelChoice", "calibrate_returned",
+           "choice_description", "choose_model", "forecast_reach", "horizon_spread", "indefiniteness", "tail_score"]
 
 #: How :func:`choose_model` scores its candidates.
 CHOICE_RULES = ("tail", "origins", "origins_density", "refit_origins", "bic")
@@ -75,6 +77,9 @@ MIN_WEIGHT = 1e-4
 EXPLODING_SPREAD = 3.0
 #: A most negative eigenvalue of K larger than this share of the noise variance makes a candidate invalid.
 INDEFINITE = 0.01
+#: A candidate whose forecast leaves the training values' range by more than this many times the range's width
+#: within the horizon (:func:`forecast_reach`) is left out of the choice, as an indefinite one is.
+REACH = 1.0
 #: Forecast grid of :func:`indefiniteness`: at most this many points.
 _GRID_POINTS = 200
 #: Above this many points (data and grid), :func:`indefiniteness` tries a Cholesky first.
@@ -146,6 +151,40 @@ def horizon_spread(data: FitData, fit: FitResult, horizon: float = 0.1) -> float
     return value if math.isfinite(value) else math.inf
 
 
+def _forecast_grid(data: FitData, horizon: float) -> np.ndarray:
+    """Up to :data:`_GRID_POINTS` inputs spanning ``horizon`` training spans beyond the last input (shape (m, d))."""
+    last = data.X[np.argmax(data.X[:, 0])]
+    step = data.step if math.isfinite(data.step) and data.step > 0 else data.span / max(data.n - 1, 1)
+    m = int(min(_GRID_POINTS, max(1, math.ceil(horizon * data.span / step))))
+    grid = np.repeat(last[None, :], m, axis=0)
+    grid[:, 0] = last[0] + np.linspace(horizon * data.span / m, horizon * data.span, m)
+    return grid
+
+
+def forecast_reach(data: FitData, fit: FitResult, horizon: float = 0.1) -> float:
+    """How far a fit's forecast leaves the range of the training values, in widths of that range.
+
+    The predictive mean (conditioned on every training point, the fitted values) over a grid of ``horizon``
+    training spans beyond the last input, its largest distance outside ``[min y, max y]`` divided by
+    ``max y − min y``. 0 when it stays inside; +inf when it cannot be computed. A kernel with a pole (a
+    division by a linear term that crosses zero past the data) or a high power of a trend scores tens or
+    hundreds; a trend carried on at its pace stays about the horizon's share of the range. What the guard of
+    the forecast combination asks of the kernel against classical models' intervals, asked of the kernel
+    alone (:mod:`evocov_core.forecast.combination`).
+    """
+    lo, hi = float(np.min(data.y)), float(np.max(data.y))
+    width = hi - lo if hi > lo else 1.0
+    try:
+        with np.errstate(all="ignore"):
+            mean = posterior(fit.kernel, data.inputs, data.y, np.asarray(fit.theta), fit.log_noise,
+                             _forecast_grid(data, horizon), jitter=fit.jitter, mean_only=True).mean
+    except _NUMERIC:
+        return math.inf
+    if not np.all(np.isfinite(mean)):
+        return math.inf
+    return float(np.max(np.maximum(0.0, np.maximum(lo - mean, mean - hi)))) / width
+
+
 def indefiniteness(data: FitData, fit: FitResult, horizon: float = 0.1) -> float:
     """How far a fit's covariance is from positive semi-definite, in units of its noise variance.
 
@@ -172,11 +211,7 @@ def indefiniteness(data: FitData, fit: FitResult, horizon: float = 0.1) -> float
     horizon : float
         Length of the forecast grid, in training spans.
     """
-    last = data.X[np.argmax(data.X[:, 0])]
-    step = data.step if math.isfinite(data.step) and data.step > 0 else data.span / max(data.n - 1, 1)
-    m = int(min(_GRID_POINTS, max(1, math.ceil(horizon * data.span / step))))
-    grid = np.repeat(last[None, :], m, axis=0)
-    grid[:, 0] = last[0] + np.linspace(horizon * data.span / m, horizon * data.span, m)
+    grid = _forecast_grid(data, horizon)
     try:
         with np.errstate(all="ignore"):
             X = np.vstack([data.X, grid])
@@ -211,9 +246,10 @@ class ModelChoice:
         One per candidate: rank, expression, canonical, statespace (holds a state-space term), q, bic,
         tail_score, tail_rmse, origins_crps, spread_scale, test_rmse, weight, chosen,
         horizon_sd (:func:`horizon_spread`), exploding (above :data:`EXPLODING_SPREAD`),
-        indefinite (:func:`indefiniteness`) and valid (not above :data:`INDEFINITE`; the
-        others are neither chosen nor averaged, unless no candidate is valid, when all are
-        eligible as before the check). Empty when there was nothing to compare.
+        indefinite (:func:`indefiniteness`), reach (:func:`forecast_reach`) and valid (not above
+        :data:`INDEFINITE`, reach at most :data:`REACH`; the others are neither chosen nor averaged, unless
+        no candidate is valid, when all are eligible as before the checks). Empty when there was nothing to
+        compare.
     ensemble : tuple of (FitResult, float)
         The model average: kernels with their weights (tail scores; BIC without any).
     calibration : Calibration
@@ -236,7 +272,8 @@ class _Scored:
     """The candidates' scores under one rule, index-aligned with them.
 
     ``raw`` ranks them (higher is better); ``weigh`` is the log weight of each in the model average.
-    ``valid``: not above :data:`INDEFINITE` (NaN, a Cholesky that proved it within the bound, is valid).
+    ``valid``: not above :data:`INDEFINITE` (NaN, a Cholesky that proved it within the bound, is valid) and a
+    forecast that stays within :data:`REACH` (``reach``, :func:`forecast_reach`).
     """
 
     heads: list[FitResult | None]
@@ -245,6 +282,7 @@ class _Scored:
     valid: np.ndarray
     raw: np.ndarray
     weigh: np.ndarray
+    reach: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -358,7 +396,9 @@ def _score(data: FitData, cands: list[FitResult], rule: str, windows: Sequence[O
                  for i, f in enumerate(cands)]
         heads = run.executor.map(tasks, run.should_stop)
     indef = [indefiniteness(data, f) for f in cands]
-    valid = np.array([not v > INDEFINITE for v in indef])  # NaN: a Cholesky proved it within the bound
+    reach = [forecast_reach(data, f, data.split_fraction) for f in cands]
+    # NaN indefiniteness: a Cholesky proved it within the bound.
+    valid = np.array([not v > INDEFINITE and r <= REACH for v, r in zip(indef, reach, strict=True)])
     if rule == "refit_origins":
         m = len(windows)
         tasks = [Task(f.kernel.tokens, (run.seed, 7937, i, j), f.start(), stage=origin_stage(o),
@@ -378,7 +418,7 @@ def _score(data: FitData, cands: list[FitResult], rule: str, windows: Sequence[O
         weigh = np.array([o.total_log_density for o in origins])  # type: ignore[union-attr]
         # Higher is better, as the tail score.
         raw = weigh if rule == "origins_density" else np.array([-o.mean_crps for o in origins])  # type: ignore[union-attr]
-    return _Scored(heads, origins, indef, valid, raw, weigh)
+    return _Scored(heads, origins, indef, valid, raw, weigh, reach)
 
 
 def _pick(cands: list[FitResult], sc: _Scored, form_margin: float = 1.0) -> tuple[int, np.ndarray]:
@@ -429,6 +469,7 @@ def _rows(data: FitData, cands: list[FitResult], sc: _Scored, weights: np.ndarra
         "horizon_sd": spreads[i],
         "exploding": spreads[i] > EXPLODING_SPREAD,
         "indefinite": float(sc.indefinite[i]),
+        "reach": float(sc.reach[i]) if sc.reach else math.nan,
         "valid": bool(sc.valid[i]),
     } for i, f in enumerate(cands))
 
