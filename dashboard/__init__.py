@@ -14,7 +14,10 @@ By concern:
 ``views``          one kernel drawn: formula, scores, hyperparameters, tree, forecast, components
 ``average``        a search's model average: mixture, test RMSE, file, view
 ``sidebar``        the shared sidebar and ``page_setup``
+``panel_runs``     panel runs: a folder and a worker process each, resumable (no Streamlit)
+``panel_worker``   ``python -m dashboard.panel_worker FOLDER``, the process of one panel run (no Streamlit)
+``panel_view``     the Panel page's settings, notes, table, and a series as a run of the store (no Streamlit)
 
-and one module per page: ``data_page``, ``search_form`` + ``search_page``, ``results_page`` +
-``results_tabs``, ``explorer_page``, ``runs_page``.
+and one module per page: ``data_page`` (+ ``long_table``, its tab for many series), ``search_form`` +
+``search_page``, ``results_page`` + ``results_tabs``, ``explorer_page``, ``runs_page``, ``panel_page``.
 """

@@ -21,6 +21,7 @@ from dashboard.datasets import (
     with_test_fraction,
 )
 from dashboard.format import polish
+from dashboard.long_table import long_table_hint, long_table_tab
 from dashboard.search_form import fit_points, fit_points_label
 from dashboard.state import DATASET_KEY, PAGE_SEARCH
 from evocov_core.api import (
@@ -121,6 +122,9 @@ def upload_tab(ds: Dataset) -> None:
             icon=":material/block:",
         )
         return
+    hint = long_table_hint(df)
+    if hint:
+        st.info(hint, icon=":material/stacked_line_chart:")
     try:
         gx, gy = guess_columns(df)
     except DataError as exc:  # the last column is text: say so, never substitute silently
@@ -229,9 +233,13 @@ def render() -> None:
         "searches learn from the training part and are judged on the test part (the last stretch of x)."
     )
     ds, source = current_dataset(), dataset_source()
-    tab_bundled, tab_upload = st.tabs([":material/library_books: Bundled datasets", ":material/upload: Upload a CSV"])
+    tab_bundled, tab_upload, tab_panel = st.tabs([":material/library_books: Bundled datasets",
+                                                  ":material/upload: Upload a CSV",
+                                                  ":material/stacked_line_chart: Many series (long table)"])
     with tab_bundled:
         bundled_tab(source)
     with tab_upload:
         upload_tab(ds)
+    with tab_panel:
+        long_table_tab()
     current_section()

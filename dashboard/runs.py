@@ -17,6 +17,7 @@ import streamlit as st
 
 from dashboard.datasets import dataset_fingerprint
 from dashboard.format import algorithm_label, finite, fmt
+from dashboard.panel_runs import PanelRuns
 from dashboard.state import GPSS_JOBS_KEY, MY_RUNS_KEY
 from evocov_core.api import (
     Dataset,
@@ -40,6 +41,17 @@ def _manager_for(path: str) -> JobManager:
 def manager() -> JobManager:
     """The process-wide job manager (one per data folder, so tests can point elsewhere)."""
     return _manager_for(str(default_data_dir()))
+
+
+@st.cache_resource(show_spinner=False)
+def _panel_runs_for(path: str) -> PanelRuns:
+    return PanelRuns(path)
+
+
+def panel_runs() -> PanelRuns:
+    """The panel runs of the data folder, made once per server: the first page a (re)started server draws
+    resumes the panel runs it finds interrupted (:class:`~dashboard.panel_runs.PanelRuns`)."""
+    return _panel_runs_for(str(default_data_dir()))
 
 
 def store_problem() -> str | None:

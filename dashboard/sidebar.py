@@ -6,13 +6,15 @@ import streamlit as st
 
 from dashboard.datasets import current_dataset, dataset_summary, set_dataset
 from dashboard.format import STATUS_ICONS, algorithm_label, poll_every
-from dashboard.runs import get_run, manager, store_problem
+from dashboard.runs import get_run, manager, panel_runs, store_problem
 from dashboard.state import (
     EXPLORE_JOB_KEY,
     FAVICON,
     PAGE_EXPLORER,
+    PAGE_PANEL,
     PAGE_SEARCH,
     PAGES,
+    PANEL_RUN_KEY,
     RESULTS_RUN_KEY,
     SEARCH_JOB_KEY,
     SOURCE_KEY,
@@ -27,6 +29,7 @@ def page_setup(title: str) -> None:
     if problem is not None:  # every page reads or writes runs: say why once, instead of a traceback
         st.error(problem, icon=":material/database:")
         st.stop()
+    panel_runs()  # made on a server's first page: it resumes the panel runs a stopped server left
     sidebar()
 
 
@@ -78,6 +81,24 @@ def _job_lines(job_id: str, page: str, param: str, what: str) -> bool:
     return not snap.done
 
 
+def panel_lines() -> None:
+    """The panel run this session watches, redrawn every 2 s while it runs."""
+    run_id = st.session_state.get(PANEL_RUN_KEY)
+    if not run_id or not panel_runs().exists(run_id):
+        return
+
+    @st.fragment(run_every=poll_every(panel_runs().status(run_id).active, 2.0))
+    def lines() -> None:
+        s = panel_runs().status(run_id)
+        st.markdown(f"**{'Active' if s.active else 'Last'} panel run**")
+        st.caption(f"{s.request.name} · {s.done}/{s.total} series · {s.state}")
+        st.page_link(PAGE_PANEL, label=f"Panel {run_id}", icon=":material/stacked_line_chart:",
+                     query_params={"panel": run_id})
+
+    with st.sidebar:
+        lines()
+
+
 def sidebar() -> None:
     """The page list, the current dataset and this session's jobs (every page draws it)."""
     sync_query_params()
@@ -87,6 +108,7 @@ def sidebar() -> None:
     ds = current_dataset()
     st.sidebar.markdown("**Current dataset**")
     st.sidebar.markdown(f"`{ds.name}` — {dataset_summary(ds)}")
+    panel_lines()
     jobs = [
         (st.session_state.get(SEARCH_JOB_KEY), PAGE_SEARCH, "job", "search"),
         (st.session_state.get(EXPLORE_JOB_KEY), PAGE_EXPLORER, "explore", "exploration"),

@@ -10,6 +10,7 @@ PAGE_SEARCH = "pages/2_search.py"
 PAGE_RESULTS = "pages/3_results.py"
 PAGE_EXPLORER = "pages/4_explorer.py"
 PAGE_RUNS = "pages/5_runs.py"
+PAGE_PANEL = "pages/6_panel.py"
 
 #: The browser tab's icon. An emoji, which Streamlit draws as an inline SVG: a Material icon would be
 #: fetched from fonts.gstatic.com, which an offline machine cannot reach.
@@ -25,6 +26,7 @@ PAGES = (
     (PAGE_RESULTS, "Results", ":material/emoji_events:"),
     (PAGE_EXPLORER, "Mutation explorer", ":material/science:"),
     (PAGE_RUNS, "Runs", ":material/folder_open:"),
+    (PAGE_PANEL, "Panel", ":material/stacked_line_chart:"),
 )
 
 DATASET_KEY = "evocov_dataset"  # the selected Dataset, shared by every page
@@ -34,6 +36,8 @@ EXPLORE_JOB_KEY = "evocov_explore_job"  # id of the exploration this session wat
 RESULTS_RUN_KEY = "evocov_results_run"  # run the Results page opens
 MY_RUNS_KEY = "evocov_my_runs"  # ids of the runs this session started, oldest first
 GPSS_JOBS_KEY = "evocov_gpss_jobs"  # dataset fingerprint -> GPSS baseline job id
+PANEL_TABLE_KEY = "evocov_panel_table"  # the long table the Data page accepted (dashboard.long_table.LongTable)
+PANEL_RUN_KEY = "evocov_panel_run"  # id of the panel run this session watches
 
 DEFAULT_DATASET = "airline"
 DEFAULT_TEST_FRACTION = 0.1

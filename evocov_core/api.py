@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time :func:`__
     import pandas as pd
 
     from evocov_core.compute.runners import run_in_daemon_process
+    from evocov_core.compute.setup import prepare_process
     from evocov_core.compute.timed import one_line
     from evocov_core.data import (
         MAX_BYTES,
@@ -73,7 +74,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time :func:`__
     from evocov_core.language.kernel import Kernel
     from evocov_core.language.library import GPSS_PUBLISHED, WELL_KNOWN, structure_text
     from evocov_core.language.simplify import display_latex
-    from evocov_core.panel.run import PanelResult
+    from evocov_core.panel.run import FORECAST_COLUMNS, SERIES_COLUMNS, PanelProgress, PanelResult
+    from evocov_core.panel.series import MIN_SEARCH_POINTS
+    from evocov_core.panel.store import atomic_write
+    from evocov_core.panel.table import Panel, guess_panel_columns, panel_from_frame
     from evocov_core.runs.counts import (
         KERNELS_FITTED,
         KERNELS_FITTED_HELP,
@@ -113,6 +117,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time :func:`__
 #: importing this module stays cheap. The same names are imported above for type checkers (a test checks).
 _PUBLIC: dict[str, tuple[str, ...]] = {
     "evocov_core.compute.runners": ("run_in_daemon_process",),
+    "evocov_core.compute.setup": ("prepare_process",),
     "evocov_core.compute.timed": ("one_line",),
     "evocov_core.data": (
         "MAX_BYTES", "MAX_COLUMNS", "MAX_FIELD_CHARS", "MAX_POINTS", "MAX_ROWS", "DataError", "Dataset",
@@ -140,7 +145,10 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "KernelFile", "KernelFileError", "dump_kernel_file", "kernel_file_dict", "model_average",
         "model_average_dict", "parse_kernel_file",
     ),
-    "evocov_core.panel.run": ("PanelResult",),
+    "evocov_core.panel.run": ("FORECAST_COLUMNS", "SERIES_COLUMNS", "PanelProgress", "PanelResult",),
+    "evocov_core.panel.series": ("MIN_SEARCH_POINTS",),
+    "evocov_core.panel.store": ("atomic_write",),
+    "evocov_core.panel.table": ("Panel", "guess_panel_columns", "panel_from_frame",),
     "evocov_core.runs.run_record": ("RunRecord",),
     "evocov_core.runs.store": ("RunStore", "StoreVersionError", "default_data_dir",),
     "evocov_core.search": (

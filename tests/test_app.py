@@ -110,7 +110,7 @@ def wait_job(job_id: str, timeout: float = 120) -> None:
 
 def test_page_list():
     assert PAGES[0] == "pages/1_data.py"
-    assert len(PAGES) == 5
+    assert len(PAGES) == 6
     # Streamlit serves every script in pages/ as a page: nothing else may live there, and
     # every one of them is in the sidebar's list.
     assert sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py")) == sorted(PAGES)

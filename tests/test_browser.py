@@ -235,9 +235,9 @@ def test_fresh_server_deep_link_uses_the_page_list(server, browser):
     _wait_app(page, "Runs")
     expect(page.locator('[data-testid="stSidebar"]')).to_contain_text("Current dataset")
     # The sidebar may draw its links after the page's own content: read them once all are there.
-    expect(page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]')).to_have_count(5)
+    expect(page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]')).to_have_count(6)
     links = _page_links(page)
-    assert links[:5] == ["Data", "Search", "Results", "Mutation explorer", "Runs"], links
+    assert links[:6] == ["Data", "Search", "Results", "Mutation explorer", "Runs", "Panel"], links
     assert not page.evaluate("window.__evocovNavSeen")
     _no_exceptions(page)
     page.close()
