@@ -63,6 +63,11 @@ def test_a_long_table_splits_into_series_with_their_own_times():
     dp = panel_from_frame(dates)
     assert dp.ds_kind == "date" and np.isclose(dp.series[0].x[1] - dp.series[0].x[0], 1 / 12)
     assert str(dp.to_ds(dp.series[0].x[:1])[0]).startswith("2020-01-01")
+    # Months forecast at month starts, days at their dates.
+    assert [str(d)[:10] for d in dp.to_ds(dp.series[0].x[-1] + np.arange(1, 4) / 12)] == [
+        "2022-01-01", "2022-02-01", "2022-03-01"]
+    daily = panel_from_frame(dates.assign(ds=pd.date_range("2020-01-06", periods=24, freq="D")))
+    assert str(daily.to_ds(daily.series[0].x[-1:] + 1 / 365.2425)[0])[:10] == "2020-01-30"
 
 
 def test_columns_are_guessed_and_can_be_named():

@@ -78,7 +78,7 @@ def _business_daily(ds: Dataset) -> bool:
 def _monthly(ds: Dataset) -> bool:
     """Dates on the exact month-start grid (``year + (month − 1)/12``), stepping whole months."""
     x12 = ds.x[:, 0] * 12
-    return bool(np.allclose(x12, np.round(x12), atol=1e-6)) and median_step(ds.x[:, 0]) * 12 >= 1 - 1e-9
+    return bool(np.allclose(x12, np.round(x12), rtol=0.0, atol=1e-6)) and median_step(ds.x[:, 0]) * 12 >= 1 - 1e-9
 
 
 def future_labels(ds: Dataset, x: Array) -> pd.Series:

@@ -100,6 +100,11 @@ class Panel:
 
         a = np.asarray(x, dtype=np.float64)
         if self.ds_kind == "date":
+            months = a * 12
+            if a.size and np.all(np.isfinite(a)) and np.allclose(months, np.round(months), rtol=0.0, atol=1e-6):
+                # The exact month grid (month starts read as year + (month - 1)/12): month starts again.
+                m = np.round(months).astype(np.int64)
+                return np.array([f"{v // 12:04d}-{v % 12 + 1:02d}-01" for v in m], dtype="datetime64[ns]")
             return np.asarray(decimal_years_to_dates(a).round("s"), dtype="datetime64[ns]")
         out = a * (self.season_length or 1)
         rounded = np.round(out)

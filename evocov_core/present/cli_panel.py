@@ -45,7 +45,7 @@ def _panel_progress(quiet: bool):
 
 def cmd_panel(args: argparse.Namespace) -> int:
     from evocov_core.data.table import read_table
-    from evocov_core.panel import forecast_panel
+    from evocov_core.panel.run import forecast_panel
     from evocov_core.present.glance import kernel_phrase
 
     if args.budget is not None and args.time_budget is not None:
