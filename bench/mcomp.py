@@ -1203,7 +1203,8 @@ def parse_settings(pairs: Sequence[str]) -> dict[str, Any]:
     """``NAME=VALUE`` pairs of search settings, each value read as its setting's type (a tuple: comma-separated)."""
     from evocov_core.search.config import settings
 
-    types = {name: typ for name, typ, _ in settings()}
+    types: dict[str, type] = {name: typ for name, typ, _ in settings()}
+    types["panel_priors"] = bool  # forecast_panel's own: priors learned from the panel's series
     out: dict[str, Any] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")

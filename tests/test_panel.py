@@ -309,3 +309,35 @@ def test_the_holdout_ratio_is_the_refitted_forecast_of_the_last_h_points_against
     ets = AutoETS(season_length=12).forecast(y=y[:-6], h=6)["mean"]
     want = np.sqrt(np.mean((mean - y[-6:]) ** 2)) / np.sqrt(np.mean((ets - y[-6:]) ** 2))
     assert ratio == kernel_ratio == pytest.approx(want, rel=1e-9)
+
+
+def test_panel_priors_are_learned_from_the_panels_series_and_every_search_uses_them(tmp_path):
+    """Empirical Bayes across the panel: a prior by role from the series' own fits, kept in the run's folder,
+    read back on resume, and the series' kernels fitted under it (priors="panel")."""
+    import json
+
+    from evocov_core.fitting.priors import PRIORS
+    from evocov_core.panel.priors import MIN_SERIES, prior_from_estimates
+    from evocov_core.search import preset
+    from evocov_core.search.config import ConfigError
+
+    # The aggregation: each series weighs one, a robust centre and spread, no prior from too few series.
+    per_series = [[("lengthscale", float(i)), ("lengthscale", float(i)), ("noise", -3.0)] for i in range(11)]
+    prior = prior_from_estimates(per_series)
+    assert prior.table == {"lengthscale": (5.0, pytest.approx(1.4826 * 3, abs=1e-3))} and prior.noise == (-3.0, 0.5)
+    with pytest.raises(ValueError, match=f"on {MIN_SERIES} series"):
+        prior_from_estimates(per_series[:MIN_SERIES - 1])
+    PRIORS["panel"] = None
+    with pytest.raises(ConfigError, match="panel priors"):
+        preset("panel", priors="panel")
+
+    df = _long(12, bad=False)
+    out = tmp_path / "run"
+    res = forecast_panel(df, 6, season_length=12, workers=1, out=out, panel_priors=True, **FIXED)
+    doc = json.loads((out / "prior.json").read_text())
+    assert {r[0] for r in doc["roles"]} >= {"value", "lengthscale"} and doc["noise"] is not None
+    kf = json.loads((out / "kernels" / "s0.json").read_text())
+    assert kf["run"]["settings"]["priors"] == "panel" and res.errors == 0
+    again = forecast_panel(df, 6, season_length=12, workers=1, out=out, panel_priors=True, **FIXED)
+    assert again.resumed == 12
+    pd.testing.assert_frame_equal(again.forecasts, res.forecasts)

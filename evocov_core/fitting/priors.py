@@ -101,5 +101,6 @@ CORPUS_PRIOR = HyperPrior(
            ("value", -0.367, 1.771)),
     noise=(-3.318, 2.918), name="corpus")
 
-#: The priors a search may name (``SearchConfig.priors``).
-PRIORS: dict[str, HyperPrior | None] = {"none": None, "corpus": CORPUS_PRIOR}
+#: The priors a search may name (``SearchConfig.priors``). ``"panel"``: the prior a panel learned from its own
+#: series, set in each process that runs its series (:func:`evocov_core.panel.priors.use_panel_prior`).
+PRIORS: dict[str, HyperPrior | None] = {"none": None, "corpus": CORPUS_PRIOR, "panel": None}

@@ -15,10 +15,11 @@ series are written.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,12 +28,13 @@ import numpy as np
 import pandas as pd
 
 from evocov_core.data.limits import DataError
+from evocov_core.fitting.priors import HyperPrior
 from evocov_core.panel.series import LEVELS, SeriesJob, SeriesOutcome, Status, forecast_series
 from evocov_core.panel.store import PanelStore, atomic_write, parts_in_order
 from evocov_core.panel.table import Panel, panel_from_frame
 
-__all__ = ["FORECAST_COLUMNS", "NAME", "SERIES_COLUMNS", "PanelProgress", "PanelResult", "forecast_panel",
-           "panel_jobs"]
+__all__ = ["FORECAST_COLUMNS", "NAME", "PRIOR_SAMPLE", "SERIES_COLUMNS", "PanelProgress", "PanelResult",
+           "forecast_panel", "learn_prior", "panel_jobs"]
 
 #: The method's name in the forecasts' columns (statsforecast's convention: one column per model).
 NAME = "EvoCov"
@@ -128,6 +130,44 @@ def panel_jobs(panel: Panel, h: int, *, preset: str, seed: int, settings: Mappin
                       s.missing, step, describe) for s in panel.series]
 
 
+#: Series the panel's priors are learned on, at most (a seeded draw among those a search can serve).
+PRIOR_SAMPLE = 100
+
+
+def _estimates(job: SeriesJob) -> list[tuple[str, float]]:
+    """One series' role estimates for the panel's priors (:func:`~evocov_core.panel.priors.role_estimates`)."""
+    from evocov_core.data.dataset import Dataset
+    from evocov_core.panel.priors import role_estimates
+    from evocov_core.search import preset, search_data
+    from evocov_core.search.config import with_derived
+
+    config = preset(job.preset, **with_derived({**job.settings, "priors": "none"}))
+    ds = Dataset.from_arrays(job.x, job.y, name=job.uid, test_fraction=0.0, x_kind=job.x_kind, x_label=job.x_label)
+    return role_estimates(search_data(ds, config), config.optim, job.seed)
+
+
+def learn_prior(jobs: Sequence[SeriesJob], runner: Any, *, sample: int = PRIOR_SAMPLE, seed: int = 0) -> HyperPrior:
+    """The panel's prior (:mod:`evocov_core.panel.priors`) from up to ``sample`` of ``jobs``' series that a search
+    can serve, drawn with ``seed``, fitted on ``runner``."""
+    from evocov_core.panel.priors import prior_from_estimates
+    from evocov_core.panel.series import MIN_SEARCH_POINTS
+
+    able = [j for j in jobs if len(j.y) >= MIN_SEARCH_POINTS and float(np.ptp(j.y)) > 0]
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 1013]))
+    pick = sorted(rng.choice(len(able), size=min(sample, len(able)), replace=False).tolist()) if able else []
+    return prior_from_estimates(runner.map(_estimates, [able[i] for i in pick]))
+
+
+def _prior_doc(prior: HyperPrior) -> dict:
+    return {"roles": [list(r) for r in prior.roles], "noise": list(prior.noise) if prior.noise else None}
+
+
+def _prior_from_doc(doc: Mapping[str, Any]) -> HyperPrior:
+    roles = tuple((str(r), float(m), float(sd)) for r, m, sd in doc["roles"])
+    noise = doc.get("noise")
+    return HyperPrior(roles, None if noise is None else (float(noise[0]), float(noise[1])), "panel")
+
+
 def _check(h: object, preset: str, settings: Mapping[str, Any]) -> None:
     from evocov_core.search import preset as make_preset
     from evocov_core.search.config import ConfigError, SearchConfig, with_derived
@@ -145,7 +185,8 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
                    y_col: str | None = None, workers: int | None = None, scheduler: str | None = None,
                    out: str | Path | None = None, progress: Callable[[PanelProgress], None] | None = None,
                    should_stop: Callable[[], bool] | None = None,
-                   describe: Callable[[Any, Any], str | None] | None = None, **settings: Any) -> PanelResult:
+                   describe: Callable[[Any, Any], str | None] | None = None, panel_priors: bool = False,
+                   **settings: Any) -> PanelResult:
     """Forecast every series of a long table ``h`` steps ahead, each with its own kernel.
 
     Parameters
@@ -178,6 +219,10 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
     describe : callable, optional
         ``describe(model, dataset)``: the kernel in words for ``series.csv`` (a module-level function; the front
         door ``evocov_core.forecast_panel`` and the command line give the presentation layer's).
+    panel_priors : bool
+        Learn hyperparameter priors from the panel's own series first (up to :data:`PRIOR_SAMPLE` of them;
+        :mod:`evocov_core.panel.priors`), and fit every series' kernels under them (``priors="panel"``). With
+        ``out``, the learned prior is kept there (``prior.json``) and a resumed run reads it.
     **settings
         Search settings over the preset's (``population=20``...).
 
@@ -199,13 +244,16 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
         if not (isinstance(budget, (int, float)) and budget > 0 and math.isfinite(budget)):
             raise DataError(f"the budget must be positive seconds; got {budget!r}")
         settings = {**settings, "time_budget": float(budget)}
+    if panel_priors:
+        settings = {**settings, "priors": "none"}  # checked without the prior it will learn
     _check(h, preset, settings)
     # Each kernel is chosen, and the forecast's members weighed, by forecasts of the h steps asked for.
     settings = {"horizon": int(h), **settings}
     panel = panel_from_frame(df, id_col=id_col, ds_col=ds_col, y_col=y_col, season_length=season_length)
     jobs = panel_jobs(panel, int(h), preset=preset, seed=seed, settings=settings, describe=describe)
     order = [j.uid for j in jobs]
-    store = None if out is None else _store(out, panel, int(h), preset, seed, settings)
+    store = None if out is None else _store(out, panel, int(h), preset, seed,
+                                             {**settings, **({"panel_priors": True} if panel_priors else {})})
     parts: dict[str, dict] = {} if store is None else {u: p for u, p in store.done().items() if u in set(order)}
     resumed = len(parts)
     tick = _reporter(progress, parts, resumed, len(jobs), t0)
@@ -219,12 +267,28 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
     todo = [j for j in jobs if j.uid not in parts]
     if todo:
         with make_runner(workers=workers, scheduler=scheduler, modules=("evocov_core.panel.series",)) as runner:
+            if panel_priors:
+                prior = _panel_prior(store, jobs, runner, seed)
+                todo = [dataclasses.replace(j, prior=prior, settings={**j.settings, "priors": "panel"}) for j in todo]
             runner.map(forecast_series, todo, should_stop=should_stop, on_result=finished)
     result = _assemble(panel, order, parts, resumed, store)
     if store is not None:
         atomic_write(store.root / "forecasts.csv", result.forecasts.to_csv(index=False))
         atomic_write(store.root / "series.csv", result.series.to_csv(index=False))
     return result
+
+
+def _panel_prior(store: PanelStore | None, jobs: Sequence[SeriesJob], runner: Any, seed: int) -> HyperPrior:
+    """The panel's learned prior: read from the run's folder, else learned (and kept there)."""
+    import json
+
+    path = None if store is None else store.root / "prior.json"
+    if path is not None and path.exists():
+        return _prior_from_doc(json.loads(path.read_text(encoding="utf-8")))
+    prior = learn_prior(jobs, runner, seed=seed)
+    if path is not None:
+        atomic_write(path, json.dumps(_prior_doc(prior), indent=1) + "\n")
+    return prior
 
 
 def _store(out: str | Path, panel: Panel, h: int, preset: str, seed: int, settings: Mapping[str, Any]) -> PanelStore:

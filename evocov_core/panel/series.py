@@ -34,6 +34,7 @@ from scipy.special import ndtri
 from evocov_core.compute.timed import one_line
 from evocov_core.data.dataset import Dataset
 from evocov_core.data.limits import MIN_POINTS, DataError
+from evocov_core.fitting.priors import HyperPrior
 
 __all__ = ["FALLBACK", "LEVELS", "MIN_SEARCH_POINTS", "SeriesJob", "SeriesOutcome", "Status", "forecast_series"]
 
@@ -85,6 +86,9 @@ class SeriesJob:
         ``describe(model, dataset) -> str or None``, the kernel in words for the row (a module-level
         function, picklable by reference; the presentation layer's
         :func:`~evocov_core.present.glance.kernel_phrase` when the front door or the command line runs the panel).
+    prior : HyperPrior, optional
+        The prior the panel learned from its series (:mod:`evocov_core.panel.priors`), which the setting
+        ``priors="panel"`` names: made the process's before the search.
     """
 
     uid: str
@@ -100,6 +104,7 @@ class SeriesJob:
     missing: int = 0
     step: float = 1.0
     describe: Callable[[Any, Dataset], str | None] | None = None
+    prior: HyperPrior | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -261,6 +266,10 @@ def _forecast(job: SeriesJob, started: tuple[float, float]) -> SeriesOutcome:
     why = unserved(ds, job.h)
     if why:
         return _fallback(job, ds, why, started)
+    if job.prior is not None:
+        from evocov_core.panel.priors import use_panel_prior
+
+        use_panel_prior(job.prior)
     config = preset(job.preset, **with_derived(dict(job.settings)))
     data = search_data(ds, config)
     with search_executor(data, config, workers=1) as ex:

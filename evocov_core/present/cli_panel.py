@@ -56,7 +56,8 @@ def cmd_panel(args: argparse.Namespace) -> int:
     result = forecast_panel(df, args.horizon, preset=args.preset, seed=args.seed, budget=args.budget,
                             season_length=args.season_length, id_col=args.id_col, ds_col=args.ds_col,
                             y_col=args.y_col, workers=args.workers, scheduler=args.scheduler, out=args.out,
-                            progress=_panel_progress(args.quiet), describe=kernel_phrase, algorithm=args.algorithm,
+                            progress=_panel_progress(args.quiet), describe=kernel_phrase,
+                            panel_priors=args.panel_priors, algorithm=args.algorithm,
                             **overrides)
     counts = result.series["status"].value_counts()
     said = ", ".join(f"{int(counts[k])} {k}" for k in ("ok", "fallback", "no_data", "error") if k in counts)
@@ -95,6 +96,9 @@ def add_panel_parser(sub: Any) -> None:
     p.add_argument("--preset", choices=list(PRESETS), default="panel",
                    help="panel: 5 s of one core a series (default); any search preset")
     p.add_argument("--budget", type=float, metavar="SECONDS", help="seconds of one core per series")
+    p.add_argument("--panel-priors", action="store_true",
+                   help="learn hyperparameter priors from the panel's own series first (up to 100 of them) and fit "
+                        "every series' kernels under them")
     add_setting_args(p, skip=("horizon",))  # --horizon is the panel's own, and sets it
     add_exec_args(p)
     p.set_defaults(func=cmd_panel)

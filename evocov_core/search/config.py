@@ -226,7 +226,8 @@ class FittingSettings:
     priors: PriorRule = _s(
         PriorRule.NONE, "Hyperparameter priors", "none: each kernel's hyperparameters maximise the likelihood. "
         "corpus: they maximise the posterior, under priors by slot role learned on the development corpus "
-        "(BIC is then taken at that mode). Only with the LML metric.", "fitting", choices=PriorRule.values())
+        "(BIC is then taken at that mode); panel: under those a panel learned from its own series (a panel run "
+        "with panel priors). Only with the LML metric.", "fitting", choices=PriorRule.values())
     metric_split: float = _s(0.1, "Held-out share of the training range", "The last share of the training "
                              "x-range that the split metrics (posterior LML, SoPL) and the choice of the returned "
                              "kernel hold out.", "fitting", lo=0.05, hi=0.85, step=0.05, fmt="%.2f")
@@ -467,6 +468,9 @@ class SearchConfig(GrammarSettings, ForecastSettings, ChoiceSettings, BudgetSett
         need(self.fit_points == 0 or self.fit_points >= 100,
              f"fit_points must be 0 (every point) or at least 100, got {self.fit_points}")
         need(self.promote_fraction > 0.0, f"promote_fraction must be in (0, 1], got {self.promote_fraction}")
+        need(self.priors != PriorRule.PANEL or PRIORS["panel"] is not None,
+             "priors=panel takes the prior a panel learns from its own series: run the panel with panel priors "
+             "(forecast_panel(..., panel_priors=True), evocov panel --panel-priors)")
         # The forecast's weights come from the kernel's refits at the origins that calibrate it.
         need(not self.combine or self.calibration == CalibrationRule.ORIGINS,
              f"combine ({', '.join(self.combine)}) reuses the refits of the interval calibration from the origins: "

@@ -84,10 +84,12 @@ class LongChoiceRule(Rule):
 
 class PriorRule(Rule):
     """The hyperparameter priors of every fit (:data:`~evocov_core.fitting.priors.PRIORS`): none (maximum
-    likelihood), or those learned on the development corpus (each fit a posterior mode)."""
+    likelihood), those learned on the development corpus, or those a panel learned from its own series
+    (:mod:`evocov_core.panel.priors`; each fit a posterior mode)."""
 
     NONE = "none"
     CORPUS = "corpus"
+    PANEL = "panel"
 
 
 class CalibrationRule(Rule):
