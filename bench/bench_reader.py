@@ -39,8 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench._common import limit_threads, write_report
-from bench.common import md_table
+from bench.common import limit_threads, md_table, write_report
 from evocov_core.data import DataError, load_csv
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -36,23 +36,31 @@ from evocov_core.data import Dataset, load_tsdl
 
 __all__ = [
     "COUNTED",
+    "RESULTS_DIR",
     "BenchError",
     "ResultFile",
     "TrialStatus",
     "append_run",
     "bench_zip",
+    "calls_per_block",
     "doc_md",
     "fmt",
     "geomean",
+    "interleaved",
+    "limit_threads",
     "load_series",
     "machine_info",
+    "map_jobs",
     "md_table",
+    "per_call",
+    "pool_summary",
     "read_runs",
     "resolve_series",
     "run_jobs",
     "ship_bench",
     "update_run",
     "write_json",
+    "write_report",
 ]
 
 
@@ -433,9 +441,12 @@ def machine_info() -> dict[str, str]:
 
 
 def command_line(argv: Sequence[str] | None = None) -> str:
-    """The command as typed: ``python -m bench ...``, from the arguments after ``python -m bench``."""
+    """The command as typed: ``python -m bench ...`` from the arguments after ``python -m bench``, or
+    ``python -m bench.<script> ...`` for a script run as a module of its own (``python -m bench.bench_lml``)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    return "python -m bench " + " ".join(shlex.quote(a) for a in args)
+    script = Path(sys.argv[0]).stem
+    head = "python -m bench" if argv is not None or script in ("__main__", "bench", "") else f"python -m bench.{script}"
+    return " ".join([head, *(shlex.quote(a) for a in args)])
 
 
 def md_table(header: Sequence[str], rows: Iterable[Sequence[object]], align: str | None = None) -> str:
@@ -533,3 +544,119 @@ def invocation_walls(invs: list[dict], trials: pd.DataFrame) -> list[tuple[float
         last = finished[mask].max() if mask.any() else None
         out.append(((last - starts[k]).total_seconds() if last is not None else 0.0, True))
     return out
+
+
+# --- the timing benchmarks (python -m bench.bench_lml, bench_reader, profile_search) --------------------------
+
+#: Where the benchmarks write their reports.
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def pool_summary() -> list[tuple[str, str, int]]:
+    """(library, version, threads) for every thread pool threadpoolctl sees."""
+    from threadpoolctl import threadpool_info
+
+    return [(p["internal_api"], str(p.get("version")), int(p["num_threads"])) for p in threadpool_info()]
+
+
+def limit_threads() -> dict[str, str]:
+    """One BLAS/OpenMP thread everywhere, for our code and scikit-learn alike.
+
+    Call after every numerical library is imported. Runs
+    :func:`evocov_core.compute.setup.prepare_process` (one BLAS thread and the malloc thresholds), records
+    what that left, then applies ``threadpool_limits(1)`` again to every pool loaded so far (scikit-learn's
+    OpenMP, and any BLAS loaded after an earlier ``prepare_process`` call). Aborts if any pool still has
+    more than one thread.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from evocov_core.compute.setup import prepare_process
+
+    prepare_process()
+    after_prepare = pool_summary()
+    threadpool_limits(limits=1)
+    after_limit = pool_summary()
+    if any(t != 1 for _, _, t in after_limit):
+        raise SystemExit(f"could not limit every thread pool to 1 thread: {after_limit}")
+
+    def show(pools: list[tuple[str, str, int]]) -> str:
+        return ", ".join(f"{api} {ver}: {t}" for api, ver, t in pools)
+
+    return {"after_prepare_process": show(after_prepare), "after_threadpool_limits": show(after_limit)}
+
+
+def map_jobs(fn: Callable, jobs: Sequence, workers: int) -> list:
+    """``[fn(job) for job in jobs]``, in ``workers`` processes (one BLAS thread each) when more than one."""
+    if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers, initializer=limit_threads) as pool:
+            return list(pool.map(fn, jobs))
+    return [fn(job) for job in jobs]
+
+
+def per_call(fn: Callable[[], object], calls: int) -> tuple[float, float]:
+    """Mean wall and CPU seconds per call of ``fn`` over ``calls`` back-to-back calls.
+
+    With every thread pool limited to one thread, CPU time is this process's compute time: on a shared
+    machine it leaves out the time other processes held the core.
+    """
+    import time
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t0) / calls, (time.process_time() - c0) / calls
+
+
+def calls_per_block(fn: Callable[[], object], block_seconds: float) -> int:
+    """Calls per timed block so a block lasts about ``block_seconds`` (at least 1)."""
+    fn()  # warm up (caches, lazy imports, first-touch allocations)
+    one = per_call(fn, 1)[0]
+    few = max(1, min(50, int(0.01 / max(one, 1e-9))))
+    t = per_call(fn, few)[0]
+    return max(1, math.ceil(block_seconds / max(t, 1e-9)))
+
+
+def interleaved(contenders: dict[str, Callable[[], object]], reps: int, block_seconds: float,
+                setup: dict[str, Callable[[int], None]] | None = None) -> dict[str, tuple[float, float]]:
+    """Median (wall, CPU) seconds per call of each contender, timed in interleaved blocks.
+
+    Each repetition times one block of every contender, in an order rotated each repetition, so slow
+    spells of a shared machine fall on all of them alike. ``setup[name](calls)``, when given, runs before
+    each block of ``name``, untimed (e.g. to prepare one fresh input per call).
+    """
+    import statistics
+
+    setup = setup or {}
+    names = list(contenders)
+    calls = {}
+    for k in names:
+        if k in setup:
+            setup[k](60)
+        calls[k] = calls_per_block(contenders[k], block_seconds)
+    samples: dict[str, list[tuple[float, float]]] = {k: [] for k in names}
+    for r in range(reps):
+        shift = r % len(names)
+        for k in names[shift:] + names[:shift]:
+            if k in setup:
+                setup[k](calls[k])
+            samples[k].append(per_call(contenders[k], calls[k]))
+    return {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in samples.items()}
+
+
+def write_report(script: str, title: str, sections: Sequence[str], threads: dict[str, str]) -> Path:
+    """Write ``bench/results/<script>.md``: machine, commit, threads, command, then the given sections."""
+    from evocov_core.compute.provenance import git_state
+
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{script}.md"
+    git = git_state()
+    info = [*machine_info().items(),
+            ("commit", f"{git['commit'] or 'unknown'}{' with local changes' if git['dirty'] else ''}"),
+            ("threads after prepare_process()", threads["after_prepare_process"]),
+            ("threads during the benchmark", threads["after_threadpool_limits"])]
+    head = [f"# {title}", "", md_table(["", ""], info, "ll"), "", "Command (from the repository root):", "",
+            "```", command_line(), "```", ""]
+    path.write_text("\n".join(head) + "\n" + "\n\n".join(sections) + "\n", encoding="utf-8")
+    return path

@@ -18,8 +18,7 @@ import pstats
 import time
 from pathlib import Path
 
-from bench._common import limit_threads, write_report
-from bench.common import load_series, md_table
+from bench.common import limit_threads, load_series, md_table, write_report
 from evocov_core.fitting.gp import FitStatus
 from evocov_core.fitting.metrics import FitData
 from evocov_core.search import preset, run_search

@@ -6,7 +6,6 @@ a stand-in search (fast and deterministic); one ``slow`` test runs a real one-se
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import re
@@ -600,57 +599,6 @@ def test_the_help_names_every_variant(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["accuracy", "--help"]) == 0
     text = " ".join(re.sub(r"-\n\s*", "-", capsys.readouterr().out).split())  # argparse wraps at hyphens
     assert all(name in text for name in acc.VARIANTS), text
-
-
-def test_variants_are_renamed_when_a_preset_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``bench/relabel_accuracy.py``: a preset adopts a variant; the folder's trials follow their settings."""
-    from bench.relabel_accuracy import relabel
-    from evocov_core.fitting.optimize import fit_kernel
-    from evocov_core.language.library import squared_exponential
-
-    def fake_search(data, config, *, seed: int, workers: int, dataset=None):
-        fit = fit_kernel(squared_exponential(), data, config.optim, np.random.default_rng(seed))
-        return SimpleNamespace(best=fit, best_bic=fit, ensemble=((fit, 1.0),), n_evaluations=1, n_screen_fits=0,
-                               history=(None,), elapsed=0.01)
-
-    monkeypatch.setattr("evocov_core.forecast.stage.search_and_forecast", fake_search)
-    data_dir, out = _toy_data_dir(tmp_path / "data"), tmp_path / "out"
-    quiet = {"log": lambda s: None, "workers": 1, "time_budget": 7.0}
-    acc.accuracy(data_dir, out, seeds=1, variants=["full", "no-select"], argv=["accuracy", "x"], **quiet)
-    before = (out / "trials.csv").read_text(encoding="utf-8")
-    # A renaming whose recorded settings do not match the new name's is refused, and nothing changes.
-    with pytest.raises(SystemExit, match="select_top"):
-        relabel(out, {"no-select": "no-seed"})
-    with pytest.raises(SystemExit, match="already has trials of full"):
-        relabel(out, {"no-select": "full"})
-    assert (out / "trials.csv").read_text(encoding="utf-8") == before
-    # The preset adopts no-select: what was `full` is now a variant that turns selection back on.
-    monkeypatch.setitem(acc.VARIANTS, "full", acc.Variant({"select_top": 1}))
-    monkeypatch.setitem(acc.VARIANTS, "with-select", acc.Variant({}))
-    monkeypatch.setitem(acc.VARIANTS, "no-select", acc.Variant({}))
-    with pytest.raises(BenchError, match="select_top"):  # what bench accuracy itself would say
-        acc.accuracy(data_dir, out, seeds=1, variants=["full"], argv=["y"], **quiet)
-    lines = relabel(out, {"full": "with-select", "no-select": "full"})
-    assert lines[:2] == ["full -> with-select: 1 rows", "no-select -> full: 1 rows"]
-    rows = acc.read_trials(out)
-    old = pd.read_csv(io.StringIO(before), float_precision="round_trip")
-    assert rows["variant"].tolist() == ["with-select", "full"]
-    assert rows["test_rmse"].tolist() == old["test_rmse"].tolist()
-    assert rows["kernel_file"].tolist() == ["kernels/01-toy__with-select__seed0.json",
-                                            "kernels/01-toy__full__seed0.json"]
-    kernels = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (out / "kernels").iterdir()}
-    assert sorted(kernels) == ["01-toy__full__seed0.json", "01-toy__with-select__seed0.json"]
-    assert {k: d["scores"]["variant"] for k, d in kernels.items()} == {
-        "01-toy__full__seed0.json": "full", "01-toy__with-select__seed0.json": "with-select"}
-    assert kernels["01-toy__full__seed0.json"]["scores"]["test_rmse"] == old["test_rmse"][1]
-    run = json.loads((out / "run.json").read_text(encoding="utf-8"))["runs"][0]
-    assert run["variants"] == ["with-select", "full"] and set(run["settings"]) == {"with-select", "full"}
-    assert run["command"].endswith("x") and "full -> with-select" in run["relabelled"][0]
-    assert set(run["git"]) == {"commit", "dirty"}  # which code ran it (None outside a checkout)
-    # Resuming under the new names finds everything done; the report says what was renamed.
-    res = acc.accuracy(data_dir, out, seeds=1, variants=["full", "with-select"], argv=["z"], **quiet)
-    assert json.loads((out / "run.json").read_text(encoding="utf-8"))["runs"][-1]["trials_run"] == 0
-    assert "Variants renamed on" in res.path.read_text(encoding="utf-8")
 
 
 def test_forecast_line_reports_the_returned_forecast_and_pairs_it_with_the_kernel() -> None:

@@ -64,6 +64,20 @@ def _series(n: int = 96, seed: int = 0) -> Dataset:
                                test_fraction=0.1)
 
 
+def _cut_series(ds: Dataset) -> list[Dataset]:
+    """The training part cut at each default origin, written out independently of the package: the points before
+    the origin train, the next 10 % of the training x-range is the test part (what the post hoc studies fitted)."""
+    x, y = ds.x[ds.train], ds.y[ds.train]
+    lo, span = float(x[:, 0].min()), float(np.ptp(x[:, 0]))
+    out = []
+    for o in (0.6, 0.7, 0.8, 0.9):
+        head = x[:, 0] <= lo + o * span
+        keep = head | (x[:, 0] <= lo + min(1.0, o + 0.1) * span)
+        if head.sum() >= 8 and (keep & ~head).any():
+            out.append(dataclasses.replace(ds, x=x[keep], y=y[keep], train=head[keep]))
+    return out
+
+
 # --- the choice -------------------------------------------------------------------------------------
 
 
@@ -324,16 +338,14 @@ def searched():
 
 
 def test_a_search_weighs_its_forecast_on_the_origins_as_the_post_hoc_study_did(searched):
-    """The classical forecasts at the origins are those of the cut series (bench/bench_combine.py's
-    origin_sets, fitted independently here), the recorded errors are each member's there, and the weights
+    """The classical forecasts at the origins are those of the cut series (:func:`_cut_series`, fitted
+    independently here), the recorded errors are each member's there, and the weights
     follow from them (and from the guard, on the forecast of the test part)."""
-    from bench.bench_combine import origin_sets
-
     ds, data, cfg, res = searched
     assert cfg.combine == ("AutoETS", "AutoTheta") and cfg.combine_guard and res.origins is not None
     c = res.combination
     assert c.origins == 4 and c.reason == "" and [k for k, _ in c.origin_sse] == [KERNEL, "AutoETS", "AutoTheta"]
-    cuts = origin_sets(ds)
+    cuts = _cut_series(ds)
     ets = classical_forecasts_many(cuts, season_lengths=(12,), models=("AutoETS",))
     sse = sum(float(np.sum((e.get("AutoETS").mean - cut.y_test) ** 2)) for e, cut in zip(ets, cuts, strict=True))
     assert dict(c.origin_sse)["AutoETS"] == pytest.approx(sse, rel=1e-9)
@@ -362,20 +374,6 @@ def test_a_search_weighs_its_forecast_on_the_origins_as_the_post_hoc_study_did(s
     assert forecast_test_rmse(res, ds) == pytest.approx(rmse(ds.y_test, expected), rel=1e-9)
     if not c.combined:
         assert forecast_test_rmse(res, ds) == res.best.test_rmse
-
-
-def test_the_short_origins_study_refits_the_kernel_at_the_origins_as_the_search_did(searched):
-    """bench/bench_short_origins.py refits the returned kernel at each origin itself (to try other origins); at
-    the presets' four it gets the search's own recorded errors, so its other origin sets compare with them."""
-    from bench.bench_short_origins import _kernel_errors
-    from evocov_core.search.stages import head_stage
-    from evocov_core.search.validate import DEFAULT_ORIGINS
-
-    _ds, data, cfg, res = searched
-    refit = head_stage(data, cfg.optim)[1]
-    recorded = dict(res.combination.origin_sse)[KERNEL]
-    assert _kernel_errors(data, res.best, refit, 0, DEFAULT_ORIGINS) == pytest.approx(recorded, rel=1e-9)
-    assert _kernel_errors(data, res.best, refit, 0, (0.5, 0.6, 0.7, 0.8, 0.9)) != pytest.approx(recorded, rel=1e-3)
 
 
 def test_the_forecast_does_not_depend_on_the_test_part(searched):
@@ -458,9 +456,7 @@ def test_classical_forecasts_many_matches_one_call_per_data_set():
 def test_origin_windows_of_the_search_data_are_the_cut_series():
     ds = _series(90)
     data = FitData.from_dataset(ds)
-    from bench.bench_combine import origin_sets
-
-    for (_, head, target), cut in zip(origin_windows(data), origin_sets(ds), strict=True):
+    for (_, head, target), cut in zip(origin_windows(data), _cut_series(ds), strict=True):
         assert np.array_equal(ds.y_train[head], cut.y_train) and np.array_equal(ds.y_train[target], cut.y_test)
 
 

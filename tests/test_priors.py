@@ -95,7 +95,7 @@ def test_the_settings_name_the_prior_and_keep_it_through_a_file():
     assert again.priors == "corpus" and again.optim.prior is CORPUS_PRIOR
     old = {k: v for k, v in preset("quick").to_dict().items() if k != "priors"}  # a file from before priors
     assert type(config).from_dict(old).priors == "none"
-    assert set(PRIORS) == {"none", "corpus"}
+    assert set(PRIORS) == {"none", "corpus", "panel"}
 
 
 def test_the_corpus_prior_is_the_learned_table():
