@@ -35,8 +35,6 @@ import io
 import json
 import math
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -48,7 +46,7 @@ from typing import Any
 
 import pandas as pd
 
-from evocov_core.api import atomic_write
+from evocov_core.api import DetachedProcess, atomic_write, start_detached
 
 __all__ = ["PanelRequest", "PanelRuns", "PanelStatus", "holds_lock", "read_request", "run_folder_ok"]
 
@@ -201,7 +199,7 @@ class PanelRuns:
 
     def __init__(self, data_dir: str | Path, *, resume: bool = True) -> None:
         self.root = Path(data_dir) / "panels"
-        self._procs: dict[str, subprocess.Popen] = {}
+        self._procs: dict[str, DetachedProcess] = {}
         self._lock = threading.Lock()
         self.resumed_at_start = tuple(r for r in self.ids() if resume and self.status(r).state == "interrupted"
                                       and self.resume(r))
@@ -245,11 +243,8 @@ class PanelRuns:
             return False
         with self._lock:
             proc = self._procs.get(run_id)
-        if proc is not None:
-            try:  # it has said how it ended: it is exiting
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                return False
+        if proc is not None and not proc.wait(timeout=30):  # it has said how it ended: it is exiting
+            return False
         with contextlib.suppress(FileNotFoundError):
             (folder / STOP).unlink()
         return self._launch(run_id)
@@ -338,20 +333,15 @@ class PanelRuns:
             write_state(folder, "running")
             with contextlib.suppress(FileNotFoundError):  # an earlier call's report: its ETA is not this call's
                 (folder / PROGRESS).unlink()
-            with open(folder / LOG, "ab") as log:
-                # A session of its own: a signal to the server's process group (Ctrl-C) does not reach the
-                # worker; the server ends the workers it started when it exits (_on_exit).
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "dashboard.panel_worker", str(folder), "--lock-fd", str(fd)], cwd=_ROOT,
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(fd,),
-                    start_new_session=True)
+            # A session of its own: a signal to the server's process group (Ctrl-C) does not reach the
+            # worker; the server ends the workers it started when it exits (_on_exit).
+            proc = start_detached([sys.executable, "-m", "dashboard.panel_worker", str(folder), "--lock-fd", str(fd)],
+                                  cwd=_ROOT, log=folder / LOG, pass_fds=(fd,))
         finally:
             os.close(fd)  # the worker's copy holds the lock from now on, until it ends
         write_state(folder, "running", pid=proc.pid)
         with self._lock:
             self._procs[run_id] = proc
-        # Reaped when it ends (no zombie), by a thread that never touches Streamlit.
-        threading.Thread(target=proc.wait, name=f"evocov-panel-{run_id}", daemon=True).start()
         return True
 
     def _on_exit(self) -> None:
@@ -360,6 +350,4 @@ class PanelRuns:
         with self._lock:
             procs = list(self._procs.values())
         for proc in procs:
-            if proc.poll() is None:
-                with contextlib.suppress(OSError):
-                    os.killpg(proc.pid, signal.SIGTERM)
+            proc.end_group()

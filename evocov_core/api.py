@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time :func:`__getattr__` imports them
     import pandas as pd
 
-    from evocov_core.compute.runners import run_in_daemon_process
+    from evocov_core.compute.runners import DetachedProcess, run_in_daemon_process, start_detached
     from evocov_core.compute.setup import prepare_process
     from evocov_core.compute.timed import one_line
     from evocov_core.data import (
@@ -116,7 +116,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time :func:`__
 #: users import from here (``from evocov_core.api import Dataset``), each imported on first use so that
 #: importing this module stays cheap. The same names are imported above for type checkers (a test checks).
 _PUBLIC: dict[str, tuple[str, ...]] = {
-    "evocov_core.compute.runners": ("run_in_daemon_process",),
+    "evocov_core.compute.runners": ("DetachedProcess", "run_in_daemon_process", "start_detached"),
     "evocov_core.compute.setup": ("prepare_process",),
     "evocov_core.compute.timed": ("one_line",),
     "evocov_core.data": (

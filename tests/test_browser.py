@@ -282,7 +282,7 @@ def test_upload_search_reload_results_download(server, browser, tmp_path):
     _shot(page, "01-data-airline")
 
     page.get_by_role("tab", name=re.compile("Upload a CSV")).click()
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(csv))
+    page.locator(".st-key-data_upload [data-testid='stFileUploaderDropzoneInput']").set_input_files(str(csv))
     expect(page.get_by_text(re.compile(r"Ready: .*synthetic_sales"))).to_be_visible(timeout=60_000)
     page.locator(".st-key-data_use_upload button").click()
     expect(page.locator('[data-testid="stSidebar"]')).to_contain_text("synthetic_sales", timeout=30_000)

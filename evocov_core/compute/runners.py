@@ -20,8 +20,8 @@ from typing import Any, Protocol, TypeVar
 
 from evocov_core.compute.setup import prepare_process
 
-__all__ = ["DaskRunner", "OnResult", "PoolRunner", "Runner", "SerialRunner", "StopCheck", "make_runner",
-           "run_in_daemon_process"]
+__all__ = ["DaskRunner", "DetachedProcess", "OnResult", "PoolRunner", "Runner", "SerialRunner", "StopCheck",
+           "make_runner", "run_in_daemon_process", "start_detached"]
 
 #: The module Dask workers must import before any call (:func:`~evocov_core.compute.cluster.ship_package`
 #: checks it): the facade, which imports every part of the parallel layer and what a kernel fit needs.
@@ -385,3 +385,57 @@ def run_in_daemon_process(fn: Callable[..., Any], args: tuple = (), kwargs: Mapp
     threading.Thread(target=_drive_daemon, args=(fut, fn, tuple(args), dict(kwargs or {}), gate), daemon=True,
                      name=name).start()
     return fut
+
+
+# --- a long-lived worker in a session of its own ------------------------------------------------------
+
+
+class DetachedProcess:
+    """A process started by :func:`start_detached`: what its starter may ask of it."""
+
+    def __init__(self, proc: Any) -> None:
+        self._proc = proc
+
+    @property
+    def pid(self) -> int:
+        return int(self._proc.pid)
+
+    def poll(self) -> int | None:
+        """Its exit status, or None while it runs."""
+        return self._proc.poll()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for it to end (at most ``timeout`` seconds); True when it has."""
+        import subprocess
+
+        try:
+            self._proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def end_group(self) -> None:
+        """SIGTERM to its process group (it and the workers it started), if it still runs."""
+        import signal
+
+        if self._proc.poll() is None:
+            with contextlib.suppress(OSError):
+                os.killpg(self._proc.pid, signal.SIGTERM)
+
+
+def start_detached(args: Sequence[str], *, cwd: str | os.PathLike[str], log: str | os.PathLike[str],
+                   pass_fds: Sequence[int] = ()) -> DetachedProcess:
+    """Start ``args`` (a command: ``[sys.executable, "-m", module, ...]``) in a session of its own, its output
+    appended to ``log``, with the descriptors ``pass_fds`` inherited (a lock it takes over).
+
+    For a worker that must outlive the script run that starts it and ignore the signals sent to its starter's
+    process group (a dashboard's Ctrl-C): its starter ends it with :meth:`DetachedProcess.end_group`. A thread
+    that never touches the caller reaps it when it ends (no zombie).
+    """
+    import subprocess
+
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(list(args), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                pass_fds=tuple(pass_fds), start_new_session=True)
+    threading.Thread(target=proc.wait, name=f"evocov-detached-{proc.pid}", daemon=True).start()
+    return DetachedProcess(proc)
