@@ -15,7 +15,7 @@ The benchmark commands' modules:
 
 ==================  ===========================================================================
 ``budget``          the benchmark's algorithms and their ``paper`` / ``quick`` budgets (the cost
-                    model itself is the package's, :mod:`evocov_core.search.wall_time`)
+                    model itself is the package's, :mod:`evocov_core.searches.wall_time`)
 ``reproduce``       Tables 5, 6 and Figure 5 (``reproduce``, ``report``)
 ``estimate``        the paper budget's cost from timed generations (``estimate``)
 ``mutations``       Table 3: mutants of the published GPSS kernels (``mutations``)

@@ -8,7 +8,7 @@ that an ablation table shows what each part contributes.
 
 Trials run **one after another** in this process, each search with ``--workers``
 processes of its own, so that no two searches share the cores and every wall time is
-honest; the wall time is measured around :func:`~evocov_core.search.run_search`
+honest; the wall time is measured around :func:`~evocov_core.searches.run_search`
 (process pool start included) and its **wall ratio** is wall / budget.
 
 The output folder holds::
@@ -269,7 +269,7 @@ def budget_seconds(budget: str, time_budget: float | None = None) -> float:
 
 
 def _preset(name: str) -> Any:
-    from evocov_core.search import preset
+    from evocov_core.searches import preset
 
     try:
         return preset(name)
@@ -278,7 +278,7 @@ def _preset(name: str) -> Any:
 
 
 def variant_config(variant: str, budget: str, time_budget: float | None = None) -> Any:
-    """The :class:`~evocov_core.search.SearchConfig` of a variant under a budget.
+    """The :class:`~evocov_core.searches.SearchConfig` of a variant under a budget.
 
     Parameters
     ----------
@@ -550,7 +550,7 @@ def settings_differences(recorded: Mapping[str, object], now: Mapping[str, objec
     """
     from dataclasses import MISSING, fields
 
-    from evocov_core.search import SearchConfig
+    from evocov_core.searches import SearchConfig
 
     defaults = _json_norm({f.name: f.default for f in fields(SearchConfig) if f.default is not MISSING})
     before, after = _json_norm(dict(recorded)), _json_norm(dict(now))

@@ -20,7 +20,7 @@ Budgets
 ``preset("quick-fixed", algorithm)`` (read at run time: depths, μ/N, restarts, PSD check, ...)
 and only lowers its number of kernel fits. A fit costs about
 ``c_a · (e/e_a) · (n/129)^2.2`` core-seconds: the package's cost model
-(:mod:`evocov_core.search.wall_time`, which the dashboard's wall-time estimate uses too), with
+(:mod:`evocov_core.searches.wall_time`, which the dashboard's wall-time estimate uses too), with
 ``c_a`` the mean CPU seconds per fit of algorithm ``a`` in a whole quick trial on Airline
 (n_train = 129), ``e`` the fit effort of the settings and ``e_a`` the effort ``c_a`` was
 measured at, so the model follows changes of the preset's restarts. So:
@@ -52,8 +52,8 @@ import math
 from dataclasses import dataclass
 
 from evocov_core.fitting.optimize import powell_budget
-from evocov_core.search.config import SearchConfig, preset
-from evocov_core.search.wall_time import estimated_fits, fit_core_seconds, gpss_candidates, gwtf_fits
+from evocov_core.searches.config import SearchConfig, preset
+from evocov_core.searches.wall_time import estimated_fits, fit_core_seconds, gpss_candidates, gwtf_fits
 
 __all__ = [
     "ALGORITHMS",

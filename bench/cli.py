@@ -263,7 +263,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         from evocov_core.compute.cluster import DaskSetupError
         from evocov_core.data import DataError
         from evocov_core.runs.kernel_file import KernelFileError
-        from evocov_core.search.config import ConfigError
+        from evocov_core.searches.config import ConfigError
 
         try:
             return main(ns)

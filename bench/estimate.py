@@ -46,8 +46,8 @@ from bench.report import estimate_markdown, report
 from evocov_core.compute.provenance import git_state
 from evocov_core.fitting.fits import make_executor
 from evocov_core.fitting.metrics import FitData
-from evocov_core.search import run_search
-from evocov_core.search.wall_time import estimated_fits
+from evocov_core.searches import run_search
+from evocov_core.searches.wall_time import estimated_fits
 
 __all__ = ["estimate", "load_estimate"]
 

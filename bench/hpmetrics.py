@@ -60,7 +60,7 @@ KEY = ["series", "metric", "trial", "method", "init"]
 
 def optim_config(metric: str, method: str, init: str = "roles") -> OptimConfig:
     """The optimiser settings of the experiment for one metric."""
-    from evocov_core.search import SearchConfig
+    from evocov_core.searches import SearchConfig
 
     if method == "paper":
         return OptimConfig(metric=metric, method="powell", ref_fun_call=5000, init=init)

@@ -7,7 +7,7 @@ estimates over the series. Here the hyperparameters are slots of expression tree
 the role a slot plays (:func:`~evocov_core.language.kernel.slot_roles`), in model units (training
 inputs span [1, 2], outputs standardised), and the estimates come from a fixed set of structures
 fitted on each series: the exponential-smoothing forms the search is seeded with
-(:func:`~evocov_core.search.ets_seeds.ets_seeds`, at the series' season) and the textbook structures
+(:func:`~evocov_core.searches.ets_seeds.ets_seeds`, at the series' season) and the textbook structures
 of :data:`~evocov_core.panel.priors.STRUCTURES`, each with the ``quick`` preset's optimiser settings and seed 0.
 
 For each role, the prior is a normal on ``log θ`` whose mean is the median of the role's estimates
@@ -37,7 +37,7 @@ from bench.common import RESULTS_DIR, command_line, limit_threads, load_series, 
 from evocov_core.compute.provenance import git_state
 from evocov_core.fitting.metrics import FitData
 from evocov_core.panel.priors import prior_from_estimates, role_estimates
-from evocov_core.search.config import preset
+from evocov_core.searches.config import preset
 
 #: Series of more training points are fitted on a subset of this many (as the search fits long ones).
 MAX_POINTS = 600

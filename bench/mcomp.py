@@ -1201,7 +1201,7 @@ def _report(out: Path, which: str, selection: Sequence[McSeries], unavailable: M
 
 def parse_settings(pairs: Sequence[str]) -> dict[str, Any]:
     """``NAME=VALUE`` pairs of search settings, each value read as its setting's type (a tuple: comma-separated)."""
-    from evocov_core.search.config import settings
+    from evocov_core.searches.config import settings
 
     types: dict[str, type] = {name: typ for name, typ, _ in settings()}
     types["panel_priors"] = bool  # forecast_panel's own: priors learned from the panel's series

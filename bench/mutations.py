@@ -63,7 +63,7 @@ from evocov_core.data import Dataset
 from evocov_core.fitting.fits import make_executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import FitResult, FitStatus, Start, fit_kernel
-from evocov_core.search import SearchConfig, explore_mutations, preset, run_gpss
+from evocov_core.searches import SearchConfig, explore_mutations, preset, run_gpss
 
 __all__ = ["mutations", "published_fit"]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from bench.common import limit_threads, load_series, md_table, write_report
 from evocov_core.fitting.gp import FitStatus
 from evocov_core.fitting.metrics import FitData
-from evocov_core.search import preset, run_search
+from evocov_core.searches import preset, run_search
 
 
 def _fn(key: tuple[str, int, str]) -> str:

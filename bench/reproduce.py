@@ -45,7 +45,7 @@ from bench.report import kernel_path, load_run, report, trials_file
 from evocov_core.compute.provenance import git_state
 from evocov_core.data import Dataset
 from evocov_core.fitting.metrics import FitData
-from evocov_core.search import SearchConfig, run_search
+from evocov_core.searches import SearchConfig, run_search
 
 __all__ = ["TrialSpec", "reproduce", "run_trial"]
 

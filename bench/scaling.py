@@ -1,7 +1,7 @@
 """``bench scaling``: what a kernel fit costs, against n and against the number of workers.
 
 1. **Against n.** A fixed set of kernels (``--kernels`` random kernels from
-   :func:`evocov_core.search.variation.random_kernel`, seed ``--seed``, depths 3–8, kernels that
+   :func:`evocov_core.searches.variation.random_kernel`, seed ``--seed``, depths 3–8, kernels that
    never read x discarded, plus SE + PER×SE) is fitted once per series, serially in this
    process, with the searches' default optimiser (``SearchConfig().optim``: L-BFGS-B, 20
    screened starts, 3 runs of at most 60 evaluations); each series uses its own n_train
@@ -59,8 +59,8 @@ from evocov_core.language.grammar import get_grammar
 from evocov_core.language.kernel import Kernel
 from evocov_core.language.library import compose
 from evocov_core.language.psd import PSDConfig
-from evocov_core.search import SearchConfig
-from evocov_core.search.variation import VariationConfig, random_kernel
+from evocov_core.searches import SearchConfig
+from evocov_core.searches.variation import VariationConfig, random_kernel
 
 __all__ = ["fixed_kernels", "profile_breakdown", "scaling"]
 

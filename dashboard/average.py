@@ -11,8 +11,11 @@ import streamlit as st
 
 from dashboard.format import dash_empty, fmt
 from dashboard.views import average_download_button, extrapolation_chart, kernel_download_button, model_key
-from evocov_core.api import Dataset, KernelFileError, ModelAverage, RunRecord, model_average, model_average_dict
+from evocov_core.data import Dataset
+from evocov_core.fitting.model import ModelAverage
 from evocov_core.present.figures import average_members_data
+from evocov_core.runs.kernel_file import KernelFileError, model_average, model_average_dict
+from evocov_core.runs.run_record import RunRecord
 
 
 def run_model_average(run: RunRecord, ds: Dataset) -> tuple[ModelAverage | None, str | None]:

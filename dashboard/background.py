@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from evocov_core.api import run_in_daemon_process
+from evocov_core.compute.runners import run_in_daemon_process
 
 __all__ = ["FitRunner"]
 

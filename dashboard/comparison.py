@@ -21,30 +21,25 @@ from dashboard import fits
 from dashboard.datasets import dataset_fingerprint
 from dashboard.format import fmt, poll_every
 from dashboard.views import model_key
-from evocov_core.api import (
+from evocov_core.compute.timed import one_line
+from evocov_core.data import Dataset
+from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.model import FittedModel, ModelAverage
+from evocov_core.fitting.optimize import FitResult
+from evocov_core.fitting.seasons import Seasons, infer_seasons, parse_seasons
+from evocov_core.forecast.classical import (
     DEFAULT_TIME_LIMIT,
     ClassicalForecasts,
-    Combination,
-    Dataset,
-    FitData,
-    FitResult,
-    FittedModel,
-    Job,
-    KernelFile,
-    KernelFileError,
-    ModelAverage,
-    RunRecord,
-    Seasons,
     classical_forecasts,
-    infer_seasons,
-    one_line,
-    parse_kernel_file,
-    parse_seasons,
     running_forecasts,
 )
+from evocov_core.forecast.combination import Combination
 from evocov_core.present.baselines import Compared, FittedBaseline, se_baseline
 from evocov_core.present.compare import forecast_comparison
 from evocov_core.present.figures import comparison_forecasts_data
+from evocov_core.runs.jobs import Job
+from evocov_core.runs.kernel_file import KernelFile, KernelFileError, parse_kernel_file
+from evocov_core.runs.run_record import RunRecord
 
 TABLE_HELP = (
     "Every method forecasts the {h} test points from the {n} training points. **Test RMSE** of the forecast "

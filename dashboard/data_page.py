@@ -24,7 +24,7 @@ from dashboard.format import polish
 from dashboard.long_table import long_table_hint, long_table_tab
 from dashboard.search_form import fit_points, fit_points_label
 from dashboard.state import DATASET_KEY, PAGE_SEARCH
-from evocov_core.api import (
+from evocov_core.data import (
     MAX_COLUMNS,
     MAX_FIELD_CHARS,
     MAX_POINTS,

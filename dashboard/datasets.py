@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.state import DATASET_KEY, DEFAULT_DATASET, DEFAULT_TEST_FRACTION, SOURCE_KEY
-from evocov_core.api import (
+from evocov_core.data import (
     MAX_BYTES,
     MAX_POINTS,
     DataError,
@@ -104,9 +104,9 @@ def dataset_summary(ds: Dataset) -> str:
 def subset_note(ds: Dataset, fit_points: int) -> str | None:
     """What a search does with a long series, one sentence (None when every training point is used).
 
-    ``fit_points``: the search setting (:attr:`evocov_core.search.SearchConfig.fit_points`).
+    ``fit_points``: the search setting (:attr:`evocov_core.searches.SearchConfig.fit_points`).
     """
-    from evocov_core.api import plan_subset
+    from evocov_core.fitting.subset import plan_subset
 
     plan = plan_subset(ds.n_train, fit_points)
     if plan.exact:

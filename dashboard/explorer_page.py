@@ -26,27 +26,16 @@ from dashboard.runs import (
 )
 from dashboard.state import EXPLORE_JOB_KEY
 from dashboard.views import formula, show_kernel, with_test_rmse
-from evocov_core.api import (
-    GPSS_PUBLISHED,
-    METRIC_LABELS,
-    METRICS,
-    WELL_KNOWN,
-    ConfigError,
-    Dataset,
-    EvalRecord,
-    FitData,
-    FitResult,
-    JobKind,
-    JobSpec,
-    KernelFileError,
-    RunRecord,
-    RunStatus,
-    parse_kernel_file,
-    preset,
-    structure_text,
-)
+from evocov_core.data import Dataset
+from evocov_core.fitting.metrics import METRIC_LABELS, METRICS, FitData
+from evocov_core.fitting.optimize import FitResult
+from evocov_core.language.library import GPSS_PUBLISHED, WELL_KNOWN, structure_text
 from evocov_core.present.baselines import fit_fixed, fit_structure
 from evocov_core.present.figures import explorer_figure
+from evocov_core.runs.jobs import JobKind, JobSpec
+from evocov_core.runs.kernel_file import KernelFileError, parse_kernel_file
+from evocov_core.runs.run_record import RunRecord
+from evocov_core.searches import ConfigError, EvalRecord, RunStatus, preset
 
 CPUS = os.cpu_count() or 1
 SOURCES = {

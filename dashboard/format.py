@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evocov_core.api import ALGORITHM_LABELS, RunStatus
+from evocov_core.searches import ALGORITHM_LABELS, RunStatus
 
 STATUS_ICONS = {
     RunStatus.QUEUED: ":material/hourglass_top:",

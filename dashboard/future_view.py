@@ -16,21 +16,14 @@ import streamlit as st
 from dashboard import fits
 from dashboard.datasets import dataset_fingerprint
 from dashboard.format import polish, poll_every
-from evocov_core.api import (
-    DEFAULT_TIME_LIMIT,
-    MAX_HORIZON,
-    Combination,
-    DataError,
-    Dataset,
-    KernelFile,
-    RunRecord,
-    classical_forecasts,
-    default_horizon,
-    forecast_future,
-    future_members_data,
-    infer_seasons,
-)
+from evocov_core.data import DataError, Dataset
+from evocov_core.fitting.seasons import infer_seasons
+from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT, classical_forecasts
+from evocov_core.forecast.combination import Combination
+from evocov_core.forecast.future import MAX_HORIZON, default_horizon, forecast_future, future_members_data
 from evocov_core.present.figures import future_figure
+from evocov_core.runs.kernel_file import KernelFile
+from evocov_core.runs.run_record import RunRecord
 
 
 def future_section(run: RunRecord, ds: Dataset, kf: KernelFile) -> None:

@@ -18,7 +18,8 @@ import streamlit as st
 from dashboard.datasets import max_upload_bytes, read_upload
 from dashboard.panel_view import series_notes
 from dashboard.state import PAGE_PANEL, PANEL_TABLE_KEY
-from evocov_core.api import DataError, Panel, guess_panel_columns, panel_from_frame
+from evocov_core.data import DataError
+from evocov_core.panel.table import Panel, guess_panel_columns, panel_from_frame
 
 __all__ = ["LongTable", "current_long_table", "long_table_hint", "long_table_tab"]
 

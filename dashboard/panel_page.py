@@ -28,7 +28,8 @@ from dashboard.panel_view import (
 from dashboard.runs import panel_runs, store
 from dashboard.search_form import CPUS
 from dashboard.state import PAGE_DATA, PAGE_RESULTS, PANEL_RUN_KEY, RESULTS_RUN_KEY
-from evocov_core.api import PRESETS, DataError, preset
+from evocov_core.data import DataError
+from evocov_core.searches import PRESETS, preset
 
 __all__ = ["HOLDOUT_CAPTION", "render"]
 

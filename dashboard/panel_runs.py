@@ -46,7 +46,8 @@ from typing import Any
 
 import pandas as pd
 
-from evocov_core.api import DetachedProcess, atomic_write, start_detached
+from evocov_core.compute.runners import DetachedProcess, start_detached
+from evocov_core.panel.store import atomic_write
 
 __all__ = ["PanelRequest", "PanelRuns", "PanelStatus", "holds_lock", "read_request", "run_folder_ok"]
 

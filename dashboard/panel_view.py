@@ -19,19 +19,12 @@ import numpy as np
 import pandas as pd
 
 from dashboard.panel_runs import TABLE, PanelRequest, PanelRuns
-from evocov_core.api import (
-    MIN_SEARCH_POINTS,
-    ConfigError,
-    Dataset,
-    Panel,
-    RunStatus,
-    RunStore,
-    panel_from_frame,
-    preset,
-    read_table,
-    settings,
-    with_derived,
-)
+from evocov_core.data import Dataset, read_table
+from evocov_core.panel.series import MIN_SEARCH_POINTS
+from evocov_core.panel.table import Panel, panel_from_frame
+from evocov_core.runs.store import RunStore
+from evocov_core.searches import ConfigError, RunStatus, preset
+from evocov_core.searches.config import settings, with_derived
 
 __all__ = ["SPARK_POINTS", "format_eta", "panel_of_run", "register_series_run", "series_dataset", "series_notes",
            "series_rows", "settings_from_text"]
@@ -71,7 +64,7 @@ def settings_from_text(text: str, preset_name: str) -> dict[str, Any]:
     """Search settings from ``name=value`` pairs (``population=6 mu=2 combine=AutoETS,AutoTheta``), checked
     over ``preset_name`` as a run checks them.
 
-    Names are :class:`~evocov_core.search.SearchConfig`'s, as the command line's options (``--d-min 2`` is
+    Names are :class:`~evocov_core.searches.SearchConfig`'s, as the command line's options (``--d-min 2`` is
     ``d-min=2`` or ``d_min=2``). The time budget is not one of them here: the page has its own box.
 
     Raises

@@ -48,15 +48,12 @@ def _number(v: float) -> float | None:
 
 def run(folder: Path) -> str:
     """Run the panel of ``folder`` to its end; returns how it ended (``finished``, ``stopped``, ``failed``)."""
-    from evocov_core.api import (
-        ConfigError,
-        DataError,
-        atomic_write,
-        forecast_panel,
-        one_line,
-        prepare_process,
-        read_table,
-    )
+    from evocov_core.api import forecast_panel
+    from evocov_core.compute.setup import prepare_process
+    from evocov_core.compute.timed import one_line
+    from evocov_core.data import DataError, read_table
+    from evocov_core.panel.store import atomic_write
+    from evocov_core.searches import ConfigError
 
     prepare_process()  # one BLAS thread, as every process that fits kernels
     request = read_request(folder)

@@ -33,25 +33,23 @@ from dashboard.runs import (
 from dashboard.state import PAGE_SEARCH, RESULTS_RUN_KEY
 from dashboard.verdict import verdict_card
 from dashboard.views import show_kernel
-from evocov_core.api import (
+from evocov_core.data import Dataset
+from evocov_core.fitting.model import FittedModel, ModelAverage
+from evocov_core.fitting.optimize import FitResult
+from evocov_core.present.figures import selection_data
+from evocov_core.present.glance import weight_sentence
+from evocov_core.runs.counts import (
     KERNELS_FITTED,
     KERNELS_FITTED_HELP,
     SCREENING_FITS,
     SCREENING_FITS_HELP,
-    Dataset,
-    FitResult,
-    FittedModel,
-    Job,
-    KernelFileError,
-    ModelAverage,
-    RunRecord,
-    RunStatus,
-    choice_description,
     fit_counts,
-    parse_kernel_file,
 )
-from evocov_core.present.figures import selection_data
-from evocov_core.present.glance import weight_sentence
+from evocov_core.runs.jobs import Job
+from evocov_core.runs.kernel_file import KernelFileError, parse_kernel_file
+from evocov_core.runs.run_record import RunRecord
+from evocov_core.searches import RunStatus
+from evocov_core.searches.select import choice_description
 
 FORECAST_HELP = (
     "Chosen kernel: the one the search returned. Model average: the mixture of the lowest-BIC kernels' "

@@ -20,20 +20,16 @@ from dashboard.datasets import current_dataset, dataset_fingerprint
 from dashboard.format import fmt, polish, poll_every
 from dashboard.runs import gpss_baseline_job, runs_on_dataset, store
 from dashboard.views import show_kernel
-from evocov_core.api import (
-    Dataset,
-    EvalRecord,
-    FitResult,
-    FittedModel,
-    KernelFileError,
-    ModelAverage,
-    RunRecord,
-    fit_counts,
-    one_line,
-    parse_kernel_file,
-)
+from evocov_core.compute.timed import one_line
+from evocov_core.data import Dataset
+from evocov_core.fitting.model import FittedModel, ModelAverage
+from evocov_core.fitting.optimize import FitResult
 from evocov_core.present.figures import pareto_data, pareto_figure
 from evocov_core.present.glance import forecast_row
+from evocov_core.runs.counts import fit_counts
+from evocov_core.runs.kernel_file import KernelFileError, parse_kernel_file
+from evocov_core.runs.run_record import RunRecord
+from evocov_core.searches import EvalRecord
 
 
 def report_tab(run: RunRecord, ds: Dataset) -> None:

@@ -19,18 +19,11 @@ from dashboard.datasets import dataset_fingerprint
 from dashboard.format import algorithm_label, finite, fmt
 from dashboard.panel_runs import PanelRuns
 from dashboard.state import GPSS_JOBS_KEY, MY_RUNS_KEY
-from evocov_core.api import (
-    Dataset,
-    Job,
-    JobManager,
-    JobSpec,
-    RunRecord,
-    RunStatus,
-    RunStore,
-    StoreVersionError,
-    default_data_dir,
-    preset,
-)
+from evocov_core.data import Dataset
+from evocov_core.runs.jobs import Job, JobManager, JobSpec
+from evocov_core.runs.run_record import RunRecord
+from evocov_core.runs.store import RunStore, StoreVersionError, default_data_dir
+from evocov_core.searches import RunStatus, preset
 
 
 @st.cache_resource(show_spinner=False)

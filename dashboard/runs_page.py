@@ -10,16 +10,16 @@ import streamlit as st
 from dashboard.format import algorithm_label, polish
 from dashboard.runs import list_runs, manager, run_label, store
 from dashboard.state import EXPLORE_JOB_KEY, PAGE_EXPLORER, PAGE_RESULTS, PAGE_SEARCH, RESULTS_RUN_KEY, SEARCH_JOB_KEY
-from evocov_core.api import (
+from evocov_core.present.figures import fitness_compare_figure
+from evocov_core.present.glance import MISSING, text_cells
+from evocov_core.runs.counts import (
     KERNELS_FITTED,
     KERNELS_FITTED_HELP,
     SCREENING_FITS,
     SCREENING_FITS_HELP,
-    RunStatus,
     fit_counts,
 )
-from evocov_core.present.figures import fitness_compare_figure
-from evocov_core.present.glance import MISSING, text_cells
+from evocov_core.searches import RunStatus
 
 
 def runs_table(runs: pd.DataFrame, live: dict[str, RunStatus]) -> pd.DataFrame:

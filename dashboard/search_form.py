@@ -1,9 +1,9 @@
 """The Search page's settings: one widget per :class:`SearchConfig` setting, built from its metadata.
 
 Every setting's widget, label, help, bounds and the algorithms that use it come from
-SearchConfig's field metadata (:func:`evocov_core.search.config.settings`); the algorithm and
+SearchConfig's field metadata (:func:`evocov_core.searches.config.settings`); the algorithm and
 the preset have their own boxes. A setting derived from another (``p_crossover``) is not a
-widget: :func:`evocov_core.search.config.with_derived` fills it in.
+widget: :func:`evocov_core.searches.config.with_derived` fills it in.
 """
 
 from __future__ import annotations
@@ -14,18 +14,9 @@ from typing import Any
 
 import streamlit as st
 
-from evocov_core.api import (
-    ALGORITHM_LABELS,
-    ALGORITHMS,
-    GROUPS,
-    METRIC_LABELS,
-    PRESETS,
-    ConfigError,
-    SearchConfig,
-    preset,
-    settings,
-    with_derived,
-)
+from evocov_core.fitting.metrics import METRIC_LABELS
+from evocov_core.searches import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
+from evocov_core.searches.config import GROUPS, settings, with_derived
 
 CPUS = os.cpu_count() or 1
 SETTINGS = {name: (typ, meta) for name, typ, meta in settings() if name != "algorithm"}

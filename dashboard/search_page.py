@@ -14,25 +14,20 @@ from dashboard.runs import get_run, manager, remember_run, store, watched_job
 from dashboard.search_form import CPUS, settings_form
 from dashboard.state import MY_RUNS_KEY, PAGE_EXPLORER, PAGE_RESULTS, RESULTS_RUN_KEY, SEARCH_JOB_KEY
 from dashboard.views import formula, latex_box, show_approximation
-from evocov_core.api import (
-    ALGORITHM_LABELS,
-    DEFAULT_MAX_POINTS,
+from evocov_core.data import Dataset
+from evocov_core.fitting.optimize import FitResult
+from evocov_core.fitting.subset import DEFAULT_MAX_POINTS, DataSubset, plan_subset
+from evocov_core.present.figures import fitness_figure
+from evocov_core.runs.counts import (
     KERNELS_FITTED,
     KERNELS_FITTED_HELP,
     SCREENING_FITS,
     SCREENING_FITS_HELP,
-    Dataset,
-    DataSubset,
-    FitResult,
-    JobKind,
-    JobSpec,
-    RunStatus,
-    SearchConfig,
-    estimate_wall_time,
     fit_counts,
-    plan_subset,
 )
-from evocov_core.present.figures import fitness_figure
+from evocov_core.runs.jobs import JobKind, JobSpec
+from evocov_core.searches import ALGORITHM_LABELS, RunStatus, SearchConfig
+from evocov_core.searches.wall_time import estimate_wall_time
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from dashboard.state import (
     SEARCH_JOB_KEY,
     SOURCE_KEY,
 )
-from evocov_core.api import Job, JobKind, JobSnapshot, RunStatus
+from evocov_core.runs.jobs import Job, JobKind, JobSnapshot
+from evocov_core.searches import RunStatus
 
 
 def page_setup(title: str) -> None:

@@ -9,17 +9,13 @@ from dashboard.comparison import current_comparison, se_future, settings_in_stat
 from dashboard.format import poll_every
 from dashboard.runs import gpss_baseline_job, runs_on_dataset
 from dashboard.views import model_key
-from evocov_core.api import (
-    Combination,
-    Dataset,
-    FitResult,
-    FittedModel,
-    KernelFileError,
-    ModelAverage,
-    RunRecord,
-    parse_kernel_file,
-)
+from evocov_core.data import Dataset
+from evocov_core.fitting.model import FittedModel, ModelAverage
+from evocov_core.fitting.optimize import FitResult
+from evocov_core.forecast.combination import Combination
 from evocov_core.present.glance import kernel_phrase, verdict
+from evocov_core.runs.kernel_file import KernelFileError, parse_kernel_file
+from evocov_core.runs.run_record import RunRecord
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -15,16 +15,11 @@ import streamlit as st
 
 from dashboard.datasets import dataset_fingerprint
 from dashboard.format import fmt, polish
-from evocov_core.api import (
-    Dataset,
-    DataSubset,
-    FitResult,
-    FittedModel,
-    Kernel,
-    ModelAverage,
-    dump_kernel_file,
-    kernel_file_dict,
-)
+from evocov_core.data import Dataset
+from evocov_core.fitting.model import FittedModel, ModelAverage
+from evocov_core.fitting.optimize import FitResult
+from evocov_core.fitting.subset import DataSubset
+from evocov_core.language.kernel import Kernel
 from evocov_core.present.figures import (
     component_figure,
     components_data,
@@ -36,6 +31,7 @@ from evocov_core.present.figures import (
     tree_layout,
     tree_outline,
 )
+from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict
 
 #: Containers whose key starts with these scroll sideways inside their column (a long formula, a wide tree).
 SCROLL_KEYS = ("formula_", "treebox_")
@@ -60,7 +56,7 @@ def latex_box(latex: str, key: str) -> None:
 def formula(kernel: Kernel, key: str = "kernel") -> None:
     """A kernel's formula as a person reads it: simplified by SymPy (evocov_core.language.simplify), the tree as
     evolved one click away (the stored expression never changes). Each scrolls in its own box."""
-    from evocov_core.api import display_latex
+    from evocov_core.language.simplify import display_latex
 
     latex_box(display_latex(kernel), key)
     with st.expander("As evolved (the stored tree)"):

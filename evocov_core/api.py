@@ -1,7 +1,6 @@
 """The front door: read a series, search for a kernel, predict and forecast with it.
 
-``import evocov_core as ec`` gives these names (re-exported lazily by the package, so that
-``import evocov_core`` stays cheap)::
+``import evocov_core as ec`` gives these names::
 
     ds = ec.read_series("airline")                 # a CSV file, or a bundled series' name
     res = ec.search(ds, preset="quick-fixed", seed=0, population=20, generations=4)
@@ -12,7 +11,7 @@
     again = ec.load_kernel("airline.kernel.json", ds)
 
 Everything here wraps the modules that do the work: :func:`evocov_core.data.load_csv`,
-:func:`evocov_core.search.run_search`, :mod:`evocov_core.runs.kernel_file`,
+:func:`evocov_core.searches.run_search`, :mod:`evocov_core.runs.kernel_file`,
 :class:`evocov_core.fitting.model.FittedModel` and :func:`evocov_core.forecast.future.forecast_future`. A result
 predicts exactly as the command line's ``predict`` and ``forecast`` do with the kernel file the
 search would have written (``evocov search --out``), which :meth:`KernelResult.save` writes.
@@ -25,7 +24,6 @@ normalisation, outputs standardised; :class:`evocov_core.data.Normalisation`).
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,133 +33,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time :func:`__getattr__` imports them
+if TYPE_CHECKING:  # pragma: no cover - annotations only; each function imports what it runs
     import pandas as pd
 
-    from evocov_core.compute.runners import DetachedProcess, run_in_daemon_process, start_detached
-    from evocov_core.compute.setup import prepare_process
-    from evocov_core.compute.timed import one_line
-    from evocov_core.data import (
-        MAX_BYTES,
-        MAX_COLUMNS,
-        MAX_FIELD_CHARS,
-        MAX_POINTS,
-        MAX_ROWS,
-        DataError,
-        Dataset,
-        bundled_datasets,
-        dataset_from_frame,
-        date_columns,
-        guess_columns,
-        load_bundled,
-        numeric_columns,
-        read_table,
-        validate_split,
-    )
-    from evocov_core.fitting.metrics import METRIC_LABELS, METRICS, FitData
-    from evocov_core.fitting.model import FittedModel, ModelAverage
-    from evocov_core.fitting.optimize import FitResult
-    from evocov_core.fitting.seasons import Seasons, infer_seasons, parse_seasons
-    from evocov_core.fitting.subset import DEFAULT_MAX_POINTS, DataSubset, plan_subset
-    from evocov_core.forecast.classical import (
-        DEFAULT_TIME_LIMIT,
-        ClassicalForecasts,
-        classical_forecasts,
-        running_forecasts,
-    )
-    from evocov_core.forecast.combination import Combination
-    from evocov_core.forecast.future import MAX_HORIZON, default_horizon, forecast_future, future_members_data
+    from evocov_core.data import Dataset
+    from evocov_core.fitting.model import FittedModel
     from evocov_core.language.kernel import Kernel
-    from evocov_core.language.library import GPSS_PUBLISHED, WELL_KNOWN, structure_text
-    from evocov_core.language.simplify import display_latex
-    from evocov_core.panel.run import FORECAST_COLUMNS, SERIES_COLUMNS, PanelProgress, PanelResult
-    from evocov_core.panel.series import MIN_SEARCH_POINTS
-    from evocov_core.panel.store import atomic_write
-    from evocov_core.panel.table import Panel, guess_panel_columns, panel_from_frame
-    from evocov_core.runs.counts import (
-        KERNELS_FITTED,
-        KERNELS_FITTED_HELP,
-        SCREENING_FITS,
-        SCREENING_FITS_HELP,
-        fit_counts,
-    )
-    from evocov_core.runs.jobs import Job, JobKind, JobManager, JobSnapshot, JobSpec
-    from evocov_core.runs.kernel_file import (
-        KernelFile,
-        KernelFileError,
-        dump_kernel_file,
-        kernel_file_dict,
-        model_average,
-        model_average_dict,
-        parse_kernel_file,
-    )
-    from evocov_core.runs.run_record import RunRecord
-    from evocov_core.runs.store import RunStore, StoreVersionError, default_data_dir
-    from evocov_core.search import (
-        ALGORITHM_LABELS,
-        ALGORITHMS,
-        PRESETS,
-        ConfigError,
-        EvalRecord,
-        RunStatus,
-        SearchConfig,
-        SearchResult,
-        preset,
-    )
-    from evocov_core.search.config import GROUPS, settings, with_derived
-    from evocov_core.search.select import choice_description
-    from evocov_core.search.wall_time import estimate_wall_time
+    from evocov_core.panel.run import PanelResult
+    from evocov_core.runs.kernel_file import KernelFile
+    from evocov_core.searches import SearchResult
+    from evocov_core.searches.config import SearchConfig
 
-#: The public names of the layers below, by the module that defines them: what the dashboard and Python
-#: users import from here (``from evocov_core.api import Dataset``), each imported on first use so that
-#: importing this module stays cheap. The same names are imported above for type checkers (a test checks).
-_PUBLIC: dict[str, tuple[str, ...]] = {
-    "evocov_core.compute.runners": ("DetachedProcess", "run_in_daemon_process", "start_detached"),
-    "evocov_core.compute.setup": ("prepare_process",),
-    "evocov_core.compute.timed": ("one_line",),
-    "evocov_core.data": (
-        "MAX_BYTES", "MAX_COLUMNS", "MAX_FIELD_CHARS", "MAX_POINTS", "MAX_ROWS", "DataError", "Dataset",
-        "bundled_datasets", "dataset_from_frame", "date_columns", "guess_columns", "load_bundled", "numeric_columns",
-        "read_table", "validate_split",
-    ),
-    "evocov_core.fitting.metrics": ("METRICS", "METRIC_LABELS", "FitData",),
-    "evocov_core.fitting.model": ("FittedModel", "ModelAverage",),
-    "evocov_core.fitting.optimize": ("FitResult",),
-    "evocov_core.fitting.seasons": ("Seasons", "infer_seasons", "parse_seasons",),
-    "evocov_core.fitting.subset": ("DEFAULT_MAX_POINTS", "DataSubset", "plan_subset",),
-    "evocov_core.forecast.classical": (
-        "DEFAULT_TIME_LIMIT", "ClassicalForecasts", "classical_forecasts", "running_forecasts",
-    ),
-    "evocov_core.forecast.combination": ("Combination",),
-    "evocov_core.forecast.future": ("MAX_HORIZON", "default_horizon", "forecast_future", "future_members_data"),
-    "evocov_core.language.kernel": ("Kernel",),
-    "evocov_core.language.library": ("GPSS_PUBLISHED", "WELL_KNOWN", "structure_text",),
-    "evocov_core.language.simplify": ("display_latex",),
-    "evocov_core.runs.counts": (
-        "KERNELS_FITTED", "KERNELS_FITTED_HELP", "SCREENING_FITS", "SCREENING_FITS_HELP", "fit_counts",
-    ),
-    "evocov_core.runs.jobs": ("Job", "JobKind", "JobManager", "JobSnapshot", "JobSpec",),
-    "evocov_core.runs.kernel_file": (
-        "KernelFile", "KernelFileError", "dump_kernel_file", "kernel_file_dict", "model_average",
-        "model_average_dict", "parse_kernel_file",
-    ),
-    "evocov_core.panel.run": ("FORECAST_COLUMNS", "SERIES_COLUMNS", "PanelProgress", "PanelResult",),
-    "evocov_core.panel.series": ("MIN_SEARCH_POINTS",),
-    "evocov_core.panel.store": ("atomic_write",),
-    "evocov_core.panel.table": ("Panel", "guess_panel_columns", "panel_from_frame",),
-    "evocov_core.runs.run_record": ("RunRecord",),
-    "evocov_core.runs.store": ("RunStore", "StoreVersionError", "default_data_dir",),
-    "evocov_core.search": (
-        "ALGORITHMS", "ALGORITHM_LABELS", "PRESETS", "ConfigError", "EvalRecord", "RunStatus", "SearchConfig",
-        "SearchResult", "preset",
-    ),
-    "evocov_core.search.config": ("GROUPS", "settings", "with_derived",),
-    "evocov_core.search.select": ("choice_description",),
-    "evocov_core.search.wall_time": ("estimate_wall_time",),
-}
-_WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
-
-__all__ = ["Interval", "KernelResult", "forecast_panel", "load_kernel", "read_series", "search", *_WHERE]
+__all__ = ["Interval", "KernelResult", "forecast_panel", "load_kernel", "read_series", "search"]
 
 Array = NDArray[np.float64]
 
@@ -434,7 +317,7 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
         tenth of the x-range held out as the test part).
     preset : str
         ``quick`` (60 s), ``standard`` (5 min), ``paper`` or ``quick-fixed`` (fixed counts of fits,
-        no clock: the same seed gives the same kernel); :data:`evocov_core.search.PRESETS`.
+        no clock: the same seed gives the same kernel); :data:`evocov_core.searches.PRESETS`.
     seed : int
     algorithm : str
         ``evocov``, ``random``, ``gwtf`` or ``gpss``.
@@ -447,7 +330,7 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
         of the training range). With no test part, :meth:`KernelResult.forecast` of these steps reuses those
         forecasts.
     **settings
-        Any :class:`~evocov_core.search.SearchConfig` setting, overriding the preset's
+        Any :class:`~evocov_core.searches.SearchConfig` setting, overriding the preset's
         (``time_budget=30``, ``population=20``...).
 
     Returns
@@ -456,16 +339,16 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
 
     Raises
     ------
-    evocov_core.search.ConfigError
+    evocov_core.searches.ConfigError
         An unknown or invalid setting.
     RuntimeError
         No kernel could be fitted (or none within the time budget).
     """
+    from evocov_core.forecast.stage import search_and_forecast
     from evocov_core.runs.kernel_file import dump_kernel_file, parse_kernel_file, search_kernel_file
-    from evocov_core.search import ConfigError, search_data
-    from evocov_core.search import preset as make_preset
-    from evocov_core.search.config import SearchConfig, with_derived
-    from evocov_core.search.run_file import run_record
+    from evocov_core.searches import ConfigError, search_data
+    from evocov_core.searches import preset as make_preset
+    from evocov_core.searches.config import SearchConfig, with_derived
 
     ds = _dataset(data)
     known = {f for f in SearchConfig.__dataclass_fields__}
@@ -475,7 +358,6 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
     if horizon is not None:
         settings = {**settings, "horizon": horizon}
     config = make_preset(preset, algorithm, **with_derived(settings))
-    from evocov_core.forecast.stage import search_and_forecast
     result = search_and_forecast(search_data(ds, config), config, seed=seed, workers=workers, dataset=ds)
     best = result.best
     if best is None or not best.ok:
@@ -564,17 +446,3 @@ def _recorded_fraction(kf: KernelFile) -> float:
     tf = kf.scores.get("test_fraction")
     ok = isinstance(tf, (int, float)) and not isinstance(tf, bool) and 0.0 <= tf < 0.5
     return float(tf) if ok else 0.1
-
-
-def __getattr__(name: str) -> object:
-    """A public name of a lower layer (:data:`_PUBLIC`), imported on first use (PEP 562)."""
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])

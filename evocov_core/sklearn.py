@@ -1,7 +1,7 @@
 """scikit-learn: :class:`EvoCovRegressor`, and a found kernel as a scikit-learn ``Kernel``.
 
-Needs scikit-learn (``pip install scikit-learn``; in ``requirements.txt``). Imported only when used
-(``ec.EvoCovRegressor``, ``ec.to_sklearn_kernel``), so ``import evocov_core`` does not load it.
+Needs scikit-learn (in ``requirements.txt``); the package's front door exports
+``ec.EvoCovRegressor`` and ``ec.to_sklearn_kernel``.
 
 A kernel in scikit-learn
 ------------------------
@@ -327,7 +327,7 @@ class EvoCovRegressor(RegressorMixin, BaseEstimator):
     ----------
     preset : str
         ``quick`` (60 s), ``standard`` (5 min), ``paper`` or ``quick-fixed``
-        (:data:`evocov_core.search.PRESETS`).
+        (:data:`evocov_core.searches.PRESETS`).
     time_budget : float, optional
         Seconds for the whole search (overrides the preset's; 0 = none, fixed counts).
     seed : int
@@ -336,7 +336,7 @@ class EvoCovRegressor(RegressorMixin, BaseEstimator):
     workers : int, optional
         Processes fitting kernels (1: in this process; None: every core).
     settings : dict, optional
-        Any other :class:`~evocov_core.search.SearchConfig` setting (``{"population": 20}``).
+        Any other :class:`~evocov_core.searches.SearchConfig` setting (``{"population": 20}``).
 
     Attributes
     ----------

@@ -52,7 +52,7 @@ def run_case(name: str) -> dict:
     """The record of one case: the returned kernel, its BIC and every kernel the run fitted."""
     from evocov_core.data import load_bundled
     from evocov_core.fitting.fits import SerialExecutor
-    from evocov_core.search import preset, run_search, search_data
+    from evocov_core.searches import preset, run_search, search_data
 
     preset_name, algorithm, seed, overrides = CASES[name]
     config = preset(preset_name, algorithm, **overrides)

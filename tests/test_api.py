@@ -16,7 +16,7 @@ from evocov_core.data import DataError, Dataset, load_bundled
 from evocov_core.fitting.model import FittedModel
 from evocov_core.forecast.future import forecast_future
 from evocov_core.runs.kernel_file import KernelFileError, load_kernel_file
-from evocov_core.search import ConfigError, SearchResult
+from evocov_core.searches import ConfigError, SearchResult
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = dict(workers=1, population=10, generations=3, mu=3)
@@ -134,12 +134,30 @@ def test_save_and_load_round_trip(tmp_path, airline: Dataset, result: ec.KernelR
         ec.load_kernel(bad)
 
 
-def test_ec_search_is_the_callable_search_package():
-    """``ec.search`` is both the front door's function (called) and the search package (attributes)."""
-    import evocov_core.search as package
-    from evocov_core.search import run_search
+#: A user's script with no ``if __name__ == "__main__":`` guard: a search on two worker processes.
+UNGUARDED = """\
+import evocov_core as ec
+print("the script runs", flush=True)
+res = ec.search(ec.read_series("airline"), preset="quick-fixed", seed=0, workers=2,
+                population=6, generations=2, mu=3)
+print("found", res.kernel.infix, flush=True)
+"""
 
-    assert ec.search is package and package.run_search is run_search and callable(ec.search)
-    assert ec.KernelResult.__module__ == "evocov_core.api"
-    with pytest.raises(AttributeError):
-        ec.no_such_name  # noqa: B018
+
+@pytest.mark.parametrize("how", ["script", "stdin"])
+def test_a_search_runs_from_an_unguarded_script_and_from_stdin(how, tmp_path):
+    """The search's worker processes never import the caller's main module again: an unguarded script runs
+    once (not once more in every worker), and a script read from standard input (``python -``) works."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "user_script.py"
+    script.write_text(UNGUARDED, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, str(script)] if how == "script" else [sys.executable, "-"]
+    run = subprocess.run(args, input=None if how == "script" else UNGUARDED, capture_output=True, text=True,
+                         cwd=tmp_path, env=env, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.count("the script runs") == 1, run.stdout
+    assert "found " in run.stdout and "Traceback" not in run.stderr

@@ -17,7 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.state import PAGES as PAGE_LIST
-from evocov_core.search import preset
+from evocov_core.searches import preset
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
@@ -84,7 +84,7 @@ def tiny_search(data_dir: Path, algorithm: str = "gpss", ds=None, seed: int = 0)
     from evocov_core.data import load_bundled
     from evocov_core.runs.jobs import JobManager, JobSpec
     from evocov_core.runs.store import RunStore
-    from evocov_core.search import preset
+    from evocov_core.searches import preset
 
     ds = ds if ds is not None else load_bundled("airline")
     cfg = preset("quick", "gpss", generations=1, n_restarts=1, max_evals=20)
@@ -212,7 +212,7 @@ def test_a_reload_watching_a_search_shows_that_search_s_settings(data_dir, no_ba
 def test_the_search_page_given_an_exploration_says_so_instead_of_showing_it_as_a_search(data_dir):
     from evocov_core.data import load_bundled
     from evocov_core.runs.store import RunStore
-    from evocov_core.search import preset
+    from evocov_core.searches import preset
 
     RunStore(data_dir).create_run("explore00001", kind="explore", algorithm="explore", dataset=load_bundled("airline"),
                                   settings=preset("quick", "evocov").to_dict(), seed=0, label="an exploration")
@@ -462,7 +462,7 @@ def test_fixed_count_settings_show_a_time_estimate():
 def test_every_preset_value_fits_its_widget(preset_name):
     """Streamlit resets a number input whose value is out of its bounds to the minimum: the quick
     preset's generation cap (100000) once became G = 1, a search of the first population only."""
-    from evocov_core.search import ALGORITHMS
+    from evocov_core.searches import ALGORITHMS
 
     at = search_page()
     for algo in ALGORITHMS:
@@ -578,7 +578,7 @@ def test_a_store_that_cannot_be_opened_is_one_message_on_every_page(tmp_path, mo
 def test_runs_page_lists_a_stored_run(data_dir):
     from evocov_core.data import load_bundled
     from evocov_core.runs.store import RunStore
-    from evocov_core.search import preset
+    from evocov_core.searches import preset
 
     store = RunStore(data_dir)
     ds = load_bundled("airline")
@@ -607,7 +607,7 @@ def test_results_page_asked_for_a_run_without_results_says_why_and_shows_no_othe
     and why, no run drawn in its place, and the URL left alone until the user picks one."""
     from evocov_core.data import load_bundled
     from evocov_core.runs.store import RunStore
-    from evocov_core.search import preset
+    from evocov_core.searches import preset
 
     jid = tiny_search(data_dir)
     store = RunStore(data_dir)
@@ -1076,8 +1076,8 @@ def _setting_widget(at: AppTest, key: str):
 def test_every_setting_is_reachable_from_the_page():
     """Each SearchConfig field has a widget generated from its metadata (p_crossover: shown from p_m),
     enabled exactly for the algorithms that use it, and what it holds reaches the run's settings."""
-    from evocov_core.search import ALGORITHMS
-    from evocov_core.search.config import settings
+    from evocov_core.searches import ALGORITHMS
+    from evocov_core.searches.config import settings
 
     at = search_page()
     for algo in ALGORITHMS:
@@ -1300,7 +1300,7 @@ def test_the_sidebar_gives_a_timed_search_its_time_left_not_its_generation_cap()
 
     from dashboard.sidebar import _progress_words
     from evocov_core.runs.jobs import JobSnapshot
-    from evocov_core.search import RunStatus, preset
+    from evocov_core.searches import RunStatus, preset
 
     snap = JobSnapshot(id="r1", kind="search", status=RunStatus.RUNNING, label="", algorithm="evocov",
                        generation=10, total_generations=100_000, elapsed=17.6, n_evaluations=0,

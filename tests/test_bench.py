@@ -34,8 +34,8 @@ from bench.gpss_params import (
 from bench.paper import PAPER_TABLE3, PAPER_TABLE4, PAPER_TABLE6, PAPER_TABLE6_COLUMNS, SERIES
 from evocov_core.fitting.optimize import powell_budget
 from evocov_core.language.library import GPSS_PUBLISHED, compose
-from evocov_core.search import preset
-from evocov_core.search.wall_time import COST_EXPONENT, REF_N, estimated_fits
+from evocov_core.searches import preset
+from evocov_core.searches.wall_time import COST_EXPONENT, REF_N, estimated_fits
 
 AIRLINE_GPSS = ("RQ[len=0.622,alp=-9.83,sf=-0.833] × Lin[loc=1942.25,invsf=-2.11,offset=1.64] × "
                 "(SE[len=3.65,sf=2.29] + Per[len=-0.425,per=0.00241,sf=-1.11] × "

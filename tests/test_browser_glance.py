@@ -25,8 +25,8 @@ def _store_run(data_dir: Path) -> str:
     from evocov_core.data import load_bundled
     from evocov_core.runs.kernel_file import load_kernel_file
     from evocov_core.runs.store import RunStore
-    from evocov_core.search import preset
-    from evocov_core.search.common import EvalRecord, GenerationStats, RunStatus
+    from evocov_core.searches import preset
+    from evocov_core.searches.common import EvalRecord, GenerationStats, RunStatus
 
     ds = load_bundled("airline")
     doc = __import__("json").loads(FIXTURE.read_text(encoding="utf-8"))

@@ -20,12 +20,12 @@ from evocov_core.language.kernel import Kernel
 from evocov_core.language.library import compose
 from evocov_core.language.psd import PSDConfig, check_psd
 from evocov_core.runs.kernel_file import parse_expression
-from evocov_core.search import ConfigError, preset, run_search, search_stages, select
-from evocov_core.search.select import INDEFINITE, choose_model, indefiniteness
-from evocov_core.search.stages import screen_mask
-from evocov_core.search.structures import expand, expand_once, seed_kernels, seed_structures
-from evocov_core.search.validate import DEFAULT_ORIGINS
-from evocov_core.search.variation import VariationConfig
+from evocov_core.searches import ConfigError, preset, run_search, search_stages, select
+from evocov_core.searches.select import INDEFINITE, choose_model, indefiniteness
+from evocov_core.searches.stages import screen_mask
+from evocov_core.searches.structures import expand, expand_once, seed_kernels, seed_structures
+from evocov_core.searches.validate import DEFAULT_ORIGINS
+from evocov_core.searches.variation import VariationConfig
 
 
 def _series(n: int, seed: int = 0) -> FitData:
@@ -386,7 +386,7 @@ def test_seeded_first_population(small: FitData) -> None:
 def test_seed_bases_set_the_seeded_structures_and_the_expansions(small: FitData) -> None:
     """With M12 among the seed bases, the first population holds it and expansions can add it;
     the default bases are GPSS's (what the presets ran before the setting existed)."""
-    from evocov_core.search import SearchConfig
+    from evocov_core.searches import SearchConfig
 
     assert preset("quick").seed_bases == ("SE", "PER", "LIN", "RQ")
     bases = ("SE", "PER", "LIN", "RQ", "M12")
@@ -444,7 +444,7 @@ def test_expansion_subtrees_are_covariances() -> None:
 def test_horizon_spread_flags_exploding_variance(small: FitData) -> None:
     from dataclasses import replace
 
-    from evocov_core.search.select import EXPLODING_SPREAD, horizon_spread
+    from evocov_core.searches.select import EXPLODING_SPREAD, horizon_spread
 
     cfg = OptimConfig(n_screen=10)
     se = fit_kernel(compose("SE"), small, cfg, np.random.default_rng(0))
@@ -478,7 +478,7 @@ class _StopsAtPromotion(SerialExecutor):
 def test_a_run_out_of_time_at_its_promotions_still_gets_a_full_fit() -> None:
     """The race behind a once-flaky 900-point test: screening ends just inside the budget and the
     promotions just outside it. The run must still get one full fit (and so return a kernel)."""
-    from evocov_core.search.tracker import Tracker
+    from evocov_core.searches.tracker import Tracker
 
     data = _series(120)
     cfg = _budgeted(screen_points=40, time_budget=60.0, select_top=1)
@@ -495,8 +495,8 @@ def test_a_run_out_of_time_at_its_promotions_still_gets_a_full_fit() -> None:
 def test_the_choice_reserve_waits_for_two_candidates():
     """Time is kept for the model choice's refits only once there are two kernels to choose from:
     with none or one fitted, the search keeps fitting (its base share aside)."""
-    from evocov_core.search.budget import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, SPLIT
-    from evocov_core.search.tracker import Tracker
+    from evocov_core.searches.budget import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS, SPLIT
+    from evocov_core.searches.tracker import Tracker
 
     data = _series(CALIBRATE_ABOVE + 200)
     cfg = _budgeted(screen_points=0, time_budget=60.0, select_top=5, max_evals=5, n_screen=0)
@@ -529,8 +529,8 @@ def test_the_marginal_tail_score_judges_each_point_on_its_own(small: FitData) ->
     the joint density of the same tail for a smooth kernel (its one-step-ahead predictions inside the
     tail are sharper than the forecast from the head)."""
     from evocov_core.fitting.gp import posterior
-    from evocov_core.search.select import tail_score
-    from evocov_core.search.stages import head_stage
+    from evocov_core.searches.select import tail_score
+    from evocov_core.searches.stages import head_stage
 
     head_data, head_optim = head_stage(small, small_optim := OptimConfig(n_restarts=1, max_evals=20))
     fit = fit_kernel(compose("SE"), small, small_optim, np.random.default_rng(0))
@@ -547,8 +547,8 @@ def test_the_marginal_tail_score_judges_each_point_on_its_own(small: FitData) ->
 def test_promotions_stop_in_time_for_the_checks_of_the_candidates_they_make():
     """On a long series a check of a candidate costs CHOICE_EXTRA_EVALS slow evaluations: the
     promotions' deadline leaves them, for the kernels already fitted and those being promoted."""
-    from evocov_core.search.budget import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS
-    from evocov_core.search.tracker import Tracker
+    from evocov_core.searches.budget import CALIBRATE_ABOVE, CHOICE_EXTRA_EVALS
+    from evocov_core.searches.tracker import Tracker
 
     data = _series(CALIBRATE_ABOVE + 200)
     cfg = _budgeted(screen_points=0, time_budget=60.0, select_top=5, max_evals=5, n_screen=0)
@@ -578,8 +578,8 @@ def test_long_choice_rules_refit_nothing_and_calibrate_on_the_origins(rule: str)
     """On a long series, ``long_choice`` replaces ``choice``: ``bic`` returns the lowest valid BIC,
     ``origins`` the lowest mean CRPS of the forecasts from the origins; no candidate is refitted
     on the head, and the spread is calibrated on the origins' errors whatever ``calibration`` says."""
-    from evocov_core.search.tracker import Tracker
-    from evocov_core.search.validate import origin_scores
+    from evocov_core.searches.tracker import Tracker
+    from evocov_core.searches.validate import origin_scores
 
     data = _long_cycles()
     assert data.on_subset
@@ -634,8 +634,8 @@ def test_the_choice_reserve_of_a_long_series_counts_its_checks_and_what_follows_
     """On a long series each candidate's checks cost LONG_CHECK_EVALS evaluations, and the run's
     finish (the combination's forecasts, the scores) LONG_FINISH_EVALS once; the choice makes no
     refits there. Capped at half the budget, like every reserve."""
-    from evocov_core.search.budget import LONG_CHECK_EVALS, LONG_FINISH_EVALS, SPLIT
-    from evocov_core.search.tracker import Tracker
+    from evocov_core.searches.budget import LONG_CHECK_EVALS, LONG_FINISH_EVALS, SPLIT
+    from evocov_core.searches.tracker import Tracker
 
     data = _long_cycles()
     cfg = _budgeted(time_budget=60.0, select_top=5, long_choice="origins_density")
@@ -657,10 +657,10 @@ def test_a_long_series_screens_only_until_the_seeds_leave_time_for_their_choice(
     """The spectral seeds' fits count at once: their cost and their checks move the stop before the
     other kernels are screened, so the screening's deadline is the new stop, not the generation's
     (a 15 s search on 20,000 points screened on to its first deadline, and took 20 s)."""
-    from evocov_core.search.rules import SPECTRAL_SEED
-    from evocov_core.search.spectral_seeds import spectral_seeds
-    from evocov_core.search.stages import search_stages
-    from evocov_core.search.tracker import Tracker
+    from evocov_core.searches.rules import SPECTRAL_SEED
+    from evocov_core.searches.spectral_seeds import spectral_seeds
+    from evocov_core.searches.stages import search_stages
+    from evocov_core.searches.tracker import Tracker
 
     data = _long_cycles(1200, fit_points=300)
     cfg = _budgeted(time_budget=60.0, select_top=5, screen_points=150, max_evals=10, n_screen=0)
@@ -708,7 +708,7 @@ def test_the_head_stage_is_built_only_for_a_choice_that_refits_on_it():
 def test_the_choice_reserve_counts_the_refits_each_rule_makes(choice: str, refits: int, calib: int) -> None:
     """The head refit of ``tail``, the four origin refits of ``refit_origins`` (which also calibrate), none for
     ``origins`` (fitted values), and then the returned kernel's four calibration refits where they are separate."""
-    from evocov_core.search.budget import ChoiceCost
+    from evocov_core.searches.budget import ChoiceCost
 
     cost = ChoiceCost(_budgeted(time_budget=60.0, select_top=5, choice=choice, calibration="origins"), on_subset=False)
     assert (cost.refits, cost.calib_refits) == (refits, calib)
@@ -751,7 +751,7 @@ def test_a_candidate_whose_forecast_leaves_the_data_far_behind_is_left_out_of_th
     """forecast_reach: a linear trend carried on stays within its horizon's share of the range; the same trend
     divided by a linear term that crosses zero just past the data (a pole, as kernels evolved on short series
     have) leaves it several times over, and the choice passes it over whatever its score."""
-    from evocov_core.search.select import REACH, forecast_reach
+    from evocov_core.searches.select import REACH, forecast_reach
 
     x = np.arange(20.0)
     ds = Dataset.from_arrays(x, 3.0 + 0.5 * x + 0.1 * np.sin(x), test_fraction=0.0)

@@ -16,9 +16,9 @@ from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import OptimConfig, fit_kernel
 from evocov_core.language.library import compose
 from evocov_core.runs.kernel_file import KernelFileError, dump_kernel_file, kernel_file_dict, parse_kernel_file
-from evocov_core.search import preset, run_search
-from evocov_core.search.stages import head_stage
-from evocov_core.search.validate import calibrate
+from evocov_core.searches import preset, run_search
+from evocov_core.searches.stages import head_stage
+from evocov_core.searches.validate import calibrate
 
 
 def _trend(n: int = 120, seed: int = 0) -> Dataset:
@@ -102,7 +102,7 @@ def test_a_search_returns_its_calibration_and_the_cli_file_carries_it():
     data = FitData.from_dataset(_trend(90, seed=2))
     cfg = preset("quick", population=8, mu=3, generations=2, d_min=2, d_max=4, psd_w=6, max_evals=15, n_screen=4,
                  rho_max=30, time_budget=0.0, calibration="origins")
-    from evocov_core.search import search_executor
+    from evocov_core.searches import search_executor
 
     with search_executor(data, cfg, workers=1) as ex:
         res = run_search(data, cfg, seed=0, executor=ex)
@@ -131,7 +131,7 @@ def test_a_search_without_a_model_choice_still_calibrates_what_it_returns():
     data = FitData.from_dataset(_trend(80, seed=3))
     cfg = preset("quick", population=6, mu=2, generations=2, d_min=2, d_max=4, psd_w=6, max_evals=15, n_screen=4,
                  rho_max=30, time_budget=0.0, select_top=1, calibration="origins")
-    from evocov_core.search import search_executor
+    from evocov_core.searches import search_executor
 
     with search_executor(data, cfg, workers=1) as ex:
         res = run_search(data, cfg, seed=0, executor=ex)

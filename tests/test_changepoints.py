@@ -16,9 +16,9 @@ from evocov_core.language.grammar import Cov, TreeError, check_tree, get_grammar
 from evocov_core.language.kernel import Kernel
 from evocov_core.language.psd import PSDConfig, check_psd
 from evocov_core.runs.kernel_file import KernelFileError, parse_expression
-from evocov_core.search import preset, run_search
-from evocov_core.search.structures import expand_once
-from evocov_core.search.variation import VariationConfig, mutate
+from evocov_core.searches import preset, run_search
+from evocov_core.searches.structures import expand_once
+from evocov_core.searches.variation import VariationConfig, mutate
 
 SE = library.squared_exponential("hp0", "hp1").tokens
 LIN = library.linear("hp2", "hp3").tokens
@@ -165,7 +165,7 @@ def test_change_points_by_expansion_come_only_from_expansions(by_expansion, p_ex
 
 def test_gpss_baseline_expands_with_changepoints():
     """ABCD's S -> CP(S, S): both copies inherit the parent's values; the structure builds a valid tree."""
-    from evocov_core.search.gpss import _start, build, expansions, structure_str
+    from evocov_core.searches.gpss import _start, build, expansions, structure_str
 
     parent = ("+", ("leaf", "SE", 0), ("leaf", "PER", 1))
     plain = expansions(parent, ("SE", "LIN"))

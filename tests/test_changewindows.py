@@ -17,11 +17,11 @@ from evocov_core.language.grammar import Cov, Grammar, check_tree, get_grammar, 
 from evocov_core.language.kernel import Kernel
 from evocov_core.language.psd import PSDConfig, check_psd
 from evocov_core.runs.kernel_file import KernelFileError, parse_expression
-from evocov_core.search import SearchConfig, preset, run_search
-from evocov_core.search.common import sub_rng
-from evocov_core.search.evocov import run_evocov
-from evocov_core.search.structures import expand_once, seed_kernels
-from evocov_core.search.variation import VariationConfig, mutate, random_kernel
+from evocov_core.searches import SearchConfig, preset, run_search
+from evocov_core.searches.common import sub_rng
+from evocov_core.searches.evocov import run_evocov
+from evocov_core.searches.structures import expand_once, seed_kernels
+from evocov_core.searches.variation import VariationConfig, mutate, random_kernel
 
 SE = library.squared_exponential("hp0", "hp1").tokens
 LIN = library.linear("hp2", "hp3").tokens
@@ -252,7 +252,7 @@ def test_search_with_changewindows_is_reproducible():
 
 def test_gpss_baseline_expands_with_changewindows():
     """ABCD's S -> CW(S, S): both copies inherit the parent's values; centre, width and steepness are new."""
-    from evocov_core.search.gpss import _start, build, expansions, structure_str
+    from evocov_core.searches.gpss import _start, build, expansions, structure_str
 
     parent = ("+", ("leaf", "SE", 0), ("leaf", "PER", 1))
     assert not any("CW" in structure_str(s) for s in expansions(parent, ("SE", "LIN"), changepoints=True))

@@ -321,7 +321,7 @@ NEEDS = {"combine": {"calibration": "origins"}}
 
 def _other_value(name: str, typ: type, meta, default, algorithm: str = "evocov"):
     """A value of setting ``name`` other than ``default`` that the quick-fixed preset accepts alone."""
-    from evocov_core.search import ConfigError, preset
+    from evocov_core.searches import ConfigError, preset
 
     if typ is bool:
         candidates = [not default]
@@ -352,8 +352,8 @@ def _other_value(name: str, typ: type, meta, default, algorithm: str = "evocov")
 def test_every_setting_is_reachable_from_the_cli(series_csv: Path, tmp_path: Path) -> None:
     """Each SearchConfig field has an option generated from its metadata, and it reaches the config."""
     from evocov_core.present.cli import _config_from_args, build_parser
-    from evocov_core.search import preset
-    from evocov_core.search.config import settings
+    from evocov_core.searches import preset
+    from evocov_core.searches.config import settings
 
     parser = build_parser()
     base = ["search", "--data", str(series_csv), "--out", str(tmp_path / "k.json"), "--preset", "quick-fixed"]

@@ -51,9 +51,9 @@ from evocov_core.forecast.stage import search_and_forecast
 from evocov_core.language.library import compose
 from evocov_core.present.compare import forecast_comparison
 from evocov_core.runs.kernel_file import KernelFileError, dump_kernel_file, kernel_file_dict, parse_kernel_file
-from evocov_core.search import preset, run_search, search_data, search_executor
-from evocov_core.search.config import ConfigError
-from evocov_core.search.validate import OriginScores, origin_masks, origin_windows
+from evocov_core.searches import preset, run_search, search_data, search_executor
+from evocov_core.searches.config import ConfigError
+from evocov_core.searches.validate import OriginScores, origin_masks, origin_windows
 
 
 def _series(n: int = 96, seed: int = 0) -> Dataset:
@@ -576,7 +576,7 @@ def test_one_writer_makes_the_search_kernel_file(searched):
     and test RMSE, the calibration, the counts, and a run record that replays the search."""
     from evocov_core.runs.counts import count_scores
     from evocov_core.runs.kernel_file import parse_kernel_file, search_kernel_file
-    from evocov_core.search.run_file import replay_inputs
+    from evocov_core.searches.run_file import replay_inputs
 
     ds, _, cfg, res = searched
     doc = search_kernel_file(res, ds, seed=0, config=cfg, extra_scores={"seconds": 1.5})

@@ -59,7 +59,7 @@ def test_package_zip_holds_the_sources_and_names_their_version(tmp_path):
     a, b = package_zip(tmp_path / "a"), package_zip(tmp_path / "b")
     assert a.name == b.name and a.name.startswith("evocov_core-") and a.suffix == ".zip"
     names = zipfile.ZipFile(a).namelist()
-    assert "evocov_core/fitting/fits.py" in names and "evocov_core/search/__init__.py" in names
+    assert "evocov_core/fitting/fits.py" in names and "evocov_core/searches/__init__.py" in names
     assert not any("__pycache__" in n or not n.endswith(".py") for n in names)
 
 
@@ -153,7 +153,7 @@ def _cannot_import_probe():
 def _tiny_search_inputs():
     from evocov_core.data import load_bundled
     from evocov_core.fitting.metrics import FitData
-    from evocov_core.search import preset
+    from evocov_core.searches import preset
 
     ds = load_bundled("airline")
     cfg = preset("quick-fixed", "evocov", generations=2, population=6, mu=2)
@@ -162,7 +162,7 @@ def _tiny_search_inputs():
 
 @pytest.mark.slow
 def test_search_on_a_bare_cluster_equals_serial(cluster):
-    from evocov_core.search import run_search
+    from evocov_core.searches import run_search
 
     address, client = cluster
     data, cfg = _tiny_search_inputs()
@@ -182,7 +182,7 @@ def test_long_series_search_on_a_cluster_equals_serial(cluster):
     import numpy as np
 
     from evocov_core.data import Dataset
-    from evocov_core.search import preset, run_search, search_data
+    from evocov_core.searches import preset, run_search, search_data
 
     address, _ = cluster
     rng = np.random.default_rng(0)

@@ -58,5 +58,5 @@ def test_every_evocov_core_reference_resolves(path: Path):
 def test_the_check_can_fail(tmp_path: Path):
     doc = tmp_path / "doc.md"
     doc.write_text("See `evocov_core/gp.py`, :func:`evocov_core.parallel.run_measured` and "
-                   "`evocov_core.search.validate.OriginScores.z`, `evocov_core/fitting/gp.py`.", encoding="utf-8")
+                   "`evocov_core.searches.validate.OriginScores.z`, `evocov_core/fitting/gp.py`.", encoding="utf-8")
     assert stale(doc) == ["evocov_core.parallel.run_measured", "evocov_core/gp.py"]

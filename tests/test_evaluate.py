@@ -13,7 +13,7 @@ from evocov_core.language.evaluate import Inputs, covariance, covariance_diag, c
 from evocov_core.language.grammar import get_grammar
 from evocov_core.language.kernel import Kernel
 from evocov_core.language.psd import PSDConfig
-from evocov_core.search.variation import VariationConfig, random_kernel
+from evocov_core.searches.variation import VariationConfig, random_kernel
 
 LIBRARY = {name: make() for name, make in library.WELL_KNOWN.items()}
 COMPOSITIONS = {

@@ -42,7 +42,7 @@ from evocov_core.present.figures import (
     tree_layout,
     tree_outline,
 )
-from evocov_core.search.common import GenerationStats
+from evocov_core.searches.common import GenerationStats
 
 FORMS = Path(__file__).parent / "fixtures" / "kernel_forms.json"
 

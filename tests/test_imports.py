@@ -24,31 +24,6 @@ def modules() -> dict[str, tuple[Path, bool]]:
     return out
 
 
-#: The node of a package's front door (:data:`FRONT_DOORS`), apart from the package itself.
-FRONT = ":front door"
-
-
-def front_doors() -> dict[str, set[str]]:
-    """Package -> the names its ``__init__`` re-exports lazily (the keys of its ``_EXPORTS`` dict).
-
-    ``evocov_core/__init__.py`` is the front door (``import evocov_core as ec``): its names are
-    imported on first use, inside its functions, from the modules that define them. Those imports
-    are the edges of a node of their own, ``evocov_core:front door``, and so is a module's import of
-    one of those names from the package; an import of anything else from the package
-    (``from . import __version__``) is an edge to the package itself. A module that imported the
-    front door while the front door imports it would still make a cycle.
-    """
-    out: dict[str, set[str]] = {}
-    for name, (path, init) in modules().items():
-        if not init:
-            continue
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-            if isinstance(target, ast.Name) and target.id == "_EXPORTS":
-                out[name] = set(ast.literal_eval(node.value))
-    return out
-
-
 def _nodes(tree: ast.AST, type_only: bool):
     """The nodes of ``tree`` (as ``ast.walk``), without the bodies of ``if TYPE_CHECKING`` blocks
     unless ``type_only``."""
@@ -66,19 +41,15 @@ def _nodes(tree: ast.AST, type_only: bool):
 def import_graph(type_only: bool = True) -> dict[str, set[str]]:
     """Which of the modules each module imports: every ``import`` statement, at module level or
     inside a function (a deferred import is still a dependency), and with ``type_only`` those of
-    ``if TYPE_CHECKING`` blocks too (names for annotations, not imported when the code runs).
-    A front door's lazy imports are those of its own node (:func:`front_doors`)."""
+    ``if TYPE_CHECKING`` blocks too (names for annotations, not imported when the code runs)."""
     mods = modules()
-    doors = front_doors()
     graph: dict[str, set[str]] = {}
     for name, (path, init) in mods.items():
         package = name.split(".") if init else name.split(".")[:-1]
         deps: set[str] = set()
-        door: set[str] = set()
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        top = set(tree.body)
         for node in _nodes(tree, type_only):
-            into = door if name in doors and node not in top else deps
+            into = deps
             if isinstance(node, ast.Import):
                 into.update(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom):
@@ -88,16 +59,9 @@ def import_graph(type_only: bool = True) -> dict[str, set[str]]:
                 else:
                     target = node.module or ""
                 names = {a.name for a in node.names}
-                if names & doors.get(target, set()):
-                    into.add(target + FRONT)
-                    names -= doors[target]
-                    if not names:
-                        continue
                 into.add(target)
                 into.update(f"{target}.{a}" for a in names)  # ``from pkg import module``
-        graph[name] = {d for d in deps if (d in mods or d.endswith(FRONT)) and d != name}
-        if name in doors:
-            graph[name + FRONT] = {d for d in door if d in mods and d != name}
+        graph[name] = {d for d in deps if d in mods and d != name}
     return graph
 
 
@@ -152,34 +116,50 @@ def test_the_graph_sees_relative_and_deferred_imports():
     g = import_graph()
     assert "evocov_core.language.grammar" in g["evocov_core.language.kernel"]
     assert "evocov_core.fitting.optimize" in g["evocov_core.runs.kernel_file"]
-    assert "evocov_core.search.run_file" in g["evocov_core.present.cli"]  # imported inside a function
+    assert "evocov_core.searches.run_file" in g["evocov_core.present.cli"]  # imported inside a function
 
 
 def test_no_import_cycles():
     assert cycles(import_graph()) == []
 
 
-def test_the_front_door_is_a_node_of_its_own():
-    """``evocov_core``'s lazy re-exports are edges of its front door; a cycle through it is still found."""
-    g = import_graph()
-    assert {"evocov_core.api", "evocov_core.sklearn", "evocov_core.search"} <= g["evocov_core" + FRONT]
-    assert "evocov_core.api" not in g["evocov_core"]  # the package imports its front door lazily
-    assert not any(m.endswith(FRONT) for m in g["evocov_core"])
-    looped = {**g, "evocov_core.language.kernel": g["evocov_core.language.kernel"] | {"evocov_core" + FRONT}}
-    assert any("evocov_core" + FRONT in c for c in cycles(looped))
+def test_the_front_door_is_plain():
+    """``ec.search`` is a function, with its signature, picklable by reference; the package exports at most
+    ten names, each the object of the module that defines it."""
+    import inspect
+    import pickle
+
+    import evocov_core as ec
+    import evocov_core.api as api
+    import evocov_core.sklearn as sk
+
+    assert inspect.isfunction(ec.search) and ec.search is api.search
+    assert {"data", "preset", "seed"} <= set(inspect.signature(ec.search).parameters)
+    assert pickle.loads(pickle.dumps(ec.search)) is api.search
+    assert len(ec.__all__) <= 10
+    for name in ec.__all__:
+        assert getattr(ec, name) is getattr(sk if name in ("EvoCovRegressor", "to_sklearn_kernel") else api,
+                                            name, ec.__version__), name
+    assert sorted(api.__all__) == sorted(n for n in ec.__all__ if hasattr(api, n) and n != "__version__")
+    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+        ec.nonsense  # noqa: B018
+    import evocov_core.searches  # the kernel searches' subpackage does not shadow the function
+
+    assert inspect.isfunction(ec.search)
 
 
-def test_importing_the_package_loads_no_submodule():
-    """``import evocov_core`` stays cheap: the front door imports its modules on first use."""
+def test_importing_the_package_loads_only_its_front_door():
+    """``import evocov_core`` (which every worker process does) loads the front door and numpy, not the
+    layers, scipy, pandas or scikit-learn: the front door's functions import what they run."""
     import subprocess
     import sys
 
     code = ("import sys, evocov_core as ec; loaded = sorted(m for m in sys.modules if m.startswith('evocov_core.')"
-            " or m in ('numpy', 'scipy', 'pandas', 'sklearn')); print(loaded); "
+            " or m in ('scipy', 'pandas', 'sklearn')); print(loaded); "
             "assert callable(ec.search) and callable(ec.read_series)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == "['evocov_core._version']"
+    assert run.stdout.strip() == "['evocov_core._version', 'evocov_core.api']"
 
 
 @pytest.mark.parametrize("name", sorted(modules()))
@@ -197,7 +177,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("data",),
     ("language",),
     ("fitting",),
-    ("search",),
+    ("searches",),
     ("forecast",),
     ("runs", "panel"),
     ("present",),
@@ -207,7 +187,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 
 def layer_of(module: str) -> int:
     """The index in :data:`LAYERS` of an ``evocov_core`` module (its first name below the package)."""
-    part = module.removesuffix(FRONT).split(".")[1] if "." in module.removesuffix(FRONT) else ""
+    part = module.split(".")[1] if "." in module else ""
     for i, names in enumerate(LAYERS):
         if part in names:
             return i
@@ -223,7 +203,7 @@ def test_no_import_runs_back_up_a_layer():
     assert upward == []
     assert len(LAYERS) <= 10
     # The check can fail: a deferred import of a higher layer is seen.
-    assert layer_of("evocov_core.present.cli") > layer_of("evocov_core.search.common")
+    assert layer_of("evocov_core.present.cli") > layer_of("evocov_core.searches.common")
 
 
 def floors(graph: dict[str, set[str]]) -> list[str]:
@@ -267,8 +247,8 @@ def test_the_imports_draw_ten_layers_and_few_floors_of_files():
     assert len(chain) <= MAX_FILE_FLOORS, " -> ".join(chain)
     # The count sees deferred imports (cli imports the report inside its functions) and skips type-only ones.
     assert "evocov_core.present.report_html" in g["evocov_core.present.cli"]
-    assert "evocov_core.search.clock" not in g["evocov_core.search.screening"]
-    assert "evocov_core.search.clock" in import_graph()["evocov_core.search.screening"]
+    assert "evocov_core.searches.clock" not in g["evocov_core.searches.screening"]
+    assert "evocov_core.searches.clock" in import_graph()["evocov_core.searches.screening"]
 
 
 def test_the_layers_are_the_folders():
@@ -292,26 +272,21 @@ def _core_imports(files: list[Path]) -> set[str]:
     return found
 
 
-def test_the_dashboard_uses_the_front_door_and_the_presentation_layer():
-    """The dashboard imports at most 8 modules of the core: the front door and presentation modules."""
+def test_the_dashboard_imports_public_names_of_the_core_by_their_module():
+    """The dashboard imports the core's public modules by name, and only the names each declares public
+    (its ``__all__``): never a ``_``-name, never through a re-export table."""
     files = [*(ROOT / "dashboard").glob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"]
-    used = _core_imports(files)
-    assert len(used) <= 8, sorted(used)
-    assert {m for m in used if m != "evocov_core.api" and not m.startswith("evocov_core.present.")} == set()
-    assert "evocov_core.api" in used  # the check sees the imports
-
-
-def test_the_front_doors_public_names_are_those_it_declares_for_type_checkers():
-    """``evocov_core.api`` names each public name twice (for type checkers, and in the table that its
-    ``__getattr__`` imports from): the two agree, and every name resolves to its module's object."""
-    import evocov_core.api as api
-
-    tree = ast.parse((ROOT / "evocov_core" / "api.py").read_text(encoding="utf-8"))
-    block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
-    declared = {(n.module, a.name) for n in block.body if isinstance(n, ast.ImportFrom) for a in n.names}
-    table = {(m, name) for m, names in api._PUBLIC.items() for name in names}
-    assert declared == table
-    for module, name in sorted(table):
-        assert getattr(api, name) is getattr(importlib.import_module(module), name), name
-    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
-        api.nonsense  # noqa: B018
+    seen = 0
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("evocov_core")):
+                continue
+            where = f"{path.name}:{node.lineno}"
+            assert not any(p.startswith("_") for p in node.module.split(".")), where
+            module = importlib.import_module(node.module)
+            public = set(getattr(module, "__all__", ()))
+            for alias in node.names:
+                seen += 1
+                assert not alias.name.startswith("_"), f"{where}: {alias.name}"
+                assert alias.name in public, f"{where}: {alias.name} is not in {node.module}.__all__"
+    assert seen > 50  # the check sees the imports

@@ -25,7 +25,7 @@ from evocov_core.language.library import squared_exponential
 from evocov_core.runs import jobs as jobs_module
 from evocov_core.runs.jobs import JobKind, JobManager, JobSpec
 from evocov_core.runs.store import RunStore
-from evocov_core.search import preset, run_search
+from evocov_core.searches import preset, run_search
 
 #: Safety net for every wait (never an assertion about speed).
 TIMEOUT = 120.0

@@ -85,7 +85,7 @@ def test_installed_package_runs_without_the_clone(tmp_path):
 @pytest.mark.slow
 def test_the_wheel_holds_the_package_not_the_lab(tmp_path):
     """Issue 56: the benchmarks and studies (``bench/``) stay in the clone; the wheel ships the package,
-    the dashboard's wall-time estimate (``evocov_core/search/wall_time.py``) included."""
+    the dashboard's wall-time estimate (``evocov_core/searches/wall_time.py``) included."""
     import importlib.util
     import zipfile
 
@@ -109,7 +109,7 @@ def test_the_wheel_holds_the_package_not_the_lab(tmp_path):
     wheels = list(out.glob("evocov-*.whl"))
     assert len(wheels) == 1, wheels
     names = zipfile.ZipFile(wheels[0]).namelist()
-    assert "evocov_core/search/wall_time.py" in names and "evocov_data/airline.csv" in names
+    assert "evocov_core/searches/wall_time.py" in names and "evocov_data/airline.csv" in names
     # Every module of every layer (a subpackage missing from pyproject's list would be left out).
     sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "evocov_core").rglob("*.py")
                if "__pycache__" not in p.parts}

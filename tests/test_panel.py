@@ -270,7 +270,7 @@ def test_the_command_says_what_is_wrong_with_a_table_in_one_line(tmp_path, frame
 
 
 def test_settings_are_checked_before_any_series_runs():
-    from evocov_core.search.config import ConfigError
+    from evocov_core.searches.config import ConfigError
 
     with pytest.raises(ConfigError, match="unknown setting"):
         forecast_panel(_long(1, bad=False), 3, season_length=12, workers=1, no_such_setting=1)
@@ -291,7 +291,7 @@ def test_the_holdout_ratio_is_the_refitted_forecast_of_the_last_h_points_against
     from evocov_core.forecast.combination import Combination
     from evocov_core.panel.series import holdout_ratios
     from evocov_core.runs.kernel_file import load_kernel_file
-    from evocov_core.search import preset, search_data
+    from evocov_core.searches import preset, search_data
 
     df, out, res = panel_run
     rows = res.series.set_index("unique_id")
@@ -318,8 +318,8 @@ def test_panel_priors_are_learned_from_the_panels_series_and_every_search_uses_t
 
     from evocov_core.fitting.priors import PRIORS
     from evocov_core.panel.priors import MIN_SERIES, prior_from_estimates
-    from evocov_core.search import preset
-    from evocov_core.search.config import ConfigError
+    from evocov_core.searches import preset
+    from evocov_core.searches.config import ConfigError
 
     # The aggregation: each series weighs one, a robust centre and spread, no prior from too few series.
     per_series = [[("lengthscale", float(i)), ("lengthscale", float(i)), ("noise", -3.0)] for i in range(11)]

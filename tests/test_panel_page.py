@@ -31,7 +31,10 @@ from dashboard.panel_view import (
     series_run_id,
     settings_from_text,
 )
-from evocov_core.api import RunStore, panel_from_frame, parse_kernel_file, read_table
+from evocov_core.data import read_table
+from evocov_core.panel.table import panel_from_frame
+from evocov_core.runs.kernel_file import parse_kernel_file
+from evocov_core.runs.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"

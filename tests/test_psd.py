@@ -12,7 +12,7 @@ from evocov_core.language.evaluate import Inputs, covariance
 from evocov_core.language.grammar import get_grammar
 from evocov_core.language.kernel import Kernel
 from evocov_core.language.psd import PSDConfig, PSDReport, check_psd
-from evocov_core.search.variation import VariationConfig, random_kernel
+from evocov_core.searches.variation import VariationConfig, random_kernel
 
 # γ-E is PSD only for 0 < γ ≤ 2; it has its own test below.
 WELL_KNOWN = {name: make() for name, make in library.WELL_KNOWN.items() if name != "gamma-E"}

@@ -1,4 +1,4 @@
-"""Reproducible budgeted runs (evocov_core.search.replay): a timed run's log replayed without a clock."""
+"""Reproducible budgeted runs (evocov_core.searches.replay): a timed run's log replayed without a clock."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 from evocov_core.data import Dataset, load_bundled
 from evocov_core.forecast.beside import forecast_test_rmse
 from evocov_core.forecast.stage import search_and_forecast
-from evocov_core.search import RunLog, preset, run_search, search_data
-from evocov_core.search.run_file import replay_inputs
+from evocov_core.searches import RunLog, preset, run_search, search_data
+from evocov_core.searches.run_file import replay_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -171,7 +171,7 @@ def test_cli_replay_of_a_file_without_a_run_is_one_line(tmp_path):
 
 def test_replayed_run_log_is_kept_on_replace():
     """SearchResult carries its log through dataclasses.replace (the model choice replaces fields)."""
-    from evocov_core.search.common import SearchResult
+    from evocov_core.searches.common import SearchResult
 
     r = SearchResult("evocov", None, "finished", (), (), 0, 0, 0.0, run_log=RunLog({(1,): 2}, None))
     assert replace(r, elapsed=1.0).run_log == r.run_log

@@ -162,11 +162,11 @@ def test_the_tail_score_reads_a_long_series_fitted_values_and_refits_a_short_one
     """On a long series' fit points the report's tail score is the tail given the head at the fitted values,
     as the search's own choice reads them there (a refit on 1,800 points took most of the report's time);
     a short series' is still refitted on the head."""
-    import evocov_core.search.stages as stages
+    import evocov_core.searches.stages as stages
     from evocov_core.fitting.metrics import metric_value
     from evocov_core.fitting.optimize import Start
     from evocov_core.present import baselines
-    from evocov_core.search import preset
+    from evocov_core.searches import preset
 
     optim = preset("quick").optim
     refits = []

@@ -17,8 +17,8 @@ from evocov_core.language.library import periodic, squared_exponential
 from evocov_core.runs.kernel_file import kernel_file_dict
 from evocov_core.runs.run_record import KernelRecord, RunRecord
 from evocov_core.runs.store import RunStore, dataset_to_json
-from evocov_core.search.common import EvalRecord, GenerationStats, RunStatus
-from evocov_core.search.explore import neighbour_ratios
+from evocov_core.searches.common import EvalRecord, GenerationStats, RunStatus
+from evocov_core.searches.explore import neighbour_ratios
 
 
 @pytest.fixture

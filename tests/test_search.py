@@ -14,8 +14,8 @@ from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import OptimConfig, fit_kernel
 from evocov_core.language.grammar import check_tree
 from evocov_core.language.library import compose
-from evocov_core.search import ConfigError, SearchConfig, explore_mutations, preset, run_search
-from evocov_core.search.gpss import build, expansions
+from evocov_core.searches import ConfigError, SearchConfig, explore_mutations, preset, run_search
+from evocov_core.searches.gpss import build, expansions
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +190,7 @@ def test_gpss_expansions_follow_the_grammar() -> None:
 
 def test_gpss_children_inherit_parent_values(data: FitData) -> None:
     """Expanding the best structure starts its kept base kernels at the fitted values."""
-    from evocov_core.search.gpss import _start
+    from evocov_core.searches.gpss import _start
 
     parent = ("leaf", "SE", 0)
     kernel, leaves = build(parent)
@@ -222,8 +222,8 @@ def test_explorer_ratios(data: FitData) -> None:
 
 def test_with_derived_fills_crossover_from_mutation_and_back():
     """p_crossover = 1 − p_mutation, derived in one place for the command line and the dashboard."""
-    from evocov_core.search import preset
-    from evocov_core.search.config import with_derived
+    from evocov_core.searches import preset
+    from evocov_core.searches.config import with_derived
 
     assert with_derived({"p_mutation": 0.25}) == {"p_mutation": 0.25, "p_crossover": 0.75}
     assert with_derived({"p_crossover": 0.7, "seed_fraction": 0.5}) == {

@@ -11,7 +11,7 @@ from evocov_core.language.grammar import get_grammar
 from evocov_core.language.psd import PSDConfig
 from evocov_core.language.simplify import XP, X, display_latex, simplified, slot_symbol
 from evocov_core.runs.kernel_file import parse_expression
-from evocov_core.search.variation import VariationConfig, random_kernel
+from evocov_core.searches.variation import VariationConfig, random_kernel
 
 
 def _matrix(kernel, x, theta):

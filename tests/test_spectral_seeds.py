@@ -1,4 +1,4 @@
-"""Periodic seeds at a long series' clear periods (evocov_core.search.spectral_seeds)."""
+"""Periodic seeds at a long series' clear periods (evocov_core.searches.spectral_seeds)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from evocov_core.data import Dataset
 from evocov_core.fitting.metrics import FitData
 from evocov_core.language.kernel import Kernel, slot_roles
-from evocov_core.search import preset, run_evocov
-from evocov_core.search.spectral_seeds import (
+from evocov_core.searches import preset, run_evocov
+from evocov_core.searches.spectral_seeds import (
     CALENDAR_WEIGHT,
     LOCAL_LENGTHSCALE,
     MAX_PERIODS,
@@ -149,7 +149,7 @@ def test_exact_data_get_no_spectral_seeds():
     assert FitData.from_dataset(_two_cycles(6000), max_points=1500).on_subset
     assert clear_frequencies(short)  # it has clear periods ...
     assert spectral_seeds(short) == []  # ... but gets no seeds from them
-    from evocov_core.search.stages import search_stages
+    from evocov_core.searches.stages import search_stages
 
     cfg = preset("quick", ets_seeds=False)
     assert "seed" not in search_stages(short, cfg)  # its executor holds what it always held
@@ -160,7 +160,7 @@ def test_exact_data_get_no_spectral_seeds():
 def test_seed_evals_caps_the_seed_stage_alone():
     """``seed_evals`` sets the evaluations of the seeds' one L-BFGS-B run (0: ``max_evals``), and
     no other stage's."""
-    from evocov_core.search.stages import search_stages
+    from evocov_core.searches.stages import search_stages
 
     long = FitData.from_dataset(_two_cycles(6000), max_points=1500)
     default = search_stages(long, preset("quick"))
@@ -190,8 +190,8 @@ def test_the_naive_seeds_setting_gives_short_series_the_naive_seeds_first():
 def test_ets_seeds_begin_the_first_population():
     """With ``ets_seeds`` (the budgeted presets) the first batch begins with the exponential-smoothing
     forms at their given values, then the naive seeds, then GPSS seeds from random values."""
-    from evocov_core.search.ets_seeds import ets_seeds
-    from evocov_core.search.rules import ETS_SEED
+    from evocov_core.searches.ets_seeds import ets_seeds
+    from evocov_core.searches.rules import ETS_SEED
 
     short = FitData.from_dataset(_two_cycles(1200), max_points=2000)
     ets = ets_seeds(short)
@@ -257,10 +257,10 @@ def test_spectral_seeds_are_promoted_and_offered_to_the_choice_whatever_their_ra
     ``top`` keeps them among the candidates even when other kernels have lower BIC, and keeps
     places for the search's own kernels."""
     from evocov_core.fitting.fits import SerialExecutor
-    from evocov_core.search.rules import SPECTRAL_SEED
-    from evocov_core.search.stages import search_stages
-    from evocov_core.search.structures import seed_kernels
-    from evocov_core.search.tracker import Tracker
+    from evocov_core.searches.rules import SPECTRAL_SEED
+    from evocov_core.searches.stages import search_stages
+    from evocov_core.searches.structures import seed_kernels
+    from evocov_core.searches.tracker import Tracker
 
     data = FitData.from_dataset(_two_cycles(3000), max_points=400)
     cfg = preset("quick", time_budget=0.0, screen_points=150, promote_fraction=0.75, max_evals=10, n_screen=0,

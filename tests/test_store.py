@@ -20,7 +20,7 @@ import pytest
 
 from evocov_core.data import Dataset
 from evocov_core.runs.store import STATUSES, RunStatus, RunStore, dataset_from_json, dataset_to_json, default_data_dir
-from evocov_core.search.common import EVAL_COLUMNS, EvalRecord, GenerationStats
+from evocov_core.searches.common import EVAL_COLUMNS, EvalRecord, GenerationStats
 
 
 @pytest.fixture

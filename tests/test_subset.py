@@ -127,7 +127,7 @@ def test_approximation_record_is_validated():
 
 def test_a_stored_record_reopens_on_the_subset_its_search_used():
     """The Pareto tab and the explorer reopen records: their fits say how many points they used."""
-    from evocov_core.search import EvalRecord
+    from evocov_core.searches import EvalRecord
 
     ds = _series(2500)
     data = FitData.from_dataset(ds, max_points=600)
@@ -170,7 +170,7 @@ def _two_cycles(n: int) -> Dataset:
 def test_screening_of_a_long_series_sees_two_weekly_cycles():
     """On a subset of a long series the screening block holds two of its longest clear period
     (336 steps here), contiguous at the end; exact data keep half the screening points."""
-    from evocov_core.search.stages import SCREEN_RECENT_MAX, screen_mask, screen_recent
+    from evocov_core.searches.stages import SCREEN_RECENT_MAX, screen_mask, screen_recent
 
     long = FitData.from_dataset(_two_cycles(6000), max_points=1500)
     recent = screen_recent(long, 240)

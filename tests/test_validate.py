@@ -1,4 +1,4 @@
-"""Rolling-origin validation (evocov_core.search.validate) and the model choice by origins."""
+"""Rolling-origin validation (evocov_core.searches.validate) and the model choice by origins."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from evocov_core.fitting.fits import SerialExecutor
 from evocov_core.fitting.metrics import FitData, crps_normal
 from evocov_core.fitting.optimize import OptimConfig, fit_kernel
 from evocov_core.language.library import compose
-from evocov_core.search.select import choose_model
-from evocov_core.search.validate import (
+from evocov_core.searches.select import choose_model
+from evocov_core.searches.validate import (
     DEFAULT_ORIGINS,
     calibration_from_errors,
     origin_scores,
@@ -141,7 +141,7 @@ def test_given_refits_replace_the_full_data_values_origin_by_origin():
     """``refits`` (one per window) are what each origin forecasts with: the scores equal those of
     the refitted values conditioned by hand, and differ from the full-data values' scores."""
     from evocov_core.fitting.gp import posterior
-    from evocov_core.search.validate import origin_windows
+    from evocov_core.searches.validate import origin_windows
 
     data = _trend_data()
     fit = _fit(["+", "LIN", "SE"], data)
@@ -163,8 +163,8 @@ def test_given_refits_replace_the_full_data_values_origin_by_origin():
 def test_the_refitted_origins_choose_the_trend_and_calibrate_on_their_own_errors():
     """``refit_origins`` refits every candidate at every origin through the executor's origin stages,
     chooses the kernel that forecasts the trend, and calibrates its spread on those forecasts."""
-    from evocov_core.search import preset
-    from evocov_core.search.stages import origin_stage, search_executor
+    from evocov_core.searches import preset
+    from evocov_core.searches.stages import origin_stage, search_executor
 
     data = _trend_data()
     lin, se = _fit(["+", "LIN", "C"], data), _fit("C", data)
@@ -185,10 +185,10 @@ def test_the_returned_kernels_origin_refits_run_on_the_executor():
     """``calibration="origins"`` gives the search's executor the origin stages, so the returned
     kernel's four refits run there (in parallel on a pool) with seeds of their own, and they
     give the same forecasts and calibration as the same refits made one after another here."""
-    from evocov_core.search import preset
-    from evocov_core.search.replay import RecordingExecutor
-    from evocov_core.search.select import calibrate_returned
-    from evocov_core.search.stages import has_origin_stages, head_stage, origin_stage, search_executor
+    from evocov_core.searches import preset
+    from evocov_core.searches.replay import RecordingExecutor
+    from evocov_core.searches.select import calibrate_returned
+    from evocov_core.searches.stages import has_origin_stages, head_stage, origin_stage, search_executor
 
     data = _trend_data()
     fit = _fit(["+", "LIN", "SE"], data)
@@ -211,9 +211,9 @@ def test_the_returned_kernels_origin_refits_run_on_the_executor():
 def test_the_origin_refits_fall_back_to_the_tail_when_none_is_made():
     """A cancelled run (or a replay of a run that made no origin refits) has no refit to calibrate on:
     the spread falls back to the tail, and no origin forecasts are returned for a combination."""
-    from evocov_core.search import preset
-    from evocov_core.search.select import calibrate_returned
-    from evocov_core.search.stages import head_stage, search_executor
+    from evocov_core.searches import preset
+    from evocov_core.searches.select import calibrate_returned
+    from evocov_core.searches.stages import head_stage, search_executor
 
     data = _trend_data()
     fit = _fit(["+", "LIN", "SE"], data)
@@ -265,7 +265,7 @@ def test_a_horizon_moves_the_origins_to_forecast_that_many_steps_to_the_end():
     (rolling origins at the forecast's own horizon), at most half the range."""
     from evocov_core.data import Dataset
     from evocov_core.fitting.metrics import DEFAULT_ORIGINS, FitData, horizon_origins
-    from evocov_core.search.validate import origin_windows
+    from evocov_core.searches.validate import origin_windows
 
     share, origins = horizon_origins(115, 18)
     assert share == pytest.approx(18 / 114) and origins[-1] == pytest.approx(1 - 18 / 114)

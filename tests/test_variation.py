@@ -11,7 +11,7 @@ from evocov_core.language import library
 from evocov_core.language.grammar import check_tree, get_grammar, is_slot, subtree_end, symbol, tree_depth
 from evocov_core.language.kernel import Kernel
 from evocov_core.language.psd import check_psd
-from evocov_core.search.variation import (
+from evocov_core.searches.variation import (
     MUTATIONS,
     Child,
     VariationConfig,

@@ -1,4 +1,4 @@
-"""The wall-time estimate of a fixed-count search (``evocov_core.search.wall_time``), which the dashboard shows."""
+"""The wall-time estimate of a fixed-count search (``evocov_core.searches.wall_time``), which the dashboard shows."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from evocov_core.search import preset
-from evocov_core.search.wall_time import cost_key, estimate_wall_time, format_duration
+from evocov_core.searches import preset
+from evocov_core.searches.wall_time import cost_key, estimate_wall_time, format_duration
 
 
 def test_wall_time_estimate_meets_the_measured_runs() -> None:

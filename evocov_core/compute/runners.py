@@ -11,21 +11,89 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import multiprocessing as mp
+import io
 import os
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from multiprocessing import context as mp_context
+from multiprocessing import popen_spawn_posix, reduction, spawn, util
 from typing import Any, Protocol, TypeVar
 
 from evocov_core.compute.setup import prepare_process
 
 __all__ = ["DaskRunner", "DetachedProcess", "OnResult", "PoolRunner", "Runner", "SerialRunner", "StopCheck",
-           "make_runner", "run_in_daemon_process", "start_detached"]
+           "make_runner", "run_in_daemon_process", "spawn_context", "start_detached"]
 
 #: The module Dask workers must import before any call (:func:`~evocov_core.compute.cluster.ship_package`
 #: checks it): the facade, which imports every part of the parallel layer and what a kernel fit needs.
 _SHIPPED = "evocov_core.fitting.fits"
+
+
+# --- spawn without the caller's main module -------------------------------------------------------------
+
+
+class _PopenWithoutMain(popen_spawn_posix.Popen):
+    """CPython's ``spawn`` launch (``popen_spawn_posix.Popen._launch``, unchanged since 3.8) less the main
+    module: a spawned child normally imports the parent's ``__main__`` again, which runs an unguarded script
+    (no ``if __name__ == "__main__"``) once more in every worker, and breaks the pool of a script read from
+    standard input (``python -``). Our workers only ever call functions of this package, pickled by
+    reference, so they never need the caller's main module (joblib's loky does the same)."""
+
+    def _launch(self, process_obj: Any) -> None:
+        from multiprocessing import resource_tracker
+
+        tracker_fd = resource_tracker.getfd()
+        self._fds.append(tracker_fd)
+        prep_data = spawn.get_preparation_data(process_obj._name)
+        prep_data.pop("init_main_from_name", None)
+        prep_data.pop("init_main_from_path", None)
+        fp = io.BytesIO()
+        mp_context.set_spawning_popen(self)
+        try:
+            reduction.dump(prep_data, fp)
+            reduction.dump(process_obj, fp)
+        finally:
+            mp_context.set_spawning_popen(None)
+        parent_r = child_w = child_r = parent_w = None
+        try:
+            parent_r, child_w = os.pipe()
+            child_r, parent_w = os.pipe()
+            cmd = spawn.get_command_line(tracker_fd=tracker_fd, pipe_handle=child_r)
+            self._fds.extend([child_r, child_w])
+            self.pid = util.spawnv_passfds(spawn.get_executable(), cmd, self._fds)
+            self.sentinel = parent_r
+            with open(parent_w, "wb", closefd=False) as f:
+                f.write(fp.getbuffer())
+        finally:
+            self.finalizer = util.Finalize(self, util.close_fds, [fd for fd in (parent_r, parent_w) if fd is not None])
+            for fd in (child_r, child_w):
+                if fd is not None:
+                    os.close(fd)
+
+
+class _SpawnProcessWithoutMain(mp_context.SpawnProcess):
+    _start_method = "spawn"
+
+    @staticmethod
+    def _Popen(process_obj: Any) -> popen_spawn_posix.Popen:
+        return _PopenWithoutMain(process_obj)
+
+
+class _SpawnContextWithoutMain(mp_context.SpawnContext):
+    Process = _SpawnProcessWithoutMain
+
+
+def spawn_context() -> mp_context.BaseContext:
+    """The ``spawn`` start method, for every process this package starts: forking a multi-threaded server
+    (Streamlit) can deadlock. On POSIX its children do not import the caller's main module again, so a search
+    runs from an unguarded script or from ``python -``; elsewhere it is the standard ``spawn`` context."""
+    if sys.platform == "win32":  # pragma: no cover - Windows spawns through popen_spawn_win32
+        import multiprocessing
+
+        return multiprocessing.get_context("spawn")
+    return _SpawnContextWithoutMain()
 
 
 # --- runners: fn(item) for many items ------------------------------------------------------------------
@@ -157,7 +225,7 @@ class PoolRunner(_Closes):
 
     def __init__(self, workers: int | None = None, shared: object | None = None) -> None:
         self.workers = workers or os.cpu_count() or 1
-        ctx = mp.get_context("spawn")
+        ctx = spawn_context()
         self._pids = ctx.SimpleQueue()  # each worker's process id, put there when it starts
         self._futures: list[Future] = []
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
@@ -335,7 +403,7 @@ def _drive_daemon(fut: Future, fn: Callable[..., Any], args: tuple, kwargs: dict
     with gate if gate is not None else contextlib.nullcontext():
         if not fut.set_running_or_notify_cancel():
             return
-        ctx = mp.get_context("spawn")
+        ctx = spawn_context()
         recv, send = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_daemon_child, args=(send, fn, args, kwargs), daemon=True)
         try:

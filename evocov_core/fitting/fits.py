@@ -43,7 +43,7 @@ class Task:
         Wall-clock time (``time.time()``) at which the fit returns its best point so far.
     eval_cap : int or None
         Metric evaluations after which it does (a replayed timed fit, see
-        :mod:`evocov_core.search.replay`).
+        :mod:`evocov_core.searches.replay`).
     """
 
     tokens: tuple[str, ...]

@@ -59,6 +59,7 @@ __all__ = [
     "GRADIENT_METRICS",
     "MAX_HORIZON_SHARE",
     "METRICS",
+    "METRIC_LABELS",
     "SPLIT_METRICS",
     "Z95",
     "FitData",
@@ -153,7 +154,7 @@ class FitData:
     origins : tuple of float
         The earlier points in time, as shares of the training x-range, from which the model choice and the
         forecast's weights judge forecasts of the next ``split_fraction`` of the range
-        (:func:`~evocov_core.search.validate.origin_windows`): :data:`DEFAULT_ORIGINS`, or those of a forecast
+        (:func:`~evocov_core.searches.validate.origin_windows`): :data:`DEFAULT_ORIGINS`, or those of a forecast
         horizon (:func:`horizon_origins`).
     """
 

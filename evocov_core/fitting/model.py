@@ -164,7 +164,7 @@ class FittedModel(_PredictsDatasets):
                  spread: float = 1.0) -> FittedModel:
         """From a fit; ``n_train``: the training points of the data it was fitted on (``fit.n`` of them);
         ``spread``: the search's calibration of it
-        (:attr:`evocov_core.search.SearchResult.calibration`)."""
+        (:attr:`evocov_core.searches.SearchResult.calibration`)."""
         if not fit.ok:
             raise ValueError(f"this kernel has no fitted values ({fit.reason})")
         approx = plan_subset(n_train, fit.n if 0 < fit.n < n_train else 0) if n_train is not None else None

@@ -4,7 +4,7 @@
 
 * The classical models (``config.combine``) are fitted, in one child process
   (:func:`~evocov_core.forecast.classical.classical_forecasts_many`), on the whole training part and on the
-  points before each origin of :func:`~evocov_core.search.validate.origin_windows`. They start
+  points before each origin of :func:`~evocov_core.searches.validate.origin_windows`. They start
   with the search, in a thread that only waits on the child, so that their seconds overlap the
   search's instead of following it; on short series they take a few seconds of one core.
 * **The horizon, not the test part.** From the whole training part each model forecasts the
@@ -14,7 +14,7 @@
   that a search on the training part alone forecasts exactly as a search on the same points with a
   test part behind them; the test part's forecasts are the first ``n_test`` steps, for scoring.
 * The kernel's forecasts from the same origins are the interval calibration's out-of-sample
-  refits (:attr:`~evocov_core.search.common.SearchResult.origins`): no further fit.
+  refits (:attr:`~evocov_core.searches.common.SearchResult.origins`): no further fit.
 * After the search, :meth:`ClassicalBeside.choose` waits for the classical forecasts until the
   time budget ends, stops the child if they are not ready, and weighs the members
   (:func:`~evocov_core.forecast.combination.weigh_members`), leaving the kernel out when its forecast of
@@ -54,8 +54,8 @@ from evocov_core.forecast.combination import (
     weigh_members,
 )
 from evocov_core.forecast.steps import future_x
-from evocov_core.search.common import SearchResult
-from evocov_core.search.validate import OriginScores, OriginWindow, origin_masks, origin_windows
+from evocov_core.searches.common import SearchResult
+from evocov_core.searches.validate import OriginScores, OriginWindow, origin_masks, origin_windows
 
 __all__ = ["LONG_POINTS", "ORIGIN_TIME_LIMIT", "Chosen", "ClassicalBeside", "combined_test_mean", "eligibility",
            "forecast_test_rmse", "guard_steps", "kernel_future_mean", "kernel_test_mean", "origin_datasets",
@@ -113,7 +113,7 @@ def _recent(head: np.ndarray, n: int) -> np.ndarray:
 
 def _windows(ds: Dataset, data: FitData) -> tuple[OriginWindow, ...]:
     """The origins' windows over every training point of ``ds``: the search's own
-    (:func:`~evocov_core.search.validate.origin_windows`) unless it fits a subset."""
+    (:func:`~evocov_core.searches.validate.origin_windows`) unless it fits a subset."""
     if not data.on_subset:
         return origin_windows(data)
     return origin_masks(ds.X_train[:, 0], data.origins, data.split_fraction)
@@ -194,7 +194,7 @@ class ClassicalBeside:
     ds : Dataset
         The user's data (original units).
     data : FitData
-        What the search fits (:func:`~evocov_core.search.search_data` of ``ds``).
+        What the search fits (:func:`~evocov_core.searches.search_data` of ``ds``).
     models : sequence of str
         Classical models (:data:`~evocov_core.forecast.classical.MODELS`); empty: nothing is made.
     time_limit : float
@@ -263,7 +263,7 @@ class ClassicalBeside:
         ----------
         origins : OriginScores or None
             The returned kernel's out-of-sample forecasts from the origins
-            (:attr:`~evocov_core.search.common.SearchResult.origins`). Not used on long series.
+            (:attr:`~evocov_core.searches.common.SearchResult.origins`). Not used on long series.
         until : float, optional
             ``time.time()`` after which the forecasts still running are stopped.
         kernel_mean : ndarray of shape (horizon,), optional

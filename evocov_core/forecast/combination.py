@@ -6,7 +6,7 @@ combination (the M competitions: an average of unlike methods is rarely the wors
 best). Here the members are the kernel and classical models (:mod:`evocov_core.forecast.classical`;
 AutoETS and AutoTheta in the presets), and the training range alone weighs them: at each of four
 earlier origins (60, 70, 80 and 90 % of the training x-range, each forecasting the next tenth, as
-the interval calibration does: :func:`evocov_core.search.validate.calibrate_scored`) the kernel
+the interval calibration does: :func:`evocov_core.searches.validate.calibrate_scored`) the kernel
 refitted on the points before the origin and the classical models fitted on the same points
 forecast, and each member's weight is proportional to the inverse square of its squared error
 summed over the origins (Bates & Granger's inverse-error weights, with power 2 instead of 1;

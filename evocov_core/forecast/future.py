@@ -44,7 +44,15 @@ from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT, ClassicalForecast
 from evocov_core.forecast.combination import Combination, linear_pool_interval
 from evocov_core.forecast.steps import MAX_HORIZON, future_labels, future_x
 
-__all__ = ["MAX_HORIZON", "FutureForecast", "default_horizon", "forecast_future", "future_labels", "future_x"]
+__all__ = [
+    "MAX_HORIZON",
+    "FutureForecast",
+    "default_horizon",
+    "forecast_future",
+    "future_labels",
+    "future_members_data",
+    "future_x",
+]
 # MAX_HORIZON, future_labels and future_x live in evocov_core.forecast.steps (the forecast stage needs them too);
 # they stay importable from here, where the dashboard and users found them.
 

@@ -2,7 +2,7 @@
 
 :func:`search_and_forecast` starts the classical models of ``config.combine`` (``config.long_combine``
 on a long series' subset) in a child process (:class:`~evocov_core.forecast.beside.ClassicalBeside`),
-runs the search (:func:`~evocov_core.search.run_search`) meanwhile, and then weighs the kernel's
+runs the search (:func:`~evocov_core.searches.run_search`) meanwhile, and then weighs the kernel's
 forecast with theirs (:mod:`evocov_core.forecast.combination`) within what is left of the time budget.
 The search knows nothing of this stage; the result is a :class:`ForecastResult`, the search's result
 with the combination and the classical forecasts beside it.
@@ -21,10 +21,10 @@ from evocov_core.fitting.metrics import FitData
 from evocov_core.forecast.beside import ClassicalBeside, kernel_future_mean
 from evocov_core.forecast.classical import ClassicalForecasts
 from evocov_core.forecast.combination import Combination
-from evocov_core.search import run_search
-from evocov_core.search.common import ProgressCallback, RunStatus, SearchResult, StopCheck
-from evocov_core.search.config import SearchConfig
-from evocov_core.search.replay import RunLog
+from evocov_core.searches import run_search
+from evocov_core.searches.common import ProgressCallback, RunStatus, SearchResult, StopCheck
+from evocov_core.searches.config import SearchConfig
+from evocov_core.searches.replay import RunLog
 
 __all__ = ["ForecastResult", "search_and_forecast"]
 
@@ -63,11 +63,11 @@ def search_and_forecast(data: FitData, config: SearchConfig, *, dataset: Dataset
     """Search ``data`` (made from ``dataset``) with ``config``, and weigh the kernel's forecast with the
     classical models' within the same time budget.
 
-    The arguments but ``dataset`` and ``horizon`` are :func:`~evocov_core.search.run_search`'s. With
+    The arguments but ``dataset`` and ``horizon`` are :func:`~evocov_core.searches.run_search`'s. With
     ``config.combine`` (``config.long_combine`` when ``data`` is a long series' subset) the result's
     ``combination`` says how the forecast weighs the kernel's and the classical forecasts, and whether the
     guard left the kernel's out; without, it is the kernel's own forecast. Combining reuses the interval
-    calibration's refits at the origins (a :class:`~evocov_core.search.config.SearchConfig` with
+    calibration's refits at the origins (a :class:`~evocov_core.searches.config.SearchConfig` with
     ``combine`` has them).
 
     Nothing here reads the test part of ``dataset`` but to score: the classical models are fitted on the

@@ -73,7 +73,7 @@ The grammar is defined once, by the frozen :class:`Symbol` records below
 (``_OPERATORS``, :data:`CHANGEPOINT_OPERATORS`, :data:`CONSTANTS`, the argument ``x``
 and the slots ``hp<k>``). The generator (:func:`typed_grow`), the tree checker and parser
 (:func:`check_tree`, :mod:`evocov_core.runs.kernel_file`), the variation operators
-(:mod:`evocov_core.search.variation`, through :func:`symbol`, :func:`subtree_end` and the kind
+(:mod:`evocov_core.searches.variation`, through :func:`symbol`, :func:`subtree_end` and the kind
 lists of :class:`Grammar`) and the evaluator (:mod:`evocov_core.language.program` and
 :mod:`~evocov_core.language.evaluate`, through :func:`arity`, :func:`is_slot` and
 :data:`CONSTANTS`) read types and arities from it, and the readable forms read how to write

@@ -43,26 +43,9 @@ from collections.abc import Callable, Iterator
 
 from evocov_core.language.kernel import Kernel
 
-__all__ = [
-    "BASE_KERNELS",
-    "ETS_FORMS",
-    "WELL_KNOWN",
-    "compose",
-    "constant",
-    "damped_trend",
-    "exponential",
-    "gamma_exponential",
-    "linear",
-    "local_level",
-    "local_trend",
-    "matern12",
-    "matern32",
-    "matern52",
-    "periodic",
-    "rational_quadratic",
-    "squared_exponential",
-    "white_noise",
-]
+__all__ = ["BASE_KERNELS", "ETS_FORMS", "GPSS_PUBLISHED", "WELL_KNOWN", "compose", "constant", "damped_trend",
+           "exponential", "gamma_exponential", "linear", "local_level", "local_trend", "matern12", "matern32",
+           "matern52", "periodic", "rational_quadratic", "squared_exponential", "structure_text", "white_noise"]
 
 Tokens = list[str]
 

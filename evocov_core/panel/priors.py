@@ -8,7 +8,7 @@ as :data:`~evocov_core.fitting.priors.CORPUS_PRIOR` is learned on the developmen
 
 1. up to ``sample`` series of the panel (a seeded draw among those a search can serve) are each fitted, by
    maximum likelihood, with a fixed set of structures (:func:`role_estimates`): the exponential-smoothing forms
-   the search starts from (:func:`~evocov_core.search.ets_seeds.ets_seeds`) and the textbook structures of
+   the search starts from (:func:`~evocov_core.searches.ets_seeds.ets_seeds`) and the textbook structures of
    :data:`STRUCTURES`;
 2. each role's prior is a normal on ``log θ`` whose mean is the median of the role's estimates and whose
    standard deviation is 1.4826 times their median absolute deviation, at least :data:`MIN_SD`, each series
@@ -31,7 +31,7 @@ from evocov_core.fitting.optimize import OptimConfig, fit_kernel
 from evocov_core.fitting.priors import PRIORS, HyperPrior
 from evocov_core.language.kernel import slot_roles
 from evocov_core.language.library import compose
-from evocov_core.search.ets_seeds import ets_seeds
+from evocov_core.searches.ets_seeds import ets_seeds
 
 __all__ = ["MIN_SD", "MIN_SERIES", "STRUCTURES", "prior_from_estimates", "role_estimates", "use_panel_prior"]
 

@@ -138,8 +138,8 @@ def _estimates(job: SeriesJob) -> list[tuple[str, float]]:
     """One series' role estimates for the panel's priors (:func:`~evocov_core.panel.priors.role_estimates`)."""
     from evocov_core.data.dataset import Dataset
     from evocov_core.panel.priors import role_estimates
-    from evocov_core.search import preset, search_data
-    from evocov_core.search.config import with_derived
+    from evocov_core.searches import preset, search_data
+    from evocov_core.searches.config import with_derived
 
     config = preset(job.preset, **with_derived({**job.settings, "priors": "none"}))
     ds = Dataset.from_arrays(job.x, job.y, name=job.uid, test_fraction=0.0, x_kind=job.x_kind, x_label=job.x_label)
@@ -169,8 +169,8 @@ def _prior_from_doc(doc: Mapping[str, Any]) -> HyperPrior:
 
 
 def _check(h: object, preset: str, settings: Mapping[str, Any]) -> None:
-    from evocov_core.search import preset as make_preset
-    from evocov_core.search.config import ConfigError, SearchConfig, with_derived
+    from evocov_core.searches import preset as make_preset
+    from evocov_core.searches.config import ConfigError, SearchConfig, with_derived
 
     if isinstance(h, bool) or not isinstance(h, (int, np.integer)) or not 1 <= h <= 10_000:
         raise DataError(f"the horizon must be a whole number of steps from 1 to 10,000; got {h!r}")
@@ -198,7 +198,7 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
     h : int
         Steps to forecast after each series' last observation.
     preset : str
-        A search preset (:data:`evocov_core.search.PRESETS`); ``panel`` (default) gives each series a
+        A search preset (:data:`evocov_core.searches.PRESETS`); ``panel`` (default) gives each series a
         short time budget.
     seed : int
         Every series' search uses it.
@@ -234,7 +234,7 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
     ------
     evocov_core.data.DataError
         The table cannot be read as a panel, a bad horizon, or ``out`` holds another run (one line).
-    evocov_core.search.ConfigError
+    evocov_core.searches.ConfigError
         An unknown or invalid setting.
     """
     from evocov_core.compute.runners import make_runner

@@ -72,7 +72,7 @@ class SeriesJob:
     h : int
         Steps to forecast after the last observation.
     preset : str
-        A search preset (:data:`evocov_core.search.PRESETS`).
+        A search preset (:data:`evocov_core.searches.PRESETS`).
     settings : mapping of str to object
         Search settings over the preset's.
     seed : int
@@ -247,8 +247,8 @@ def _forecast(job: SeriesJob, started: tuple[float, float]) -> SeriesOutcome:
     from evocov_core.forecast.future import forecast_future
     from evocov_core.forecast.stage import search_and_forecast
     from evocov_core.runs.kernel_file import dump_kernel_file, parse_kernel_file, search_kernel_file
-    from evocov_core.search import preset, search_data, search_executor
-    from evocov_core.search.config import with_derived
+    from evocov_core.searches import preset, search_data, search_executor
+    from evocov_core.searches.config import with_derived
 
     if len(job.y) == 0:
         return _fallback(job, None, "no observed value", started)
@@ -310,7 +310,7 @@ def holdout_ratios(ds: Dataset, job: SeriesJob, best: Any, config: Any, combinat
     from evocov_core.fitting.model import FittedModel
     from evocov_core.fitting.optimize import NUMERIC_ERRORS, fit_kernel
     from evocov_core.forecast.classical import classical_forecasts_many
-    from evocov_core.search import search_data
+    from evocov_core.searches import search_data
 
     h = job.h
     if ds.n - h < MIN_SEARCH_POINTS:

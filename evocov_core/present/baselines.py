@@ -50,9 +50,9 @@ def fit_fixed(kernel: Kernel, data: FitData, *, seed: int = 0, metric: str = "lm
 def baseline_subset(data: FitData, points: int | None = None) -> FitData | None:
     """The points a baseline searches on when ``data`` has more than ``points`` of them; else None.
 
-    The search's screening subset (:func:`~evocov_core.search.stages.screen_subset`): the most
+    The search's screening subset (:func:`~evocov_core.searches.stages.screen_subset`): the most
     recent points, contiguous (on a long series enough for two of its longest clear period,
-    :func:`~evocov_core.search.stages.screen_recent`), and ``points − points // 2`` spread over
+    :func:`~evocov_core.searches.stages.screen_recent`), and ``points − points // 2`` spread over
     the earlier range. Values fitted there mean the same on ``data`` (same step, span, units).
 
     Parameters
@@ -67,7 +67,7 @@ def baseline_subset(data: FitData, points: int | None = None) -> FitData | None:
     FitData or None
         Of at most ``points − points // 2 + SCREEN_RECENT_MAX`` points, without a split.
     """
-    from evocov_core.search.stages import screen_subset
+    from evocov_core.searches.stages import screen_subset
 
     points = BASELINE_POINTS if points is None else int(points)
     return None if data.n <= points else screen_subset(data, points)
@@ -104,7 +104,7 @@ def fit_structure(expr: str | list, data: FitData, *, seed: int = 0, metric: str
 
 def gpss_config():
     """The GPSS baseline's settings: the ``quick`` preset's GPSS, levels not timed, the lowest BIC returned."""
-    from evocov_core.search import preset
+    from evocov_core.searches import preset
 
     return preset("quick", "gpss", time_budget=0.0, select_top=1)
 
@@ -123,7 +123,7 @@ def gpss_baseline(data: FitData, budget: float, *, seed: int = 0, workers: int |
     -------
     SearchResult
     """
-    from evocov_core.search import run_search
+    from evocov_core.searches import run_search
 
     config = gpss_config()
     t0 = time.perf_counter()
@@ -205,7 +205,7 @@ class Compared:
         ``−2·LML + q·log n`` on the training data (+inf when it failed).
     tail_score : float or None
         Posterior log-likelihood of the last ``split_fraction`` of the training range after a
-        refit on the rest (:func:`~evocov_core.search.select.tail_score`); higher is better.
+        refit on the rest (:func:`~evocov_core.searches.select.tail_score`); higher is better.
         None without such a split.
     test_rmse : float or None
         RMSE of the predictive mean on the test part (original units); None without one.
@@ -286,8 +286,8 @@ class Compared:
 def _tail(kernel: Kernel, start: Start, data: FitData, optim: OptimConfig, seed: tuple[int, ...]) -> float | None:
     """The tail score of the model choice: the last 10 % of ``data``'s range given the rest, after a refit on
     the rest; on a long series' fit points (``data.on_subset``) at the given values, with no refit."""
-    from evocov_core.search.select import tail_score
-    from evocov_core.search.stages import head_stage
+    from evocov_core.searches.select import tail_score
+    from evocov_core.searches.stages import head_stage
 
     if data.split is None:
         return None
@@ -324,7 +324,7 @@ def compare_with_baselines(kf: KernelFile, ds: Dataset, *, baseline_budget: floa
     data (on more than :data:`BASELINE_POINTS` points, SE and GPSS are fitted on a subset of them
     and refined on all, :func:`baseline_subset`), the tail score of the model choice (one refit
     on the head of the training range from the model's values, the
-    :func:`~evocov_core.search.preset` ``quick`` optimiser settings) and the test RMSE. Seeded
+    :func:`~evocov_core.searches.preset` ``quick`` optimiser settings) and the test RMSE. Seeded
     throughout: the same inputs give the same numbers (see :func:`gpss_baseline` for the one
     exception, a level boundary on the budget).
 
@@ -355,7 +355,7 @@ def compare_with_baselines(kf: KernelFile, ds: Dataset, *, baseline_budget: floa
         When a baseline given was fitted on other points or in other units than the kernel is
         compared on (:meth:`FittedBaseline.fits`).
     """
-    from evocov_core.search import preset
+    from evocov_core.searches import preset
 
     for name, done in (("SE", se_done), ("GPSS", gpss_done)):
         if done is not None and not done.fits(kf, ds):

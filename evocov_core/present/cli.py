@@ -269,8 +269,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _config_from_args(args: argparse.Namespace):
-    from evocov_core.search import preset
-    from evocov_core.search.config import with_derived
+    from evocov_core.searches import preset
+    from evocov_core.searches.config import with_derived
 
     return preset(args.preset, args.algorithm, **with_derived(setting_overrides(args)))
 
@@ -278,7 +278,7 @@ def _config_from_args(args: argparse.Namespace):
 def _replay_setup(args: argparse.Namespace):
     """``search --replay FILE``: the file, its settings, seed and log, and the data split as it was."""
     from evocov_core.runs.kernel_file import load_kernel_file
-    from evocov_core.search.run_file import replay_inputs
+    from evocov_core.searches.run_file import replay_inputs
 
     kf = load_kernel_file(args.replay)
     try:
@@ -297,8 +297,8 @@ def _replay_setup(args: argparse.Namespace):
 def cmd_search(args: argparse.Namespace) -> int:
     from evocov_core.runs.counts import fit_counts
     from evocov_core.runs.kernel_file import dump_kernel_file, search_kernel_file
-    from evocov_core.search import search_data
-    from evocov_core.search.budget import SPLIT
+    from evocov_core.searches import search_data
+    from evocov_core.searches.budget import SPLIT
 
     t0 = time.perf_counter() - process_seconds()  # the budget counts from the process start
     kf = log = None
@@ -350,7 +350,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"test RMSE: {best.test_rmse:.6g}")
     if result.selection:
         low = result.best_bic
-        from evocov_core.search.select import choice_description
+        from evocov_core.searches.select import choice_description
 
         rule = config.long_choice if data.on_subset else config.choice
         print(choice_description(rule, len(result.selection), config.metric_split,
@@ -387,7 +387,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from evocov_core.fitting.fits import make_executor
     from evocov_core.fitting.optimize import Start, fit_kernel
     from evocov_core.runs.kernel_file import load_kernel_file
-    from evocov_core.search import explore_mutations, preset, search_data
+    from evocov_core.searches import explore_mutations, preset, search_data
 
     _check_out(args.out)
     kf = load_kernel_file(args.kernel)
@@ -439,7 +439,7 @@ def _add_classical_args(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from evocov_core.fitting.metrics import METRICS
-    from evocov_core.search.config import ALGORITHMS, PRESETS
+    from evocov_core.searches.config import ALGORITHMS, PRESETS
 
     # both spellings are accepted (posterior-lml, posterior_lml); help shows each once
     metric_choices = list(dict.fromkeys([m.replace("_", "-") for m in METRICS] + list(METRICS)))
@@ -548,7 +548,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from evocov_core.data.limits import DataError
     from evocov_core.fitting.gp import NumericalFailure
     from evocov_core.runs.kernel_file import KernelFileError
-    from evocov_core.search.config import ConfigError
+    from evocov_core.searches.config import ConfigError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:  # a former subcommand: say where it went, not argparse's "invalid choice"

@@ -33,7 +33,7 @@ def int_in(lo: int, hi: int, what: str) -> Callable[[str], int]:
 def add_setting_args(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
     """One option per :class:`SearchConfig` setting, from its metadata (``--d-max``, ``--changepoints``...), but
     those named in ``skip`` (a command that sets them from an option of its own)."""
-    from evocov_core.search.config import settings
+    from evocov_core.searches.config import settings
 
     for name, typ, meta in settings():
         if name == "algorithm" or name in skip:
@@ -58,7 +58,7 @@ def add_setting_args(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> 
 def setting_overrides(args: argparse.Namespace) -> dict[str, object]:
     """The search settings given on the command line (every option of :func:`add_setting_args` that was set),
     tuples for the options that take several values; ``algorithm`` has its own option and is left out."""
-    from evocov_core.search.config import settings
+    from evocov_core.searches.config import settings
 
     out: dict[str, object] = {}
     for name, _, _ in settings():

@@ -97,8 +97,8 @@ def fit_counts(source: Any) -> FitCounts:
     Parameters
     ----------
     source
-        A :class:`~evocov_core.search.common.SearchResult` or
-        :class:`~evocov_core.search.common.Progress` (``n_evaluations``, ``n_screen_fits``); a
+        A :class:`~evocov_core.searches.common.SearchResult` or
+        :class:`~evocov_core.searches.common.Progress` (``n_evaluations``, ``n_screen_fits``); a
         :class:`~evocov_core.runs.jobs.JobSnapshot` (the same); a
         :class:`~evocov_core.runs.run_record.RunRecord` (``n_evaluations``, and ``n_screen_fits`` in its
         ``extra``); a row of :meth:`~evocov_core.runs.store.RunStore.list_runs` (a mapping or a named

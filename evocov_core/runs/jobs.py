@@ -9,7 +9,7 @@ generation to the :class:`~evocov_core.runs.store.RunStore`, and keeps a live
 server do not change each other's results.
 
 At most ``max_concurrent`` jobs run at once (default: one per core); the rest wait in
-FIFO order with status :attr:`~evocov_core.search.common.RunStatus.QUEUED` and a queue
+FIFO order with status :attr:`~evocov_core.searches.common.RunStatus.QUEUED` and a queue
 position.
 """
 
@@ -35,8 +35,8 @@ from evocov_core.forecast.stage import search_and_forecast
 from evocov_core.runs.counts import FitCounts, fit_counts
 from evocov_core.runs.kernel_file import kernel_file_dict, search_kernel_file
 from evocov_core.runs.store import RunStore
-from evocov_core.search import SearchConfig, explore_mutations, search_executor
-from evocov_core.search.common import EvalRecord, GenerationStats, Progress, RunStatus
+from evocov_core.searches import SearchConfig, explore_mutations, search_executor
+from evocov_core.searches.common import EvalRecord, GenerationStats, Progress, RunStatus
 
 __all__ = ["Job", "JobKind", "JobManager", "JobSnapshot", "JobSpec"]
 
@@ -47,7 +47,7 @@ class JobKind(StrEnum):
 
     #: A kernel search, any algorithm of the job's ``config``.
     SEARCH = "search"
-    #: The mutations of a fitted base kernel (:func:`~evocov_core.search.explore_mutations`).
+    #: The mutations of a fitted base kernel (:func:`~evocov_core.searches.explore_mutations`).
     EXPLORE = "explore"
 
 

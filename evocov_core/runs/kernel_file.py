@@ -62,8 +62,8 @@ from evocov_core.language.kernel import Kernel, slot_roles
 from evocov_core.language.parse import MAX_DEPTH, MAX_NODES, KernelFileError, clipped, parse_expression
 
 if TYPE_CHECKING:  # pragma: no cover - types only
-    from evocov_core.search.common import SearchResult
-    from evocov_core.search.config import SearchConfig
+    from evocov_core.searches.common import SearchResult
+    from evocov_core.searches.config import SearchConfig
 
 __all__ = [
     "AVERAGE_FORMAT",
@@ -126,7 +126,7 @@ class KernelFile:
         (:mod:`evocov_core.fitting.subset`); None in files written before it was recorded (exact).
     run : dict or None
         What the search that found the kernel did (settings, seed, generations, fits and where
-        its clock stopped it: :func:`evocov_core.search.run_file.run_record`), as stored; read by
+        its clock stopped it: :func:`evocov_core.searches.run_file.run_record`), as stored; read by
         ``search --replay``, which validates it. None for files without it.
     calibration : Calibration
         The factor on the forecast's spread and what it was learned from
@@ -411,7 +411,7 @@ def search_kernel_file(result: SearchResult, ds: Dataset, *, seed: int, config: 
     It holds the fit, the interval calibration, the forecast's combination and its test RMSE (when a
     forecast stage ran and the data have a test part), the counts of fits
     (:mod:`evocov_core.runs.counts`), the algorithm, seed and evaluations, and with ``config`` the run
-    record that replays the search (:func:`~evocov_core.search.run_file.run_record`).
+    record that replays the search (:func:`~evocov_core.searches.run_file.run_record`).
 
     Parameters
     ----------
@@ -433,7 +433,7 @@ def search_kernel_file(result: SearchResult, ds: Dataset, *, seed: int, config: 
     """
     from evocov_core.forecast.beside import forecast_test_rmse
     from evocov_core.runs.counts import count_scores
-    from evocov_core.search.run_file import run_record
+    from evocov_core.searches.run_file import run_record
 
     best = result.best
     if best is None or not best.ok:
@@ -461,7 +461,7 @@ def kernel_file_dict(fit: FitResult, normalisation: Normalisation | None, *, dat
     ``n_train``: the data set's training points. The file then records which of them the fit
     used (``approximation``: all, or on a long series the ``fit.n`` of
     :func:`~evocov_core.fitting.subset.plan_subset`), so that a prediction conditions on the same points.
-    ``run``: what the search did (:func:`evocov_core.search.run_file.run_record`).
+    ``run``: what the search did (:func:`evocov_core.searches.run_file.run_record`).
     ``calibration``: the factor on the forecast's spread (:mod:`evocov_core.fitting.calibration`).
     ``combination``: how the search's forecast weighed the kernel's and classical ones
     (:mod:`evocov_core.forecast.combination`).

@@ -1,7 +1,7 @@
 """What the run store hands back: a frozen, typed record of one run (as Optuna's ``FrozenTrial``).
 
 :meth:`evocov_core.runs.store.RunStore.get_run` returns a :class:`RunRecord`: attributes with types, a
-:class:`~evocov_core.search.common.RunStatus`, the best kernel and its scores as a
+:class:`~evocov_core.searches.common.RunStatus`, the best kernel and its scores as a
 :class:`KernelRecord`, and ``None`` wherever the run has nothing (no kernel yet, an old run
 without a model average, a search that is not an exploration). Readers never dig through
 nested dicts.
@@ -26,8 +26,8 @@ from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.optimize import FitResult
 from evocov_core.forecast.combination import Combination
 from evocov_core.runs.kernel_file import dump_kernel_file, parse_kernel_file
-from evocov_core.search.common import EvalRecord, RunStatus
-from evocov_core.search.explore import NeighbourRatios, neighbour_ratios
+from evocov_core.searches.common import EvalRecord, RunStatus
+from evocov_core.searches.explore import NeighbourRatios, neighbour_ratios
 
 __all__ = ["EnsembleMember", "KernelRecord", "NeighbourSummary", "RunRecord"]
 
@@ -275,7 +275,7 @@ class RunRecord:
         """An exploration's (better fitted, simpler, both) fractions.
 
         The stored ones once it has ended; while it runs, computed from its ``evaluations`` rows
-        (:meth:`RunStore.evaluations`) by :func:`~evocov_core.search.explore.neighbour_ratios`.
+        (:meth:`RunStore.evaluations`) by :func:`~evocov_core.searches.explore.neighbour_ratios`.
         NaN when there is nothing to compare (no rows, no base).
         """
         nb = self.neighbours

@@ -11,7 +11,7 @@ Tables
 ``generations``  per-generation statistics (fitness curves).
 ``evaluations``  every kernel fitted, with its scores and values (Pareto plots, reopening).
 
-A run's status is a :class:`~evocov_core.search.common.RunStatus` (``queued``, ``running``,
+A run's status is a :class:`~evocov_core.searches.common.RunStatus` (``queued``, ``running``,
 ``finished``, ``cancelled``, ``failed``, ``interrupted``), an evaluation's a
 :class:`~evocov_core.fitting.optimize.FitStatus`; both are stored as their string values. A run
 left ``queued``/``running`` by a process that no longer exists (the server died) is marked
@@ -44,7 +44,7 @@ import pandas as pd
 
 from evocov_core.data.dataset import Dataset
 from evocov_core.runs.run_record import RunRecord
-from evocov_core.search.common import EVAL_COLUMNS, EvalRecord, GenerationStats, RunStatus, sql_number
+from evocov_core.searches.common import EVAL_COLUMNS, EvalRecord, GenerationStats, RunStatus, sql_number
 
 __all__ = ["SCHEMA_VERSION", "RunRecord", "RunStatus", "RunStore", "StoreVersionError", "default_data_dir"]
 

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from evocov_core.present.charts.style import _COLORS, _LEGEND
-from evocov_core.search.common import GenerationStats
+from evocov_core.searches.common import GenerationStats
 
 __all__ = [
     "average_members_data",
@@ -146,7 +146,7 @@ def _num_or_nan(v: object) -> float:
 def selection_data(selection: Sequence[Mapping]) -> pd.DataFrame:
     """The candidates a search chose its kernel among, lowest BIC first.
 
-    ``selection`` is a search's ``selection`` rows (:func:`evocov_core.search.select.choose_model`,
+    ``selection`` is a search's ``selection`` rows (:func:`evocov_core.searches.select.choose_model`,
     stored in a run's ``extra``). Missing or non-finite scores become NaN.
 
     Returns

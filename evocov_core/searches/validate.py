@@ -15,7 +15,7 @@ conditioned on: a trend that bends away, a variance that collapses or explodes, 
 fades. To calibrate the returned kernel's spread (:func:`calibrate`) its errors must be out of
 sample, so there it is refitted at each origin: four fits of one kernel.
 
-One origin at ``1 − horizon`` with a refit is the tail score of :mod:`evocov_core.search.select`;
+One origin at ``1 − horizon`` with a refit is the tail score of :mod:`evocov_core.searches.select`;
 the study of these rules is ``bench/bench_choice.py``.
 """
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from evocov_core.fitting.optimize import FitResult, Start
 from evocov_core.language.kernel import Kernel
-from evocov_core.search.rules import SEEDED
+from evocov_core.searches.rules import SEEDED
 
 __all__ = ["CachePlan", "FitCache", "fit_key"]
 

@@ -30,7 +30,7 @@ The search fits them on the fit points first, from their given values and unscre
 ``seed``; screening ranks kernels by how well they follow the data a few steps apart, which a
 forecast days ahead does not need, and a seed's values fitted on the screening subset start its
 full fit worse than its own), in the order :func:`spectral_seeds` returns them, and offers them
-to the model choice whatever their BIC (:meth:`~evocov_core.search.candidates.Candidates.top`); the
+to the model choice whatever their BIC (:meth:`~evocov_core.searches.candidates.Candidates.top`); the
 choice, on a long series, scores their forecasts from four earlier origins
 (``long_choice``).
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
-from evocov_core.search.common import ProgressCallback, SearchResult, StopCheck, sub_rng
-from evocov_core.search.config import SearchConfig
-from evocov_core.search.tracker import Tracker
-from evocov_core.search.variation import random_kernel
+from evocov_core.searches.common import ProgressCallback, SearchResult, StopCheck, sub_rng
+from evocov_core.searches.config import SearchConfig
+from evocov_core.searches.tracker import Tracker
+from evocov_core.searches.variation import random_kernel
 
 __all__ = ["run_random_search"]
 

@@ -1,7 +1,7 @@
 """The time budget of a search: the share it keeps for the model choice after it.
 
 With ``config.time_budget`` a search stops itself (status ``FINISHED``, ``budget_spent``) when its
-share of the budget is spent (its :class:`~evocov_core.search.clock.Clock`). The share it keeps for
+share of the budget is spent (its :class:`~evocov_core.searches.clock.Clock`). The share it keeps for
 the model choice (:func:`search_share`) grows, on long series where one evaluation is slow, to what
 the choice's refits and checks are estimated to cost at this run's seconds per evaluation
 (:class:`ChoiceCost`); the :class:`Budget` moves the clock's stop as fits tell it that cost.
@@ -21,12 +21,12 @@ import numpy as np
 from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult
-from evocov_core.search.validate import DEFAULT_ORIGINS
+from evocov_core.searches.validate import DEFAULT_ORIGINS
 
 if TYPE_CHECKING:
-    from evocov_core.search.candidates import Candidates
-    from evocov_core.search.clock import Clock
-    from evocov_core.search.config import SearchConfig
+    from evocov_core.searches.candidates import Candidates
+    from evocov_core.searches.clock import Clock
+    from evocov_core.searches.config import SearchConfig
 
 __all__ = [
     "CALIBRATE_ABOVE",
@@ -47,7 +47,7 @@ __all__ = [
 #: the forecast spread. Measured on taylor (1,000 points): 8-12.
 CHOICE_EXTRA_EVALS = 12
 #: On a long series (fitted on a subset of data) the same per candidate: the validity check is a
-#: Cholesky there (:func:`~evocov_core.search.select.indefiniteness`), and the origins' forecasts
+#: Cholesky there (:func:`~evocov_core.searches.select.indefiniteness`), and the origins' forecasts
 #: keep the fitted values. Measured on 2,000 fit points of a 20,000-point half-hourly series: 1.3-1.8
 #: evaluations (0.35-0.5 s at 0.28 s an evaluation).
 LONG_CHECK_EVALS = 3
@@ -197,7 +197,7 @@ class ChoiceCost:
 
 
 class Budget:
-    """The time budget of a search: moves its :class:`~evocov_core.search.clock.Clock`'s stop so that
+    """The time budget of a search: moves its :class:`~evocov_core.searches.clock.Clock`'s stop so that
     the model choice after it has the time it is estimated to need (:class:`ChoiceCost`).
 
     Parameters

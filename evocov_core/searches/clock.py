@@ -1,7 +1,7 @@
 """When a search stops: the end of its time, a cancel by the caller, or in a replay the log's word.
 
 Fits in flight stop at the clock's stop with the best point they reached (``Task.deadline``). A
-:class:`~evocov_core.search.replay.ReplayExecutor` makes the run a replay: it stops where the log
+:class:`~evocov_core.searches.replay.ReplayExecutor` makes the run a replay: it stops where the log
 says the timed run stopped, counted in the clock's logical steps (its checks and batches of fits),
 not by the time.
 """
@@ -14,7 +14,7 @@ import time
 from evocov_core.compute.runners import StopCheck
 from evocov_core.fitting.fits import Executor, Task
 from evocov_core.fitting.optimize import FitResult
-from evocov_core.search.replay import RunLog
+from evocov_core.searches.replay import RunLog
 
 __all__ = ["Clock"]
 
@@ -26,7 +26,7 @@ class Clock:
     ----------
     seconds : float
         When the search stops, after the start (+inf: never by the time). The
-        :class:`~evocov_core.search.budget.Budget` moves it (:attr:`stop_at`).
+        :class:`~evocov_core.searches.budget.Budget` moves it (:attr:`stop_at`).
     should_stop : callable, optional
         The caller's cancel.
     replay : RunLog, optional

@@ -4,7 +4,7 @@ A search is a plain function ``run(data, config, executor, seed, progress, shoul
 After every generation it calls ``progress(Progress)``; it polls ``should_stop()``
 between kernel fits and returns the best result so far when asked to stop. Its bookkeeping
 (best so far, records, the time budget, the fit cache, screening) is the
-:class:`~evocov_core.search.tracker.Tracker`'s.
+:class:`~evocov_core.searches.tracker.Tracker`'s.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from evocov_core.fitting.optimize import FitResult, FitStatus, Start, finite_or
 from evocov_core.fitting.scoring import PENALTY
 from evocov_core.fitting.subset import DEFAULT_MAX_POINTS, plan_subset
 from evocov_core.language.parse import parse_expression
-from evocov_core.search.replay import RunLog
-from evocov_core.search.validate import Calibration, OriginScores
+from evocov_core.searches.replay import RunLog
+from evocov_core.searches.validate import Calibration, OriginScores
 
 __all__ = [
     "EVAL_COLUMNS",
@@ -269,7 +269,7 @@ class SearchResult:
     best : FitResult or None
         The kernel the search returns (None only if nothing could be fitted): the
         lowest BIC, or with ``select_top > 1`` the choice of
-        :func:`~evocov_core.search.select.choose_model`.
+        :func:`~evocov_core.searches.select.choose_model`.
     status : RunStatus
         ``FINISHED`` or ``CANCELLED``.
     history : tuple of GenerationStats
@@ -295,13 +295,13 @@ class SearchResult:
         Kernels and weights of the model average (empty without one).
     run_log : RunLog
         Where the clock stopped the run and the evaluations of every fit it used
-        (:mod:`evocov_core.search.replay`): what ``search --replay`` follows.
+        (:mod:`evocov_core.searches.replay`): what ``search --replay`` follows.
     eval_seconds : float
         Median seconds per metric evaluation of the run's full-data fits (NaN without a
         time budget or a fit): what the model choice's checks are timed by.
     calibration : Calibration
         How much wider than the GP says the returned kernel's forecast intervals are
-        (:func:`~evocov_core.search.validate.calibrate`).
+        (:func:`~evocov_core.searches.validate.calibrate`).
     origins : OriginScores or None
         The returned kernel's out-of-sample forecasts from the four origins (its refits there) that
         calibrated it; None when none were made.

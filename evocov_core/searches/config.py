@@ -43,7 +43,7 @@ from evocov_core.fitting.priors import PRIORS
 from evocov_core.fitting.subset import DEFAULT_MAX_POINTS
 from evocov_core.language.grammar import Grammar, get_grammar
 from evocov_core.language.psd import PSDConfig
-from evocov_core.search.rules import (
+from evocov_core.searches.rules import (
     Algorithm,
     CalibrationRule,
     ChoiceRule,
@@ -54,12 +54,26 @@ from evocov_core.search.rules import (
     Rule,
     StartRule,
 )
-from evocov_core.search.structures import SEED_BASES
-from evocov_core.search.variation import VariationConfig
+from evocov_core.searches.structures import SEED_BASES
+from evocov_core.searches.variation import VariationConfig
 
-__all__ = ["ALGORITHMS", "GROUPS", "PRESETS", "BudgetSettings", "ChoiceSettings", "EvolutionSettings",
-           "FittingSettings", "ForecastSettings", "GrammarSettings", "SearchConfig", "Setting", "SettingField",
-           "preset", "settings"]
+__all__ = [
+    "ALGORITHMS",
+    "GROUPS",
+    "PRESETS",
+    "BudgetSettings",
+    "ChoiceSettings",
+    "EvolutionSettings",
+    "FittingSettings",
+    "ForecastSettings",
+    "GrammarSettings",
+    "SearchConfig",
+    "Setting",
+    "SettingField",
+    "preset",
+    "settings",
+    "with_derived",
+]
 
 ALGORITHMS = Algorithm.values()
 ALGORITHM_LABELS = {
@@ -252,7 +266,7 @@ class BudgetSettings:
         higher in 13; ``bench/results/accuracy/standard/``, variant ``promote-15``).
     naive_seeds : bool
         Every search, not only those on long series, begins with the GP forms of the naive
-        forecasts (:func:`~evocov_core.search.spectral_seeds.naive_seeds`: ``PER × M12`` at the
+        forecasts (:func:`~evocov_core.searches.spectral_seeds.naive_seeds`: ``PER × M12`` at the
         longest clear period, ``M12 + LIN``), offered to the model choice whatever their BIC.
         Off in every preset: on the development corpus it was worse (paired 1.23 on 20 series,
         ``bench/results/corpus/quick-36-naive/``). Long series (fitted on a subset) always get them.
@@ -268,7 +282,7 @@ class BudgetSettings:
         standard error 0.12).
     seed_evals : int
         Cap on the evaluations of the one L-BFGS-B run that fits each seed of a long series
-        (the ``seed`` stage, :mod:`~evocov_core.search.stages`); 0 = ``max_evals``. At 60
+        (the ``seed`` stage, :mod:`~evocov_core.searches.stages`); 0 = ``max_evals``. At 60
         evaluations taylor's seeds stop short of their optimum (``docs/long-series.md``, (g)),
         but 300 at ``quick`` was worse on the long-series development set (paired 1.076, SE of
         the log 0.034; ``bench/results/long-dev/quick-seed-evals-300/``): every preset keeps 0.

@@ -30,9 +30,9 @@ from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import FitResult, Start
 from evocov_core.language.kernel import Kernel
 from evocov_core.language.library import BASE_KERNELS
-from evocov_core.search.common import ProgressCallback, SearchResult, StopCheck
-from evocov_core.search.config import SearchConfig
-from evocov_core.search.tracker import Tracker
+from evocov_core.searches.common import ProgressCallback, SearchResult, StopCheck
+from evocov_core.searches.config import SearchConfig
+from evocov_core.searches.tracker import Tracker
 
 __all__ = ["build", "expansions", "run_gpss", "structure_str"]
 

@@ -15,10 +15,10 @@ import math
 from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import FitResult, Start
-from evocov_core.search.common import ProgressCallback, SearchResult, StopCheck, sub_rng
-from evocov_core.search.config import SearchConfig
-from evocov_core.search.tracker import Tracker
-from evocov_core.search.variation import mutate, random_kernel
+from evocov_core.searches.common import ProgressCallback, SearchResult, StopCheck, sub_rng
+from evocov_core.searches.config import SearchConfig
+from evocov_core.searches.tracker import Tracker
+from evocov_core.searches.variation import mutate, random_kernel
 
 __all__ = ["run_gwtf"]
 

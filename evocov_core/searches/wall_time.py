@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass
 
 from evocov_core.fitting.optimize import powell_budget
-from evocov_core.search.config import SearchConfig
+from evocov_core.searches.config import SearchConfig
 
 __all__ = [
     "COST_EXPONENT",

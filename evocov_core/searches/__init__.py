@@ -1,7 +1,7 @@
 """Kernel searches: EvoCov, Random Search, Go With The First, a GPSS baseline, the mutation explorer.
 
 Each is a plain function ``run_*(data, config, executor, seed=, progress=, should_stop=, started=)``
-returning a :class:`~evocov_core.search.common.SearchResult`. :func:`run_search`
+returning a :class:`~evocov_core.searches.common.SearchResult`. :func:`run_search`
 dispatches on ``config.algorithm`` and, when no executor is given, makes one.
 """
 
@@ -14,8 +14,8 @@ import time
 from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
-from evocov_core.search.budget import CHOICE_EXTRA_EVALS, SPLIT
-from evocov_core.search.common import (
+from evocov_core.searches.budget import CHOICE_EXTRA_EVALS, SPLIT
+from evocov_core.searches.common import (
     EvalRecord,
     GenerationStats,
     Progress,
@@ -24,15 +24,15 @@ from evocov_core.search.common import (
     SearchResult,
     StopCheck,
 )
-from evocov_core.search.config import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
-from evocov_core.search.evocov import run_evocov
-from evocov_core.search.explore import ExploreResult, NeighbourRatios, explore_mutations, neighbour_ratios
-from evocov_core.search.gpss import run_gpss
-from evocov_core.search.gwtf import run_gwtf
-from evocov_core.search.random_search import run_random_search
-from evocov_core.search.replay import RecordingExecutor, ReplayExecutor, RunLog
-from evocov_core.search.select import ModelChoice, calibrate_returned, choose_model
-from evocov_core.search.stages import head_refit, needs_head_stage, search_executor, search_stages
+from evocov_core.searches.config import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
+from evocov_core.searches.evocov import run_evocov
+from evocov_core.searches.explore import ExploreResult, NeighbourRatios, explore_mutations, neighbour_ratios
+from evocov_core.searches.gpss import run_gpss
+from evocov_core.searches.gwtf import run_gwtf
+from evocov_core.searches.random_search import run_random_search
+from evocov_core.searches.replay import RecordingExecutor, ReplayExecutor, RunLog
+from evocov_core.searches.select import ModelChoice, calibrate_returned, choose_model
+from evocov_core.searches.stages import head_refit, needs_head_stage, search_executor, search_stages
 
 __all__ = [
     "ALGORITHMS",
@@ -80,14 +80,14 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
     """Run ``config.algorithm`` on ``data`` and choose the kernel to return.
 
     Without ``executor``, one is made for the run with the stages ``config`` needs
-    (:func:`~evocov_core.search.stages.search_executor`: ``scheduler`` -> Dask,
+    (:func:`~evocov_core.searches.stages.search_executor`: ``scheduler`` -> Dask,
     ``workers=1`` -> serial, else a process pool of ``workers`` or every core) and closed
     afterwards. With ``config.select_top > 1`` the returned ``best`` is chosen by
-    :func:`~evocov_core.search.select.choose_model` among the lowest-BIC kernels (the
+    :func:`~evocov_core.searches.select.choose_model` among the lowest-BIC kernels (the
     lowest stays in ``best_bic``); with ``config.time_budget`` the whole call, the model
     choice included, ends within the budget plus the time of one metric evaluation.
 
-    A timed run's ``run_log`` (:class:`~evocov_core.search.replay.RunLog`) records where its
+    A timed run's ``run_log`` (:class:`~evocov_core.searches.replay.RunLog`) records where its
     clock stopped it; ``replay`` (such a log, with the run's settings and seed) reruns it
     without a clock and returns the same kernel and BIC on any machine of the same arithmetic
     (``docs/design.md``, "Same seed, same result").

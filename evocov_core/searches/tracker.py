@@ -7,15 +7,15 @@ between kernel fits and returns the best result so far when asked to stop.
 The :class:`Tracker` composes the parts of a budgeted search that do not depend on the algorithm,
 each its own unit:
 
-* the **clock** (:class:`~evocov_core.search.clock.Clock`): when the run stops (out of time,
+* the **clock** (:class:`~evocov_core.searches.clock.Clock`): when the run stops (out of time,
   cancelled, or where a replayed run stopped);
-* the **time budget** (:class:`~evocov_core.search.budget.Budget`): the share of the budget the
+* the **time budget** (:class:`~evocov_core.searches.budget.Budget`): the share of the budget the
   run keeps for the model choice, which moves the clock's stop;
-* the **fit cache** (:class:`~evocov_core.search.cache.FitCache`, ``config.cache_fits``): a kernel
+* the **fit cache** (:class:`~evocov_core.searches.cache.FitCache`, ``config.cache_fits``): a kernel
   fitted before in the run keeps that fit;
-* **screening** (:class:`~evocov_core.search.screening.Screening`, ``config.screen_points``):
+* **screening** (:class:`~evocov_core.searches.screening.Screening`, ``config.screen_points``):
   which new kernels are fitted on all the data;
-* the model choice's **candidates** (:class:`~evocov_core.search.candidates.Candidates`).
+* the model choice's **candidates** (:class:`~evocov_core.searches.candidates.Candidates`).
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import FitResult, FitStatus, Start
 from evocov_core.language.kernel import Kernel
-from evocov_core.search.budget import SPLIT, Budget, workers_of
-from evocov_core.search.cache import FitCache, fit_key
-from evocov_core.search.candidates import Candidates, better_fit
-from evocov_core.search.clock import Clock
-from evocov_core.search.common import (
+from evocov_core.searches.budget import SPLIT, Budget, workers_of
+from evocov_core.searches.cache import FitCache, fit_key
+from evocov_core.searches.candidates import Candidates, better_fit
+from evocov_core.searches.clock import Clock
+from evocov_core.searches.common import (
     EvalRecord,
     GenerationStats,
     Progress,
@@ -43,9 +43,9 @@ from evocov_core.search.common import (
     SearchResult,
     StopCheck,
 )
-from evocov_core.search.config import SearchConfig
-from evocov_core.search.replay import RunLog
-from evocov_core.search.screening import Batch, Screening
+from evocov_core.searches.config import SearchConfig
+from evocov_core.searches.replay import RunLog
+from evocov_core.searches.screening import Batch, Screening
 
 __all__ = ["Tracker", "generation_stats"]
 
@@ -88,7 +88,7 @@ class Tracker:
         Training points (screening applies only above ``screen_points``).
     data, executor : optional
         The data and executor of the search: what the budget is sized by; a replay's executor
-        makes the run a replay (:class:`~evocov_core.search.clock.Clock`).
+        makes the run a replay (:class:`~evocov_core.searches.clock.Clock`).
     """
 
     def __init__(self, algorithm: str, total_generations: int, progress: ProgressCallback | None,
@@ -163,7 +163,7 @@ class Tracker:
                                    self.budget.time_budget, self.screening.n_fits))
 
     def result(self, settings: dict | None = None) -> SearchResult:
-        """The run so far as a :class:`~evocov_core.search.common.SearchResult` (before the model choice)."""
+        """The run so far as a :class:`~evocov_core.searches.common.SearchResult` (before the model choice)."""
         clock = self.clock
         return SearchResult(algorithm=self.algorithm, best=self.best,
                             status=RunStatus.CANCELLED if clock.cancelled else RunStatus.FINISHED,

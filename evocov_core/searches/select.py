@@ -48,9 +48,9 @@ from evocov_core.fitting.metrics import FitData, metric_value
 from evocov_core.fitting.optimize import FitResult, OptimConfig
 from evocov_core.language.evaluate import Inputs, covariance
 from evocov_core.language.grammar import has_statespace
-from evocov_core.search.common import StopCheck
-from evocov_core.search.stages import has_origin_stages, origin_stage
-from evocov_core.search.validate import (
+from evocov_core.searches.common import StopCheck
+from evocov_core.searches.stages import has_origin_stages, origin_stage
+from evocov_core.searches.validate import (
     CALIBRATIONS,
     DEFAULT_ORIGINS,
     Calibration,
@@ -313,7 +313,7 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     candidates : sequence of FitResult
         Distinct kernels, lowest BIC first.
     executor : Executor
-        With the ``head`` stage (:func:`~evocov_core.search.stages.search_stages`).
+        With the ``head`` stage (:func:`~evocov_core.searches.stages.search_stages`).
     seed : int
     deadline : float, optional
         Wall-clock time by which the refits stop.
@@ -322,10 +322,10 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         ``tail``: the refit on the head scored on the tail (module docstring; on a long series by
         the tail's marginal densities, :func:`tail_score`). ``origins``: the
         lowest mean CRPS of the forecasts from the origins of
-        :func:`~evocov_core.search.validate.origin_scores` (full-data values, no refit); the
+        :func:`~evocov_core.searches.validate.origin_scores` (full-data values, no refit); the
         model average is weighted by the likelihood of those forecasts. ``refit_origins``: the
         same, each candidate refitted at each origin first (the executor's ``origin:…``
-        stages, :func:`~evocov_core.search.stages.search_stages`), so that every forecast is
+        stages, :func:`~evocov_core.searches.stages.search_stages`), so that every forecast is
         out of sample; the chosen kernel's spread is calibrated on those forecasts' errors
         (``calibration="origins"`` then costs no further fit). On data fitted on a subset (a
         long series, where a refit costs seconds) it is ``tail``. ``origins_density``: as ``origins``,
@@ -335,7 +335,7 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
         chosen kernel's spread, whatever ``calibration`` asks, by its forecasts from the origins
         with its fitted values (no refit there: the errors are partly in sample).
     calibration : {"none", "tail", "origins"}
-        How the chosen kernel's spread is calibrated (:func:`~evocov_core.search.validate.calibrate`):
+        How the chosen kernel's spread is calibrated (:func:`~evocov_core.searches.validate.calibrate`):
         ``tail`` reuses its head refit (with ``rule="tail"``), ``origins`` refits it with ``refit``
         at four origins (on the executor's origin stages when it has them), or falls back to ``tail``
         when less than half of their estimated seconds is left before ``end`` (wall-clock time):
@@ -504,10 +504,10 @@ def calibrate_returned(data: FitData, fit: FitResult, head_fit: FitResult | None
                        refit: OptimConfig | None, seed: int, end: float | None, refit_cost: float,
                        executor: Executor | None = None, should_stop: StopCheck | None = None
                        ) -> tuple[Calibration, OriginScores | None]:
-    """:func:`~evocov_core.search.validate.calibrate_scored` for the kernel a search returns.
+    """:func:`~evocov_core.searches.validate.calibrate_scored` for the kernel a search returns.
 
     ``origins`` refits the kernel at each origin, through ``executor`` when it has the origin
-    stages (:func:`~evocov_core.search.stages.needs_origin_stages`: the refits run in parallel
+    stages (:func:`~evocov_core.searches.stages.needs_origin_stages`: the refits run in parallel
     on its workers, each stopped at ``end``, and a replay repeats them), else one after another
     in this process. It falls back to ``tail`` (``head_fit``, the model choice's refit, when there
     is one) when less than half of the refits' estimated seconds (``refit_cost`` seconds per refit,

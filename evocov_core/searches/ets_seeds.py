@@ -14,11 +14,11 @@ Holt's. :data:`~evocov_core.language.library.ETS_FORMS` writes the models ETS ch
 
 The season is the calendar's (monthly data: a year; daily: a week), as ETS's own season length is,
 when it repeats at least :data:`MIN_SEASONS` times in the training data; else the strongest clear
-period of the periodogram (:func:`~evocov_core.search.spectral_seeds.clear_frequencies`).
+period of the periodogram (:func:`~evocov_core.searches.spectral_seeds.clear_frequencies`).
 
 They are fitted from the values :func:`ets_seeds` gives them and, like the spectral seeds, are
 never screened out and always offered to the model choice
-(:meth:`~evocov_core.search.candidates.Candidates.top`): evolution and the choice may keep them or beat
+(:meth:`~evocov_core.searches.candidates.Candidates.top`): evolution and the choice may keep them or beat
 them, but they are never missing from the pool. Their children (mutation, crossover) may hold the
 state-space operations too, so a search with these seeds uses the grammar with ``statespace``.
 """
@@ -31,7 +31,7 @@ from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import Start
 from evocov_core.language.kernel import Kernel
 from evocov_core.language.library import ETS_FORMS, compose
-from evocov_core.search.spectral_seeds import clear_frequencies, seed_start
+from evocov_core.searches.spectral_seeds import clear_frequencies, seed_start
 
 __all__ = ["DAMPING", "MIN_SEASONS", "NON_SEASONAL", "SEASONAL", "ets_seeds", "season"]
 
@@ -64,7 +64,7 @@ def season(data: FitData) -> float | None:
 
 
 def _start(kernel: Kernel, omega: float | None) -> Start:
-    """The seeds' common start (:func:`~evocov_core.search.spectral_seeds.seed_start`), the season's
+    """The seeds' common start (:func:`~evocov_core.searches.spectral_seeds.seed_start`), the season's
     frequency, lengthscales at 1, a damping time of :data:`DAMPING` and each random walk's amplitude
     at :data:`WANDER`."""
     roles = {"frequency": math.log(omega) if omega is not None else 0.0, "damping": math.log(DAMPING),

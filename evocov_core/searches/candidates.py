@@ -1,8 +1,8 @@
 """The model choice's candidates: the best full fit of each distinct kernel a search fitted.
 
-A kernel is distinct by its cache key (:func:`~evocov_core.search.cache.fit_key`: its canonical
+A kernel is distinct by its cache key (:func:`~evocov_core.searches.cache.fit_key`: its canonical
 form, and for a seed started at given values those values too). The seeds' fits
-(:data:`~evocov_core.search.cache.SEEDED`: the spectral and naive seeds of long series, the
+(:data:`~evocov_core.searches.cache.SEEDED`: the spectral and naive seeds of long series, the
 exponential-smoothing forms) are offered to the choice whatever their BIC (:meth:`Candidates.top`).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from evocov_core.fitting.optimize import FitResult
-from evocov_core.search.rules import SEEDED
+from evocov_core.searches.rules import SEEDED
 
 __all__ = ["MIN_SEARCHED", "Candidates", "better_fit", "seed_places"]
 
@@ -43,7 +43,7 @@ class Candidates:
     best_by_key : dict of str to FitResult
         Only successful fits with a finite BIC.
     seeded_keys : set of str
-        The keys of fits made from the seeds of :data:`~evocov_core.search.cache.SEEDED`.
+        The keys of fits made from the seeds of :data:`~evocov_core.searches.cache.SEEDED`.
     """
 
     def __init__(self) -> None:
@@ -64,7 +64,7 @@ class Candidates:
     def top(self, k: int) -> tuple[FitResult, ...]:
         """The ``k`` lowest-BIC distinct kernels fitted so far, lowest first.
 
-        The seeds' fits (the spectral seeds of :mod:`~evocov_core.search.spectral_seeds` on long
+        The seeds' fits (the spectral seeds of :mod:`~evocov_core.searches.spectral_seeds` on long
         series, the exponential-smoothing forms) are among them whatever their BIC: BIC ranks by
         short-range fit, which the forecast days ahead does not need, and the model choice judges
         them by the forecast of the tail instead. They take at most ``k`` less :data:`MIN_SEARCHED`

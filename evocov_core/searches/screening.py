@@ -1,10 +1,10 @@
 """Screening (``config.screen_points``): which of a batch's new kernels are fitted on all the data.
 
 A batch of new kernels is first fitted on a subset of the training points (executor stage
-``screen``, see :func:`~evocov_core.search.stages.search_stages`); the best ``promote_fraction`` of
+``screen``, see :func:`~evocov_core.searches.stages.search_stages`); the best ``promote_fraction`` of
 them by that BIC are fitted on all the data from the values found (stage ``promote``); the others
 are recorded with status ``SCREENED_OUT`` and never selected. A long series' seeds
-(:data:`~evocov_core.search.cache.SEEDED`) are not screened: they are fitted on all the data from
+(:data:`~evocov_core.searches.cache.SEEDED`) are not screened: they are fitted on all the data from
 their given values (stage ``seed``) before the rest of their batch is screened.
 
 Why the seeds come first: screened together, a first generation of 31 kernels on a 5,000-point
@@ -30,13 +30,13 @@ from evocov_core.fitting.fits import Executor, Task
 from evocov_core.fitting.optimize import FitResult, FitStatus, Start
 from evocov_core.fitting.scoring import PENALTY
 from evocov_core.language.kernel import Kernel
-from evocov_core.search.rules import SEEDED
+from evocov_core.searches.rules import SEEDED
 
 if TYPE_CHECKING:  # the units it works with are given to it (``Tracker`` composes them)
-    from evocov_core.search.budget import Budget
-    from evocov_core.search.candidates import Candidates
-    from evocov_core.search.clock import Clock
-    from evocov_core.search.config import SearchConfig
+    from evocov_core.searches.budget import Budget
+    from evocov_core.searches.candidates import Candidates
+    from evocov_core.searches.clock import Clock
+    from evocov_core.searches.config import SearchConfig
 
 __all__ = ["Batch", "ScreenOutcome", "Screening"]
 
@@ -57,7 +57,7 @@ class Batch:
     origins : sequence of str
         What made each kernel (``seed``, ``random``, a mutation, a seed of :data:`SEEDED`, ...).
     keys : sequence of str
-        Their cache keys (:func:`~evocov_core.search.cache.fit_key`).
+        Their cache keys (:func:`~evocov_core.searches.cache.fit_key`).
     """
 
     seed: int

@@ -16,10 +16,10 @@ from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import FitResult, FitStatus, Start
 from evocov_core.language.grammar import get_grammar
-from evocov_core.search.common import EvalRecord, ProgressCallback, SearchResult, StopCheck, sub_rng
-from evocov_core.search.config import SearchConfig
-from evocov_core.search.tracker import Tracker
-from evocov_core.search.variation import mutate
+from evocov_core.searches.common import EvalRecord, ProgressCallback, SearchResult, StopCheck, sub_rng
+from evocov_core.searches.config import SearchConfig
+from evocov_core.searches.tracker import Tracker
+from evocov_core.searches.variation import mutate
 
 __all__ = ["ExploreResult", "NeighbourRatios", "explore_mutations", "neighbour_ratios"]
 

@@ -21,9 +21,9 @@ paper's bookkeeping, so never worse). Budgeted presets add, with settings that a
 in the paper's: a share ``seed_fraction`` of the first population made of GPSS
 structures (with ``reseed_restarts``, of every restart's population too), a share
 ``p_expand`` of mutations that are GPSS expansions
-(:mod:`evocov_core.search.structures`), on long series periodic seeds started at the data's
-clear periods (:mod:`evocov_core.search.spectral_seeds`), and the time budget, fit cache and screening of
-the :class:`~evocov_core.search.tracker.Tracker`. Offspring inherit their parents' values
+(:mod:`evocov_core.searches.structures`), on long series periodic seeds started at the data's
+clear periods (:mod:`evocov_core.searches.spectral_seeds`), and the time budget, fit cache and screening of
+the :class:`~evocov_core.searches.tracker.Tracker`. Offspring inherit their parents' values
 (section 4.3.2) and selected kernels are evaluated again from their current values.
 All randomness of the loop (random kernels, selection ties, variation, PSD checks)
 comes from one generator seeded by the run seed; each fit has its own seed
@@ -39,14 +39,14 @@ from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import FitResult, Start
 from evocov_core.language.kernel import Kernel
-from evocov_core.search.common import ProgressCallback, SearchResult, StopCheck, start_of, sub_rng
-from evocov_core.search.config import SearchConfig
-from evocov_core.search.ets_seeds import ets_seeds
-from evocov_core.search.rules import ETS_SEED, SPECTRAL_SEED
-from evocov_core.search.spectral_seeds import spectral_seeds
-from evocov_core.search.structures import expand, seed_kernels
-from evocov_core.search.tracker import Tracker
-from evocov_core.search.variation import crossover, mutate, random_kernel
+from evocov_core.searches.common import ProgressCallback, SearchResult, StopCheck, start_of, sub_rng
+from evocov_core.searches.config import SearchConfig
+from evocov_core.searches.ets_seeds import ets_seeds
+from evocov_core.searches.rules import ETS_SEED, SPECTRAL_SEED
+from evocov_core.searches.spectral_seeds import spectral_seeds
+from evocov_core.searches.structures import expand, seed_kernels
+from evocov_core.searches.tracker import Tracker
+from evocov_core.searches.variation import crossover, mutate, random_kernel
 
 __all__ = ["run_evocov"]
 
@@ -77,7 +77,7 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
         Where fits run (serial, process pool, Dask).
     seed : int
     progress : callable, optional
-        Called with a :class:`~evocov_core.search.common.Progress` after each generation.
+        Called with a :class:`~evocov_core.searches.common.Progress` after each generation.
     should_stop : callable, optional
         Polled between fits: True stops the run, which returns the best so far.
     started : float, optional

@@ -10,12 +10,12 @@ stage          data / settings
                the screened values (they are close: a refinement, not a search)
 ``seed``       all the training data / one L-BFGS-B run from the given values of a long series'
                spectral seed or of an exponential-smoothing seed, unscreened
-               (:class:`~evocov_core.search.screening.Screening`)
+               (:class:`~evocov_core.searches.screening.Screening`)
 ``head``       the first ``1 − metric_split`` of the training range / one L-BFGS-B
                run from the full-data values (the model choice's refits)
 ``origin:o``   the training points up to origin ``o`` (a share of the range) / as ``head``
                (the refits of ``choice = "refit_origins"``, one stage per origin of
-               :func:`~evocov_core.search.validate.origin_windows`)
+               :func:`~evocov_core.searches.validate.origin_windows`)
 =============  ====================================================================
 
 A subset has no train-train / train-test split of its own, so on ``screen`` and ``head``
@@ -38,9 +38,9 @@ from evocov_core.data.dataset import split_mask
 from evocov_core.fitting.fits import Stages, make_executor
 from evocov_core.fitting.metrics import SPLIT_METRICS, FitData
 from evocov_core.fitting.optimize import OptimConfig
-from evocov_core.search.config import SearchConfig
-from evocov_core.search.spectral_seeds import clear_frequencies, may_seed
-from evocov_core.search.validate import origin_windows
+from evocov_core.searches.config import SearchConfig
+from evocov_core.searches.spectral_seeds import clear_frequencies, may_seed
+from evocov_core.searches.validate import origin_windows
 
 __all__ = ["has_origin_stages", "head_refit", "head_stage", "needs_head_stage", "needs_origin_stages", "origin_stage",
            "screen_mask", "screen_recent", "screen_subset", "search_executor", "search_stages"]
@@ -80,7 +80,7 @@ def screen_recent(data: FitData, m: int) -> int:
     invisible in it, and the points spread over months of history alias the daily one, so
     screening ranked kernels by how well they fit noise (issue 28). Periods come from the
     whole training series' periodogram
-    (:func:`~evocov_core.search.spectral_seeds.clear_frequencies`). Series short enough for an
+    (:func:`~evocov_core.searches.spectral_seeds.clear_frequencies`). Series short enough for an
     exact GP keep the block they always had.
     """
     base = m // 2
@@ -133,7 +133,7 @@ def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitDat
 
 def needs_origin_stages(data: FitData, config: SearchConfig) -> bool:
     """Whether a search refits kernels at the origins of
-    :func:`~evocov_core.search.validate.origin_windows` through its executor: every candidate with
+    :func:`~evocov_core.searches.validate.origin_windows` through its executor: every candidate with
     ``choice="refit_origins"``, the returned kernel with ``calibration="origins"`` (its four refits
     then run in parallel on the workers). Not on data fitted on a subset, where a refit costs seconds."""
     if data.on_subset:

@@ -1,4 +1,4 @@
-"""The rules among the search settings, as enums (:class:`~evocov_core.search.config.SearchConfig`).
+"""The rules among the search settings, as enums (:class:`~evocov_core.searches.config.SearchConfig`).
 
 A member equals, hashes and prints as its value, so files, the command line, the dashboard's widgets
 and the run store keep plain strings; a setting given as a string becomes its member when the settings
@@ -66,7 +66,7 @@ class StartRule(Rule):
 
 
 class ChoiceRule(Rule):
-    """How the returned kernel is chosen among the lowest-BIC ones (:func:`~evocov_core.search.select.choose_model`)."""
+    """How the returned kernel is chosen among the best by BIC (:func:`~evocov_core.searches.select.choose_model`)."""
 
     TAIL = "tail"
     ORIGINS = "origins"
@@ -93,7 +93,7 @@ class PriorRule(Rule):
 
 
 class CalibrationRule(Rule):
-    """What the returned kernel's predictive spread is scaled by (:func:`~evocov_core.search.validate.calibrate`)."""
+    """What the returned kernel's predictive spread is scaled by (:func:`~evocov_core.searches.validate.calibrate`)."""
 
     NONE = "none"
     TAIL = "tail"
@@ -103,12 +103,12 @@ class CalibrationRule(Rule):
 # --- where a candidate came from ---------------------------------------------------------------
 
 #: The origin a search records for the exponential-smoothing seeds
-#: (:mod:`~evocov_core.search.ets_seeds`).
+#: (:mod:`~evocov_core.searches.ets_seeds`).
 ETS_SEED = "ets seed"
 #: The origin a search records for the spectral and naive seeds of long series
-#: (:mod:`~evocov_core.search.spectral_seeds`).
+#: (:mod:`~evocov_core.searches.spectral_seeds`).
 SPECTRAL_SEED = "spectral seed"
 #: Origins of the seeds a search starts from with given values: fitted unscreened from those
 #: values, cached with them, and offered to the model choice whatever their BIC
-#: (:meth:`~evocov_core.search.candidates.Candidates.top`).
+#: (:meth:`~evocov_core.searches.candidates.Candidates.top`).
 SEEDED = frozenset({SPECTRAL_SEED, ETS_SEED})

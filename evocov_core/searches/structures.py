@@ -26,7 +26,7 @@ import numpy as np
 from evocov_core.language.grammar import Cov, is_slot, subtree_end, symbol
 from evocov_core.language.kernel import Kernel
 from evocov_core.language.library import BASE_KERNELS, compose
-from evocov_core.search.variation import Child, VariationConfig, _acceptable
+from evocov_core.searches.variation import Child, VariationConfig, _acceptable
 
 __all__ = ["SEED_BASES", "expand", "seed_kernels", "seed_structures"]
 

@@ -1,6 +1,6 @@
 """A search's run record in its result file, both ways: written after the search
 (:func:`run_record`), read back for a replay (:func:`replay_inputs`, untrusted input).
-The replay itself is :mod:`~evocov_core.search.replay`."""
+The replay itself is :mod:`~evocov_core.searches.replay`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 
 from evocov_core._version import __version__
 from evocov_core.compute.provenance import git_state
-from evocov_core.search.config import SearchConfig
-from evocov_core.search.replay import RunLog
+from evocov_core.searches.config import SearchConfig
+from evocov_core.searches.replay import RunLog
 
 __all__ = ["ReplayInputs", "replay_inputs", "run_record"]
 
