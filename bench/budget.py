@@ -52,7 +52,8 @@ import math
 from dataclasses import dataclass
 
 from evocov_core.fitting.optimize import powell_budget
-from evocov_core.searches.config import SearchConfig, preset
+from evocov_core.searches.config import SearchConfig
+from evocov_core.searches.presets import preset
 from evocov_core.searches.wall_time import estimated_fits, fit_core_seconds, gpss_candidates, gwtf_fits
 
 __all__ = [

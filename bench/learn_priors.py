@@ -37,7 +37,7 @@ from bench.common import RESULTS_DIR, command_line, limit_threads, load_series, 
 from evocov_core.compute.provenance import git_state
 from evocov_core.fitting.metrics import FitData
 from evocov_core.panel.priors import prior_from_estimates, role_estimates
-from evocov_core.searches.config import preset
+from evocov_core.searches.presets import preset
 
 #: Series of more training points are fitted on a subset of this many (as the search fits long ones).
 MAX_POINTS = 600

@@ -708,12 +708,12 @@ def test_the_head_stage_is_built_only_for_a_choice_that_refits_on_it():
 def test_the_choice_reserve_counts_the_refits_each_rule_makes(choice: str, refits: int, calib: int) -> None:
     """The head refit of ``tail``, the four origin refits of ``refit_origins`` (which also calibrate), none for
     ``origins`` (fitted values), and then the returned kernel's four calibration refits where they are separate."""
-    from evocov_core.searches.budget import ChoiceCost
+    from evocov_core.searches.select import choice_refits
 
-    cost = ChoiceCost(_budgeted(time_budget=60.0, select_top=5, choice=choice, calibration="origins"), on_subset=False)
-    assert (cost.refits, cost.calib_refits) == (refits, calib)
-    assert ChoiceCost(_budgeted(time_budget=60.0, select_top=5, choice=choice, calibration="tail", combine=()),
-                      on_subset=False).calib_refits == 0
+    assert choice_refits(_budgeted(time_budget=60.0, select_top=5, choice=choice, calibration="origins"),
+                         on_subset=False) == (refits, calib)
+    assert choice_refits(_budgeted(time_budget=60.0, select_top=5, choice=choice, calibration="tail", combine=()),
+                         on_subset=False)[1] == 0
 
 
 def test_the_preset_chooses_by_the_origins_without_a_head_refit() -> None:

@@ -1,4 +1,4 @@
-"""Calibrating a returned kernel's predictive spread (evocov_core.fitting.calibration, search.validate.calibrate):
+"""Calibrating a returned kernel's predictive spread (evocov_core.fitting.calibration, searches.select.calibrate):
 the factor, where it is learned, how it travels in a kernel file and what a forecast does with it."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from evocov_core.fitting.optimize import OptimConfig, fit_kernel
 from evocov_core.language.library import compose
 from evocov_core.runs.kernel_file import KernelFileError, dump_kernel_file, kernel_file_dict, parse_kernel_file
 from evocov_core.searches import preset, run_search
+from evocov_core.searches.select import calibrate
 from evocov_core.searches.stages import head_stage
-from evocov_core.searches.validate import calibrate
 
 
 def _trend(n: int = 120, seed: int = 0) -> Dataset:

@@ -16,7 +16,8 @@ from evocov_core.fitting.priors import CORPUS_PRIOR, PRIORS, HyperPrior, penalty
 from evocov_core.language import library
 from evocov_core.language.evaluate import covariance
 from evocov_core.language.parse import parse_expression
-from evocov_core.searches.config import ConfigError, preset
+from evocov_core.searches.config import ConfigError
+from evocov_core.searches.presets import preset
 
 ROOT = Path(__file__).resolve().parents[1]
 SE = library.squared_exponential()

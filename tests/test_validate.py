@@ -164,7 +164,8 @@ def test_the_refitted_origins_choose_the_trend_and_calibrate_on_their_own_errors
     """``refit_origins`` refits every candidate at every origin through the executor's origin stages,
     chooses the kernel that forecasts the trend, and calibrates its spread on those forecasts."""
     from evocov_core.searches import preset
-    from evocov_core.searches.stages import origin_stage, search_executor
+    from evocov_core.searches.stages import search_executor
+    from evocov_core.searches.validate import origin_stage
 
     data = _trend_data()
     lin, se = _fit(["+", "LIN", "C"], data), _fit("C", data)
@@ -188,7 +189,8 @@ def test_the_returned_kernels_origin_refits_run_on_the_executor():
     from evocov_core.searches import preset
     from evocov_core.searches.replay import RecordingExecutor
     from evocov_core.searches.select import calibrate_returned
-    from evocov_core.searches.stages import has_origin_stages, head_stage, origin_stage, search_executor
+    from evocov_core.searches.stages import head_stage, search_executor
+    from evocov_core.searches.validate import has_origin_stages, origin_stage
 
     data = _trend_data()
     fit = _fit(["+", "LIN", "SE"], data)

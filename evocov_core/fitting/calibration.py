@@ -3,7 +3,7 @@
 A kernel's predictive spread comes from hyperparameters fitted to the whole training range, the
 points its likelihood has already explained; beyond them it is too confident. The search learns a
 factor on the spread from the returned kernel's out-of-sample forecast errors
-(:func:`evocov_core.searches.validate.calibrate`); the kernel file stores it (``calibration``) and
+(:func:`evocov_core.searches.select.calibrate`); the kernel file stores it (``calibration``) and
 every forecast made from the file applies it (:class:`evocov_core.fitting.model.FittedModel`).
 
 Scaling every predictive standard deviation by ``s`` is the GP with kernel ``s² · k`` and noise
@@ -62,7 +62,7 @@ class Calibration:
     spread : float
         Factor on every predictive standard deviation (≥ 1; 1: as the GP says).
     rule : str
-        ``none``, ``tail`` or ``origins`` (:func:`evocov_core.searches.validate.calibrate`), or
+        ``none``, ``tail`` or ``origins`` (:func:`evocov_core.searches.select.calibrate`), or
         ``origins_fitted`` (:data:`RECORDED`): what ``spread`` was learned from.
     errors : int
         Out-of-sample forecast errors it was learned from.

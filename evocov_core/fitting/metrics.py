@@ -65,11 +65,14 @@ __all__ = [
     "FitData",
     "coverage",
     "crps_normal",
+    "crps_normal_points",
     "horizon_origins",
     "interval_score",
+    "log_density",
     "loss",
     "loss_and_grad",
     "metric_value",
+    "normal_logpdf",
     "rmse",
 ]
 
@@ -558,10 +561,27 @@ def crps_normal(y: Array, mean: Array, sd: Array) -> float:
         raise ValueError("standard deviations must be >= 0")
     err = y - mean
     pos = sd > 0
-    z = np.where(pos, err / np.where(pos, sd, 1.0), 0.0)
-    pdf = np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
-    score = sd * (z * (2 * ndtr(z) - 1) + 2 * pdf - 1 / math.sqrt(math.pi))
+    score = crps_normal_points(y, mean, np.where(pos, sd, 1.0))
     return float(np.mean(np.where(pos, score, np.abs(err))))
+
+
+def crps_normal_points(y: Array, mean: Array, sd: Array) -> Array:
+    """The CRPS of each normal predictive ``N(μ_i, σ_i²)`` (:func:`crps_normal`'s closed form), shape (m,), for
+    ``σ_i > 0``; NaN or inf where ``y``, ``μ`` or ``σ`` is not finite."""
+    z = (y - mean) / sd
+    pdf = np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+    return sd * (z * (2 * ndtr(z) - 1) + 2 * pdf - 1 / math.sqrt(math.pi))
+
+
+def normal_logpdf(y: Array, mean: Array, sd: Array) -> Array:
+    """The log density of each ``y_i`` under ``N(μ_i, σ_i²)``, shape (m,)."""
+    z = (y - mean) / sd
+    return -0.5 * z * z - np.log(sd) - 0.5 * math.log(2 * math.pi)
+
+
+def log_density(y: Array, mean: Array, sd: Array) -> float:
+    """Sum of the normal log densities of ``y`` under independent marginals ``N(mean, sd²)``."""
+    return float(np.sum(normal_logpdf(y, mean, sd)))
 
 
 def interval_score(y: Array, lower: Array, upper: Array, alpha: float = 0.05) -> float:

@@ -33,7 +33,7 @@ Starting points (section 4.3.2)
   improve the metric.
 
 The best point seen over all evaluations is returned, never only the optimiser's
-final point (scipy's bounded Powell can end on a worse point: scipy issue 22978).
+final point (scipy's bounded Powell can end on a worse point than one it evaluated).
 """
 
 from __future__ import annotations

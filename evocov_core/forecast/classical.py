@@ -28,8 +28,8 @@ models left. statsforecast is imported only there, never by ``import evocov_core
 **Long series.** What each model sees by default (:data:`SETTINGS`), from timings on a
 shared 2-core machine (``bench/results/bench_classical.md``):
 
-* ``AutoARIMA``: its fit time grows with the season and the length together (statsforecast
-  issue 444), so: the last 1000 training points; statsforecast's own ``approximation=None``
+* ``AutoARIMA``: its fit time grows with the season and the length together (a known
+  statsforecast behaviour), so: the last 1000 training points; statsforecast's own ``approximation=None``
   (R's rule: conditional sums of squares while choosing orders when n > 150 or the season is
   longer than 12; on 540 points with season 48, 222 s → 8 s); for seasons over 12 steps,
   seasonal AR and MA orders of at most 1 (R's default 2 puts 2 × season states in the Kalman

@@ -6,7 +6,7 @@ combination (the M competitions: an average of unlike methods is rarely the wors
 best). Here the members are the kernel and classical models (:mod:`evocov_core.forecast.classical`;
 AutoETS and AutoTheta in the presets), and the training range alone weighs them: at each of four
 earlier origins (60, 70, 80 and 90 % of the training x-range, each forecasting the next tenth, as
-the interval calibration does: :func:`evocov_core.searches.validate.calibrate_scored`) the kernel
+the interval calibration does: :func:`evocov_core.searches.select.calibrate_scored`) the kernel
 refitted on the points before the origin and the classical models fitted on the same points
 forecast, and each member's weight is proportional to the inverse square of its squared error
 summed over the origins (Bates & Granger's inverse-error weights, with power 2 instead of 1;
@@ -27,17 +27,7 @@ that fits the recent past and leaves it (a quartic trend on 42 points took 0.95 
 forecast 5 × worse than AutoETS). There the kernel's weight is held at :data:`SHORT_KERNEL_WEIGHT`
 (the others share the rest in the same proportions; the search's ``combine_short`` sets how short).
 
-Evidence (``docs/studies.md``). Post hoc on the kernels of the `quick` runs before it, every origin
-refitted (``bench/bench_combine_weights.py``), test RMSE paired against the rule it replaced (the
-equal-weight average with the lowest summed error, on the same refits): 0.977 (SE of the log
-0.037) on the development corpus (61 series), which chose the weighting and could not tell power
-1 from 2; 0.895 (0.055) on TSDL (13 series × 5 seeds), which confirms it and lost with power 1.
-As a user gets it (``bench/results/corpus/quick-41-weights``, ``accuracy/quick-41-weights``, in git
-history at f389d6e): the forecast is paired 0.938 (0.046) and 0.956 (0.034) against its kernel's own;
-single runs 0.951 × AutoETS on the corpus (0.983 before) and 1.385 × the best published on TSDL (1.542 before, whose
-worst run, 56 ×, the guard now catches). On long series (fitted on a subset) the long-series
-development set did not confirm combining (1.011, SE 0.025, for the rule of its day), so they keep
-the kernel's forecast.
+The measurements that chose these rules are in ``docs/studies.md`` ("Why the presets are what they are").
 
 :class:`Combination` records the choice (the kernel file's ``combination``); it is a pure value.
 The forecasts are made by :mod:`evocov_core.forecast.beside`.
@@ -75,9 +65,8 @@ Array = NDArray[np.float64]
 
 #: The member name of the kernel's own forecast.
 KERNEL = "kernel"
-#: Weights are proportional to (summed squared error over the origins) ** -POWER. On the development
-#: corpus every power from 1 to 4 beat choosing one average (paired 0.96-0.99 against it) and 1 could
-#: not be told from 2 (0.987, SE 0.015); TSDL, which confirms, lost with 1 and gained with 2.
+#: Weights are proportional to (summed squared error over the origins) ** -POWER: 2 weighs a member's
+#: errors as a variance does.
 POWER = 2.0
 #: Half-widths of the classical members' 95 % intervals the kernel's forecast may lie beyond them.
 #: The development corpus has no returned kernel beyond 0.56 (the one that far was right: US
@@ -87,10 +76,8 @@ GUARD_HALF_WIDTHS = 1.0
 #: Members whose weight falls below this are dropped (the rest renormalised): a forecast that is the
 #: kernel's to 99.6 % is reported as the kernel's own.
 MIN_WEIGHT = 0.01
-#: The kernel's largest weight on a short series (the search's ``combine_short``). On the
-#: development corpus's series of at most 100 training points (20 of 61) it brings the worst run
-#: from 5.3 to 2.9 × AutoETS, paired 0.981 (SE of the log 0.013) over the 61 series; TSDL has no
-#: series that short (``bench_classical_members__corpus.md``).
+#: The kernel's largest weight on a short series (the search's ``combine_short``): there the origins'
+#: few errors cannot tell a kernel that extrapolates well from one that only fits the recent past.
 SHORT_KERNEL_WEIGHT = 0.5
 _MAX_ORIGINS = 100
 _MAX_REASON = 500

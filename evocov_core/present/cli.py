@@ -350,9 +350,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"test RMSE: {best.test_rmse:.6g}")
     if result.selection:
         low = result.best_bic
-        from evocov_core.searches.select import choice_description
+        from evocov_core.searches.select import choice_description, choice_rule
 
-        rule = config.long_choice if data.on_subset else config.choice
+        rule = choice_rule(config, data.on_subset)
         print(choice_description(rule, len(result.selection), config.metric_split,
                                  1.0 if data.on_subset else config.form_margin)
               + f" Lowest BIC {low.bic:.4f} (q={low.q})"
@@ -439,7 +439,8 @@ def _add_classical_args(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from evocov_core.fitting.metrics import METRICS
-    from evocov_core.searches.config import ALGORITHMS, PRESETS
+    from evocov_core.searches.config import ALGORITHMS
+    from evocov_core.searches.presets import PRESETS
 
     # both spellings are accepted (posterior-lml, posterior_lml); help shows each once
     metric_choices = list(dict.fromkeys([m.replace("_", "-") for m in METRICS] + list(METRICS)))
@@ -533,7 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
 #: module cannot have raised its error.
 _LAZY_USER_ERRORS = {"evocov_core.runs.store": "StoreVersionError"}
 
-#: What ``evocov bench ...`` says: the benchmarks left the package (issue 56) for the clone's ``bench/``.
+#: What ``evocov bench ...`` says: the benchmarks left the package for the clone's ``bench/``.
 _BENCH_MOVED = ("error: the benchmarks are not part of the installed package; run `python -m bench ...` "
                "from the root of a clone of the repository (see bench/README.md)")
 

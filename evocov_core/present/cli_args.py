@@ -31,28 +31,31 @@ def int_in(lo: int, hi: int, what: str) -> Callable[[str], int]:
 
 
 def add_setting_args(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
-    """One option per :class:`SearchConfig` setting, from its metadata (``--d-max``, ``--changepoints``...), but
-    those named in ``skip`` (a command that sets them from an option of its own)."""
-    from evocov_core.searches.config import settings
+    """One option per :class:`SearchConfig` setting, from its metadata (``--d-max``, ``--changepoints``...), in
+    one section of the help per group of settings, but those named in ``skip`` (a command that sets them from
+    an option of its own)."""
+    from evocov_core.searches.config import GROUPS, settings
 
+    sections = {key: p.add_argument_group(f"search settings: {title.lower()}") for key, title in GROUPS.items()}
     for name, typ, meta in settings():
         if name == "algorithm" or name in skip:
             continue  # its own option, with the preset
+        section = sections[meta.group]
         flag = "--" + name.replace("_", "-")
         text = meta.help + ("" if meta.lo is None and meta.hi is None else f" ({meta.range_text})")
         text = text.replace("%", "%%")
         if typ is bool:
-            p.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
+            section.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
         elif typ is tuple:
-            p.add_argument(flag, dest=name, nargs="+", choices=meta.choices, help=text)
+            section.add_argument(flag, dest=name, nargs="+", choices=meta.choices, help=text)
         elif meta.choices is not None:
             # Accept the spelling with hyphens too (posterior-lml).
             shown = [c.replace("_", "-") for c in meta.choices]
-            p.add_argument(flag, dest=name, type=lambda v: v.replace("-", "_"), choices=meta.choices,
-                           metavar="{" + ",".join(shown) + "}", help=text)
+            section.add_argument(flag, dest=name, type=lambda v: v.replace("-", "_"), choices=meta.choices,
+                                 metavar="{" + ",".join(shown) + "}", help=text)
         else:
-            p.add_argument(flag, dest=name, type=typ, metavar="SECONDS" if name == "time_budget" else None,
-                           help=text)
+            section.add_argument(flag, dest=name, type=typ, metavar="SECONDS" if name == "time_budget" else None,
+                                 help=text)
 
 
 def setting_overrides(args: argparse.Namespace) -> dict[str, object]:

@@ -76,7 +76,8 @@ def cmd_panel(args: argparse.Namespace) -> int:
 
 def add_panel_parser(sub: Any) -> None:
     """Add the ``panel`` command to ``sub``, the command line's ``add_subparsers()``."""
-    from evocov_core.searches.config import ALGORITHMS, PRESETS
+    from evocov_core.searches.config import ALGORITHMS
+    from evocov_core.searches.presets import PRESETS
 
     p = sub.add_parser("panel", help="forecast many series of a long table (unique_id, ds, y), each with its own "
                                      "kernel, resumably")

@@ -24,15 +24,16 @@ from evocov_core.searches.common import (
     SearchResult,
     StopCheck,
 )
-from evocov_core.searches.config import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
+from evocov_core.searches.config import ALGORITHM_LABELS, ALGORITHMS, ConfigError, SearchConfig
 from evocov_core.searches.evocov import run_evocov
 from evocov_core.searches.explore import ExploreResult, NeighbourRatios, explore_mutations, neighbour_ratios
 from evocov_core.searches.gpss import run_gpss
 from evocov_core.searches.gwtf import run_gwtf
+from evocov_core.searches.presets import PRESETS, preset
 from evocov_core.searches.random_search import run_random_search
 from evocov_core.searches.replay import RecordingExecutor, ReplayExecutor, RunLog
-from evocov_core.searches.select import ModelChoice, calibrate_returned, choose_model
-from evocov_core.searches.stages import head_refit, needs_head_stage, search_executor, search_stages
+from evocov_core.searches.select import ModelChoice, calibrate_returned, choice_rule, choose_model, needs_head_stage
+from evocov_core.searches.stages import head_refit, search_executor, search_stages
 
 __all__ = [
     "ALGORITHMS",
@@ -137,7 +138,7 @@ def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, 
         # The refits stop early enough for the checks that follow them (long series: seconds).
         checks = len(result.candidates) * CHOICE_EXTRA_EVALS * result.eval_seconds
         deadline = end - (checks if math.isfinite(checks) else 0.0)
-    rule = config.long_choice if data.on_subset else config.choice
+    rule = choice_rule(config, data.on_subset)
     choice = choose_model(
         data, result.candidates, executor, seed=seed, deadline=deadline, should_stop=should_stop, rule=rule,
         calibration=config.calibration, refit=refit, end=end, refit_cost=refit_cost,

@@ -21,7 +21,6 @@ import numpy as np
 from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult
-from evocov_core.searches.validate import DEFAULT_ORIGINS
 
 if TYPE_CHECKING:
     from evocov_core.searches.candidates import Candidates
@@ -123,32 +122,24 @@ class ChoiceCost:
     Parameters
     ----------
     config : SearchConfig
-        Read for ``time_budget``, ``select_top``, ``max_evals`` (a head refit's cap) and the rules
-        ``choice``, ``long_choice`` and ``calibration`` (which refits the choice makes).
+        Read for ``time_budget``, ``select_top`` and ``max_evals`` (a head refit's cap).
     on_subset : bool
         The search fits a long series' subset of points.
+    refits : (int, int)
+        The refits the choice makes per candidate, and of the returned kernel for its calibration
+        (:func:`~evocov_core.searches.select.choice_refits`).
     workers : int
         Refits run side by side on this many workers.
     """
 
-    def __init__(self, config: SearchConfig, on_subset: bool, workers: int = 1) -> None:
+    def __init__(self, config: SearchConfig, on_subset: bool, refits: tuple[int, int], workers: int = 1) -> None:
         self.time_budget = float(config.time_budget)
         self.share = SPLIT.search_part(config)
         self.top_k = config.select_top
         self.head_evals = config.max_evals
         self.on_subset = on_subset
         self.workers = workers
-        # Refits per candidate in the model choice: one head (choice="tail"), one per origin
-        # (choice="refit_origins"), none with the fitted values (choice="origins"); on a long series
-        # none unless long_choice="tail".
-        if on_subset:
-            self.refits = int(config.long_choice == "tail")
-        else:
-            self.refits = {"tail": 1, "refit_origins": len(DEFAULT_ORIGINS)}.get(str(config.choice), 0)
-        # The returned kernel's refits at the origins for its calibration (none on a long series,
-        # and none beyond the choice's own with choice="refit_origins").
-        self.calib_refits = len(DEFAULT_ORIGINS) if (
-            config.calibration == "origins" and config.choice != "refit_origins" and not on_subset) else 0
+        self.refits, self.calib_refits = refits
         self.eval_costs: list[float] = []  # seconds per evaluation of full-data fits
 
     def note(self, fits: Sequence[FitResult | None]) -> None:
@@ -214,12 +205,14 @@ class Budget:
         generation.
     executor : Executor, optional
         Its ``workers`` size the reserve.
+    refits : (int, int)
+        The refits the model choice makes (:class:`ChoiceCost`).
     """
 
     def __init__(self, config: SearchConfig, candidates: Candidates, clock: Clock, data: FitData | None = None,
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | None = None, refits: tuple[int, int] = (0, 0)) -> None:
         self.time_budget = float(config.time_budget)
-        self.cost = ChoiceCost(config, data is not None and data.on_subset, workers_of(executor))
+        self.cost = ChoiceCost(config, data is not None and data.on_subset, refits, workers_of(executor))
         self.clock = clock
         self._candidates = candidates
         if (data is not None and data.n > CALIBRATE_ABOVE and self.time_budget > 0 and self.cost.top_k > 1

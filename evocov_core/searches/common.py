@@ -301,7 +301,7 @@ class SearchResult:
         time budget or a fit): what the model choice's checks are timed by.
     calibration : Calibration
         How much wider than the GP says the returned kernel's forecast intervals are
-        (:func:`~evocov_core.searches.validate.calibrate`).
+        (:func:`~evocov_core.searches.select.calibrate`).
     origins : OriginScores or None
         The returned kernel's out-of-sample forecasts from the four origins (its refits there) that
         calibrated it; None when none were made.

@@ -48,9 +48,8 @@ they take the geometric mean over the better of seasonal naive and MSTL from 0.9
 
 Series short enough for an exact GP get none: there the search fits hundreds of kernels and
 its settings were chosen without these seeds. The setting ``naive_seeds`` gives them the naive
-seeds; on the first 20 series of the development corpus that was worse (paired 1.23, SE of the
-log 0.13; ``bench/results/corpus/quick-36-naive``): on a short series the tail choice takes a
-small kernel that predicts the last 10 % and not what follows.
+seeds, which on the development corpus was worse (``docs/studies.md``): on a short series the tail
+choice takes a small kernel that predicts the last 10 % and not what follows.
 """
 
 from __future__ import annotations

@@ -39,11 +39,12 @@ from evocov_core.fitting.fits import Stages, make_executor
 from evocov_core.fitting.metrics import SPLIT_METRICS, FitData
 from evocov_core.fitting.optimize import OptimConfig
 from evocov_core.searches.config import SearchConfig
+from evocov_core.searches.select import needs_head_stage, needs_origin_stages
 from evocov_core.searches.spectral_seeds import clear_frequencies, may_seed
-from evocov_core.searches.validate import origin_windows
+from evocov_core.searches.validate import origin_stage, origin_windows
 
-__all__ = ["has_origin_stages", "head_refit", "head_stage", "needs_head_stage", "needs_origin_stages", "origin_stage",
-           "screen_mask", "screen_recent", "screen_subset", "search_executor", "search_stages"]
+__all__ = ["head_refit", "head_stage", "screen_mask", "screen_recent", "screen_subset", "search_executor",
+           "search_stages"]
 
 
 #: The screening subset's recent block covers this many of the data's longest clear period.
@@ -78,7 +79,7 @@ def screen_recent(data: FitData, m: int) -> int:
 
     On half-hourly data a block of 120 points is two and a half days: a weekly cycle is
     invisible in it, and the points spread over months of history alias the daily one, so
-    screening ranked kernels by how well they fit noise (issue 28). Periods come from the
+    screening ranked kernels by how well they fit noise. Periods come from the
     whole training series' periodogram
     (:func:`~evocov_core.searches.spectral_seeds.clear_frequencies`). Series short enough for an
     exact GP keep the block they always had.
@@ -131,27 +132,6 @@ def search_stages(data: FitData, config: SearchConfig) -> dict[str, tuple[FitDat
     return stages
 
 
-def needs_origin_stages(data: FitData, config: SearchConfig) -> bool:
-    """Whether a search refits kernels at the origins of
-    :func:`~evocov_core.searches.validate.origin_windows` through its executor: every candidate with
-    ``choice="refit_origins"``, the returned kernel with ``calibration="origins"`` (its four refits
-    then run in parallel on the workers). Not on data fitted on a subset, where a refit costs seconds."""
-    if data.on_subset:
-        return False
-    return ((config.choice == "refit_origins" and config.select_top > 1 and data.split is not None)
-            or config.calibration == "origins")
-
-
-def needs_head_stage(data: FitData, config: SearchConfig) -> bool:
-    """Whether the model choice refits its candidates on the head of the training range
-    (:func:`head_stage`): with ``select_top > 1`` and a split, but not on data fitted on a subset
-    whose ``long_choice`` reads the fitted values (every rule but ``tail``); there the head's data,
-    built for nothing, cost 0.4 s of a search's budget at 2,000 fit points."""
-    if config.select_top <= 1 or data.split is None:
-        return False
-    return not data.on_subset or config.long_choice == "tail"
-
-
 def head_refit(optim: OptimConfig) -> OptimConfig:
     """The model choice's refits (at the head, or at the origins): one L-BFGS-B run from the
     given values, on the likelihood where ``optim``'s metric needs a split."""
@@ -165,16 +145,6 @@ def head_stage(data: FitData, optim: OptimConfig) -> tuple[FitData, OptimConfig]
     tail = ~head
     return (data.subset(head, X_test=data.X[tail], y_test=data.y[tail] * data.y_std + data.y_mean),
             head_refit(optim))
-
-
-def origin_stage(origin: float) -> str:
-    """The name of the stage that refits on the training points up to ``origin``."""
-    return f"origin:{origin:g}"
-
-
-def has_origin_stages(executor: object) -> bool:
-    """Whether ``executor`` refits at the origins (:func:`needs_origin_stages`)."""
-    return any(str(s).startswith("origin:") for s in getattr(executor, "stages", ()))
 
 
 def search_executor(data: FitData, config: SearchConfig, *, workers: int | None = None,

@@ -46,6 +46,7 @@ from evocov_core.searches.common import (
 from evocov_core.searches.config import SearchConfig
 from evocov_core.searches.replay import RunLog
 from evocov_core.searches.screening import Batch, Screening
+from evocov_core.searches.select import choice_refits
 
 __all__ = ["Tracker", "generation_stats"]
 
@@ -109,7 +110,8 @@ class Tracker:
         self.candidates = Candidates()
         seconds = config.time_budget * SPLIT.search_part(config) if config.time_budget > 0 else math.inf
         self.clock = Clock(seconds, should_stop, getattr(executor, "replay", None), started=started)
-        self.budget = Budget(config, self.candidates, self.clock, data, executor)
+        self.budget = Budget(config, self.candidates, self.clock, data, executor,
+                             refits=choice_refits(config, data is not None and data.on_subset))
         self.cache = FitCache(config.cache_fits)
         self.screening = Screening(config, n_train, self.clock, self.budget, self.candidates)
 

@@ -28,21 +28,33 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import ndtr
 
 from evocov_core.fitting.calibration import CALIBRATIONS, Calibration, rms_scale
-from evocov_core.fitting.gp import NumericalFailure, posterior
-from evocov_core.fitting.metrics import DEFAULT_ORIGINS, FitData
-from evocov_core.fitting.optimize import FitResult, OptimConfig, fit_kernel
+from evocov_core.fitting.gp import posterior
+from evocov_core.fitting.metrics import DEFAULT_ORIGINS, FitData, crps_normal_points, normal_logpdf
+from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult, OptimConfig, fit_kernel
 from evocov_core.language.evaluate import Inputs
 
-__all__ = ["CALIBRATIONS", "DEFAULT_ORIGINS", "Calibration", "OriginScores", "OriginWindow", "calibrate",
-           "calibrate_scored", "calibration_from_errors", "log_density", "origin_masks", "origin_scores",
-           "origin_windows", "rms_scale", "spread_scale", "stacking_weights", "tail_forecast"]
+__all__ = [
+    "CALIBRATIONS",
+    "DEFAULT_ORIGINS",
+    "Calibration",
+    "OriginScores",
+    "OriginWindow",
+    "calibration_from_errors",
+    "has_origin_stages",
+    "origin_masks",
+    "origin_scores",
+    "origin_stage",
+    "origin_windows",
+    "rms_scale",
+    "spread_scale",
+    "stacking_weights",
+    "tail_errors",
+    "tail_forecast",
+]
 
 
-_NUMERIC = (NumericalFailure, FloatingPointError, ArithmeticError, np.linalg.LinAlgError, ValueError)
-_SQRT_PI = math.sqrt(math.pi)
 
 
 @dataclass(frozen=True)
@@ -90,12 +102,6 @@ class OriginScores:
         """:attr:`mean` split origin by origin, in the original units of ``data`` (the data scored):
         one array of shape (n_targets[i],) per origin."""
         return np.split(self.mean * data.y_std + data.y_mean, np.cumsum(self.n_targets)[:-1])
-
-
-def _crps_normal(y: NDArray[np.float64], mu: NDArray[np.float64], sd: NDArray[np.float64]) -> NDArray[np.float64]:
-    z = (y - mu) / sd
-    pdf = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
-    return sd * (z * (2.0 * ndtr(z) - 1.0) + 2.0 * pdf - 1.0 / _SQRT_PI)
 
 
 class OriginWindow(NamedTuple):
@@ -199,12 +205,12 @@ def origin_scores(data: FitData, fit: FitResult, *, origins: Sequence[float] | N
                                  data.X[target], jitter=jitter)
                 sd = np.sqrt(post.var + noise)
                 yt = data.y[target]
-                c = float(np.mean(_crps_normal(yt, post.mean, sd)))
+                c = float(np.mean(crps_normal_points(yt, post.mean, sd)))
                 z = (yt - post.mean) / sd
-                lp = _log_pdf(yt, post.mean, sd)
+                lp = normal_logpdf(yt, post.mean, sd)
                 ld = float(np.sum(lp))
                 mu = np.asarray(post.mean, dtype=np.float64)
-        except _NUMERIC:
+        except NUMERIC_ERRORS:
             c, ld, z = math.inf, -math.inf, np.full(int(target.sum()), np.nan)
             lp, mu = np.full(z.size, -np.inf), np.full(z.size, np.nan)
         mus.append(np.where(np.isfinite(mu), mu, np.nan))
@@ -235,59 +241,6 @@ def spread_scale(z: NDArray[np.float64], level: float = 0.95, *, min_points: int
     if a.size < min_points:
         return 1.0
     return max(1.0, float(np.quantile(a, level)) / float(ndtri(0.5 + level / 2.0)))
-
-
-def calibrate(data: FitData, fit: FitResult, rule: str, *, head_fit: FitResult | None = None,
-              refit: OptimConfig | None = None, seed: Sequence[int] = (0,),
-              deadline: float | None = None) -> Calibration:
-    """:func:`calibrate_scored`'s calibration alone."""
-    return calibrate_scored(data, fit, rule, head_fit=head_fit, refit=refit, seed=seed, deadline=deadline)[0]
-
-
-def calibrate_scored(data: FitData, fit: FitResult, rule: str, *, head_fit: FitResult | None = None,
-                     refit: OptimConfig | None = None, seed: Sequence[int] = (0,),
-                     deadline: float | None = None) -> tuple[Calibration, OriginScores | None]:
-    """Learn the factor on ``fit``'s predictive spread from its out-of-sample forecast errors.
-
-    ``tail``: the kernel refitted on the head of the training range (``head_fit``, the model
-    choice's refit: no extra fit) forecasts the tail. ``origins``: refitted (``refit``) at each
-    of :data:`DEFAULT_ORIGINS`, it forecasts the next tenth of the range; errors pooled. The
-    factor is :func:`rms_scale` of the standardised errors. Evidence (the development corpus and
-    TSDL, ``bench/bench_calibration.py``): the GP's own 95 % intervals cover 87 % of the
-    corpus' test points; learned from the origins, 94 %.
-
-    Parameters
-    ----------
-    data : FitData
-        The training data ``fit`` was fitted on (model units).
-    fit : FitResult
-    rule : {"none", "tail", "origins"}
-    head_fit : FitResult, optional
-        ``fit``'s kernel refitted on the head (``tail``; without it, no calibration).
-    refit : OptimConfig, optional
-        The origins' refits (``origins``; without it, the full-data values: errors in sample).
-    seed : sequence of int
-    deadline : float, optional
-        Wall-clock time by which the origins' refits stop.
-
-    Returns
-    -------
-    calibration : Calibration
-        Never raises for numerical reasons (a forecast that fails adds no errors).
-    scores : OriginScores or None
-        With ``origins``, the forecasts from the origins the factor was learned from (out of sample
-        when ``refit`` is given): what a forecast combination is chosen on.
-    """
-    if rule not in CALIBRATIONS:
-        raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {rule!r}")
-    if rule == "none" or not fit.ok:
-        return Calibration(), None
-    if rule == "tail":
-        if head_fit is None or not head_fit.ok or data.split is None:
-            return Calibration(), None
-        return calibration_from_errors(_tail_errors(data, head_fit), rule), None
-    scores = origin_scores(data, fit, refit=refit, seed=seed, deadline=deadline)
-    return calibration_from_errors(scores.z, rule), scores
 
 
 def calibration_from_errors(z: NDArray[np.float64], rule: str) -> Calibration:
@@ -339,22 +292,22 @@ def stacking_weights(log_p: NDArray[np.float64], *, max_iter: int = 1000, tol: f
     return w
 
 
-def log_density(y: NDArray[np.float64], mean: NDArray[np.float64], sd: NDArray[np.float64]) -> float:
-    """Sum of the normal log densities of ``y`` under independent marginals ``N(mean, sd²)``."""
-    return float(np.sum(_log_pdf(y, mean, sd)))
-
-
-def _log_pdf(y: NDArray[np.float64], mean: NDArray[np.float64], sd: NDArray[np.float64]) -> NDArray[np.float64]:
-    z = (y - mean) / sd
-    return -0.5 * z * z - np.log(sd) - 0.5 * math.log(2 * math.pi)
-
-
-def _tail_errors(data: FitData, head_fit: FitResult) -> NDArray[np.float64]:
+def tail_errors(data: FitData, head_fit: FitResult) -> NDArray[np.float64]:
     """Standardised errors of the head fit's forecast of the tail (``data.split``)."""
     try:
         with np.errstate(all="ignore"):
             mean, sd = tail_forecast(data, head_fit)
             z = (data.split.y_v - mean) / sd
-    except _NUMERIC:
+    except NUMERIC_ERRORS:
         return np.empty(0)
     return np.where(np.isfinite(z), z, np.nan)
+
+
+def origin_stage(origin: float) -> str:
+    """The name of the stage that refits on the training points up to ``origin``."""
+    return f"origin:{origin:g}"
+
+
+def has_origin_stages(executor: object) -> bool:
+    """Whether ``executor`` refits at the origins (:func:`~evocov_core.searches.select.needs_origin_stages`)."""
+    return any(str(s).startswith("origin:") for s in getattr(executor, "stages", ()))
