@@ -34,12 +34,13 @@ from evocov_core.forecast.classical import (
     running_forecasts,
 )
 from evocov_core.forecast.combination import Combination
-from evocov_core.present.baselines import Compared, FittedBaseline, se_baseline
 from evocov_core.present.compare import forecast_comparison
 from evocov_core.present.figures import comparison_forecasts_data
+from evocov_core.present.gp_comparison import Compared, FittedBaseline
 from evocov_core.runs.jobs import Job
 from evocov_core.runs.kernel_file import KernelFile, KernelFileError, parse_kernel_file
 from evocov_core.runs.run_record import RunRecord
+from evocov_core.searches.gp_baselines import se_baseline
 
 TABLE_HELP = (
     "Every method forecasts the {h} test points from the {n} training points. **Test RMSE** of the forecast "
@@ -119,7 +120,7 @@ def baselines_for_report(ds: Dataset, kf: KernelFile, gpss: RunRecord | None
                          ) -> tuple[FittedBaseline | None, FittedBaseline | None]:
     """The GP baselines the page has fitted already, for the report to score instead of fitting its own:
     ``(SE, GPSS)``, each None when it is not done, failed, or was fitted on other points or in other units
-    than the report compares ``kf`` on (:meth:`~evocov_core.present.baselines.FittedBaseline.fits`).
+    than the report compares ``kf`` on (:meth:`~evocov_core.present.gp_comparison.FittedBaseline.fits`).
 
     The SE fit is :func:`se_future`'s, the same seeded fit the report would make, so the report is the same
     with it (but for the SE row's seconds: spent elsewhere); ``gpss``, a finished GPSS run on ``ds``, then

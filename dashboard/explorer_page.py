@@ -30,12 +30,12 @@ from evocov_core.data import Dataset
 from evocov_core.fitting.metrics import METRIC_LABELS, METRICS, FitData
 from evocov_core.fitting.optimize import FitResult
 from evocov_core.language.library import GPSS_PUBLISHED, WELL_KNOWN, structure_text
-from evocov_core.present.baselines import fit_fixed, fit_structure
 from evocov_core.present.figures import explorer_figure
 from evocov_core.runs.jobs import JobKind, JobSpec
 from evocov_core.runs.kernel_file import KernelFileError, parse_kernel_file
 from evocov_core.runs.run_record import RunRecord
 from evocov_core.searches import ConfigError, EvalRecord, RunStatus, preset
+from evocov_core.searches.gp_baselines import fit_fixed, fit_structure
 
 CPUS = os.cpu_count() or 1
 SOURCES = {

@@ -735,7 +735,7 @@ def test_results_page_compares_every_forecast(data_dir, no_background_fits):
     from evocov_core.data import load_bundled
     from evocov_core.fitting.metrics import FitData
     from evocov_core.forecast.classical import MODELS, classical_forecasts
-    from evocov_core.present.baselines import se_baseline
+    from evocov_core.searches.gp_baselines import se_baseline
 
     jid = tiny_search(data_dir)
     at = app().run()
@@ -1036,7 +1036,7 @@ def test_explorer_well_known_base_is_fitted_in_the_background(no_background_fits
     from evocov_core.data import load_bundled
     from evocov_core.fitting.metrics import FitData
     from evocov_core.language.library import WELL_KNOWN
-    from evocov_core.present.baselines import fit_fixed
+    from evocov_core.searches.gp_baselines import fit_fixed
 
     at = app().run()
     at.switch_page("pages/4_explorer.py").run()
@@ -1163,11 +1163,11 @@ def test_the_report_scores_the_gp_baselines_the_page_fitted(data_dir, no_backgro
     """With the page's SE fit done and another GPSS run on these data finished, the report fits no GP
     baseline: it scores those (on a 100,000-point series they took its GPSS budget and an SE fit). Its SE row
     is the one it would have made; its GPSS row is the other run's kernel, and the tab says so."""
-    import evocov_core.present.baselines as baselines_module
+    import evocov_core.searches.gp_baselines as baselines_module
     from dashboard.runs import get_run
     from evocov_core.data import load_bundled
     from evocov_core.fitting.metrics import FitData
-    from evocov_core.present.baselines import se_baseline
+    from evocov_core.searches.gp_baselines import se_baseline
 
     other = tiny_search(data_dir)
     jid = tiny_search(data_dir)

@@ -179,6 +179,8 @@ class _Recorder:
     """An executor that fits nothing and records the kernels it is given, batch by batch."""
 
     stages = frozenset()
+    workers = 1
+    replay = None
 
     def __init__(self) -> None:
         self.batches: list[list[tuple[str, ...]]] = []

@@ -19,9 +19,9 @@ from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.model import FittedModel
 from evocov_core.fitting.seasons import infer_seasons
 from evocov_core.forecast.classical import COMBINE_MODELS, MODELS, classical_forecasts
-from evocov_core.present.baselines import se_baseline
 from evocov_core.present.compare import COLUMNS, forecast_comparison
 from evocov_core.runs.kernel_file import dump_kernel_file, kernel_file_dict, load_kernel_file
+from evocov_core.searches.gp_baselines import se_baseline
 
 ROOT = Path(__file__).resolve().parents[1]
 DAY = 1 / 365.2425
@@ -217,8 +217,8 @@ def test_rows_still_running_or_skipped_and_rows_of_fits_made_elsewhere(seasonal:
     """What the Results page builds while its baselines run in the background: every row is there,
     the ones not ready say so without numbers, and the best is among the finished ones."""
     from evocov_core.forecast.classical import running_forecasts
-    from evocov_core.present.baselines import Compared
     from evocov_core.present.compare import forecast_scores
+    from evocov_core.present.gp_comparison import Compared
 
     fit = se_baseline(FitData.from_dataset(seasonal))
     se = Compared.from_fit("SE", fit, seasonal, seconds=1.5)

@@ -165,7 +165,7 @@ def test_the_tail_score_reads_a_long_series_fitted_values_and_refits_a_short_one
     import evocov_core.searches.stages as stages
     from evocov_core.fitting.metrics import metric_value
     from evocov_core.fitting.optimize import Start
-    from evocov_core.present import baselines
+    from evocov_core.present import gp_comparison as baselines
     from evocov_core.searches import preset
 
     optim = preset("quick").optim
@@ -192,7 +192,8 @@ def test_baselines_fitted_already_are_scored_as_they_are_and_refused_on_other_po
     baseline fitted on other points or in other units is refused, not scored against the wrong data."""
     import dataclasses
 
-    from evocov_core.present import baselines
+    from evocov_core.present import gp_comparison as baselines
+    from evocov_core.searches import gp_baselines
 
     ds = _series(1200)
     kf = _kernel_file(ds, points=300)
@@ -200,7 +201,7 @@ def test_baselines_fitted_already_are_scored_as_they_are_and_refused_on_other_po
     assert n == 300 and norm == ds.norm  # the file's normalisation read back is the data set's: reusable
     own = baselines.compare_with_baselines(kf, ds, baseline_budget=0)
     data = baselines.training_data(ds, norm, approximation=kf.approximation)
-    se = baselines.FittedBaseline(baselines.se_baseline(data), norm)
+    se = baselines.FittedBaseline(gp_baselines.se_baseline(data), norm)
     other = fit_kernel(compose(["+", "SE", "LIN"]), data, OptimConfig(n_restarts=1, max_evals=15),
                        np.random.default_rng(1))
     gpss = baselines.FittedBaseline(other, norm, note="GPSS run x", seconds=61.0)
@@ -209,8 +210,8 @@ def test_baselines_fitted_already_are_scored_as_they_are_and_refused_on_other_po
     def no_fit(*_a, **_k):
         raise AssertionError("a baseline was fitted again")
 
-    monkeypatch.setattr(baselines, "se_baseline", no_fit)
-    monkeypatch.setattr(baselines, "gpss_baseline", no_fit)
+    monkeypatch.setattr(gp_baselines, "se_baseline", no_fit)
+    monkeypatch.setattr(gp_baselines, "gpss_baseline", no_fit)
     rows = baselines.compare_with_baselines(kf, ds, baseline_budget=5.0, se_done=se, gpss_done=gpss)
     assert [r.name for r in rows] == ["this kernel", "SE", "GPSS"]
     for a in ("expression", "q", "bic", "tail_score", "test_rmse", "note"):

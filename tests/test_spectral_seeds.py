@@ -221,6 +221,8 @@ class _Recorder:
     """An executor that fits nothing and records the tasks it is given, batch by batch."""
 
     stages = frozenset({"screen", "promote", "seed"})
+    workers = 1
+    replay = None
 
     def __init__(self) -> None:
         self.batches: list[list] = []

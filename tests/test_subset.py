@@ -142,7 +142,7 @@ def test_a_stored_record_reopens_on_the_subset_its_search_used():
 def test_the_report_of_a_long_series_says_so_and_scores_everything_on_the_subset():
     """A 20,000-point series (an exact GP on all of it would need a 2.6 GB matrix per kernel): the report
     names the subset, its baselines are fitted on it, its residual checks read the most recent points."""
-    from evocov_core.present.baselines import compare_with_baselines
+    from evocov_core.present.gp_comparison import compare_with_baselines
     from evocov_core.present.report_html import RESIDUAL_POINTS, report_html
 
     ds = _series(20_000)
@@ -187,7 +187,7 @@ def test_baselines_of_many_points_search_on_a_subset_and_are_scored_on_all():
     refined on every point: its fit is on all of them, and no worse there than the subset's values."""
     from evocov_core.fitting.gp import lml
     from evocov_core.language.library import squared_exponential
-    from evocov_core.present.baselines import baseline_subset, fit_fixed, se_baseline
+    from evocov_core.searches.gp_baselines import baseline_subset, fit_fixed, se_baseline
 
     data = FitData.from_dataset(_series(900), max_points=0)
     assert baseline_subset(data, points=data.n) is None
@@ -209,9 +209,10 @@ def test_baselines_of_many_points_search_on_a_subset_and_are_scored_on_all():
 def test_the_report_searches_its_gpss_baseline_on_a_subset_of_many_points(monkeypatch):
     """The report's GPSS baseline on a long series searches the subset and is scored on every point
     the kernel was fitted on; its note says so."""
-    import evocov_core.present.baselines as baselines
+    import evocov_core.searches.gp_baselines as baselines
     from evocov_core.fitting.gp import lml
     from evocov_core.fitting.scoring import bic
+    from evocov_core.present.gp_comparison import compare_with_baselines
 
     monkeypatch.setattr(baselines, "BASELINE_POINTS", 150)
     ds = _series(1000)
@@ -220,7 +221,7 @@ def test_the_report_searches_its_gpss_baseline_on_a_subset_of_many_points(monkey
                      np.random.default_rng(0))
     kf = parse_kernel_file(dump_kernel_file(kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test,
                                                              n_train=ds.n_train, test_fraction=ds.test_fraction)))
-    rows = baselines.compare_with_baselines(kf, ds, baseline_budget=0.5)
+    rows = compare_with_baselines(kf, ds, baseline_budget=0.5)
     se, gpss = rows[1], rows[2]
     assert gpss.model is not None and math.isfinite(gpss.bic)
     for row in (se, gpss):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -82,9 +82,21 @@ def _run_in(contexts: Mapping[str, tuple[FitData, OptimConfig]], task: Task) -> 
 
 
 class Executor(Protocol):
-    """Runs tasks for one search run. Use as a context manager."""
+    """Runs tasks for one search run. Use as a context manager.
+
+    Attributes
+    ----------
+    stages : frozenset of str
+        The stages it can fit tasks on, beside the full data (``"head"``, ``"origin:0.9"``...).
+    workers : int
+        Tasks it runs side by side.
+    replay : object or None
+        The log of a timed run that it replays (:class:`~evocov_core.searches.replay.RunLog`), else None.
+    """
 
     stages: frozenset[str]
+    workers: int
+    replay: Any
 
     def map(self, tasks: Sequence[Task], should_stop: StopCheck | None = None,
             on_result: Callable[[int, FitResult], None] | None = None) -> list[FitResult | None]:
@@ -96,6 +108,8 @@ class Executor(Protocol):
 
 class _FitExecutor(_Closes):
     """Fits tasks with a runner whose shared value is the data and settings of every stage."""
+
+    replay = None  # it replays nothing: a searches.replay.ReplayExecutor around it does
 
     def __init__(self, data: FitData, config: OptimConfig, stages: Stages | None,
                  runner: Callable[[dict[str, tuple[FitData, OptimConfig]]], Runner]) -> None:

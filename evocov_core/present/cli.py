@@ -192,7 +192,7 @@ def _gpss_done(args: argparse.Namespace, kf, ds):
 
     Refused with a message when it was not found by GPSS or was fitted on other points or in other
     units than ``kf`` is compared on."""
-    from evocov_core.present.baselines import FittedBaseline, comparison_units
+    from evocov_core.present.gp_comparison import FittedBaseline, comparison_units
     from evocov_core.runs.kernel_file import load_kernel_file
 
     if not args.gpss_kernel:

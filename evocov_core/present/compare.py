@@ -4,7 +4,7 @@ Every method forecasts the same test points from the same training part, and is 
 same way in the data's units (:mod:`evocov_core.fitting.metrics`): test RMSE of the mean, coverage of
 the 95 % interval, CRPS and the interval score (α = 0.05).
 
-* A **GP** (a kernel file, the SE and GPSS baselines of :mod:`evocov_core.present.baselines`) predicts
+* A **GP** (a kernel file, the SE and GPSS baselines of :mod:`evocov_core.searches.gp_baselines`) predicts
   a normal at each test point: the posterior mean and the latent variance plus the noise
   variance (:meth:`~evocov_core.fitting.model.FittedModel.predict`). Its interval is mean ± 1.96 σ
   and its CRPS the normal's closed form.
@@ -16,7 +16,7 @@ the 95 % interval, CRPS and the interval score (α = 0.05).
 :func:`forecast_comparison` is a pure function of the forecasts it is given; :func:`compare`
 fits everything (seeded) and calls it: ``compare(kernel_file, dataset)`` is the whole thing.
 A page that computes the rows in the background gives the ones not ready yet as ``running``
-rows (:meth:`~evocov_core.present.baselines.Compared.waiting`,
+rows (:meth:`~evocov_core.present.gp_comparison.Compared.waiting`,
 :func:`~evocov_core.forecast.classical.running_forecasts`). :func:`forecast_scores` scores one GP's
 forecast alone (the accuracy benchmark's coverage and CRPS columns).
 """
@@ -46,7 +46,7 @@ from evocov_core.forecast.classical import (
     classical_forecasts,
 )
 from evocov_core.forecast.combination import Combination
-from evocov_core.present.baselines import Compared, FittedBaseline, compare_with_baselines
+from evocov_core.present.gp_comparison import Compared, FittedBaseline, compare_with_baselines
 from evocov_core.runs.kernel_file import KernelFile
 
 __all__ = ["COLUMNS", "Z95", "Comparison", "ForecastScores", "MethodForecast", "compare", "forecast_comparison",
@@ -355,7 +355,7 @@ def compare(kf: KernelFile, ds: Dataset, *, baseline_budget: float = 20.0, seed:
         fitting them again (27 s on the 100,000-point series of ``bench_dashboard_long``).
     se_done, gpss_done : FittedBaseline, optional
         GP baselines fitted already, scored as they are
-        (:func:`~evocov_core.present.baselines.compare_with_baselines`).
+        (:func:`~evocov_core.present.gp_comparison.compare_with_baselines`).
 
     Returns
     -------

@@ -8,7 +8,7 @@ that opens offline (Plotly's JavaScript is embedded once, no other resource is f
    of a short GPSS search fitted on the same training data, and those of the classical
    forecasters (seasonal naive, AutoETS, AutoARIMA, AutoTheta, MSTL: :mod:`evocov_core.forecast.classical`)
    over the test range, drawn dashed over it; a table comparing the three GPs
-   (:func:`evocov_core.present.baselines.compare_with_baselines`: expression, hyperparameters, BIC, the
+   (:func:`evocov_core.present.gp_comparison.compare_with_baselines`: expression, hyperparameters, BIC, the
    tail score of the model choice, test RMSE), and one comparing every forecast of the test
    part (:func:`evocov_core.present.compare.compare`: test RMSE, 95 % coverage, CRPS, interval score,
    seconds, status);
@@ -38,7 +38,6 @@ from evocov_core.fitting.model import FittedModel, shared_posteriors
 from evocov_core.fitting.optimize import finite_or_none
 from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT, ClassicalForecasts
 from evocov_core.language.simplify import simplified
-from evocov_core.present.baselines import Compared, FittedBaseline, compare_with_baselines
 from evocov_core.present.compare import Comparison, compare
 from evocov_core.present.decompose import kernel_summary
 from evocov_core.present.figures import (
@@ -53,6 +52,7 @@ from evocov_core.present.figures import (
     minmax_indices,
 )
 from evocov_core.present.glance import verdict, weight_sentence
+from evocov_core.present.gp_comparison import Compared, FittedBaseline, compare_with_baselines
 from evocov_core.runs.kernel_file import KernelFile
 
 __all__ = ["comparison_table", "forecast_table_html", "report_html", "residual_checks"]
@@ -231,7 +231,7 @@ def report_html(kf: KernelFile, ds: Dataset, *, title: str | None = None, baseli
     forecasts made already, are used instead (:func:`~evocov_core.present.compare.compare`); ``se_done`` and
     ``gpss_done``, GP baselines fitted already (the dashboard's SE fit, a finished GPSS run), are
     scored as they are instead of fitted again
-    (:func:`~evocov_core.present.baselines.compare_with_baselines`; ``gpss_done`` replaces the GPSS search).
+    (:func:`~evocov_core.present.gp_comparison.compare_with_baselines`; ``gpss_done`` replaces the GPSS search).
 
     Each GP is factorised once on its training points for all its predictions
     (:func:`~evocov_core.fitting.model.shared_posteriors`); the baselines' curves are means only (drawn

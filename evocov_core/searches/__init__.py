@@ -115,7 +115,7 @@ def _run(data: FitData, config: SearchConfig, executor: Executor, seed: int, pro
 def _search_and_choose(data: FitData, config: SearchConfig, executor: Executor, seed: int,
                        progress: ProgressCallback | None, should_stop: StopCheck | None, t0: float,
                        replaying: bool) -> SearchResult:
-    if needs_head_stage(data, config) and "head" not in getattr(executor, "stages", ()):
+    if needs_head_stage(data, config) and "head" not in executor.stages:
         raise ValueError("select_top > 1 needs an executor with the 'head' stage: make it with "
                          "search_executor(data, config) or pass search_stages(data, config)")
     result = _RUNNERS[config.algorithm](data, config, executor, seed=seed, progress=progress,

@@ -94,8 +94,8 @@ SPLIT = BudgetSplit()
 
 
 def workers_of(executor: Executor | None) -> int:
-    """The executor's workers (1 when it does not say): the rounds a batch of refits takes."""
-    return int(getattr(executor, "workers", 1) or 1)
+    """The executor's workers (1 without one): the rounds a batch of refits takes."""
+    return 1 if executor is None else max(1, executor.workers)
 
 
 def time_one_evaluation(data: FitData) -> float:

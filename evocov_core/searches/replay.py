@@ -91,9 +91,9 @@ class _Wrapped:
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.stages = getattr(inner, "stages", frozenset())
-        self.workers = getattr(inner, "workers", 1)
-        self.replay: RunLog | None = getattr(inner, "replay", None)
+        self.stages: frozenset[str] = inner.stages
+        self.workers: int = inner.workers
+        self.replay: RunLog | None = inner.replay
 
     def close(self) -> None:
         pass

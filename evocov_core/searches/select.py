@@ -446,7 +446,7 @@ def choose_model(data: FitData, candidates: Sequence[FitResult], executor: Execu
     if CHOICE_RULES[rule].refits == "origins" and (data.on_subset or not windows):
         rule = "tail"  # a refit at the origins costs seconds on a subset, and needs origins
     spec = CHOICE_RULES[rule]
-    stages = getattr(executor, "stages", ())
+    stages = executor.stages
     if spec.refits == "origins" and any(origin_stage(o) not in stages for o, _, _ in windows):
         raise ValueError("choice='refit_origins' needs an executor with the origin stages: make it with "
                          "search_executor(data, config) or pass search_stages(data, config)")
@@ -648,14 +648,14 @@ def calibrate_returned(data: FitData, fit: FitResult, head_fit: FitResult | None
     (wall-clock time), or when none was made (a cancelled run, or a replay of a run that fell back).
     """
     n = len(DEFAULT_ORIGINS)
-    rounds = math.ceil(n / max(1, int(getattr(executor, "workers", 1) or 1))) if has_origin_stages(executor) else n
+    rounds = math.ceil(n / max(1, executor.workers)) if executor is not None and has_origin_stages(executor) else n
     # The estimate counts every refit at its cap of evaluations and each stops at ``end`` with what it
     # has: half of it left is enough for refits that move most of the way from the full-data values.
     left = math.inf if end is None else end - time.time()
     if calibration == "origins" and (refit is None or 0.5 * rounds * refit_cost > left):
         calibration = "tail"
     windows = origin_windows(data) if calibration == "origins" and executor is not None else ()
-    stages = getattr(executor, "stages", ())
+    stages = executor.stages if executor is not None else frozenset()
     if not windows or any(origin_stage(o) not in stages for o, _, _ in windows):
         return calibrate_scored(data, fit, calibration, head_fit=head_fit, refit=refit, seed=(seed, 7927),
                                 deadline=end)

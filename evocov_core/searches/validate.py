@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -34,6 +34,9 @@ from evocov_core.fitting.gp import posterior
 from evocov_core.fitting.metrics import DEFAULT_ORIGINS, FitData, crps_normal_points, normal_logpdf
 from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult, OptimConfig, fit_kernel
 from evocov_core.language.evaluate import Inputs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from evocov_core.fitting.fits import Executor
 
 __all__ = [
     "CALIBRATIONS",
@@ -308,6 +311,6 @@ def origin_stage(origin: float) -> str:
     return f"origin:{origin:g}"
 
 
-def has_origin_stages(executor: object) -> bool:
+def has_origin_stages(executor: Executor | None) -> bool:
     """Whether ``executor`` refits at the origins (:func:`~evocov_core.searches.select.needs_origin_stages`)."""
-    return any(str(s).startswith("origin:") for s in getattr(executor, "stages", ()))
+    return executor is not None and any(str(s).startswith("origin:") for s in executor.stages)

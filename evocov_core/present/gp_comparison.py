@@ -1,12 +1,8 @@
-"""Reference kernels fitted on the user's data: the SE baseline, a GPSS baseline, fixed structures.
-
-The Results page shows test RMSE next to these; the mutation explorer starts from them; the
-report compares a kernel file with the SE and GPSS baselines (:func:`compare_with_baselines`).
-"""
+"""A kernel file set beside the GP baselines (:mod:`evocov_core.searches.gp_baselines`) on the same data and
+units: the report's and the Results page's comparison rows (:func:`compare_with_baselines`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -22,120 +18,11 @@ from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult, OptimConfig,
 from evocov_core.fitting.scoring import bic
 from evocov_core.fitting.subset import DEFAULT_MAX_POINTS, DataSubset, plan_subset
 from evocov_core.language.kernel import Kernel
-from evocov_core.language.library import compose, squared_exponential
 from evocov_core.runs.kernel_file import KernelFile
+from evocov_core.searches import gp_baselines
+from evocov_core.searches.gp_baselines import baseline_subset, gpss_config, refine
 
-__all__ = ["BASELINE_POINTS", "Compared", "FittedBaseline", "baseline_subset", "compare_with_baselines",
-           "comparison_units", "fit_fixed", "fit_structure", "gpss_baseline", "gpss_config", "refine", "se_baseline",
-           "training_data"]
-
-#: Above this many training points the SE and GPSS baselines search on a subset of this size
-#: and refine their winner on all the data (:func:`baseline_subset`, :func:`refine`). On the
-#: 2,000 points of a long series one likelihood with gradient costs 0.26 s, so the GPSS
-#: baseline's first level took 132 s of a 20 s budget, and the SE fit 33 s
-#: (``bench/results/bench_dashboard_long.md``). The cost grows as the cube of the points: on
-#: that series' subset (922 points, :func:`baseline_subset`) one evaluation costs about a tenth.
-BASELINE_POINTS = 500
-#: Evaluations of the one L-BFGS-B run that refines a baseline found on the subset.
-REFINE_EVALS = 30
-
-
-def fit_fixed(kernel: Kernel, data: FitData, *, seed: int = 0, metric: str = "lml", n_restarts: int = 5,
-              max_evals: int = 200) -> FitResult:
-    """Fit one kernel with a generous budget (a reference, not a search candidate)."""
-    cfg = OptimConfig(metric=metric, n_restarts=n_restarts, max_evals=max_evals)
-    return fit_kernel(kernel, data, cfg, np.random.default_rng(seed))
-
-
-def baseline_subset(data: FitData, points: int | None = None) -> FitData | None:
-    """The points a baseline searches on when ``data`` has more than ``points`` of them; else None.
-
-    The search's screening subset (:func:`~evocov_core.searches.stages.screen_subset`): the most
-    recent points, contiguous (on a long series enough for two of its longest clear period,
-    :func:`~evocov_core.searches.stages.screen_recent`), and ``points − points // 2`` spread over
-    the earlier range. Values fitted there mean the same on ``data`` (same step, span, units).
-
-    Parameters
-    ----------
-    data : FitData
-        The ``n`` training points the baselines are scored on.
-    points : int, optional
-        Default :data:`BASELINE_POINTS`.
-
-    Returns
-    -------
-    FitData or None
-        Of at most ``points − points // 2 + SCREEN_RECENT_MAX`` points, without a split.
-    """
-    from evocov_core.searches.stages import screen_subset
-
-    points = BASELINE_POINTS if points is None else int(points)
-    return None if data.n <= points else screen_subset(data, points)
-
-
-def refine(fit: FitResult, data: FitData, optim: OptimConfig, *, seed: int = 0) -> FitResult:
-    """``fit`` (made on a subset) continued on ``data``: one L-BFGS-B run of at most
-    :data:`REFINE_EVALS` evaluations from its values, so that its BIC, tail score and forecast
-    are those of the same points as the kernel it is compared with. A failed ``fit`` is returned
-    as it is."""
-    if not fit.ok:
-        return fit
-    cfg = dataclasses.replace(optim, n_screen=0, n_restarts=1, max_evals=REFINE_EVALS)
-    return fit_kernel(fit.kernel, data, cfg, np.random.default_rng(seed), fit.start())
-
-
-def se_baseline(data: FitData, *, seed: int = 0, points: int | None = None) -> FitResult:
-    """The SE kernel (``θ0² exp(−r²/2)``) fitted by LML: the benchmark's ``SE`` column.
-
-    With more than ``points`` (default :data:`BASELINE_POINTS`) training points it is fitted
-    on :func:`baseline_subset` and :func:`refine`-d on all of ``data``; the result is a fit on
-    ``data`` either way.
-    """
-    small = baseline_subset(data, points)
-    if small is None:
-        return fit_fixed(squared_exponential(), data, seed=seed)
-    return refine(fit_fixed(squared_exponential(), small, seed=seed), data, OptimConfig(metric="lml"), seed=seed)
-
-
-def fit_structure(expr: str | list, data: FitData, *, seed: int = 0, metric: str = "lml") -> FitResult:
-    """Fit a GPSS-style structure (e.g. a published GPSS preset) on these data."""
-    return fit_fixed(compose(expr), data, seed=seed, metric=metric)
-
-
-def gpss_config():
-    """The GPSS baseline's settings: the ``quick`` preset's GPSS, levels not timed, the lowest BIC returned."""
-    from evocov_core.searches import preset
-
-    return preset("quick", "gpss", time_budget=0.0, select_top=1)
-
-
-def gpss_baseline(data: FitData, budget: float, *, seed: int = 0, workers: int | None = 1):
-    """The project's GPSS search (``preset("quick", "gpss")``) returning its lowest-BIC kernel.
-
-    The budget is checked *between* levels: a level started is finished, so the result does
-    not depend on where the clock stopped inside a level. A new level starts only when the
-    time spent plus 1.5 times the last level's (levels grow: on Airline 4, 9, 22, 35
-    candidates) fits in the budget, so the search ends near it. Same data and seed, same
-    kernel, unless that prediction falls right on the budget. GPSS's own answer is the
-    lowest BIC (``select_top = 1``).
-
-    Returns
-    -------
-    SearchResult
-    """
-    from evocov_core.searches import run_search
-
-    config = gpss_config()
-    t0 = time.perf_counter()
-    last = [t0]
-    spent = [False]
-
-    def after_level(_progress: object) -> None:
-        now = time.perf_counter()
-        spent[0] = (now - t0) + 1.5 * (now - last[0]) > budget
-        last[0] = now
-
-    return run_search(data, config, seed=seed, workers=workers, progress=after_level, should_stop=lambda: spent[0])
+__all__ = ["Compared", "FittedBaseline", "compare_with_baselines", "comparison_units", "training_data"]
 
 
 def training_data(ds: Dataset, norm: Normalisation, split_fraction: float = 0.1,
@@ -320,13 +207,13 @@ def compare_with_baselines(kf: KernelFile, ds: Dataset, *, baseline_budget: floa
                            gpss_done: FittedBaseline | None = None) -> list[Compared]:
     """The kernel file's model next to an SE kernel and a GPSS search fitted on the same training data.
 
-    Every model is scored the same way, in the kernel file's normalisation: BIC on the training
-    data (on more than :data:`BASELINE_POINTS` points, SE and GPSS are fitted on a subset of them
-    and refined on all, :func:`baseline_subset`), the tail score of the model choice (one refit
-    on the head of the training range from the model's values, the
-    :func:`~evocov_core.searches.preset` ``quick`` optimiser settings) and the test RMSE. Seeded
-    throughout: the same inputs give the same numbers (see :func:`gpss_baseline` for the one
-    exception, a level boundary on the budget).
+    Every model is scored the same way, in the kernel file's normalisation: BIC on the training data (on
+    more than :data:`~evocov_core.searches.gp_baselines.BASELINE_POINTS` points, SE and GPSS are fitted on a
+    subset of them and refined on all: :func:`~evocov_core.searches.gp_baselines.baseline_subset`), the tail
+    score of the model choice (one refit on the head of the training range from the model's values, the
+    :func:`~evocov_core.searches.preset` ``quick`` optimiser settings) and the test RMSE. Seeded throughout:
+    the same inputs give the same numbers (see :func:`~evocov_core.searches.gp_baselines.gpss_baseline` for
+    the one exception, a level boundary on the budget).
 
     Parameters
     ----------
@@ -388,14 +275,15 @@ def compare_with_baselines(kf: KernelFile, ds: Dataset, *, baseline_budget: floa
                          se_done.seconds))
     else:
         t0 = time.perf_counter()
-        se = se_baseline(data, seed=seed)
+        se = gp_baselines.se_baseline(data, seed=seed)
         rows.append(_row("SE", se, data, ds, norm, optim, (seed, 7919, 1), se_note, time.perf_counter() - t0))
     if gpss_done is not None:
         rows.append(_row("GPSS", gpss_done.fit, data, ds, norm, optim, (seed, 7919, 2), gpss_done.note,
                          gpss_done.seconds))
     elif baseline_budget > 0:
         t0 = time.perf_counter()
-        result = gpss_baseline(data if small is None else small, baseline_budget, seed=seed, workers=workers)
+        result = gp_baselines.gpss_baseline(data if small is None else small, baseline_budget, seed=seed,
+                                            workers=workers)
         best = result.best
         if best is not None and small is not None:
             best = refine(best, data, gpss_config().optim, seed=seed)
