@@ -109,7 +109,7 @@ class Tracker:
         self._gen_recs: list[EvalRecord] = []
         self.candidates = Candidates()
         seconds = config.time_budget * SPLIT.search_part(config) if config.time_budget > 0 else math.inf
-        self.clock = Clock(seconds, should_stop, executor.replay, started=started)
+        self.clock = Clock(seconds, should_stop, executor.replay if executor is not None else None, started=started)
         self.budget = Budget(config, self.candidates, self.clock, data, executor,
                              refits=choice_refits(config, data is not None and data.on_subset))
         self.cache = FitCache(config.cache_fits)
