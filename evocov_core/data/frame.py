@@ -19,7 +19,11 @@ from evocov_core.data.dates import dates_to_decimal_years, looks_like_dates, par
 from evocov_core.data.limits import MAX_ABS_VALUE, MAX_POINTS, MAX_VALUE_CHARS, MIN_SPREAD, SNIFF_VALUES, DataError
 from evocov_core.data.table import comma_numbers, read_table
 
-__all__ = ["dataset_from_frame", "date_columns", "guess_columns", "load_csv", "numeric_columns"]
+#: What a row without a value means (:func:`dataset_from_frame`'s ``missing``): the table is refused,
+#: or the row is a point not observed.
+MISSING = ("refuse", "keep")
+
+__all__ = ["MISSING", "dataset_from_frame", "date_columns", "guess_columns", "load_csv", "numeric_columns"]
 
 
 def _long_field(df: pd.DataFrame, column: str) -> tuple[int, int] | None:
@@ -131,12 +135,21 @@ def dataset_from_frame(
     subsample: bool = False,
     drop_missing: bool = False,
     duplicates: str = "average",
+    missing: str = "refuse",
 ) -> Dataset:
     """Build a :class:`Dataset` from two columns of a table, validating everything.
 
     ``x=None`` uses the row number. Date columns become decimal years. More than
     ``max_points`` points are refused (None: no limit), or with ``subsample`` thinned to
     that many evenly spaced points.
+
+    ``missing`` says what a row whose value is empty, not a number or infinite means:
+    ``"refuse"`` (the default) refuses the table with a :class:`DataError` naming the file lines;
+    ``"keep"`` keeps it as a point not observed: the row leaves the data, and every other point
+    keeps its own x (with ``x=None``, its own row number), so the model conditions on the observed
+    points at their true times and the gap stays a gap (a note says how many). A row whose x cannot
+    be read is left out too, and a note names the column. ``drop_missing=True`` is
+    ``missing="keep"`` (its former name).
     """
     if y not in df.columns:
         raise DataError(f"no column named {y!r}; columns are {list(df.columns)}")
@@ -162,16 +175,21 @@ def dataset_from_frame(
         kind, x_label = "number", x
     xa = xv.to_numpy(dtype=np.float64)
     ya = yv.to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(xa) | ~np.isfinite(ya)
+    if missing not in MISSING:
+        raise ValueError(f"missing must be one of {', '.join(MISSING)}; got {missing!r}")
+    keep = drop_missing or missing == "keep"
+    bad_x, bad_y = ~np.isfinite(xa), ~np.isfinite(ya)
+    bad = bad_x | bad_y
     if bad.any():
-        if not drop_missing:
+        if not keep:
             rows = ", ".join(str(i + 2) for i in np.flatnonzero(bad)[:5])  # +2: header and 1-based
             more = "…" if bad.sum() > 5 else ""
             raise DataError(
                 f"{int(bad.sum())} rows have missing, non-numeric or infinite values "
-                f"(file lines {rows}{more}); fix them or allow dropping them"
+                f"(file lines {rows}{more}); fix them, or keep them as points not observed "
+                "(command line: --missing keep; Python: missing='keep'; Data page: Keep missing values)"
             )
-        notes.append(f"dropped {int(bad.sum())} rows with missing or non-finite values")
+        notes.extend(_missing_notes(bad_x, bad_y, x))
         xa, ya = xa[~bad], ya[~bad]
     for label, col, arr in (("x", x, xa), ("value", y, ya)):
         big = float(np.max(np.abs(arr), initial=0.0))
@@ -197,6 +215,24 @@ def dataset_from_frame(
             )
         ds = ds.subsample(max_points)
     return ds
+
+
+def _missing_notes(bad_x: np.ndarray, bad_y: np.ndarray, x: str | None) -> list[str]:
+    """What ``missing="keep"`` did, for :attr:`Dataset.notes`: rows without a value, rows without a
+    readable x (each mask of shape (rows,))."""
+    def lines(mask: np.ndarray) -> str:
+        idx = np.flatnonzero(mask)
+        return ", ".join(str(i + 2) for i in idx[:5]) + ("…" if idx.size > 5 else "")  # +2: header, 1-based
+
+    out = []
+    only_y = bad_y & ~bad_x
+    if only_y.any():
+        out.append(f"{int(only_y.sum())} rows have no value (file lines {lines(only_y)}): kept as points not "
+                   "observed, the others at their own x")
+    if bad_x.any():
+        out.append(f"dropped {int(bad_x.sum())} rows whose x in column {x!r} cannot be read "
+                   f"(file lines {lines(bad_x)})")
+    return out
 
 
 def load_csv(path: str | Path | IO, x: str | None = None, y: str | None = None, **kwargs: object) -> Dataset:
