@@ -319,8 +319,8 @@ class KernelResult:
         pred = self.model.predict(ds.X_train, ds.y_train, x)
         return Interval(pred.x, pred.mean, pred.std, pred.mean - Z95 * pred.std, pred.mean + Z95 * pred.std)
 
-    def forecast(self, h: int | None = None, *, time_limit: float | Mapping[str, float] | None = None
-                 ) -> Interval:
+    def forecast(self, h: int | None = None, *, time_limit: float | Mapping[str, float] | None = None,
+                 at: ArrayLike | None = None) -> Interval:
         """The ``h`` steps after the last observation: the search's forecast and its 95 % interval.
 
         The kernel keeps its fitted values and is conditioned on every observed point (training
@@ -334,12 +334,15 @@ class KernelResult:
             Steps (default: :func:`evocov_core.forecast.future.default_horizon`).
         time_limit : float or mapping of str to float, optional
             Seconds per classical member (default :data:`evocov_core.forecast.classical.DEFAULT_TIME_LIMIT`).
+        at : array_like of shape (h,), optional
+            Times to forecast at instead of the next steps, any after the last observation (numbers in
+            the data's units, or dates: :func:`evocov_core.forecast.steps.future_times`).
 
         Returns
         -------
         Interval
-            ``x`` of shape (h, 1) continues the data's step; ``mean``, ``std``, ``lower``, ``upper``
-            of shape (h,).
+            ``x`` of shape (h, 1) continues the data's step (or holds ``at``, sorted); ``mean``, ``std``,
+            ``lower``, ``upper`` of shape (h,).
         """
         from evocov_core.fitting.metrics import Z95
         from evocov_core.forecast.future import forecast_future
@@ -347,7 +350,9 @@ class KernelResult:
         kw: dict[str, object] = {} if time_limit is None else {"time_limit": time_limit}
         ds = self._data()
         made = getattr(self.search_result, "future", None)
-        if (made is not None and ds is self.dataset and ds.n_test == 0 and h is not None
+        if at is not None:
+            kw["at"] = at
+        elif (made is not None and ds is self.dataset and ds.n_test == 0 and h is not None
                 and h == getattr(self.search_result, "horizon", None)):
             kw["classical"] = made  # the search's members already forecast these steps from these points
         fc = forecast_future(self.kernel_file, ds, h, **kw)
@@ -367,8 +372,8 @@ class KernelResult:
 # --- functions ---------------------------------------------------------------------------------
 
 
-def read_series(path: str | Path, x: str | None = None, y: str | None = None, *, test_fraction: float = 0.1
-                ) -> Dataset:
+def read_series(path: str | Path, x: str | None = None, y: str | None = None, *, test_fraction: float = 0.1,
+                missing: str = "refuse") -> Dataset:
     """Read a series from a CSV file, or a bundled series by name.
 
     Parameters
@@ -381,6 +386,9 @@ def read_series(path: str | Path, x: str | None = None, y: str | None = None, *,
         Column names (guessed when not given; dates become decimal years).
     test_fraction : float
         The last share of the x-range held out as the test part.
+    missing : {"refuse", "keep"}
+        Rows whose value is empty or not a number: refuse the file, or keep them as points not
+        observed (the others keep their own x; :func:`evocov_core.data.dataset_from_frame`).
 
     Returns
     -------
@@ -400,7 +408,7 @@ def read_series(path: str | Path, x: str | None = None, y: str | None = None, *,
     validate_split(test_fraction)
     p = Path(path)
     if p.is_file():
-        ds = load_csv(p, x=x, y=y, test_fraction=test_fraction, max_points=None)
+        ds = load_csv(p, x=x, y=y, test_fraction=test_fraction, max_points=None, missing=missing)
     elif x is None and y is None and str(path) in {e["name"] for e in bundled_datasets()}:
         ds = load_bundled(str(path), test_fraction=test_fraction)
     else:

@@ -52,7 +52,8 @@ def _dataset(args: argparse.Namespace, test_fraction: float | None = None):
     if tf is not None:
         validate_split(tf)  # before reading: a fraction of 0.95 is refused as such
     ds = load_csv(args.data, x=args.x, y=args.y, test_fraction=tf, max_points=None,
-                  duplicates="keep" if getattr(args, "keep_duplicates", False) else "average")
+                  duplicates="keep" if getattr(args, "keep_duplicates", False) else "average",
+                  missing=getattr(args, "missing", "refuse"))
     validate_split(ds.test_fraction, ds.n_train)
     for note in ds.notes:  # what reading changed (rows sorted, repeated x averaged, rows dropped)
         print(f"note: {args.data}: {note}", file=sys.stderr)
@@ -170,11 +171,25 @@ def cmd_forecast(args: argparse.Namespace) -> int:
     if not 0.0 < args.time_limit <= 86400:
         raise CliError(f"--time-limit must be above 0 and at most 86400 seconds, got {args.time_limit}")
     kf, ds = _kernel_and_data(args)
-    fc = forecast_future(kf, ds, args.horizon, time_limit=args.time_limit)
+    if args.at is not None and args.horizon is not None:
+        raise CliError("give --horizon (the next steps) or --at (times), not both")
+    fc = forecast_future(kf, ds, args.horizon, time_limit=args.time_limit, at=_times(args.at))
     _write_text(args.out, fc.frame(ds.x_label).to_csv(index=False))
     print(fc.note, file=sys.stderr)
     print(f"wrote {len(fc.x)} steps after the last observation to {args.out}")
     return 0
+
+
+def _times(text: str | None) -> list[str] | None:
+    """``--at``: times separated by commas, or a CSV file whose first column holds them (a header line
+    allowed)."""
+    if text is None:
+        return None
+    if Path(text).is_file():
+        from evocov_core.data.table import read_table
+
+        return [str(v) for v in read_table(text).iloc[:, 0].dropna()]
+    return [t.strip() for t in text.split(",") if t.strip()]
 
 
 def _check_comparison_args(args: argparse.Namespace) -> None:
@@ -419,6 +434,9 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_default: float | None = 0
     p.add_argument("--test-fraction", type=float, default=test_default,
                    help="last fraction of the x-range held out as test (default 0.1)")
     p.add_argument("--keep-duplicates", action="store_true", help="keep repeated x values instead of averaging")
+    p.add_argument("--missing", choices=("refuse", "keep"), default="refuse",
+                   help="rows whose value is empty or not a number: refuse the file (default), or keep them as "
+                        "points not observed (the model conditions on the others at their own x)")
 
 
 def _add_gpss_kernel_arg(p: argparse.ArgumentParser) -> None:
@@ -467,6 +485,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--horizon", type=int_in(1, 10_000, "--horizon"), default=None, metavar="STEPS",
                    help="steps after the last observation, at the data's step, at most the number of points "
                         "(default: as many as the test part)")
+    p.add_argument("--at", metavar="TIMES",
+                   help="forecast at these times instead of the next steps: any times after the last observation, "
+                        "separated by commas (dates for date data: 2024-03-15,2024-04-02), or a CSV file whose "
+                        "first column holds them")
     p.add_argument("--time-limit", type=float, default=30.0, metavar="SECONDS",
                    help="seconds each classical member of the search's forecast may take (default 30)")
     p.add_argument("--out", required=True, help="CSV file to write: one row per step")
