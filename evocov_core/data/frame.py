@@ -136,6 +136,7 @@ def dataset_from_frame(
     drop_missing: bool = False,
     duplicates: str = "average",
     missing: str = "refuse",
+    covariates: tuple[str, ...] | list[str] = (),
 ) -> Dataset:
     """Build a :class:`Dataset` from two columns of a table, validating everything.
 
@@ -150,6 +151,11 @@ def dataset_from_frame(
     points at their true times and the gap stays a gap (a note says how many). A row whose x cannot
     be read is left out too, and a note names the column. ``drop_missing=True`` is
     ``missing="keep"`` (its former name).
+
+    ``covariates`` names columns of numbers known in advance (temperature, a price, a holiday flag):
+    they become x's columns 2 to d, after time (:attr:`Dataset.covariates`,
+    :mod:`evocov_core.forecast.covariates`). A row with a covariate missing is a row with its value
+    missing: refused, or with ``missing="keep"`` left out.
     """
     if y not in df.columns:
         raise DataError(f"no column named {y!r}; columns are {list(df.columns)}")
@@ -161,20 +167,11 @@ def dataset_from_frame(
     yv = pd.to_numeric(df[y], errors="coerce")
     if yv.notna().sum() == 0:
         raise DataError(f"column {y!r} has no numbers (values such as {_samples(df[y])})")
-    if x is None:
-        xv = pd.Series(np.arange(len(df), dtype=np.float64))
-        kind, x_label = "number", "row"
-    elif looks_like_dates(df[x]):
-        parsed = parse_dates(df[x]).reset_index(drop=True)  # aligned with xv whatever the frame's index
-        xv = pd.Series(np.full(len(df), np.nan))
-        ok = parsed.notna()
-        xv[ok] = dates_to_decimal_years(parsed[ok])
-        kind, x_label = "date", x
-    else:
-        xv = pd.to_numeric(df[x], errors="coerce")
-        kind, x_label = "number", x
-    xa = xv.to_numpy(dtype=np.float64)
+    xa, kind, x_label = _x_values(df, x)
     ya = yv.to_numpy(dtype=np.float64)
+    cov = _covariate_columns(df, covariates, x, y)
+    if cov.shape[1]:
+        ya = np.where(np.all(np.isfinite(cov), axis=1), ya, np.nan)  # a row without its covariates is not usable
     if missing not in MISSING:
         raise ValueError(f"missing must be one of {', '.join(MISSING)}; got {missing!r}")
     keep = drop_missing or missing == "keep"
@@ -190,7 +187,7 @@ def dataset_from_frame(
                 "(command line: --missing keep; Python: missing='keep'; Data page: Keep missing values)"
             )
         notes.extend(_missing_notes(bad_x, bad_y, x))
-        xa, ya = xa[~bad], ya[~bad]
+        xa, ya, cov = xa[~bad], ya[~bad], cov[~bad]
     for label, col, arr in (("x", x, xa), ("value", y, ya)):
         big = float(np.max(np.abs(arr), initial=0.0))
         if big > MAX_ABS_VALUE:
@@ -204,8 +201,9 @@ def dataset_from_frame(
             f"column {y!r} varies by only {small:.3g} (standard deviation): variances of such numbers "
             "underflow floating point; rescale the column (e.g. multiply it by "
             f"1e{-int(format(small, 'e').split('e')[1])}) and try again")
-    ds = Dataset.from_arrays(xa, ya, name=name, test_fraction=test_fraction, duplicates=duplicates,
-                             x_label=x_label, y_label=y, x_kind=kind, notes=tuple(notes))
+    ds = Dataset.from_arrays(np.column_stack([xa, cov]) if cov.shape[1] else xa, ya, name=name,
+                             test_fraction=test_fraction, duplicates=duplicates, x_label=x_label, y_label=y,
+                             x_kind=kind, notes=tuple(notes), covariates=tuple(map(str, covariates)))
     if max_points is not None and ds.n > max_points:
         if not subsample:
             raise DataError(
@@ -215,6 +213,36 @@ def dataset_from_frame(
             )
         ds = ds.subsample(max_points)
     return ds
+
+
+def _x_values(df: pd.DataFrame, x: str | None) -> tuple[np.ndarray, str, str]:
+    """Column ``x`` of ``df`` as numbers of shape (rows,) (NaN where unreadable; dates as decimal years, the
+    row number when ``x`` is None), its kind (``"date"`` or ``"number"``) and its label."""
+    if x is None:
+        return np.arange(len(df), dtype=np.float64), "number", "row"
+    if looks_like_dates(df[x]):
+        parsed = parse_dates(df[x]).reset_index(drop=True)  # aligned with xv whatever the frame's index
+        xv = pd.Series(np.full(len(df), np.nan))
+        ok = parsed.notna()
+        xv[ok] = dates_to_decimal_years(parsed[ok])
+        return xv.to_numpy(dtype=np.float64), "date", x
+    return pd.to_numeric(df[x], errors="coerce").to_numpy(dtype=np.float64), "number", x
+
+
+def _covariate_columns(df: pd.DataFrame, names: tuple[str, ...] | list[str], x: str | None, y: str) -> np.ndarray:
+    """The covariate columns ``names`` of ``df`` as numbers, shape (rows, k) (NaN where a value is missing or
+    not a number); a :class:`DataError` for a column that is absent, is x or y, or holds no numbers."""
+    out = np.empty((len(df), len(names)))
+    for j, c in enumerate(names):
+        if c not in df.columns:
+            raise DataError(f"no covariate column named {c!r}; columns are {list(df.columns)}")
+        if c in (x, y) or list(names).count(c) > 1:
+            raise DataError(f"covariate column {c!r} is named twice (as x, y or another covariate)")
+        v = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=np.float64)
+        if not np.isfinite(v).any():
+            raise DataError(f"covariate column {c!r} has no numbers (values such as {_samples(df[c])})")
+        out[:, j] = v
+    return out
 
 
 def _missing_notes(bad_x: np.ndarray, bad_y: np.ndarray, x: str | None) -> list[str]:
@@ -236,11 +264,15 @@ def _missing_notes(bad_x: np.ndarray, bad_y: np.ndarray, x: str | None) -> list[
 
 
 def load_csv(path: str | Path | IO, x: str | None = None, y: str | None = None, **kwargs: object) -> Dataset:
-    """Load a CSV file into a :class:`Dataset` (columns guessed when not given)."""
+    """Load a CSV file into a :class:`Dataset` (columns guessed when not given: x a date column, else the first
+    numeric one besides y and the covariates, else the row number; y the last numeric column)."""
     df = read_table(path)
     if y is None:
         gx, y = guess_columns(df)
         if x is None:
             x = gx
+    elif x is None:  # y chosen: x is still a date column, else the first numeric one besides y and the covariates
+        others = set(kwargs.get("covariates") or ()) | {y}  # type: ignore[arg-type]
+        x = next((c for c in [*date_columns(df), *numeric_columns(df)] if c not in others), None)
     name = Path(path).stem if isinstance(path, (str, Path)) else "upload"
     return dataset_from_frame(df, x, y, name=str(kwargs.pop("name", name)), **kwargs)  # type: ignore[arg-type]

@@ -24,7 +24,7 @@ from evocov_core.data.dates import dates_to_decimal_years, days_to_decimal_years
 from evocov_core.data.limits import DataError
 from evocov_core.fitting.metrics import median_step
 
-__all__ = ["MAX_HORIZON", "StepGrid", "future_labels", "future_times", "future_x", "step_grid"]
+__all__ = ["MAX_HORIZON", "StepGrid", "future_labels", "future_times", "future_x", "step_grid", "times_of"]
 
 Array = NDArray[np.float64]
 
@@ -96,6 +96,11 @@ def future_times(ds: Dataset, at: object) -> Array:
     """
     if ds.x.shape[1] != 1:
         raise DataError(f"a forecast past the data needs one input (time); these data have {ds.x.shape[1]}")
+    return np.sort(times_of(ds, at))
+
+
+def times_of(ds: Dataset, at: object) -> Array:
+    """:func:`future_times` in the order given (shape (h,)), x's first column (time) read whatever x's width."""
     values = pd.Series(np.atleast_1d(np.asarray(at, dtype=object)).ravel())
     if not 1 <= values.size <= MAX_HORIZON:
         raise DataError(f"give 1 to {MAX_HORIZON:,} times to forecast at; got {values.size:,}")
@@ -116,7 +121,7 @@ def future_times(ds: Dataset, at: object) -> Array:
     if early.size:
         raise DataError(f"the time {values.iloc[early[0]]!r} to forecast at is not after the last observation "
                         f"({future_labels(ds, np.array([last]))[0]}); predict the points inside the data instead")
-    return np.sort(x)
+    return x
 
 
 def _business_daily(ds: Dataset) -> bool:
