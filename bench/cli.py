@@ -15,6 +15,7 @@
     python -m bench long-report --out DIR
     python -m bench mcomp     --set M3 [--sample N] [--budget S] [--methods ...] [--workers W] [--out DIR]
     python -m bench gaps      --time-budget 20 --seeds 3 --workers 2 --out DIR
+    python -m bench covariates --seeds 3 --real --time-budget 20 --out DIR
 """
 
 from __future__ import annotations
@@ -245,6 +246,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--workers", type=int, default=1, help="searches at once (default 1; the machine is shared)")
     r.add_argument("--out", type=Path, required=True, help="output folder, reused to resume")
 
+    r = bsub.add_parser("covariates", help="covariates with known futures (issue 73): synthetic series that depend "
+                                           "on a known covariate, forecast with and without it")
+    r.__class__ = _OneLineErrors
+    r.add_argument("--seeds", type=int, default=3, help="synthetic series (default 3)")
+    r.add_argument("--real", action="store_true", help="also fpp3's insurance quotes with TV advertising")
+    r.add_argument("--time-budget", type=float, default=20.0, metavar="SECONDS", help="seconds per search (default 20)")
+    r.add_argument("--workers", type=int, default=1, help="searches at once (default 1)")
+    r.add_argument("--out", type=Path, required=True, help="output folder, reused to resume")
+
     return p
 
 
@@ -391,6 +401,10 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         from bench.gaps import main_gaps
 
         return main_gaps(a)
+    elif cmd == "covariates":
+        from bench.covariates import main_covariates
+
+        return main_covariates(a)
     else:  # pragma: no cover - argparse refuses others
         raise BenchError(f"unknown bench command {cmd!r}")
     return 0
