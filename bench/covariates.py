@@ -164,7 +164,7 @@ def covariates_report(out: Path, time_budget: float | None = None) -> tuple[Path
         "# Covariates with known futures: forecast RMSE with the covariate over without it", "",
         f"Commit {git['commit'] or 'unknown'}{' with local changes' if git['dirty'] else ''}; quick preset at "
         f"{fmt(time_budget) if time_budget else '?'} s, one worker, search seed 0. See bench/covariates.py for the "
-        "series.", "",
+        "series. Command: `python -m bench " + " ".join(sys.argv[1:]) + "`.", "",
         md_table(["series", "seed", "covariate used", "coef", "RMSE with", "RMSE without", "ratio", "forecast with",
                   "forecast without"], rows), "",
         "Failed trials: " + (", ".join(f"{r['series']} {r['seed']} {r['with_covariate']}: {r['reason']}"
