@@ -155,3 +155,51 @@ def test_the_api_searches_and_forecasts_with_covariates(series, tmp_path):
     assert got.mean.shape == (24,) and np.sqrt(np.mean((got.mean - truth) ** 2)) < 5.0
     with pytest.raises(ValueError, match=r"give their future values, forecast\(future=frame\)"):
         res.forecast()
+
+
+def _panel(k: int = 2, steps: int = 6) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, np.ndarray]]:
+    rows, ahead, truth = [], [], {}
+    for s in range(k):
+        hist, future, true = synthetic(s)
+        rows.append(hist.iloc[-60:].assign(unique_id=f"s{s}").rename(columns={"month": "ds"}))
+        ahead.append(future.iloc[:steps].assign(unique_id=f"s{s}").rename(columns={"month": "ds"}))
+        truth[f"s{s}"] = true[:steps]
+    return pd.concat(rows), pd.concat(ahead), truth
+
+
+def test_a_panel_takes_covariates_and_their_future_values():
+    from evocov_core.panel.run import forecast_panel
+
+    df, future, truth = _panel()
+    res = forecast_panel(df, 6, budget=3, workers=1, covariates=["temp"], X_df=future)
+    assert list(res.series["status"]) == ["ok", "ok"]
+    for uid, true in truth.items():
+        got = res.forecasts[res.forecasts.unique_id == uid]
+        assert list(got["ds"].dt.strftime("%Y-%m")) == list(future[future.unique_id == uid]["ds"])
+        assert np.sqrt(np.mean((got["EvoCov"].to_numpy() - true) ** 2)) < 3.0  # about 6.6 without the covariate
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda f: None, "need their future values"),
+    (lambda f: f.drop(columns="temp"), "the future values have no column 'temp'"),
+    (lambda f: f.assign(temp=f["temp"].where(np.arange(len(f)) != 2)), "covariate 'temp' is missing in row 4"),
+    (lambda f: f.iloc[:-1], "series 's1' has 5 rows of future values after its last observation"),
+])
+def test_a_panels_future_values_are_checked(change, message):
+    from evocov_core.panel.run import forecast_panel
+
+    df, future, _ = _panel()
+    with pytest.raises(DataError, match=message):
+        forecast_panel(df, 6, budget=3, workers=1, covariates=["temp"], X_df=change(future))
+
+
+def test_the_panel_command_needs_the_future_of_its_covariates(tmp_path):
+    df, future, _ = _panel()
+    data, ahead = tmp_path / "panel.csv", tmp_path / "future.csv"
+    df.to_csv(data, index=False)
+    future.drop(columns="temp").to_csv(ahead, index=False)
+    alone = cli("panel", "--data", str(data), "--horizon", "6", "--covariates", "temp", "--out", str(tmp_path / "o"))
+    assert alone.returncode != 0 and "--future FILE" in alone.stderr and len(alone.stderr.strip().splitlines()) == 1
+    bad = cli("panel", "--data", str(data), "--horizon", "6", "--covariates", "temp", "--future", str(ahead),
+              "--out", str(tmp_path / "o"))
+    assert bad.returncode != 0 and "no column 'temp'" in bad.stderr and "Traceback" not in bad.stderr

@@ -42,7 +42,8 @@ from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT
 from evocov_core.forecast.future import FutureForecast, KernelFile, forecast_future
 from evocov_core.forecast.steps import MAX_HORIZON, future_labels, times_of
 
-__all__ = ["CovariateEffect", "fit_covariates", "forecast_with_covariates", "future_covariates", "on_time"]
+__all__ = ["CovariateEffect", "add_effect", "fit_covariates", "forecast_with_covariates", "future_covariates",
+           "on_time"]
 
 Array = NDArray[np.float64]
 
@@ -261,7 +262,12 @@ def forecast_with_covariates(kf: KernelFile, ds: Dataset, table: pd.DataFrame, *
     if effect is None:
         raise DataError("this kernel uses no covariates: forecast without future covariate values")
     x, C = future_covariates(table, ds, effect)
-    fc = forecast_future(kf, ds, time_limit=time_limit, at=x)
+    return add_effect(forecast_future(kf, ds, time_limit=time_limit, at=x), effect, C)
+
+
+def add_effect(fc: FutureForecast, effect: CovariateEffect, C: ArrayLike) -> FutureForecast:
+    """``fc`` (a forecast of ``y − βᵀc``) with ``βᵀc`` added to every mean and bound, ``C`` of shape (h, k) the
+    covariates at ``fc.x``; the note says so."""
     e = effect.effect(C)
 
     def up(v: Array | None) -> Array | None:

@@ -31,7 +31,7 @@ from evocov_core.data.limits import DataError
 from evocov_core.fitting.priors import HyperPrior
 from evocov_core.panel.series import LEVELS, SeriesJob, SeriesOutcome, Status, forecast_series
 from evocov_core.panel.store import PanelStore, atomic_write, parts_in_order
-from evocov_core.panel.table import Panel, panel_from_frame
+from evocov_core.panel.table import Panel, future_values, panel_from_frame
 
 __all__ = ["FORECAST_COLUMNS", "NAME", "PRIOR_SAMPLE", "SERIES_COLUMNS", "PanelProgress", "PanelResult",
            "forecast_panel", "learn_prior", "panel_jobs"]
@@ -122,12 +122,17 @@ def _step(panel: Panel) -> float:
 
 
 def panel_jobs(panel: Panel, h: int, *, preset: str, seed: int, settings: Mapping[str, Any],
-               describe: Callable[[Any, Any], str | None] | None = None) -> list[SeriesJob]:
-    """One :class:`~evocov_core.panel.series.SeriesJob` per series of ``panel``, in its order."""
+               describe: Callable[[Any, Any], str | None] | None = None,
+               futures: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> list[SeriesJob]:
+    """One :class:`~evocov_core.panel.series.SeriesJob` per series of ``panel``, in its order (``futures``: each
+    series' future times and covariates, :func:`~evocov_core.panel.table.future_values`)."""
     step = _step(panel)
     seasons = (panel.season_length,) if panel.season_length and panel.season_length > 1 else ()
+    futures = futures or {}
     return [SeriesJob(s.uid, s.x, s.y, panel.x_kind, panel.x_label, h, preset, dict(settings), seed, seasons,
-                      s.missing, step, describe) for s in panel.series]
+                      s.missing, step, describe, covariates=panel.covariates, c=s.c,
+                      future_x=futures[s.uid][0] if s.uid in futures else None,
+                      future_c=futures[s.uid][1] if s.uid in futures else None) for s in panel.series]
 
 
 #: Series the panel's priors are learned on, at most (a seeded draw among those a search can serve).
@@ -186,6 +191,7 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
                    out: str | Path | None = None, progress: Callable[[PanelProgress], None] | None = None,
                    should_stop: Callable[[], bool] | None = None,
                    describe: Callable[[Any, Any], str | None] | None = None, panel_priors: bool = False,
+                   covariates: Sequence[str] = (), X_df: pd.DataFrame | None = None,
                    **settings: Any) -> PanelResult:
     """Forecast every series of a long table ``h`` steps ahead, each with its own kernel.
 
@@ -223,6 +229,13 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
         Learn hyperparameter priors from the panel's own series first (up to :data:`PRIOR_SAMPLE` of them;
         :mod:`evocov_core.panel.priors`), and fit every series' kernels under them (``priors="panel"``). With
         ``out``, the learned prior is kept there (``prior.json``) and a resumed run reads it.
+    covariates : sequence of str
+        Columns of ``df`` with known futures (:mod:`evocov_core.forecast.covariates`): each series' search
+        estimates their effect and searches its kernel on what they leave.
+    X_df : pandas.DataFrame, optional
+        Their future values, as statsforecast takes them: the ``unique_id`` and ``ds`` columns and one column
+        per covariate, at least ``h`` rows per series after its last observation; the forecast is at those
+        times. Required with ``covariates``.
     **settings
         Search settings over the preset's (``population=20``...).
 
@@ -249,11 +262,17 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
     _check(h, preset, settings)
     # Each kernel is chosen, and the forecast's members weighed, by forecasts of the h steps asked for.
     settings = {"horizon": int(h), **settings}
-    panel = panel_from_frame(df, id_col=id_col, ds_col=ds_col, y_col=y_col, season_length=season_length)
-    jobs = panel_jobs(panel, int(h), preset=preset, seed=seed, settings=settings, describe=describe)
+    panel = panel_from_frame(df, id_col=id_col, ds_col=ds_col, y_col=y_col, season_length=season_length,
+                             covariates=tuple(covariates))
+    if panel.covariates and X_df is None:
+        raise DataError(f"the covariates {', '.join(panel.covariates)} need their future values (X_df; command line: "
+                        "--future FILE): unique_id, ds and each covariate for the h steps after each series")
+    futures = future_values(panel, X_df, int(h)) if panel.covariates and X_df is not None else None
+    jobs = panel_jobs(panel, int(h), preset=preset, seed=seed, settings=settings, describe=describe, futures=futures)
     order = [j.uid for j in jobs]
-    store = None if out is None else _store(out, panel, int(h), preset, seed,
-                                             {**settings, **({"panel_priors": True} if panel_priors else {})})
+    kept = {**settings, **({"panel_priors": True} if panel_priors else {}),
+            **({"covariates": list(panel.covariates)} if panel.covariates else {})}
+    store = None if out is None else _store(out, panel, int(h), preset, seed, kept)
     parts: dict[str, dict] = {} if store is None else {u: p for u, p in store.done().items() if u in set(order)}
     resumed = len(parts)
     tick = _reporter(progress, parts, resumed, len(jobs), t0)
