@@ -189,10 +189,9 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
                    season_length: int | None = None, id_col: str | None = None, ds_col: str | None = None,
                    y_col: str | None = None, workers: int | None = None, scheduler: str | None = None,
                    out: str | Path | None = None, progress: Callable[[PanelProgress], None] | None = None,
-                   should_stop: Callable[[], bool] | None = None,
+                   should_stop: Callable[[], bool] | None = None, covariates: Sequence[str] = (),
                    describe: Callable[[Any, Any], str | None] | None = None, panel_priors: bool = False,
-                   covariates: Sequence[str] = (), X_df: pd.DataFrame | None = None,
-                   **settings: Any) -> PanelResult:
+                   X_df: pd.DataFrame | None = None, **settings: Any) -> PanelResult:
     """Forecast every series of a long table ``h`` steps ahead, each with its own kernel.
 
     Parameters
@@ -229,13 +228,10 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
         Learn hyperparameter priors from the panel's own series first (up to :data:`PRIOR_SAMPLE` of them;
         :mod:`evocov_core.panel.priors`), and fit every series' kernels under them (``priors="panel"``). With
         ``out``, the learned prior is kept there (``prior.json``) and a resumed run reads it.
-    covariates : sequence of str
-        Columns of ``df`` with known futures (:mod:`evocov_core.forecast.covariates`): each series' search
-        estimates their effect and searches its kernel on what they leave.
-    X_df : pandas.DataFrame, optional
-        Their future values, as statsforecast takes them: the ``unique_id`` and ``ds`` columns and one column
-        per covariate, at least ``h`` rows per series after its last observation; the forecast is at those
-        times. Required with ``covariates``.
+    covariates, X_df : sequence of str, pandas.DataFrame
+        Columns of ``df`` with known futures (:mod:`evocov_core.forecast.covariates`), and their future values
+        as statsforecast takes them (``unique_id``, ``ds``, the covariates; ``h`` rows a series, whose times
+        the forecast is at: :func:`~evocov_core.panel.table.future_values`).
     **settings
         Search settings over the preset's (``population=20``...).
 
@@ -253,10 +249,7 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
     from evocov_core.compute.runners import make_runner
 
     t0 = time.perf_counter()
-    if budget is not None:
-        if not (isinstance(budget, (int, float)) and budget > 0 and math.isfinite(budget)):
-            raise DataError(f"the budget must be positive seconds; got {budget!r}")
-        settings = {**settings, "time_budget": float(budget)}
+    settings = _with_budget(settings, budget)
     if panel_priors:
         settings = {**settings, "priors": "none"}  # checked without the prior it will learn
     _check(h, preset, settings)
@@ -264,14 +257,10 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
     settings = {"horizon": int(h), **settings}
     panel = panel_from_frame(df, id_col=id_col, ds_col=ds_col, y_col=y_col, season_length=season_length,
                              covariates=tuple(covariates))
-    if panel.covariates and X_df is None:
-        raise DataError(f"the covariates {', '.join(panel.covariates)} need their future values (X_df; command line: "
-                        "--future FILE): unique_id, ds and each covariate for the h steps after each series")
-    futures = future_values(panel, X_df, int(h)) if panel.covariates and X_df is not None else None
+    futures = _futures(panel, X_df, int(h))
     jobs = panel_jobs(panel, int(h), preset=preset, seed=seed, settings=settings, describe=describe, futures=futures)
     order = [j.uid for j in jobs]
-    kept = {**settings, **({"panel_priors": True} if panel_priors else {}),
-            **({"covariates": list(panel.covariates)} if panel.covariates else {})}
+    kept = {**settings, **({"panel_priors": True} if panel_priors else {}), **_covariates_kept(panel)}
     store = None if out is None else _store(out, panel, int(h), preset, seed, kept)
     parts: dict[str, dict] = {} if store is None else {u: p for u, p in store.done().items() if u in set(order)}
     resumed = len(parts)
@@ -295,6 +284,31 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
         atomic_write(store.root / "forecasts.csv", result.forecasts.to_csv(index=False))
         atomic_write(store.root / "series.csv", result.series.to_csv(index=False))
     return result
+
+
+def _with_budget(settings: dict[str, Any], budget: float | None) -> dict[str, Any]:
+    """``settings`` with ``time_budget`` the ``budget`` seconds (refused unless positive), or as they are."""
+    if budget is None:
+        return settings
+    if not (isinstance(budget, (int, float)) and budget > 0 and math.isfinite(budget)):
+        raise DataError(f"the budget must be positive seconds; got {budget!r}")
+    return {**settings, "time_budget": float(budget)}
+
+
+def _covariates_kept(panel: Panel) -> dict[str, list[str]]:
+    """What a run's folder records of its covariates (none: nothing, as before they existed)."""
+    return {"covariates": list(panel.covariates)} if panel.covariates else {}
+
+
+def _futures(panel: Panel, table: pd.DataFrame | None, h: int) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
+    """Each series' future times and covariates (:func:`~evocov_core.panel.table.future_values`); None without
+    covariates. A :class:`DataError` when the panel has covariates and ``table`` is None."""
+    if not panel.covariates:
+        return None
+    if table is None:
+        raise DataError(f"the covariates {', '.join(panel.covariates)} need their future values (X_df; command line: "
+                        "--future FILE): unique_id, ds and each covariate for the h steps after each series")
+    return future_values(panel, table, h)
 
 
 def _panel_prior(store: PanelStore | None, jobs: Sequence[SeriesJob], runner: Any, seed: int) -> HyperPrior:
