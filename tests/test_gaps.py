@@ -213,3 +213,11 @@ def test_the_command_line_refuses_or_keeps_gaps_and_forecasts_at_times(tmp_path)
     bad = cli("forecast", "--kernel", str(out), "--data", str(data), "--missing", "keep", "--at", "2019-01-01",
               "--out", str(fc))
     assert bad.returncode != 0 and "not after the last observation" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_time_column_that_cannot_be_read_is_said_not_guessed_around():
+    text = "x,y\n" + "".join(f"np.float64({i}.0),{i * 2}\n" for i in range(20))
+    ds = load_csv(io.BytesIO(text.encode()))
+    assert ds.x_label == "row"
+    assert any("column 'x' holds values such as 'np.float64(0.0)'" in n and "x is the row number" in n
+               for n in ds.notes)

@@ -274,5 +274,19 @@ def load_csv(path: str | Path | IO, x: str | None = None, y: str | None = None, 
     elif x is None:  # y chosen: x is still a date column, else the first numeric one besides y and the covariates
         others = set(kwargs.get("covariates") or ()) | {y}  # type: ignore[arg-type]
         x = next((c for c in [*date_columns(df), *numeric_columns(df)] if c not in others), None)
+    if x is None:
+        _say_row_number(df, y, kwargs.get("covariates") or ())  # type: ignore[arg-type]
     name = Path(path).stem if isinstance(path, (str, Path)) else "upload"
     return dataset_from_frame(df, x, y, name=str(kwargs.pop("name", name)), **kwargs)  # type: ignore[arg-type]
+
+
+def _say_row_number(df: pd.DataFrame, y: str, covariates: tuple[str, ...] | list[str]) -> None:
+    """When x falls back to the row number while a column of text could have been the time, say so in the
+    table's notes (a time column that cannot be read is said, not guessed around)."""
+    text = [c for c in df.columns if c != y and c not in covariates and c not in numeric_columns(df)
+            and c not in date_columns(df)]
+    if text:
+        c = text[0]
+        df.attrs["notes"] = [*df.attrs.get("notes", ()),
+                             f"column {c!r} holds values such as {_samples(df[c])}, neither numbers nor dates, so x "
+                             "is the row number; if it is the time, write it as numbers or dates (or choose x: --x)"]
