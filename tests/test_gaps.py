@@ -221,3 +221,20 @@ def test_a_time_column_that_cannot_be_read_is_said_not_guessed_around():
     assert ds.x_label == "row"
     assert any("column 'x' holds values such as 'np.float64(0.0)'" in n and "x is the row number" in n
                for n in ds.notes)
+
+
+def test_the_search_forecasts_classical_members_at_a_gappy_test_part():
+    """Beside a search, the classical forecasts of a test part with gaps are read at its own points."""
+    from evocov_core.forecast.beside import ClassicalBeside
+
+    t = np.arange(72.0)
+    y = np.tile([1.0, 5.0, 2.0, 9.0], 18) + t / 10
+    keep = ~np.isin(t, [20, 33, 66, 67])  # gaps in the training part and in the test part
+    ds = Dataset.from_arrays(t[keep], y[keep], test_fraction=0.12)
+    assert list(ds.X_test[:, 0]) == [63, 64, 65, 68, 69, 70, 71]
+    beside = ClassicalBeside(ds, FitData.from_dataset(ds), ("SeasonalNaive",), in_process=True, season_lengths=(4,))
+    chosen = beside.choose(None)
+    got = chosen.classical.get("SeasonalNaive")
+    assert got.ok and np.array_equal(chosen.classical.x, ds.X_test[:, 0])
+    expect = [y[59 + (s - 63) % 4] for s in (63, 64, 65, 68, 69, 70, 71)]  # the last season, 59-62, repeated
+    assert np.allclose(got.mean, expect)
