@@ -399,6 +399,7 @@ def classical_forecasts_many(datasets: Sequence[Dataset], *, season_lengths: Seq
     grids: dict[int, StepGrid] = {}  # the data sets with gaps: their steps
 
     def record(k: int, f: ClassicalForecast) -> None:
+        f = _read(f, grids.get(k))  # a series with gaps: its forecasts of the steps read at its test points
         rows[k][f.name] = f
         if progress is not None:
             progress(f)
@@ -449,7 +450,7 @@ def classical_forecasts_many(datasets: Sequence[Dataset], *, season_lengths: Seq
         run = run_with_time_limits(_forecast, [t[-1] for t in tasks], [limits[t[1]] for t in tasks],
                                    setup=import_statsforecast, should_stop=should_stop, on_result=done)
         startup = run.startup
-    return tuple(ClassicalForecasts(x, seasons, tuple(_read(rows[k][m], grids.get(k)) for m in models), startup)
+    return tuple(ClassicalForecasts(x, seasons, tuple(rows[k][m] for m in models), startup)
                  for k, (x, seasons) in enumerate(heads))
 
 
