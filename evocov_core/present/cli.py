@@ -146,6 +146,9 @@ def _kernel_and_data(args: argparse.Namespace):
         timed = on_time(ds, kf.covariates)
         args.covariate_effect = kf.covariates.effect(ds.x[:, cols])
         ds = timed
+        print(f"note: {args.kernel} holds the effect of {', '.join(kf.covariates.names)}: it is taken out of "
+              f"{ds.y_label} and the kernel (and any other forecaster here) forecasts what it leaves; errors are "
+              "the same as with it added back", file=sys.stderr)
     # Another number of input columns is refused where the inputs are mapped (Normalisation.x_to_model).
     if kf.normalisation is not None and (far := units_mismatch(kf.normalisation, ds.norm)) is not None:
         print(f"warning: {args.kernel} was fitted on other data: {far}; its hyperparameters may not suit "
