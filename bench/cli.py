@@ -14,6 +14,8 @@
     python -m bench long      --budget quick --seeds 3 [--fit-points N] --out DIR
     python -m bench long-report --out DIR
     python -m bench mcomp     --set M3 [--sample N] [--budget S] [--methods ...] [--workers W] [--out DIR]
+    python -m bench gaps      --time-budget 20 --seeds 3 --workers 2 --out DIR
+    python -m bench covariates --seeds 3 --real --time-budget 20 --out DIR
 """
 
 from __future__ import annotations
@@ -234,6 +236,25 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, default=None,
                    help="output folder, reused to resume (default bench/results/mcomp/sample<N>-<methods>)")
 
+    r = bsub.add_parser("gaps", help="gaps kept (issue 73): corpus series with 10 %% and 30 %% of their training "
+                                     "points removed, test RMSE and coverage over the complete series'")
+    r.__class__ = _OneLineErrors
+    r.add_argument("--series", default=None, help="comma-separated corpus series (default: every fifth, 01 to 61)")
+    r.add_argument("--seeds", type=int, default=3, help="removal seeds (default 3)")
+    r.add_argument("--time-budget", type=float, default=20.0, metavar="SECONDS",
+                   help="seconds per search (default 20; the quick preset otherwise)")
+    r.add_argument("--workers", type=int, default=1, help="searches at once (default 1; the machine is shared)")
+    r.add_argument("--out", type=Path, required=True, help="output folder, reused to resume")
+
+    r = bsub.add_parser("covariates", help="covariates with known futures (issue 73): synthetic series that depend "
+                                           "on a known covariate, forecast with and without it")
+    r.__class__ = _OneLineErrors
+    r.add_argument("--seeds", type=int, default=3, help="synthetic series (default 3)")
+    r.add_argument("--real", action="store_true", help="also fpp3's insurance quotes with TV advertising")
+    r.add_argument("--time-budget", type=float, default=20.0, metavar="SECONDS", help="seconds per search (default 20)")
+    r.add_argument("--workers", type=int, default=1, help="searches at once (default 1)")
+    r.add_argument("--out", type=Path, required=True, help="output folder, reused to resume")
+
     return p
 
 
@@ -376,6 +397,14 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         from bench.mcomp import main_mcomp
 
         return main_mcomp(a)
+    elif cmd == "gaps":
+        from bench.gaps import main_gaps
+
+        return main_gaps(a)
+    elif cmd == "covariates":
+        from bench.covariates import main_covariates
+
+        return main_covariates(a)
     else:  # pragma: no cover - argparse refuses others
         raise BenchError(f"unknown bench command {cmd!r}")
     return 0

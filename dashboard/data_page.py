@@ -141,8 +141,11 @@ def upload_tab(ds: Dataset) -> None:
     y_col = c2.selectbox("y column (to model)", nums, index=nums.index(gy), key=f"data_y_{fid}")
     name = c3.text_input("Name", value=Path(up.name).stem[:40] or "upload", key=f"data_name_{fid}")
     o1, o2, o3 = st.columns(3)
-    drop = o1.checkbox("Drop rows with missing values", key="data_drop_missing",
-                       help="Rows whose x or y is empty, not a number or infinite are removed.")
+    drop = o1.checkbox("Keep missing values", key="data_drop_missing",
+                       help="A row whose value is empty, not a number or infinite is a point not observed: the "
+                       "search, the forecast and the classical forecasters (on a copy with the gaps filled by "
+                       "straight lines) use the other points at their own x. Unticked, such a file is refused. "
+                       "A row whose x cannot be read is left out (a note says so).")
     max_points = o2.number_input("Maximum points", min_value=10, max_value=MAX_POINTS, value=MAX_POINTS, step=1000,
                                  key="data_max_points",
                                  help="More rows are refused, or thinned with the box on the right. Fits never "

@@ -25,7 +25,7 @@ normalisation, outputs standardised; :class:`evocov_core.data.Normalisation`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -202,8 +202,8 @@ class KernelResult:
         pred = self.model.predict(ds.X_train, ds.y_train, x)
         return Interval(pred.x, pred.mean, pred.std, pred.mean - Z95 * pred.std, pred.mean + Z95 * pred.std)
 
-    def forecast(self, h: int | None = None, *, time_limit: float | Mapping[str, float] | None = None
-                 ) -> Interval:
+    def forecast(self, h: int | None = None, *, time_limit: float | Mapping[str, float] | None = None,
+                 at: ArrayLike | None = None, future: pd.DataFrame | None = None) -> Interval:
         """The ``h`` steps after the last observation: the search's forecast and its 95 % interval.
 
         The kernel keeps its fitted values and is conditioned on every observed point (training
@@ -217,12 +217,18 @@ class KernelResult:
             Steps (default: :func:`evocov_core.forecast.future.default_horizon`).
         time_limit : float or mapping of str to float, optional
             Seconds per classical member (default :data:`evocov_core.forecast.classical.DEFAULT_TIME_LIMIT`).
+        at : array_like of shape (h,), optional
+            Times to forecast at instead of the next steps, any after the last observation (numbers in
+            the data's units, or dates: :func:`evocov_core.forecast.steps.future_times`).
+        future : pandas.DataFrame, optional
+            For a kernel searched with covariates: the times to forecast at and the covariates' values there
+            (a time column and one per covariate; :func:`evocov_core.forecast.covariates.future_covariates`).
 
         Returns
         -------
         Interval
-            ``x`` of shape (h, 1) continues the data's step; ``mean``, ``std``, ``lower``, ``upper``
-            of shape (h,).
+            ``x`` of shape (h, 1) continues the data's step (or holds ``at``, sorted); ``mean``, ``std``,
+            ``lower``, ``upper`` of shape (h,).
         """
         from evocov_core.fitting.metrics import Z95
         from evocov_core.forecast.future import forecast_future
@@ -230,10 +236,21 @@ class KernelResult:
         kw: dict[str, object] = {} if time_limit is None else {"time_limit": time_limit}
         ds = self._data()
         made = getattr(self.search_result, "future", None)
-        if (made is not None and ds is self.dataset and ds.n_test == 0 and h is not None
+        if at is not None:
+            kw["at"] = at
+        elif (made is not None and ds is self.dataset and ds.n_test == 0 and h is not None
                 and h == getattr(self.search_result, "horizon", None)):
             kw["classical"] = made  # the search's members already forecast these steps from these points
-        fc = forecast_future(self.kernel_file, ds, h, **kw)
+        if self.kernel_file.covariates is not None or future is not None:
+            from evocov_core.forecast.covariates import forecast_with_covariates
+
+            if future is None:
+                raise ValueError(f"this kernel uses the covariates {', '.join(self.kernel_file.covariates.names)}: "
+                                 "give their future values, forecast(future=frame)")
+            fc = forecast_with_covariates(self.kernel_file, ds, future,
+                                          **{k: v for k, v in kw.items() if k == "time_limit"})
+        else:
+            fc = forecast_future(self.kernel_file, ds, h, **kw)
         if fc.combined:
             std = (fc.upper - fc.lower) / (2 * Z95)
         else:
@@ -250,8 +267,8 @@ class KernelResult:
 # --- functions ---------------------------------------------------------------------------------
 
 
-def read_series(path: str | Path, x: str | None = None, y: str | None = None, *, test_fraction: float = 0.1
-                ) -> Dataset:
+def read_series(path: str | Path, x: str | None = None, y: str | None = None, *, test_fraction: float = 0.1,
+                missing: str = "refuse", covariates: Sequence[str] = ()) -> Dataset:
     """Read a series from a CSV file, or a bundled series by name.
 
     Parameters
@@ -264,6 +281,12 @@ def read_series(path: str | Path, x: str | None = None, y: str | None = None, *,
         Column names (guessed when not given; dates become decimal years).
     test_fraction : float
         The last share of the x-range held out as the test part.
+    missing : {"refuse", "keep"}
+        Rows whose value is empty or not a number: refuse the file, or keep them as points not
+        observed (the others keep their own x; :func:`evocov_core.data.dataset_from_frame`).
+    covariates : sequence of str
+        Columns known in advance (temperature, a price), read as inputs after time: :func:`search` estimates
+        their effect (:mod:`evocov_core.forecast.covariates`), :meth:`KernelResult.forecast` needs ``future``.
 
     Returns
     -------
@@ -283,7 +306,8 @@ def read_series(path: str | Path, x: str | None = None, y: str | None = None, *,
     validate_split(test_fraction)
     p = Path(path)
     if p.is_file():
-        ds = load_csv(p, x=x, y=y, test_fraction=test_fraction, max_points=None)
+        ds = load_csv(p, x=x, y=y, test_fraction=test_fraction, max_points=None, missing=missing,
+                      covariates=tuple(covariates))
     elif x is None and y is None and str(path) in {e["name"] for e in bundled_datasets()}:
         ds = load_bundled(str(path), test_fraction=test_fraction)
     else:
@@ -344,6 +368,7 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
     RuntimeError
         No kernel could be fitted (or none within the time budget).
     """
+    from evocov_core.forecast.covariates import fit_covariates, on_time
     from evocov_core.forecast.stage import search_and_forecast
     from evocov_core.runs.kernel_file import dump_kernel_file, parse_kernel_file, search_kernel_file
     from evocov_core.searches import ConfigError, search_data
@@ -358,12 +383,16 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
     if horizon is not None:
         settings = {**settings, "horizon": horizon}
     config = make_preset(preset, algorithm, **with_derived(settings))
+    effect = fit_covariates(ds) if ds.covariates else None  # searched on what the covariates leave, along time
+    ds = ds if effect is None else on_time(ds, effect)
     result = search_and_forecast(search_data(ds, config), config, seed=seed, workers=workers, dataset=ds)
     best = result.best
     if best is None or not best.ok:
         raise RuntimeError("no kernel could be fitted on these data"
                            + (" within the time budget" if config.time_budget > 0 else ""))
     doc = search_kernel_file(result, ds, seed=seed, config=config)
+    if effect is not None:
+        doc["covariates"] = effect.to_dict()
     text = dump_kernel_file(doc)
     return KernelResult(parse_kernel_file(text), ds, text, result, config, seed)
 

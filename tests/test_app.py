@@ -299,7 +299,7 @@ def _has_key(at: AppTest, key: str) -> bool:
     return True
 
 
-def test_missing_values_can_be_dropped():
+def test_missing_values_can_be_kept():
     content = b"t,value\n" + b"".join(f"{i},{'' if i == 7 else i * 1.5}\n".encode() for i in range(40))
     at = app().run()
     upload(at, content)
@@ -307,9 +307,10 @@ def test_missing_values_can_be_dropped():
     at.checkbox(key="data_drop_missing").check().run()
     no_exception(at)
     assert not at.error
-    assert any("dropped 1 rows" in s for s in texts(at, "info"))
+    assert any("kept as points not observed" in s for s in texts(at, "info"))
     at.button(key="data_use_upload").click().run()
     assert at.session_state["evocov_dataset"].n == 39
+    assert 7.0 not in at.session_state["evocov_dataset"].x[:, 0]  # the gap stays a gap: 8 keeps its x
 
 
 def test_unsorted_and_duplicated_x_are_notes():

@@ -92,7 +92,7 @@ def test_seasons_of_tsdl_years_and_irregular_months() -> None:
     assert s.primary == 12 and s.notes == ()
     mixed = np.cumsum(np.tile([1.0, 1.0, 2.5], 40)) / 12  # a third of the steps 2.5 months long
     s = infer_seasons(Dataset.from_arrays(1990 + mixed, np.zeros(120), x_kind="date"))
-    assert s.primary == 12 and len(s.notes) == 1 and "consecutive steps" in s.notes[0]
+    assert s.primary == 12 and len(s.notes) == 1 and "regular steps" in s.notes[0]
 
 
 def test_seasons_of_plain_numbers_come_from_the_periodogram() -> None:

@@ -254,15 +254,17 @@ def test_no_numeric_column():
 
 @pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "", "abc"])
 def test_non_finite_values_refused_with_line(bad):
-    """Missing, non-numeric and infinite values are refused, naming the file line; drop_missing drops them."""
+    """Missing, non-numeric and infinite values are refused, naming the file line and the option that
+    keeps them; missing="keep" (or drop_missing) keeps the row as a point not observed."""
     rows = _series(15)
     rows[5] = (5, bad)
     data = _csv(rows)
-    with pytest.raises(DataError, match=r"1 rows have missing, non-numeric or infinite values \(file lines 7\)"):
+    with pytest.raises(DataError, match=r"1 rows have missing, non-numeric or infinite values \(file lines 7\)"
+                       r".*--missing keep"):
         load_csv(io.BytesIO(data))
-    ds = load_csv(io.BytesIO(data), drop_missing=True)
-    assert ds.n == 14 and 5.0 not in ds.x[:, 0]
-    assert any("dropped 1 rows" in n for n in ds.notes)
+    for kept in (load_csv(io.BytesIO(data), drop_missing=True), load_csv(io.BytesIO(data), missing="keep")):
+        assert kept.n == 14 and 5.0 not in kept.x[:, 0]
+        assert any("1 rows have no value (file lines 7): kept as points not observed" in n for n in kept.notes)
 
 
 def test_fewer_than_ten_points():

@@ -175,6 +175,10 @@ class Dataset:
     notes : tuple of str
         What loading changed (sorted, duplicates averaged, rows dropped, subsampled).
     test_fraction : float
+    covariates : tuple of str
+        The names of input columns 2 to d when they are covariates with known futures (temperature, a
+        price, a holiday flag: :mod:`evocov_core.forecast.covariates`); empty when x is time alone or
+        its columns are plain inputs.
     """
 
     name: str
@@ -186,6 +190,7 @@ class Dataset:
     x_kind: str = "number"
     notes: tuple[str, ...] = ()
     test_fraction: float = 0.1
+    covariates: tuple[str, ...] = ()
     norm: Normalisation = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -207,6 +212,7 @@ class Dataset:
         x_kind: str = "number",
         notes: tuple[str, ...] = (),
         min_points: int = MIN_POINTS,
+        covariates: tuple[str, ...] = (),
     ) -> Dataset:
         """Validate, sort and split.
 
@@ -216,6 +222,8 @@ class Dataset:
         y : array_like of shape (n,)
         duplicates : {"average", "keep"}
             Repeated x values: average their y (and say so), or keep every point.
+        covariates : tuple of str
+            Names of x's columns 2 to d, when they are covariates (:attr:`covariates`).
         """
         X = np.asarray(x, dtype=np.float64)
         if X.ndim == 1:
@@ -252,8 +260,10 @@ class Dataset:
                             f"{min_points} are needed")
         if float(np.ptp(X[:, 0])) <= 0:
             raise DataError("all x values are equal")
+        if covariates and len(covariates) != X.shape[1] - 1:
+            raise DataError(f"{len(covariates)} covariate names for {X.shape[1] - 1} covariate columns")
         return cls(name, X, Y, split_mask(X, test_fraction), x_label, y_label, x_kind,
-                   tuple(extra), test_fraction)
+                   tuple(extra), test_fraction, tuple(covariates))
 
     # --- views ---------------------------------------------------------------------
     @property
@@ -307,7 +317,7 @@ class Dataset:
         note = f"subsampled from {self.n} to {idx.size} evenly spaced points"
         return Dataset.from_arrays(self.x[idx], self.y[idx], name=self.name, test_fraction=self.test_fraction,
                                    duplicates="keep", x_label=self.x_label, y_label=self.y_label,
-                                   x_kind=self.x_kind, notes=(*self.notes, note))
+                                   x_kind=self.x_kind, notes=(*self.notes, note), covariates=self.covariates)
 
 
 def spread(y: ArrayLike) -> float:

@@ -215,7 +215,7 @@ def infer_seasons(ds: Dataset, season_lengths: Sequence[int] | None = None, *, t
             source, found = "no step", ()
     if off > 0.1 and not source.startswith("business"):  # weekends are the business days' only gaps
         notes.append(f"{off:.0%} of the steps differ from the median step by more than 10 %: "
-                     "the classical forecasters treat the points as consecutive steps")
+                     "the classical forecasters get a copy on regular steps, each gap filled by a straight line")
     kept: list[int] = []
     for m in dict.fromkeys(found):  # in order, once each
         if m <= 1:

@@ -53,7 +53,7 @@ from evocov_core.forecast.combination import (
     guard_reason,
     weigh_members,
 )
-from evocov_core.forecast.steps import future_x
+from evocov_core.forecast.steps import future_x, step_grid
 from evocov_core.searches.common import SearchResult
 from evocov_core.searches.validate import OriginScores, OriginWindow, origin_masks, origin_windows
 
@@ -166,6 +166,30 @@ def _first_steps(cf: ClassicalForecasts, steps: int, x: np.ndarray) -> Classical
         dataclasses.replace(f, mean=cut(f.mean), lower=cut(f.lower), upper=cut(f.upper)) for f in cf.forecasts))
 
 
+def _test_steps(ds: Dataset) -> int:
+    """Steps after ``ds``'s training part up to its last test point (its test points where they have no gap)."""
+    if ds.n_test == 0:
+        return 0
+    return step_grid(ds.X_train[:, 0], ds.X_test[:, 0], ds.x_kind).horizon
+
+
+def _at_points(cf: ClassicalForecasts, ds: Dataset) -> ClassicalForecasts:
+    """The forecasts of ``cf`` (of the steps after ``ds``'s training part) at ``ds``'s test points: its first
+    ``n_test`` steps where the test points are those steps, else read off the steps they fall on (a test part
+    with gaps, its points at their own times: :func:`~evocov_core.forecast.steps.step_grid`)."""
+    x = ds.X_test[:, 0]
+    grid = step_grid(ds.X_train[:, 0], x, ds.x_kind)
+    if grid.regular:
+        return _first_steps(cf, x.shape[0], x)
+    ahead = grid.test - grid.train[-1]
+
+    def at(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else np.interp(ahead, np.arange(1, a.size + 1, dtype=np.float64), a)
+
+    return dataclasses.replace(cf, x=np.asarray(x, dtype=np.float64).copy(), forecasts=tuple(
+        dataclasses.replace(f, mean=at(f.mean), lower=at(f.lower), upper=at(f.upper)) for f in cf.forecasts))
+
+
 class Chosen(NamedTuple):
     """What :meth:`ClassicalBeside.choose` returns.
 
@@ -231,7 +255,7 @@ class ClassicalBeside:
         if not self._windows:
             return
         seasons = infer_seasons(ds, season_lengths)
-        full, cuts = origin_datasets(ds, data, self._windows, steps=max(self.horizon, ds.n_test))
+        full, cuts = origin_datasets(ds, data, self._windows, steps=max(self.horizon, _test_steps(ds)))
 
         def work() -> None:
             try:
@@ -304,7 +328,7 @@ class ClassicalBeside:
         whole, *cuts = self._out or (None,)
         ds, windows = self._ds, self._windows
         future = None if whole is None else _first_steps(whole, self.horizon, self.future_x)
-        test = None if whole is None or ds.n_test == 0 else _first_steps(whole, ds.n_test, ds.X_test[:, 0])
+        test = None if whole is None or ds.n_test == 0 else _at_points(whole, ds)
 
         def chosen(combination: Combination) -> Chosen:
             return Chosen(combination, test, future)

@@ -14,10 +14,15 @@ part, with a 95 % prediction interval:
                    longer than 24 steps (statsforecast's ETS ignores such a season)
 =================  ===========================================================================
 
-**Steps, not x.** Classical methods see the series as consecutive steps: irregular x is
-treated as equally spaced, and the forecast horizon is the number of test points,
-``h = ds.n_test``. Seasons come from the x spacing (:func:`evocov_core.fitting.seasons.infer_seasons`)
-unless given.
+**Steps, not x.** Classical methods see the series as consecutive steps. A series whose points
+lie on consecutive steps (its median spacing; business days on a business-day series) is given as
+it is, and the forecast horizon is the number of test points, ``h = ds.n_test``. A series with gaps
+(missing values kept as points not observed, :func:`evocov_core.data.dataset_from_frame`) is given an
+**interpolated copy**: every step of the training range, each gap a straight line between the
+points on its sides; the models forecast the steps up to the last test point, and each test point
+reads the step it falls on (a straight line between two steps for a time between them:
+:func:`evocov_core.forecast.steps.step_grid`). The ``settings`` line says how many steps were filled.
+Seasons come from the x spacing (:func:`evocov_core.fitting.seasons.infer_seasons`) unless given.
 
 **Time limits.** Each model has one (default :data:`DEFAULT_TIME_LIMIT`, 30 s). The models run
 one after another in a child process (:func:`evocov_core.compute.timed.run_with_time_limits`) that
@@ -63,6 +68,7 @@ from numpy.typing import NDArray
 from evocov_core.compute.timed import TimedResult, one_line, run_with_time_limits
 from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.seasons import Seasons, infer_seasons
+from evocov_core.forecast.steps import StepGrid, step_grid
 
 __all__ = ["COMBINE_MODELS", "DEFAULT_TIME_LIMIT", "LEVEL", "MODELS", "SETTINGS", "ClassicalForecast",
            "ClassicalForecasts", "ModelSettings", "classical_forecasts", "classical_forecasts_many",
@@ -390,8 +396,10 @@ def classical_forecasts_many(datasets: Sequence[Dataset], *, season_lengths: Seq
     rows: list[dict[str, ClassicalForecast]] = [{} for _ in datasets]
     tasks: list[tuple[int, str, str, int, _Task]] = []  # (data set, model, settings, h, task)
     heads: list[tuple[Array, Seasons]] = []
+    grids: dict[int, StepGrid] = {}  # the data sets with gaps: their steps
 
     def record(k: int, f: ClassicalForecast) -> None:
+        f = _read(f, grids.get(k))  # a series with gaps: its forecasts of the steps read at its test points
         rows[k][f.name] = f
         if progress is not None:
             progress(f)
@@ -409,13 +417,19 @@ def classical_forecasts_many(datasets: Sequence[Dataset], *, season_lengths: Seq
                 record(k, _skipped(m, f"{m}: {why}"))
             continue
         y = np.ascontiguousarray(ds.y_train, dtype=np.float64)
+        filled = ""
+        grid = step_grid(ds.X_train[:, 0], x, ds.x_kind)
+        if not grid.regular:
+            grids[k] = grid
+            y, h, n = grid.fill(y), grid.horizon, grid.train[-1] + 1
+            filled = f"; {grid.gaps} steps without a point filled by straight lines" if grid.gaps else ""
         for m in models:
             plan = _plan(m, seasons, n)
             if isinstance(plan, str):
                 record(k, _skipped(m, plan))
             else:
                 fit, used, settings = plan
-                tasks.append((k, m, settings, h, _Task(m, fit, y[n - used:], h)))
+                tasks.append((k, m, settings + filled, h, _Task(m, fit, y[n - used:], h)))
 
     def done(i: int, result: TimedResult) -> None:
         k, name, settings, h, _ = tasks[i]
@@ -438,6 +452,14 @@ def classical_forecasts_many(datasets: Sequence[Dataset], *, season_lengths: Seq
         startup = run.startup
     return tuple(ClassicalForecasts(x, seasons, tuple(rows[k][m] for m in models), startup)
                  for k, (x, seasons) in enumerate(heads))
+
+
+def _read(f: ClassicalForecast, grid: StepGrid | None) -> ClassicalForecast:
+    """``f``, a forecast of ``grid``'s steps, at the test points (:meth:`StepGrid.read`); as it is without a grid."""
+    if grid is None or not f.ok:
+        return f
+    lo, hi = (None, None) if f.lower is None or f.upper is None else (grid.read(f.lower), grid.read(f.upper))
+    return ClassicalForecast(f.name, grid.read(f.mean), lo, hi, f.status, f.reason, f.seconds, f.settings)
 
 
 def running_forecasts(ds: Dataset, *, season_lengths: Sequence[int] | None = None,

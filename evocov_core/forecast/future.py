@@ -42,7 +42,7 @@ from evocov_core.fitting.seasons import infer_seasons
 from evocov_core.forecast.beside import LONG_POINTS
 from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT, ClassicalForecasts, classical_forecasts
 from evocov_core.forecast.combination import Combination, linear_pool_interval
-from evocov_core.forecast.steps import MAX_HORIZON, future_labels, future_x
+from evocov_core.forecast.steps import MAX_HORIZON, future_labels, future_times, future_x
 
 __all__ = [
     "MAX_HORIZON",
@@ -157,7 +157,7 @@ def _with_future(observed: Dataset, x: Array, last: int | None) -> Dataset:
 
 def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
                     time_limit: float | Mapping[str, float] = DEFAULT_TIME_LIMIT,
-                    classical: ClassicalForecasts | None = None) -> FutureForecast:
+                    classical: ClassicalForecasts | None = None, at: object = None) -> FutureForecast:
     """Forecast the ``horizon`` steps after the last observation of ``ds`` with a search's kernel file.
 
     Parameters
@@ -173,6 +173,11 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
     classical : ClassicalForecasts, optional
         The members' forecasts of these steps, already made (a page's background run of
         :func:`classical_forecasts` on the same points); by default they are made here.
+    at : array_like of shape (h,), optional
+        Times to forecast at instead of the next steps: any times after the last observation, at any
+        spacing (:func:`~evocov_core.forecast.steps.future_times`: numbers in the data's units, or dates).
+        The kernel forecasts at them; the classical members forecast their regular steps up to the last
+        and are read at them (:func:`~evocov_core.forecast.steps.step_grid`).
 
     Returns
     -------
@@ -183,8 +188,8 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
     DataError
         Several inputs, or a horizon out of range.
     """
-    h = default_horizon(ds) if horizon is None else horizon
-    x = future_x(ds, h)
+    x = _future(ds, horizon, at)
+    h = x.shape[0]
     observed = _observed(ds)
     model = kf.model(fallback_norm=ds.norm)
     pred = model.predict(observed.x, observed.y, x)
@@ -194,14 +199,15 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
     where = (f"conditioned on all {ds.n:,} observed points" if conditioned == ds.n
              else f"conditioned on {conditioned:,} of the {ds.n:,} observed points (the subset its fit used)")
     kernel_how = f"{where}, with the hyperparameters fitted on the training part"
-    own = f"The kernel's forecast of the next {h:,} steps, {kernel_how}"
+    what = f"the next {h:,} steps" if at is None else f"the {h:,} times asked"
+    own = f"The kernel's forecast of {what}, {kernel_how}"
     comb = kf.combination
     alone = {"member_means": pred.mean[None, :], "member_sds": pred.std[None, :]}
     if not comb.combined:
         return FutureForecast(x, labels, pred.mean, k_lo, k_hi, pred.mean, k_lo, k_hi, (("kernel", 1.0),),
                               conditioned, own + ".", **alone)
     if classical is None:
-        classical = classical_forecasts(future_members_data(kf, ds, h), season_lengths=infer_seasons(ds).lengths
+        classical = classical_forecasts(future_members_data(kf, ds, h, at=at), season_lengths=infer_seasons(ds).lengths
                                         or (1,), time_limit=time_limit, models=comb.models)
     if classical.x.shape != x.shape or not np.allclose(classical.x, x):
         raise ValueError("the classical forecasts are for other steps than these")
@@ -220,19 +226,27 @@ def forecast_future(kf: KernelFile, ds: Dataset, horizon: int | None = None, *,
     if missing:
         extra += (f" {' and '.join(missing)} had no forecast of these steps: the other members share "
                   f"{'its' if len(missing) == 1 else 'their'} weight.")
-    note = (f"The search's forecast of the next {h:,} steps: {members}, with the weights the search chose. The "
+    note = (f"The search's forecast of {what}: {members}, with the weights the search chose. The "
             f"kernel is {kernel_how}; the classical members are fitted on the last {pts:,} observed "
             f"points. The 95 % interval is the weighted mixture of the members' predictive normals.{extra}")
     return FutureForecast(x, labels, pooled.mean, pooled.lower, pooled.upper, pred.mean, k_lo, k_hi, used,
                           conditioned, note, pooled.means, pooled.sds)
 
 
-def future_members_data(kf: KernelFile, ds: Dataset, horizon: int) -> Dataset:
+def _future(ds: Dataset, horizon: int | None, at: object) -> Array:
+    """The x (shape (h,)) a forecast past ``ds`` is for: the times ``at``, else the next ``horizon`` steps."""
+    if at is not None:
+        return future_times(ds, at)
+    return future_x(ds, default_horizon(ds) if horizon is None else horizon)
+
+
+def future_members_data(kf: KernelFile, ds: Dataset, horizon: int, at: object = None) -> Dataset:
     """What the classical members of ``kf``'s combination are fitted on for :func:`forecast_future`:
     every observed point of ``ds`` (the last :data:`~evocov_core.forecast.beside.LONG_POINTS` where the
     search fitted its kernel on a subset) with the ``horizon`` future steps as a test part whose y is
-    unknown. A page runs :func:`classical_forecasts` on it in the background."""
-    return _with_future(_observed(ds), future_x(ds, horizon), _members_last(kf))
+    unknown (``at``: the times instead, as :func:`forecast_future`'s). A page runs :func:`classical_forecasts`
+    on it in the background."""
+    return _with_future(_observed(ds), _future(ds, horizon, at), _members_last(kf))
 
 
 def _members_last(kf: KernelFile) -> int | None:

@@ -31,7 +31,7 @@ from evocov_core.data.limits import DataError
 from evocov_core.fitting.priors import HyperPrior
 from evocov_core.panel.series import LEVELS, SeriesJob, SeriesOutcome, Status, forecast_series
 from evocov_core.panel.store import PanelStore, atomic_write, parts_in_order
-from evocov_core.panel.table import Panel, panel_from_frame
+from evocov_core.panel.table import Panel, future_values, panel_from_frame
 
 __all__ = ["FORECAST_COLUMNS", "NAME", "PRIOR_SAMPLE", "SERIES_COLUMNS", "PanelProgress", "PanelResult",
            "forecast_panel", "learn_prior", "panel_jobs"]
@@ -122,12 +122,17 @@ def _step(panel: Panel) -> float:
 
 
 def panel_jobs(panel: Panel, h: int, *, preset: str, seed: int, settings: Mapping[str, Any],
-               describe: Callable[[Any, Any], str | None] | None = None) -> list[SeriesJob]:
-    """One :class:`~evocov_core.panel.series.SeriesJob` per series of ``panel``, in its order."""
+               describe: Callable[[Any, Any], str | None] | None = None,
+               futures: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> list[SeriesJob]:
+    """One :class:`~evocov_core.panel.series.SeriesJob` per series of ``panel``, in its order (``futures``: each
+    series' future times and covariates, :func:`~evocov_core.panel.table.future_values`)."""
     step = _step(panel)
     seasons = (panel.season_length,) if panel.season_length and panel.season_length > 1 else ()
+    futures = futures or {}
     return [SeriesJob(s.uid, s.x, s.y, panel.x_kind, panel.x_label, h, preset, dict(settings), seed, seasons,
-                      s.missing, step, describe) for s in panel.series]
+                      s.missing, step, describe, covariates=panel.covariates, c=s.c,
+                      future_x=futures[s.uid][0] if s.uid in futures else None,
+                      future_c=futures[s.uid][1] if s.uid in futures else None) for s in panel.series]
 
 
 #: Series the panel's priors are learned on, at most (a seeded draw among those a search can serve).
@@ -184,9 +189,9 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
                    season_length: int | None = None, id_col: str | None = None, ds_col: str | None = None,
                    y_col: str | None = None, workers: int | None = None, scheduler: str | None = None,
                    out: str | Path | None = None, progress: Callable[[PanelProgress], None] | None = None,
-                   should_stop: Callable[[], bool] | None = None,
+                   should_stop: Callable[[], bool] | None = None, covariates: Sequence[str] = (),
                    describe: Callable[[Any, Any], str | None] | None = None, panel_priors: bool = False,
-                   **settings: Any) -> PanelResult:
+                   X_df: pd.DataFrame | None = None, **settings: Any) -> PanelResult:
     """Forecast every series of a long table ``h`` steps ahead, each with its own kernel.
 
     Parameters
@@ -223,6 +228,10 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
         Learn hyperparameter priors from the panel's own series first (up to :data:`PRIOR_SAMPLE` of them;
         :mod:`evocov_core.panel.priors`), and fit every series' kernels under them (``priors="panel"``). With
         ``out``, the learned prior is kept there (``prior.json``) and a resumed run reads it.
+    covariates, X_df : sequence of str, pandas.DataFrame
+        Columns of ``df`` with known futures (:mod:`evocov_core.forecast.covariates`), and their future values
+        as statsforecast takes them (``unique_id``, ``ds``, the covariates; ``h`` rows a series, whose times
+        the forecast is at: :func:`~evocov_core.panel.table.future_values`).
     **settings
         Search settings over the preset's (``population=20``...).
 
@@ -240,20 +249,19 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
     from evocov_core.compute.runners import make_runner
 
     t0 = time.perf_counter()
-    if budget is not None:
-        if not (isinstance(budget, (int, float)) and budget > 0 and math.isfinite(budget)):
-            raise DataError(f"the budget must be positive seconds; got {budget!r}")
-        settings = {**settings, "time_budget": float(budget)}
+    settings = _with_budget(settings, budget)
     if panel_priors:
         settings = {**settings, "priors": "none"}  # checked without the prior it will learn
     _check(h, preset, settings)
     # Each kernel is chosen, and the forecast's members weighed, by forecasts of the h steps asked for.
     settings = {"horizon": int(h), **settings}
-    panel = panel_from_frame(df, id_col=id_col, ds_col=ds_col, y_col=y_col, season_length=season_length)
-    jobs = panel_jobs(panel, int(h), preset=preset, seed=seed, settings=settings, describe=describe)
+    panel = panel_from_frame(df, id_col=id_col, ds_col=ds_col, y_col=y_col, season_length=season_length,
+                             covariates=tuple(covariates))
+    futures = _futures(panel, X_df, int(h))
+    jobs = panel_jobs(panel, int(h), preset=preset, seed=seed, settings=settings, describe=describe, futures=futures)
     order = [j.uid for j in jobs]
-    store = None if out is None else _store(out, panel, int(h), preset, seed,
-                                             {**settings, **({"panel_priors": True} if panel_priors else {})})
+    kept = {**settings, **({"panel_priors": True} if panel_priors else {}), **_covariates_kept(panel)}
+    store = None if out is None else _store(out, panel, int(h), preset, seed, kept)
     parts: dict[str, dict] = {} if store is None else {u: p for u, p in store.done().items() if u in set(order)}
     resumed = len(parts)
     tick = _reporter(progress, parts, resumed, len(jobs), t0)
@@ -276,6 +284,31 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
         atomic_write(store.root / "forecasts.csv", result.forecasts.to_csv(index=False))
         atomic_write(store.root / "series.csv", result.series.to_csv(index=False))
     return result
+
+
+def _with_budget(settings: dict[str, Any], budget: float | None) -> dict[str, Any]:
+    """``settings`` with ``time_budget`` the ``budget`` seconds (refused unless positive), or as they are."""
+    if budget is None:
+        return settings
+    if not (isinstance(budget, (int, float)) and budget > 0 and math.isfinite(budget)):
+        raise DataError(f"the budget must be positive seconds; got {budget!r}")
+    return {**settings, "time_budget": float(budget)}
+
+
+def _covariates_kept(panel: Panel) -> dict[str, list[str]]:
+    """What a run's folder records of its covariates (none: nothing, as before they existed)."""
+    return {"covariates": list(panel.covariates)} if panel.covariates else {}
+
+
+def _futures(panel: Panel, table: pd.DataFrame | None, h: int) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
+    """Each series' future times and covariates (:func:`~evocov_core.panel.table.future_values`); None without
+    covariates. A :class:`DataError` when the panel has covariates and ``table`` is None."""
+    if not panel.covariates:
+        return None
+    if table is None:
+        raise DataError(f"the covariates {', '.join(panel.covariates)} need their future values (X_df; command line: "
+                        "--future FILE): unique_id, ds and each covariate for the h steps after each series")
+    return future_values(panel, table, h)
 
 
 def _panel_prior(store: PanelStore | None, jobs: Sequence[SeriesJob], runner: Any, seed: int) -> HyperPrior:

@@ -89,6 +89,14 @@ class SeriesJob:
     prior : HyperPrior, optional
         The prior the panel learned from its series (:mod:`evocov_core.panel.priors`), which the setting
         ``priors="panel"`` names: made the process's before the search.
+    covariates : tuple of str
+        The panel's covariates with known futures (:mod:`evocov_core.forecast.covariates`); empty: none.
+    c : ndarray of shape (n, k), optional
+        Their values at ``x``.
+    future_x : ndarray of shape (h,), optional
+        The times the forecast is for (the future table's), instead of the next ``h`` steps.
+    future_c : ndarray of shape (h, k), optional
+        The covariates' values at ``future_x``.
     """
 
     uid: str
@@ -105,6 +113,10 @@ class SeriesJob:
     step: float = 1.0
     describe: Callable[[Any, Dataset], str | None] | None = None
     prior: HyperPrior | None = None
+    covariates: tuple[str, ...] = ()
+    c: Array | None = None
+    future_x: Array | None = None
+    future_c: Array | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -270,6 +282,14 @@ def _forecast(job: SeriesJob, started: tuple[float, float]) -> SeriesOutcome:
         from evocov_core.panel.priors import use_panel_prior
 
         use_panel_prior(job.prior)
+    effect = None
+    if job.covariates:  # searched on what the covariates leave, along time (forecast.covariates)
+        from evocov_core.forecast.covariates import fit_covariates, on_time
+
+        full = Dataset.from_arrays(np.column_stack([job.x, job.c]), job.y, name=job.uid, test_fraction=0.0,
+                                   x_kind=job.x_kind, x_label=job.x_label, covariates=job.covariates)
+        effect = fit_covariates(full)
+        ds = on_time(full, effect)
     config = preset(job.preset, **with_derived(dict(job.settings)))
     data = search_data(ds, config)
     with search_executor(data, config, workers=1) as ex:
@@ -279,10 +299,20 @@ def _forecast(job: SeriesJob, started: tuple[float, float]) -> SeriesOutcome:
     if best is None or not best.ok:
         return _fallback(job, ds, "no kernel could be fitted" + (" within the budget" if config.time_budget else ""),
                          started)
-    text = dump_kernel_file(search_kernel_file(result, ds, seed=job.seed, config=config))
+    doc = search_kernel_file(result, ds, seed=job.seed, config=config)
+    if effect is not None:
+        doc["covariates"] = effect.to_dict()
+    text = dump_kernel_file(doc)
     kf = parse_kernel_file(text)
     future = result.future if result.future is not None and result.horizon == job.h else None
-    fc = forecast_future(kf, ds, job.h, classical=future)
+    if effect is None or job.future_x is None or job.future_c is None:
+        fc = forecast_future(kf, ds, job.h, classical=future)
+    else:
+        from evocov_core.forecast.covariates import add_effect
+
+        same = future is not None and future.x.shape == job.future_x.shape and np.allclose(future.x, job.future_x)
+        fc = add_effect(forecast_future(kf, ds, classical=future if same else None, at=job.future_x), effect,
+                        job.future_c)
     out: dict[str, Array] = {"mean": fc.mean}
     for level in LEVELS:
         out[f"lo-{level}"], out[f"hi-{level}"] = fc.interval(level / 100)

@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from evocov_core.data.dates import dates_to_decimal_years, looks_like_dates, parse_dates
 from evocov_core.data.limits import DataError
 
-__all__ = ["COLUMNS", "Panel", "PanelSeries", "guess_panel_columns", "panel_from_frame"]
+__all__ = ["COLUMNS", "Panel", "PanelSeries", "future_values", "guess_panel_columns", "panel_from_frame"]
 
 Array = NDArray[np.float64]
 
@@ -50,7 +50,9 @@ class PanelSeries:
     ds : ndarray of shape (n,)
         The observed points' ``ds`` as given (datetime64 or float).
     missing : int
-        Rows whose ``y`` was missing (dropped).
+        Rows whose ``y`` (or a covariate) was missing (dropped).
+    c : ndarray of shape (n, k), optional
+        The panel's covariates at the observed points (None without covariates).
     """
 
     uid: str
@@ -58,6 +60,7 @@ class PanelSeries:
     y: Array
     ds: np.ndarray
     missing: int = 0
+    c: Array | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,12 +77,15 @@ class Panel:
         Steps in a season (numbers only; None: time is ``ds`` itself).
     columns : tuple of str
         The table's ``unique_id``, ``ds`` and ``y`` columns.
+    covariates : tuple of str
+        Columns with known futures (:mod:`evocov_core.forecast.covariates`): each series' ``c``.
     """
 
     series: tuple[PanelSeries, ...]
     ds_kind: str
     season_length: int | None
     columns: tuple[str, str, str] = COLUMNS
+    covariates: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.series)
@@ -135,7 +141,8 @@ def _row(i: int) -> str:
 
 
 def panel_from_frame(df: pd.DataFrame, *, id_col: str | None = None, ds_col: str | None = None,
-                     y_col: str | None = None, season_length: int | None = None) -> Panel:
+                     y_col: str | None = None, season_length: int | None = None,
+                     covariates: tuple[str, ...] | list[str] = ()) -> Panel:
     """Split a long table into series.
 
     Parameters
@@ -146,6 +153,8 @@ def panel_from_frame(df: pd.DataFrame, *, id_col: str | None = None, ds_col: str
         The columns holding ``unique_id``, ``ds`` and ``y`` (default: guessed, :func:`guess_panel_columns`).
     season_length : int, optional
         Steps in a season when ``ds`` holds numbers (12 for monthly steps, 4 quarterly, 1 yearly).
+    covariates : sequence of str
+        Columns of numbers with known futures (a row missing one is a point not observed).
 
     Returns
     -------
@@ -207,6 +216,8 @@ def panel_from_frame(df: pd.DataFrame, *, id_col: str | None = None, ds_col: str
         kind = "date"
         x = dates_to_decimal_years(parsed)
         ds_values = parsed.to_numpy(dtype="datetime64[ns]")
+    cov = _covariates(df, covariates, cols)
+    y = np.where(np.all(np.isfinite(cov), axis=1), y, np.nan)  # a row without its covariates is not observed
     frame = pd.DataFrame({"uid": ids.to_numpy(), "x": x, "y": y, "row": np.arange(len(df))})
     dup = frame.duplicated(["uid", "x"], keep="first")
     if dup.any():
@@ -218,13 +229,81 @@ def panel_from_frame(df: pd.DataFrame, *, id_col: str | None = None, ds_col: str
         g = g.sort_values("x", kind="stable")
         seen = np.isfinite(g.y.to_numpy())
         series.append(PanelSeries(str(uid), g.x.to_numpy()[seen], g.y.to_numpy()[seen],
-                                  ds_values[g.row.to_numpy()][seen], int((~seen).sum())))
+                                  ds_values[g.row.to_numpy()][seen], int((~seen).sum()),
+                                  cov[g.row.to_numpy()][seen] if covariates else None))
     return Panel(tuple(series), kind, int(season_length) if season_length is not None else None,
-                 (str(uid_c), str(ds_c), str(y_c)))
+                 (str(uid_c), str(ds_c), str(y_c)), tuple(map(str, covariates)))
 
 
-def _values(col: pd.Series, name: str) -> Array:
-    """``y`` as floats (NaN where empty); a value that is text and not a number is an error."""
+def _covariates(df: pd.DataFrame, names: tuple[str, ...] | list[str], cols: list) -> Array:
+    """The covariate columns as numbers, shape (rows, k) (NaN where missing); one-line errors for a column that is
+    absent, named twice or one of unique_id, ds and y, or that holds text."""
+    out = np.empty((len(df), len(names)))
+    for j, c in enumerate(names):
+        if c not in df.columns:
+            raise DataError(f"no covariate column {c!r} (columns: {', '.join(map(str, df.columns[:10]))})")
+        if c in cols or list(names).count(c) > 1:
+            raise DataError(f"covariate column {c!r} is named twice (as unique_id, ds, y or another covariate)")
+        out[:, j] = _values(df[c], c, "covariate")
+    return out
+
+
+def future_values(panel: Panel, table: pd.DataFrame, h: int) -> dict[str, tuple[Array, Array]]:
+    """Each series' next ``h`` times and its covariates there, from a table of future values (statsforecast's
+    ``X_df``: the panel's unique_id and ds columns, and one column per covariate).
+
+    Returns
+    -------
+    dict of str to (ndarray of shape (h,), ndarray of shape (h, k))
+        For every series of ``panel``: the first ``h`` times of ``table`` after its last observation (the
+        panel's x units) and the covariates' values at them.
+
+    Raises
+    ------
+    DataError
+        A column absent, a time that cannot be read, a value missing or not a number (naming its column and
+        row), or a series with fewer than ``h`` future rows.
+    """
+    uid_c, ds_c, _ = panel.columns
+    for c in (uid_c, ds_c, *panel.covariates):
+        if c not in table.columns:
+            have = ", ".join(map(str, table.columns[:10]))
+            raise DataError(f"the future values have no column {c!r} (columns: {have}): they need {uid_c}, {ds_c} "
+                            "and every covariate")
+    cov = _covariates(table, panel.covariates, [uid_c, ds_c])
+    bad = np.flatnonzero(~np.all(np.isfinite(cov), axis=1))
+    if bad.size:
+        j = int(np.flatnonzero(~np.isfinite(cov[bad[0]]))[0])
+        raise DataError(f"the future value of covariate {panel.covariates[j]!r} is missing in {_row(int(bad[0]))} "
+                        f"(series {table[uid_c].iloc[bad[0]]!s}, {ds_c} {table[ds_c].iloc[bad[0]]!s}): a forecast "
+                        "needs every covariate at every step")
+    if panel.ds_kind == "date":
+        parsed = parse_dates(table[ds_c])
+        if parsed.isna().any():
+            i = int(np.flatnonzero(parsed.isna().to_numpy())[0])
+            raise DataError(f"column {ds_c!r} of the future values holds {str(table[ds_c].iloc[i])[:40]!r} in "
+                            f"{_row(i)}, which is not a date")
+        x = dates_to_decimal_years(parsed)
+    else:
+        x = pd.to_numeric(table[ds_c], errors="coerce").to_numpy(dtype=np.float64) / float(panel.season_length or 1)
+    ids = table[uid_c].astype(str).to_numpy()
+    out: dict[str, tuple[Array, Array]] = {}
+    for s in panel.series:
+        last = float(s.x[-1]) if s.x.size else -np.inf
+        mine = np.flatnonzero((ids == s.uid) & (x > last))
+        mine = mine[np.argsort(x[mine], kind="stable")][:h]
+        if mine.size < h:
+            raise DataError(f"series {s.uid!r} has {mine.size} rows of future values after its last observation; "
+                            f"a forecast of {h} steps needs {h}")
+        out[s.uid] = (x[mine], cov[mine])
+    return out
+
+
+def _values(col: pd.Series, name: str, role: str = "y") -> Array:
+    """``y`` (or a covariate: ``role``) as floats (NaN where empty); a value that is text and not a number is an
+    error."""
+    if pd.api.types.is_bool_dtype(col):
+        col = col.astype(np.float64) if role != "y" else col  # a flag 0/1 is a covariate's number
     if pd.api.types.is_bool_dtype(col):
         raise DataError(f"column {name!r} (y) holds true/false values, not numbers")
     if pd.api.types.is_numeric_dtype(col):
@@ -235,10 +314,10 @@ def _values(col: pd.Series, name: str) -> Array:
         bad = out_s.isna() & text.notna() & (text != "") & ~text.str.lower().isin(["nan", "na", "null", "none"])
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise DataError(f"column {name!r} (y) holds {str(col.iloc[i])[:40]!r} in {_row(i)}, which is not a number "
-                            "(leave it empty for a point not observed)")
+            raise DataError(f"column {name!r} ({role}) holds {str(col.iloc[i])[:40]!r} in {_row(i)}, which is not a "
+                            "number (leave it empty for a point not observed)")
         out = out_s.to_numpy(dtype=np.float64)
     inf = np.isinf(out)
     if inf.any():
-        raise DataError(f"column {name!r} (y) holds an infinite value in {_row(int(np.flatnonzero(inf)[0]))}")
+        raise DataError(f"column {name!r} ({role}) holds an infinite value in {_row(int(np.flatnonzero(inf)[0]))}")
     return out

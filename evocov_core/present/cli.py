@@ -52,7 +52,8 @@ def _dataset(args: argparse.Namespace, test_fraction: float | None = None):
     if tf is not None:
         validate_split(tf)  # before reading: a fraction of 0.95 is refused as such
     ds = load_csv(args.data, x=args.x, y=args.y, test_fraction=tf, max_points=None,
-                  duplicates="keep" if getattr(args, "keep_duplicates", False) else "average")
+                  duplicates="keep" if getattr(args, "keep_duplicates", False) else "average",
+                  missing=getattr(args, "missing", "refuse"), covariates=getattr(args, "covariates", None) or ())
     validate_split(ds.test_fraction, ds.n_train)
     for note in ds.notes:  # what reading changed (rows sorted, repeated x averaged, rows dropped)
         print(f"note: {args.data}: {note}", file=sys.stderr)
@@ -123,6 +124,8 @@ def _kernel_and_data(args: argparse.Namespace):
 
     _check_out(getattr(args, "out", None))
     kf = load_kernel_file(args.kernel)
+    if kf.covariates is not None and not getattr(args, "covariates", None):
+        args.covariates = list(kf.covariates.names)  # the kernel's own covariates, read from the data
     if args.test_fraction is None:
         tf = kf.scores.get("test_fraction")
         if isinstance(tf, (int, float)) and not isinstance(tf, bool):
@@ -135,6 +138,17 @@ def _kernel_and_data(args: argparse.Namespace):
         else:  # not recorded (a file written by hand): the search's default
             args.test_fraction = 0.1
     ds = _dataset(args)
+    args.covariate_effect = None
+    if kf.covariates is not None:  # the kernel is of y − βᵀc along time: these data too, with βᵀc kept to add back
+        from evocov_core.forecast.covariates import on_time
+
+        cols = [1 + ds.covariates.index(n) for n in kf.covariates.names if n in ds.covariates]
+        timed = on_time(ds, kf.covariates)
+        args.covariate_effect = kf.covariates.effect(ds.x[:, cols])
+        ds = timed
+        print(f"note: {args.kernel} holds the effect of {', '.join(kf.covariates.names)}: it is taken out of "
+              f"{ds.y_label} and the kernel (and any other forecaster here) forecasts what it leaves; errors are "
+              "the same as with it added back", file=sys.stderr)
     # Another number of input columns is refused where the inputs are mapped (Normalisation.x_to_model).
     if kf.normalisation is not None and (far := units_mismatch(kf.normalisation, ds.norm)) is not None:
         print(f"warning: {args.kernel} was fitted on other data: {far}; its hyperparameters may not suit "
@@ -150,7 +164,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if X.shape[0] == 0:
         raise CliError("no test points to predict (raise --test-fraction or pass --all)")
     pred = model.predict(ds.X_train, ds.y_train, X)
-    out = pd.DataFrame({"x": pred.x[:, 0], "mean": pred.mean, "std": pred.std, "std_latent": pred.std_f})
+    mean = pred.mean
+    if args.covariate_effect is not None:  # the covariates' effect at these points, added back
+        mean = mean + (args.covariate_effect if args.all else args.covariate_effect[~ds.train])
+    out = pd.DataFrame({"x": pred.x[:, 0], "mean": mean, "std": pred.std, "std_latent": pred.std_f})
     if pred.x.shape[1] > 1:
         for j in range(pred.x.shape[1]):
             out.insert(j, f"x{j}", pred.x[:, j])
@@ -170,11 +187,36 @@ def cmd_forecast(args: argparse.Namespace) -> int:
     if not 0.0 < args.time_limit <= 86400:
         raise CliError(f"--time-limit must be above 0 and at most 86400 seconds, got {args.time_limit}")
     kf, ds = _kernel_and_data(args)
-    fc = forecast_future(kf, ds, args.horizon, time_limit=args.time_limit)
+    if sum(v is not None for v in (args.at, args.horizon, args.future)) > 1:
+        raise CliError("give one of --horizon (the next steps), --at (times) and --future (times and covariates)")
+    if kf.covariates is not None:
+        if args.future is None:
+            raise CliError(f"{args.kernel} uses the covariates {', '.join(kf.covariates.names)}: give their future "
+                           "values with --future FILE (a time column and one column each)")
+        from evocov_core.data.table import read_table
+        from evocov_core.forecast.covariates import forecast_with_covariates
+
+        fc = forecast_with_covariates(kf, ds, read_table(args.future), time_limit=args.time_limit)
+    else:
+        if args.future is not None:
+            args.at = args.future  # times alone: the kernel uses no covariates
+        fc = forecast_future(kf, ds, args.horizon, time_limit=args.time_limit, at=_times(args.at))
     _write_text(args.out, fc.frame(ds.x_label).to_csv(index=False))
     print(fc.note, file=sys.stderr)
     print(f"wrote {len(fc.x)} steps after the last observation to {args.out}")
     return 0
+
+
+def _times(text: str | None) -> list[str] | None:
+    """``--at``: times separated by commas, or a CSV file whose first column holds them (a header line
+    allowed)."""
+    if text is None:
+        return None
+    if Path(text).is_file():
+        from evocov_core.data.table import read_table
+
+        return [str(v) for v in read_table(text).iloc[:, 0].dropna()]
+    return [t.strip() for t in text.split(",") if t.strip()]
 
 
 def _check_comparison_args(args: argparse.Namespace) -> None:
@@ -313,6 +355,13 @@ def cmd_search(args: argparse.Namespace) -> int:
             args.test_fraction = 0.1
         config, seed = _config_from_args(args), args.seed
         ds = _dataset(args)
+    effect = None
+    if ds.covariates:
+        from evocov_core.forecast.covariates import fit_covariates, on_time
+
+        effect = fit_covariates(ds)
+        print(f"covariates: {effect.reason}", file=sys.stderr)
+        ds = on_time(ds, effect)
     data = search_data(ds, config)
     print(f"{config.algorithm} on {ds.name}: {ds.n_train} training and {ds.n_test} test points, "
           f"{'replayed' if log is not None else 'preset ' + args.preset}, seed {seed}"
@@ -340,6 +389,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     # The command's seconds run from its start (reading the data and starting up included).
     doc = search_kernel_file(result, ds, seed=seed, config=run_config,
                              extra_scores={"seconds": round(time.perf_counter() - t0, 3)})
+    if effect is not None:
+        doc["covariates"] = effect.to_dict()
     if args.out is not None:
         _write_text(args.out, dump_kernel_file(doc))
     if args.records:
@@ -419,6 +470,13 @@ def _add_data_args(p: argparse.ArgumentParser, *, test_default: float | None = 0
     p.add_argument("--test-fraction", type=float, default=test_default,
                    help="last fraction of the x-range held out as test (default 0.1)")
     p.add_argument("--keep-duplicates", action="store_true", help="keep repeated x values instead of averaging")
+    p.add_argument("--covariates", nargs="+", metavar="COLUMN",
+                   help="columns known in advance (temperature, a price, a holiday flag): a search estimates their "
+                        "linear effect and searches the kernel on what they leave; a forecast needs their future "
+                        "values (forecast --future FILE). Commands that read a kernel file take its covariates")
+    p.add_argument("--missing", choices=("refuse", "keep"), default="refuse",
+                   help="rows whose value is empty or not a number: refuse the file (default), or keep them as "
+                        "points not observed (the model conditions on the others at their own x)")
 
 
 def _add_gpss_kernel_arg(p: argparse.ArgumentParser) -> None:
@@ -468,6 +526,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--horizon", type=int_in(1, 10_000, "--horizon"), default=None, metavar="STEPS",
                    help="steps after the last observation, at the data's step, at most the number of points "
                         "(default: as many as the test part)")
+    p.add_argument("--future", metavar="FILE",
+                   help="a CSV of the times to forecast at and the covariates' values at them (a time column, first "
+                        "or named as the data's, and one column per covariate the kernel uses)")
+    p.add_argument("--at", metavar="TIMES",
+                   help="forecast at these times instead of the next steps: any times after the last observation, "
+                        "separated by commas (dates for date data: 2024-03-15,2024-04-02), or a CSV file whose "
+                        "first column holds them")
     p.add_argument("--time-limit", type=float, default=30.0, metavar="SECONDS",
                    help="seconds each classical member of the search's forecast may take (default 30)")
     p.add_argument("--out", required=True, help="CSV file to write: one row per step")

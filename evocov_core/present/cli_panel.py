@@ -51,6 +51,10 @@ def cmd_panel(args: argparse.Namespace) -> int:
     if args.budget is not None and args.time_budget is not None:
         raise CliError("give --budget (seconds per series) or --time-budget, not both")
     df = read_table(args.data)
+    if args.covariates and not args.future:
+        raise CliError("--covariates need their future values: --future FILE (unique_id, ds and each covariate for "
+                       "the --horizon steps after each series)")
+    future = read_table(args.future) if args.future else None
     overrides = setting_overrides(args)
     t0 = time.perf_counter()
     result = forecast_panel(df, args.horizon, preset=args.preset, seed=args.seed, budget=args.budget,
@@ -58,7 +62,7 @@ def cmd_panel(args: argparse.Namespace) -> int:
                             y_col=args.y_col, workers=args.workers, scheduler=args.scheduler, out=args.out,
                             progress=_panel_progress(args.quiet), describe=kernel_phrase,
                             panel_priors=args.panel_priors, algorithm=args.algorithm,
-                            **overrides)
+                            covariates=tuple(args.covariates or ()), X_df=future, **overrides)
     counts = result.series["status"].value_counts()
     said = ", ".join(f"{int(counts[k])} {k}" for k in ("ok", "fallback", "no_data", "error") if k in counts)
     print(f"{len(result.series)} series ({said}) in {time.perf_counter() - t0:.1f} s"
@@ -91,6 +95,12 @@ def add_panel_parser(sub: Any) -> None:
     p.add_argument("--ds-col", help="column of the time stamps, dates or numbers (default: ds, or guessed)")
     p.add_argument("--y-col", help="column of the values; empty cells are points not observed (default: y, or "
                                    "guessed)")
+    p.add_argument("--covariates", nargs="+", metavar="COLUMN",
+                   help="columns with known futures (a price, a holiday flag): each series' search estimates their "
+                        "effect and searches its kernel on what they leave; needs --future")
+    p.add_argument("--future", metavar="FILE",
+                   help="CSV of the covariates' future values: unique_id, ds and each covariate, the --horizon steps "
+                        "after each series (statsforecast's X_df); the forecast is at those times")
     p.add_argument("--season-length", type=int_in(1, 100_000, "--season-length"), metavar="STEPS",
                    help="steps in a season when ds holds numbers (12 monthly, 4 quarterly, 1 yearly)")
     p.add_argument("--algorithm", choices=ALGORITHMS, default="evocov")

@@ -57,6 +57,7 @@ from evocov_core.fitting.model import FittedModel, ModelAverage, Prediction
 from evocov_core.fitting.optimize import FitResult, finite_or, finite_or_none
 from evocov_core.fitting.subset import DataSubset, plan_subset
 from evocov_core.forecast.combination import Combination
+from evocov_core.forecast.covariates import CovariateEffect
 from evocov_core.language.grammar import DEFAULT_N_HYPER
 from evocov_core.language.kernel import Kernel, slot_roles
 from evocov_core.language.parse import MAX_DEPTH, MAX_NODES, KernelFileError, clipped, parse_expression
@@ -136,6 +137,10 @@ class KernelFile:
         forecasts, with the weights and the guard's reason (:mod:`evocov_core.forecast.combination`; the
         kernel's own in files without it). A
         prediction from the file is the kernel's: the classical forecasts are not in it.
+    covariates : CovariateEffect or None
+        The covariates' linear effect when the search ran on a series with covariates
+        (:mod:`evocov_core.forecast.covariates`): the kernel is of ``y − βᵀc`` along time, and a prediction
+        adds ``βᵀc`` back. None in files without covariates.
     """
 
     kernel: Kernel
@@ -150,6 +155,7 @@ class KernelFile:
     run: dict | None = None
     calibration: Calibration = field(default_factory=Calibration)
     combination: Combination = field(default_factory=Combination)
+    covariates: CovariateEffect | None = None
 
     @property
     def q(self) -> int:
@@ -367,8 +373,9 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
         raise KernelFileError("'run' must be an object")
     calib = _optional(doc, "calibration", Calibration.from_dict, Calibration())
     combination = _optional(doc, "combination", Combination.from_dict, Combination())
+    covariates = _optional(doc, "covariates", CovariateEffect.from_dict, None)
     return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores, commit, dirty, approx, run, calib,
-                      combination)
+                      combination, covariates)
 
 
 def _optional(doc: dict, key: str, parse: Callable[[object], T], default: T) -> T:
