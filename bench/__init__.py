@@ -17,14 +17,15 @@ The benchmark commands' modules:
 ==================  ===========================================================================
 ``budget``          the benchmark's algorithms and their ``paper`` / ``quick`` budgets (the cost
                     model itself is the package's, :mod:`evocov_core.searches.wall_time`)
-``reproduce``       Tables 5, 6 and Figure 5 (``reproduce``, ``report``)
-``estimate``        the paper budget's cost from timed generations (``estimate``)
+``reproduce``       Tables 5, 6 and Figure 5 (``reproduce``)
+``report``          their report and tables (``report``), the paper budget's cost from timed
+                    generations (``estimate``), the numbers transcribed from the paper and the
+                    published RMSE files, the README's pictures of the report (``report-pictures``)
 ``mutations``       Table 3: mutants of the published GPSS kernels (``mutations``)
 ``hpmetrics``       Table 4: the five hyperparameter metrics (``metrics``)
 ``scaling``         seconds per kernel fit against n and workers, profile (``scaling``)
 ``accuracy``        budgeted dashboard searches on the 13 series, with ablations (``accuracy``,
                     ``accuracy-report``, ``accuracy-headline``)
-``classical_cache`` the classical forecasters' scores of each series, computed once per folder
 ``long``            long and high-frequency series: the search command within its budget against
                     seasonal naive and MSTL, wall time and memory (``long``, ``long-report``)
 ``mcomp``           the M-competition benchmark: EvoCov, Corani's GP and statsforecast's models
@@ -32,11 +33,11 @@ The benchmark commands' modules:
 ``gaps``            gaps kept (issue 73): corpus series with training points removed (``gaps``)
 ``covariates``      covariates with known futures (issue 73): forecasts with and without (``covariates``)
 ``corani``          Corani, Benavoli and Zaffalon's GP rebuilt on EvoCov's engine (a baseline of ``mcomp``)
-``paper``           numbers transcribed from the paper, the published RMSE files
 ``gpss_params``     GPSS's published kernels and hyperparameters, converted to model units
 ``common``          the harness: series loading with the split check, resumable result files, trial
                     statuses, job runner, geometric mean, number format, report tables; thread limits,
-                    machine facts and interleaved timing for the timing scripts
+                    machine facts and interleaved timing for the timing scripts; the classical forecasters'
+                    scores of each series, computed once per folder
 ``cli``             the argument parser and ``main`` (``__main__`` runs it)
 ==================  ===========================================================================
 

@@ -17,7 +17,7 @@ The output folder holds::
     trials.csv     one row per finished trial (appended and synced as each ends)
     kernels/       <series>__<variant>__seed<k>.json, the returned kernel (evocov_core.runs.kernel_file format)
     classical.csv  the classical forecasters on each series, made once by the report
-                   (:mod:`bench.classical_cache`)
+                   (:mod:`bench.common`)
     report.md      per-series table, ablation table, summary lines, every trial
 
 A trial is done when its row says ``ok`` and its kernel file exists, or the search fitted
@@ -819,7 +819,7 @@ class TrialSummary(NamedTuple):
     coverage_trials: int
     """Trials with a coverage (older trials have none)."""
     vs: dict[str, float]
-    """Per :data:`~bench.classical_cache.VS_KEYS` key: geometric mean over the series the
+    """Per :data:`~bench.common.VS_KEYS` key: geometric mean over the series the
     baseline forecast of (median over the seeds of our test RMSE) / its test RMSE."""
 
 
@@ -846,9 +846,9 @@ def trial_summary(trials: pd.DataFrame, refs: pd.DataFrame, variant: str,
         folder of series without published results); series without one are left out of the ratios.
     variant : str
     classical : DataFrame, optional
-        :func:`~bench.classical_cache.classical_scores`; without it ``vs`` is NaN.
+        :func:`~bench.common.classical_scores`; without it ``vs`` is NaN.
     """
-    from bench.classical_cache import VS_KEYS
+    from bench.common import VS_KEYS
 
     nan = math.nan
     t = _finished(trials, variant, ["test_rmse", "coverage_95", "n_test"])
@@ -1175,14 +1175,14 @@ def references(out: Path, data_dir: Path, series: Sequence[str], *, classical: b
     -------
     tuple
         ``(refs, classical, corpus)``: :func:`reference_rmse`-like frame indexed by series,
-        :func:`~bench.classical_cache.classical_scores`, True on a corpus.
+        :func:`~bench.common.classical_scores`, True on a corpus.
 
     Raises
     ------
     BenchError
         ``data_dir`` has neither ``evocov_paper_rmse.csv`` nor series.
     """
-    from bench.classical_cache import CLASSICAL_COLUMNS, classical_scores
+    from bench.common import CLASSICAL_COLUMNS, classical_scores
 
     data_dir = Path(data_dir)
     corpus = not (data_dir / "evocov_paper_rmse.csv").is_file()
@@ -1312,7 +1312,7 @@ def accuracy_report(out: Path, *, data_dir: Path | None = None, classical: bool 
     """(Re)write ``report.md`` of an accuracy folder from its ``trials.csv``, ``run.json`` and ``classical.csv``.
 
     The classical forecasters' scores are made once per series and kept in ``classical.csv``
-    (:mod:`~bench.classical_cache`); every other number comes from the folder's
+    (:mod:`~bench.common`); every other number comes from the folder's
     files. On a folder of series without published results (:func:`references`) the ratios are
     to AutoETS and every summary key is prefixed ``corpus_``.
 

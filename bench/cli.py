@@ -4,6 +4,7 @@
 
     python -m bench reproduce --data-dir ../shared/data/tsdl --budget quick --trials 1 --out DIR
     python -m bench report    --out DIR
+    python -m bench report-pictures [--data-dir ../shared/data/tsdl] [--baseline-budget 20]
     python -m bench estimate  --data-dir ... --budget paper --series 01-airline,03-mauna --out DIR
     python -m bench mutations --data-dir ... --mutations 200 --out DIR
     python -m bench metrics   --data-dir ... --trials 10 --out DIR
@@ -96,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     r = bsub.add_parser("report", help="regenerate report.md and the tables of a reproduce folder")
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--data-dir", type=Path, default=None, help="default: the one recorded in run.json")
+
+    r = bsub.add_parser("report-pictures", help="the README's pictures of the report (Airline, Mauna Loa) in Chromium")
+    _data_arg(r)
+    r.add_argument("--baseline-budget", type=float, default=20.0, help="seconds for the GPSS baseline")
 
     r = bsub.add_parser("estimate", help="time a few paper-budget EvoCov generations and extrapolate")
     _data_arg(r)
@@ -313,8 +318,12 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         from bench.report import report
 
         print(f"wrote {report(a.out, data_dir=a.data_dir)}")
+    elif cmd == "report-pictures":
+        from bench.report import report_pictures
+
+        return report_pictures(a.data_dir, a.baseline_budget)
     elif cmd == "estimate":
-        from bench.estimate import estimate
+        from bench.report import estimate
 
         doc = estimate(a.data_dir, a.out, series=a.series, generations=a.generations, trials=a.trials,
                        population=a.population, workers=a.workers, scheduler=a.scheduler, argv=argv)

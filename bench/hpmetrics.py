@@ -45,7 +45,7 @@ from bench.common import (
     run_jobs,
     update_run,
 )
-from bench.paper import PAPER_TABLE4, TABLE4_METRICS
+from bench.report import PAPER_TABLE4, TABLE4_METRICS
 from evocov_core.compute.provenance import git_state
 from evocov_core.data import Dataset
 from evocov_core.fitting.metrics import METRIC_LABELS, METRICS, FitData

@@ -57,7 +57,7 @@ from bench.common import (
     update_run,
 )
 from bench.gpss_params import GPSS_LIK_SF, GpssParseError, convert, read_gpss_entries, verify
-from bench.paper import PAPER_TABLE3
+from bench.report import PAPER_TABLE3
 from evocov_core.compute.provenance import git_state
 from evocov_core.data import Dataset
 from evocov_core.fitting.fits import make_executor

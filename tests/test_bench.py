@@ -31,7 +31,7 @@ from bench.gpss_params import (
     structure,
     verify,
 )
-from bench.paper import PAPER_TABLE3, PAPER_TABLE4, PAPER_TABLE6, PAPER_TABLE6_COLUMNS, SERIES
+from bench.report import PAPER_TABLE3, PAPER_TABLE4, PAPER_TABLE6, PAPER_TABLE6_COLUMNS, SERIES
 from evocov_core.fitting.optimize import powell_budget
 from evocov_core.language.library import GPSS_PUBLISHED, compose
 from evocov_core.searches import preset
@@ -351,4 +351,4 @@ def test_benchmark_modules_import_without_cycles() -> None:
         graph[f.stem] = {n.module.split(".")[1] for n in ast.walk(tree)
                          if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("bench.")}
     order = list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError on a cycle
-    assert order.index("report") < order.index("reproduce") and order.index("report") < order.index("estimate")
+    assert order.index("report") < order.index("reproduce") and order.index("common") < order.index("report")

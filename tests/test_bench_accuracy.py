@@ -354,7 +354,7 @@ def test_a_corpus_folder_is_judged_against_autoets_and_its_classical_table_is_re
     """No evocov_paper_rmse.csv: the reference is AutoETS on the same split, every summary key is prefixed
     corpus_, the report has no paper columns; the classical table in the folder is reused while a series'
     file is the same, made again when it changes, and a model that never ran is tried again."""
-    from bench.classical_cache import classical_file, series_checksum
+    from bench.common import classical_file, series_checksum
     from evocov_core.forecast.classical import MODELS
 
     data_dir = _corpus_dir(tmp_path / "series")

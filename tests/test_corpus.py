@@ -17,7 +17,7 @@ import pytest
 
 from bench.common import load_series, resolve_series
 from bench.corpus import build, sources
-from bench.corpus.overlap import RUN, find_shared, read_values, reference_series
+from bench.corpus.build import RUN, find_shared, read_values, reference_series
 from bench.corpus.sources import EXCLUDED, SERIES, TSDL_NAMES, excluded_reason
 
 CORPUS = build.CORPUS_DIR

@@ -8,7 +8,7 @@
 Every run gives the same bytes: numbers are written in Python's shortest round-trip form
 (``repr``; whole numbers without ``.0``), rows in time order, ``\\n`` line ends. Before it
 writes anything the builder refuses a series that :data:`bench.corpus.sources.EXCLUDED`
-lists, or that shares a run of values (:mod:`bench.corpus.overlap`) with a TSDL judging
+lists, or that shares a run of values (:mod:`bench.corpus.build`) with a TSDL judging
 series (when ``shared/data/tsdl`` is there), with a dataset bundled in ``data/``, or with
 another corpus series.
 """
@@ -20,7 +20,7 @@ import csv
 import hashlib
 import io
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from importlib.metadata import PackageNotFoundError, version
@@ -28,17 +28,43 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
+from numpy.lib.stride_tricks import sliding_window_view
+from numpy.typing import ArrayLike, NDArray
 from scipy.stats import spearmanr
 
 from evocov_core.data import split_mask
 
-from .overlap import RUN, Match, find_shared, reference_series
 from .sources import FREQUENCIES, SERIES, Spec, excluded_reason
 
-__all__ = ["CORPUS_DIR", "MANIFEST_COLUMNS", "SERIES_DIR", "TSDL_DIR", "Built", "build_corpus", "build_series",
-           "check_files", "expected_files", "fmt_number", "main", "manifest_csv", "overlap_problems",
-           "reference_sets", "seasonal_strength", "splits_csv", "tags_for", "trend_rho", "write_files"]
+__all__ = [
+    "CORPUS_DIR",
+    "MANIFEST_COLUMNS",
+    "MIN_CORR",
+    "MIN_DIFF_CORR",
+    "MIN_DISTINCT",
+    "RUN",
+    "SERIES_DIR",
+    "TSDL_DIR",
+    "Built",
+    "Match",
+    "build_corpus",
+    "build_series",
+    "check_files",
+    "expected_files",
+    "find_shared",
+    "fmt_number",
+    "main",
+    "manifest_csv",
+    "overlap_problems",
+    "read_values",
+    "reference_series",
+    "reference_sets",
+    "seasonal_strength",
+    "splits_csv",
+    "tags_for",
+    "trend_rho",
+    "write_files",
+]
 
 CORPUS_DIR = Path(__file__).resolve().parent
 ROOT = CORPUS_DIR.parents[1]
@@ -405,3 +431,158 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# --- overlap ---------------------------------------------------------------------------------------------
+
+
+#: Shortest shared run that counts (consecutive values).
+RUN = 12
+#: |correlation| of the levels above which two runs may be the same values rescaled.
+MIN_CORR = 0.999
+#: |correlation| of the first differences that confirms it.
+MIN_DIFF_CORR = 0.99
+#: Fewest distinct values a run must take to count.
+MIN_DISTINCT = 4
+#: Windows per block of the matrix product (bounds memory at about 100 MB per block).
+_BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class Match:
+    """A pair of windows that counts as shared.
+
+    Attributes
+    ----------
+    a, b : str
+        Names of the two series.
+    i, j : int
+        0-based start of the window in ``a`` and in ``b``.
+    corr, diff_corr : float
+        Correlation of the levels and of the first differences (negative for a sign flip).
+    """
+
+    a: str
+    i: int
+    b: str
+    j: int
+    corr: float
+    diff_corr: float
+
+
+def _unit(w: NDArray[np.float64], keep: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """Rows centred and scaled to unit norm; rows not kept (or flat) are zero, so never match."""
+    c = w - w.mean(axis=1, keepdims=True)
+    norm = np.sqrt(np.einsum("ij,ij->i", c, c))
+    keep = keep & (norm > 0)
+    out = np.zeros_like(c)
+    out[keep] = c[keep] / norm[keep, None]
+    return out
+
+
+@dataclass(frozen=True)
+class _Windows:
+    names: list[str]
+    starts: NDArray[np.int64]   # first row of each series in the stack
+    owner: NDArray[np.int64]    # series of each row
+    level: NDArray[np.float32]  # unit windows of the values (float32: halves the time, error ~1e-7)
+    diff: NDArray[np.float64]   # unit windows of the first differences
+
+
+def _windows(series: Mapping[str, ArrayLike], run: int) -> _Windows:
+    names, levels, diffs, owner, starts = [], [], [], [], []
+    count = 0
+    for k, (name, values) in enumerate(series.items()):
+        v = np.asarray(values, dtype=np.float64)
+        if v.ndim != 1 or not np.isfinite(v).all():
+            raise ValueError(f"{name}: need a 1-d series of finite values")
+        names.append(name)
+        starts.append(count)
+        if len(v) < run:
+            continue
+        w = sliding_window_view(v, run)
+        # Distinct values per window, with a tolerance far below any stored precision.
+        tol = 1e-9 * max(float(np.abs(v).max()), 1.0)
+        distinct = 1 + (np.diff(np.sort(w, axis=1), axis=1) > tol).sum(axis=1)
+        keep = distinct >= MIN_DISTINCT
+        levels.append(_unit(w, keep))
+        diffs.append(_unit(np.diff(w, axis=1), keep))
+        owner.append(np.full(len(w), k))
+        count += len(w)
+    empty = np.zeros((0, run))
+    return _Windows(names, np.array(starts, dtype=np.int64),
+                    np.concatenate(owner) if owner else np.zeros(0, dtype=np.int64),
+                    (np.vstack(levels) if levels else empty).astype(np.float32),
+                    np.vstack(diffs) if diffs else empty[:, 1:])
+
+
+def find_shared(left: Mapping[str, ArrayLike], right: Mapping[str, ArrayLike] | None = None, *, run: int = RUN,
+                min_corr: float = MIN_CORR, min_diff_corr: float = MIN_DIFF_CORR) -> list[Match]:
+    """Pairs of series that share a run, with their best-matching windows.
+
+    Parameters
+    ----------
+    left : mapping of str to array_like of shape (n,)
+        Series in time order, by name.
+    right : mapping, optional
+        Reference series. When omitted, every pair of distinct series of ``left`` is checked.
+    run : int
+        Window length.
+    min_corr, min_diff_corr : float
+        Thresholds on |correlation| of the levels and of the first differences.
+
+    Returns
+    -------
+    list of Match
+        At most one per pair of series (the window pair with the largest
+        |correlation| of differences), in the order of ``left`` then ``right``.
+    """
+    a = _windows(left, run)
+    b = a if right is None else _windows(right, run)
+    best: dict[tuple[int, int], tuple[float, int, int, float]] = {}
+    for lo in range(0, len(a.level), _BLOCK):
+        hi = min(lo + _BLOCK, len(a.level))
+        # Within one mapping compare only with later series: no self-pairs, each pair once.
+        first_b = int(np.searchsorted(a.owner, a.owner[lo], side="right")) if right is None else 0
+        corr = a.level[lo:hi] @ b.level[first_b:].T
+        np.abs(corr, out=corr)
+        rows, cols = np.nonzero(corr > min_corr)
+        if right is None and len(rows):
+            # A block can span two series: drop pairs of a series with itself or an earlier one.
+            ok = b.owner[first_b + cols] > a.owner[lo + rows]
+            rows, cols = rows[ok], cols[ok]
+        if not len(rows):
+            continue
+        ia, jb = lo + rows, first_b + cols
+        dcorr = np.einsum("ij,ij->i", a.diff[ia], b.diff[jb])
+        for i, j, dc in zip(ia, jb, dcorr, strict=True):
+            if abs(dc) <= min_diff_corr:
+                continue
+            key = (int(a.owner[i]), int(b.owner[j]))
+            if key not in best or abs(dc) > abs(best[key][0]):
+                best[key] = (float(dc), int(i), int(j), float(a.level[i].astype(np.float64) @ b.level[j]))
+    out = []
+    for (ka, kb), (dc, i, j, c) in sorted(best.items()):
+        out.append(Match(a.names[ka], i - int(a.starts[ka]), b.names[kb], j - int(b.starts[kb]), c, dc))
+    return out
+
+
+def read_values(path: Path) -> NDArray[np.float64]:
+    """The value column of a CSV: ``y`` when present (TSDL, the corpus), else the last column
+    (the bundled ``date,<value>`` files); rows with a missing value are dropped."""
+    df = pd.read_csv(path)
+    col = "y" if "y" in df.columns else df.columns[-1]
+    v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=np.float64)
+    return v[np.isfinite(v)]
+
+
+def reference_series(folder: Path) -> dict[str, NDArray[np.float64]]:
+    """``{file name: values}`` for every series CSV of ``folder``: those whose header is
+    ``x,y`` or starts with ``date,`` (``splits.csv`` and result tables are left out)."""
+    out = {}
+    for p in sorted(Path(folder).glob("*.csv")):
+        with open(p, encoding="utf-8") as fh:
+            head = fh.readline().strip().lower()
+        if head == "x,y" or head.startswith("date,"):
+            out[p.name] = read_values(p)
+    return out

