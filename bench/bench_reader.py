@@ -45,7 +45,7 @@ from evocov_core.data import DataError, load_csv
 ROOT = Path(__file__).resolve().parents[1]
 
 
-# --- the files (also used by tests/test_reader_limits.py) ----------------------------------------------
+# --- the files (also used by tests/data/test_reader_limits.py) ----------------------------------------------
 
 
 def long_number_field(digits: int = 1_000_000) -> bytes:

@@ -42,7 +42,7 @@ Where this differs from Corani et al.
 1. **The engine.** Their GPy model is rebuilt as one EvoCov kernel tree (:func:`corani_kernel`),
    evaluated by :func:`evocov_core.fitting.gp.lml_and_grad` and :func:`~evocov_core.fitting.gp.posterior`
    (EvoCov's Cholesky, jitter ladder and analytic gradients, not GPy's). The tree equals their
-   formula exactly (``tests/test_corani.py`` checks it to 1e-10), written with the grammar's nodes:
+   formula exactly (``tests/bench/test_corani.py`` checks it to 1e-10), written with the grammar's nodes:
 
    * ``t·t'``: the grammar's ``dot_prod(euc(x), s, l) = (x − s)(x' − s)/l`` with ``s = l = 1`` held
      fixed, on inputs ``x = 1 + t`` (so ``x − 1`` is their ``t``: the same origin, one step before the

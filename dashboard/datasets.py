@@ -34,7 +34,7 @@ def max_upload_bytes() -> int:
     """The upload limit in bytes: the core reader's :data:`~evocov_core.data.MAX_BYTES`, the command line's too.
 
     ``server.maxUploadSize`` of ``.streamlit/config.toml`` is the same number of MB
-    (tests/test_server_config.py checks it), so the browser refuses what the reader would.
+    (tests/dashboard/test_server_config.py checks it), so the browser refuses what the reader would.
     """
     return MAX_BYTES
 

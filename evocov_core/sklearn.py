@@ -28,7 +28,7 @@ kernel and ``alpha=0``), ``normalize_y=False`` and ``optimizer=None``::
     gpr.log_marginal_likelihood_value_            # == LML in evocov_core.fitting.gp.lml
     norm.y_from_model(gpr.predict(norm.x_to_model(ds.X_test)))   # == res.predict(ds.X_test).mean
 
-``tests/test_sklearn.py`` checks both on Airline to 1e-8.
+``tests/front/test_sklearn.py`` checks both on Airline to 1e-8.
 """
 
 from __future__ import annotations
@@ -349,7 +349,7 @@ class EvoCovRegressor(RegressorMixin, BaseEstimator):
     Notes
     -----
     ``sklearn.utils.estimator_checks.check_estimator`` passes on it with a fixed-count preset
-    (``tests/test_sklearn.py``, scikit-learn 1.9: 52 checks). One check is skipped, and the
+    (``tests/front/test_sklearn.py``, scikit-learn 1.9: 52 checks). One check is skipped, and the
     sample-weight checks are not generated:
 
     ``check_array_api_input``

@@ -27,7 +27,7 @@ White noise needs a Kronecker delta, which the grammar does not have: as in the 
 every model adds a white-noise variance to K(X, X). :func:`white_noise` returns the zero
 kernel ``add(1, -1)``, so the model ``zero + noise`` *is* WN.
 
-scikit-learn equivalents (tested to 1e-10 in ``tests/test_library.py``)::
+scikit-learn equivalents (tested to 1e-10 in ``tests/language/test_library.py``)::
 
     SE  = C(θ0²)·RBF(θl)            M12/E = C(θ0²)·Matern(θl, ν=0.5)
     M32 = C(θ0²)·Matern(θl, ν=1.5)  M52   = C(θ0²)·Matern(θl, ν=2.5)
