@@ -466,8 +466,12 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
         data = FitData.from_dataset(ds, split_fraction=spec.config.metric_split,
                                     max_points=spec.config.fit_points)
         t0 = time.perf_counter()
-        result = search(data, spec.config, seed=spec.seed, workers=spec.workers, dataset=ds)
+        out = search(data, spec.config, seed=spec.seed, workers=spec.workers, dataset=ds)
         wall = time.perf_counter() - t0
+        from evocov_core.forecast.stage import ForecastResult, forecast_test_rmse
+
+        forecast = out if isinstance(out, ForecastResult) else None  # a plain search: the kernel's own forecast
+        result = forecast.search if forecast is not None else out
         row.update(wall_s=round(wall, 3), wall_ratio=round(wall / spec.budget_s, 4),
                    elapsed_s=round(float(result.elapsed), 3), n_evaluations=result.n_evaluations,
                    n_screen_fits=getattr(result, "n_screen_fits", None), generations=len(result.history))
@@ -488,11 +492,9 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
                        expression=best.kernel.prefix,
                        infix=best.kernel.infix, kernel_file=kernel_path(spec.series, spec.variant, spec.seed),
                        **_predictive_scores(best, ds, getattr(result, "calibration", None)))
-            combination = getattr(result, "combination", None)
-            if combination is not None:
-                from evocov_core.forecast.beside import forecast_test_rmse
-
-                row.update(forecast_test_rmse=forecast_test_rmse(result, ds), forecast=combination.label)
+            combination = forecast.combination if forecast is not None else None
+            if forecast is not None:
+                row.update(forecast_test_rmse=forecast_test_rmse(forecast, ds), forecast=combination.label)
             doc = kernel_file_dict(best, ds.norm, dataset=spec.series, n_test=ds.n_test, n_train=ds.n_train,
                                    test_fraction=ds.test_fraction, calibration=getattr(result, "calibration", None),
                                    combination=combination,

@@ -104,7 +104,7 @@ def run_covariate_trial(trial: CovariateTrial) -> dict:
         config = variant_config("full", "quick", trial.time_budget)
         result = search_and_forecast(search_data(ds, config), config, seed=0, workers=1, dataset=ds,
                                      horizon=len(truth))
-        if result.best is None or not result.best.ok:
+        if result.search.best is None or not result.search.best.ok:
             row.update(status=TrialStatus.NO_KERNEL, reason="no kernel could be fitted")
         else:
             doc = search_kernel_file(result, ds, seed=0)

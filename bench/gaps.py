@@ -98,8 +98,7 @@ def run_gap_trial(trial: GapTrial) -> dict:
     """Search and forecast one (possibly gapped) series; a row of ``trials.csv``. Never raises."""
     from bench.accuracy import _predictive_scores, variant_config
     from evocov_core.fitting.metrics import FitData
-    from evocov_core.forecast.beside import forecast_test_rmse
-    from evocov_core.forecast.stage import search_and_forecast
+    from evocov_core.forecast.stage import forecast_test_rmse, search_and_forecast
 
     row: dict[str, Any] = {"series": trial.series, "rate": trial.rate, "removal_seed": trial.removal_seed,
                            "host": socket.gethostname()}
@@ -110,13 +109,14 @@ def run_gap_trial(trial: GapTrial) -> dict:
         row.update(n_train=ds.n_train, n_test=ds.n_test, removed=full.n_train - ds.n_train)
         config = variant_config("full", "quick", trial.time_budget)
         data = FitData.from_dataset(ds, split_fraction=config.metric_split, max_points=config.fit_points)
-        result = search_and_forecast(data, config, seed=0, workers=1, dataset=ds)
+        forecast = search_and_forecast(data, config, seed=0, workers=1, dataset=ds)
+        result = forecast.search
         best = result.best
         if best is None or not best.ok:
             row.update(status=TrialStatus.NO_KERNEL, reason="no kernel could be fitted")
         else:
             row.update(status=TrialStatus.OK, test_rmse=best.test_rmse, expression=best.kernel.prefix,
-                       forecast_test_rmse=forecast_test_rmse(result, ds), forecast=result.combination.label,
+                       forecast_test_rmse=forecast_test_rmse(forecast, ds), forecast=forecast.combination.label,
                        **_predictive_scores(best, ds, getattr(result, "calibration", None)))
     except Exception as exc:  # one failed trial must not stop the study
         row.update(status=TrialStatus.ERROR, reason=f"{type(exc).__name__}: {exc}"[:300])

@@ -38,10 +38,10 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only; each function imports 
 
     from evocov_core.data import Dataset
     from evocov_core.fitting.model import FittedModel
+    from evocov_core.forecast.stage import ForecastResult
     from evocov_core.language.kernel import Kernel
     from evocov_core.panel.run import PanelResult
     from evocov_core.runs.kernel_file import KernelFile
-    from evocov_core.searches import SearchResult
     from evocov_core.searches.config import SearchConfig
 
 __all__ = ["Interval", "KernelResult", "forecast_panel", "load_kernel", "read_series", "search"]
@@ -95,9 +95,9 @@ class KernelResult:
         cannot predict until :meth:`with_data` gives it some).
     document : str
         The kernel file's JSON text.
-    search_result : SearchResult or None
-        Everything the search returned (every kernel fitted, the model choice, the run log);
-        None for a loaded kernel.
+    search_result : ForecastResult or None
+        Everything the search returned (``.search``: every kernel fitted, the model choice, the run log) and the
+        forecast made beside it (``.combination``); None for a loaded kernel.
     config : SearchConfig or None
         The settings the search ran with; None for a loaded kernel.
     seed : int or None
@@ -108,7 +108,7 @@ class KernelResult:
     kernel_file: KernelFile
     dataset: Dataset | None
     document: str = field(repr=False)
-    search_result: SearchResult | None = field(default=None, repr=False, compare=False)
+    search_result: ForecastResult | None = field(default=None, repr=False, compare=False)
     config: SearchConfig | None = field(default=None, repr=False)
     seed: int | None = None
 
@@ -235,11 +235,11 @@ class KernelResult:
 
         kw: dict[str, object] = {} if time_limit is None else {"time_limit": time_limit}
         ds = self._data()
-        made = getattr(self.search_result, "future", None)
+        made = self.search_result.future if self.search_result is not None else None
         if at is not None:
             kw["at"] = at
         elif (made is not None and ds is self.dataset and ds.n_test == 0 and h is not None
-                and h == getattr(self.search_result, "horizon", None)):
+                and h == self.search_result.horizon):
             kw["classical"] = made  # the search's members already forecast these steps from these points
         if self.kernel_file.covariates is not None or future is not None:
             from evocov_core.forecast.covariates import forecast_with_covariates
@@ -386,7 +386,7 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
     effect = fit_covariates(ds) if ds.covariates else None  # searched on what the covariates leave, along time
     ds = ds if effect is None else on_time(ds, effect)
     result = search_and_forecast(search_data(ds, config), config, seed=seed, workers=workers, dataset=ds)
-    best = result.best
+    best = result.search.best
     if best is None or not best.ok:
         raise RuntimeError("no kernel could be fitted on these data"
                            + (" within the time budget" if config.time_budget > 0 else ""))

@@ -4,8 +4,8 @@
 on a long series' subset) in a child process (:class:`~evocov_core.forecast.beside.ClassicalBeside`),
 runs the search (:func:`~evocov_core.searches.run_search`) meanwhile, and then weighs the kernel's
 forecast with theirs (:mod:`evocov_core.forecast.combination`) within what is left of the time budget.
-The search knows nothing of this stage; the result is a :class:`ForecastResult`, the search's result
-with the combination and the classical forecasts beside it.
+The search knows nothing of this stage; the result is a :class:`ForecastResult`: the search's result,
+and the combination and the classical forecasts beside it.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.fits import Executor
-from evocov_core.fitting.metrics import FitData
-from evocov_core.forecast.beside import ClassicalBeside, kernel_future_mean
+from evocov_core.fitting.metrics import FitData, rmse
+from evocov_core.forecast.beside import ClassicalBeside, combined_test_mean, kernel_future_mean, kernel_test_mean
 from evocov_core.forecast.classical import ClassicalForecasts
 from evocov_core.forecast.combination import Combination
 from evocov_core.searches import run_search
@@ -26,15 +26,17 @@ from evocov_core.searches.common import ProgressCallback, RunStatus, SearchResul
 from evocov_core.searches.config import SearchConfig
 from evocov_core.searches.replay import RunLog
 
-__all__ = ["ForecastResult", "search_and_forecast"]
+__all__ = ["ForecastResult", "forecast_test_rmse", "search_and_forecast"]
 
 
 @dataclass(frozen=True)
-class ForecastResult(SearchResult):
+class ForecastResult:
     """A search's result with the forecast made beside it.
 
     Attributes
     ----------
+    search : SearchResult
+        The search's own result (its kernels, the model choice, the run log).
     combination : Combination
         Whether the forecast is the kernel's own or its weighted average with classical forecasts, and why
         (:mod:`evocov_core.forecast.combination`; ``config.combine``).
@@ -48,6 +50,7 @@ class ForecastResult(SearchResult):
         The steps after the training part the forecast was chosen for (0 when no combination was asked).
     """
 
+    search: SearchResult
     combination: Combination = field(default_factory=Combination)
     classical: ClassicalForecasts | None = None
     future: ClassicalForecasts | None = None
@@ -94,12 +97,11 @@ def search_and_forecast(data: FitData, config: SearchConfig, *, dataset: Dataset
         if beside is not None:
             beside.cancel()
         raise
-    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(SearchResult)}
     if beside is None:
-        return ForecastResult(**fields)
+        return ForecastResult(result)
     if result.status == RunStatus.CANCELLED or result.best is None:
         beside.cancel()
-        return ForecastResult(**fields)
+        return ForecastResult(result)
     until = None
     if config.time_budget > 0 and replay is None:
         until = time.time() + (t0 + config.time_budget - time.perf_counter())
@@ -109,6 +111,18 @@ def search_and_forecast(data: FitData, config: SearchConfig, *, dataset: Dataset
     chosen = beside.choose(result.origins, until=until, kernel_mean=kernel_mean, power=config.combine_power,
                            guard=config.combine_guard, fit=result.best if data.on_subset else None,
                            short=0 if data.on_subset else config.combine_short)
-    fields["elapsed"] = time.perf_counter() - t0
-    return ForecastResult(**fields, combination=chosen.combination, classical=chosen.classical, future=chosen.future,
-                          horizon=beside.horizon)
+    return ForecastResult(dataclasses.replace(result, elapsed=time.perf_counter() - t0), chosen.combination,
+                          chosen.classical, chosen.future, beside.horizon)
+
+
+def forecast_test_rmse(result: ForecastResult, ds: Dataset) -> float | None:
+    """Test RMSE (original units) of the forecast a search returns: its combination's when that
+    averages (:func:`~evocov_core.forecast.beside.combined_test_mean`), else the returned kernel's own;
+    None without one."""
+    best = result.search.best
+    if best is None or not best.ok or ds.n_test == 0:
+        return None
+    if not result.combination.combined:
+        return best.test_rmse
+    mean = combined_test_mean(result.combination, kernel_test_mean(best, ds), result.classical)
+    return None if mean is None else rmse(ds.y[~ds.train], mean)

@@ -295,7 +295,7 @@ def _forecast(job: SeriesJob, started: tuple[float, float]) -> SeriesOutcome:
     with search_executor(data, config, workers=1) as ex:
         result = search_and_forecast(data, config, seed=job.seed, executor=ex, dataset=ds, horizon=job.h,
                                      classical_in_process=True, season_lengths=job.season_lengths or None)
-    best = result.best
+    best = result.search.best
     if best is None or not best.ok:
         return _fallback(job, ds, "no kernel could be fitted" + (" within the budget" if config.time_budget else ""),
                          started)

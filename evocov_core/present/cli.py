@@ -378,8 +378,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         run_config = config.with_(time_budget=max(1.0, config.time_budget - spent))
     ready = time.perf_counter() - t0
     from evocov_core.forecast.stage import search_and_forecast
-    result = search_and_forecast(data, run_config, seed=seed, workers=args.workers, scheduler=args.scheduler,
-                        progress=_progress_printer(args.quiet), replay=log, dataset=ds)
+    forecast = search_and_forecast(data, run_config, seed=seed, workers=args.workers, scheduler=args.scheduler,
+                                   progress=_progress_printer(args.quiet), replay=log, dataset=ds)
+    result = forecast.search
     best = result.best
     if best is None:
         if config.time_budget > 0 and log is None and result.n_evaluations == 0:
@@ -387,7 +388,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                            f"and reading the data took {ready:.1f} s: raise --time-budget")
         raise CliError("no kernel could be fitted on these data")
     # The command's seconds run from its start (reading the data and starting up included).
-    doc = search_kernel_file(result, ds, seed=seed, config=run_config,
+    doc = search_kernel_file(forecast, ds, seed=seed, config=run_config,
                              extra_scores={"seconds": round(time.perf_counter() - t0, 3)})
     if effect is not None:
         doc["covariates"] = effect.to_dict()
@@ -417,7 +418,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     calibrated = result.calibration.describe()
     if calibrated:
         print(calibrated)
-    combined = result.combination.describe()
+    combined = forecast.combination.describe()
     if combined:
         rmse = doc["scores"].get("forecast_test_rmse")
         print(combined + (f" Its test RMSE: {rmse:.6g}." if rmse is not None else ""))

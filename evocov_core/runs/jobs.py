@@ -328,11 +328,13 @@ class JobManager:
             stop: Callable[[], bool] = job.cancel_event.is_set
             make = search_executor if spec.kind is JobKind.SEARCH else (
                 lambda d, c, workers: make_executor(d, c.optim, workers=workers))
+            forecast = None  # a search's result with its forecast (a mutation explorer's job makes none)
             with make(data, spec.config, workers=spec.workers) as ex:
                 if spec.kind is JobKind.SEARCH:
-                    res = search_and_forecast(data, spec.config, seed=spec.seed, executor=ex,
-                                     progress=lambda p: self._on_progress(job, p), should_stop=stop,
-                                     dataset=spec.dataset)
+                    forecast = search_and_forecast(data, spec.config, seed=spec.seed, executor=ex,
+                                                   progress=lambda p: self._on_progress(job, p), should_stop=stop,
+                                                   dataset=spec.dataset)
+                    res = forecast.search
                     if res.selection or res.budget_spent:
                         with job.lock:
                             job.extra = _search_extra(res, spec.dataset)
@@ -356,8 +358,8 @@ class JobManager:
                 job.best = res.best if spec.kind is JobKind.SEARCH else job.best
             status = RunStatus.INTERRUPTED if (res.status == RunStatus.CANCELLED and self._closing) else res.status
             doc = None
-            if spec.kind is JobKind.SEARCH and res.best is not None and res.best.ok:
-                doc = search_kernel_file(res, spec.dataset, seed=spec.seed, config=spec.config)
+            if forecast is not None and res.best is not None and res.best.ok:
+                doc = search_kernel_file(forecast, spec.dataset, seed=spec.seed, config=spec.config)
             self._finish(job, status, res.best, res.elapsed, res.n_evaluations, counts=fit_counts(res), doc=doc)
         except Exception as exc:  # a job must never take the server down
             p = job.progress

@@ -63,6 +63,7 @@ from evocov_core.language.kernel import Kernel, slot_roles
 from evocov_core.language.parse import MAX_DEPTH, MAX_NODES, KernelFileError, clipped, parse_expression
 
 if TYPE_CHECKING:  # pragma: no cover - types only
+    from evocov_core.forecast.stage import ForecastResult
     from evocov_core.searches.common import SearchResult
     from evocov_core.searches.config import SearchConfig
 
@@ -410,8 +411,8 @@ def load_kernel_file(path: str | Path) -> KernelFile:
 
 
 
-def search_kernel_file(result: SearchResult, ds: Dataset, *, seed: int, config: SearchConfig | None = None,
-                       extra_scores: dict | None = None) -> dict:
+def search_kernel_file(result: SearchResult | ForecastResult, ds: Dataset, *, seed: int,
+                       config: SearchConfig | None = None, extra_scores: dict | None = None) -> dict:
     """The kernel file of a search's returned kernel: the one writer for the CLI, background jobs, the
     front door and the benchmarks.
 
@@ -422,9 +423,9 @@ def search_kernel_file(result: SearchResult, ds: Dataset, *, seed: int, config: 
 
     Parameters
     ----------
-    result : SearchResult
+    result : SearchResult or ForecastResult
         A :class:`~evocov_core.forecast.stage.ForecastResult` gives the combination; a plain search
-        result the kernel's own forecast. Its ``best`` must be a fitted kernel.
+        result (the mutation explorer's) the kernel's own forecast. Its search's ``best`` must be a fitted kernel.
     ds : Dataset
         The data set the search ran on (its name, split and normalisation are recorded).
     seed : int
@@ -438,19 +439,21 @@ def search_kernel_file(result: SearchResult, ds: Dataset, *, seed: int, config: 
     ValueError
         The result has no fitted kernel.
     """
-    from evocov_core.forecast.beside import forecast_test_rmse
+    from evocov_core.forecast.stage import ForecastResult, forecast_test_rmse
     from evocov_core.runs.counts import count_scores
     from evocov_core.searches.run_file import run_record
 
+    forecast = result if isinstance(result, ForecastResult) else None
+    result = forecast.search if forecast is not None else result
     best = result.best
     if best is None or not best.ok:
         raise ValueError("the search returned no fitted kernel")
-    combination = getattr(result, "combination", None)
+    combination = forecast.combination if forecast is not None else None
     scores: dict[str, Any] = {"algorithm": result.algorithm, "seed": int(seed), "seconds": round(result.elapsed, 3),
                               "evaluations": result.n_evaluations, **count_scores(result)}
     # Whenever a forecast was asked for (a combination, even one that kept the kernel alone because the
     # origins' forecasts ran out of time), its test RMSE is recorded: the kernel's own where it is the kernel's.
-    rmse = forecast_test_rmse(result, ds) if combination is not None else None
+    rmse = forecast_test_rmse(forecast, ds) if forecast is not None else None
     if rmse is not None and math.isfinite(rmse):
         scores["forecast_test_rmse"] = rmse
     scores.update(extra_scores or {})

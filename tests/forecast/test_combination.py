@@ -23,7 +23,6 @@ from evocov_core.forecast.beside import (
     ClassicalBeside,
     combined_test_mean,
     eligibility,
-    forecast_test_rmse,
     guard_steps,
     kernel_future_mean,
     kernel_test_mean,
@@ -47,7 +46,7 @@ from evocov_core.forecast.combination import (
     inverse_error_weights,
     weigh_members,
 )
-from evocov_core.forecast.stage import search_and_forecast
+from evocov_core.forecast.stage import forecast_test_rmse, search_and_forecast
 from evocov_core.language.library import compose
 from evocov_core.present.compare import forecast_comparison
 from evocov_core.runs.kernel_file import KernelFileError, dump_kernel_file, kernel_file_dict, parse_kernel_file
@@ -342,14 +341,15 @@ def test_a_search_weighs_its_forecast_on_the_origins_as_the_post_hoc_study_did(s
     independently here), the recorded errors are each member's there, and the weights
     follow from them (and from the guard, on the forecast of the test part)."""
     ds, data, cfg, res = searched
-    assert cfg.combine == ("AutoETS", "AutoTheta") and cfg.combine_guard and res.origins is not None
+    assert cfg.combine == ("AutoETS", "AutoTheta") and cfg.combine_guard and res.search.origins is not None
     c = res.combination
     assert c.origins == 4 and c.reason == "" and [k for k, _ in c.origin_sse] == [KERNEL, "AutoETS", "AutoTheta"]
     cuts = _cut_series(ds)
     ets = classical_forecasts_many(cuts, season_lengths=(12,), models=("AutoETS",))
     sse = sum(float(np.sum((e.get("AutoETS").mean - cut.y_test) ** 2)) for e, cut in zip(ets, cuts, strict=True))
     assert dict(c.origin_sse)["AutoETS"] == pytest.approx(sse, rel=1e-9)
-    kernel = np.split(res.origins.mean * data.y_std + data.y_mean, np.cumsum(res.origins.n_targets)[:-1])
+    origins = res.search.origins
+    kernel = np.split(origins.mean * data.y_std + data.y_mean, np.cumsum(origins.n_targets)[:-1])
     own = sum(float(np.sum((k - cut.y_test) ** 2)) for k, cut in zip(kernel, cuts, strict=True))
     assert dict(c.origin_sse)[KERNEL] == pytest.approx(own, rel=1e-9)
     # The guard, on the kernel's and the classical models' forecasts of the horizon after the training part
@@ -357,13 +357,13 @@ def test_a_search_weighs_its_forecast_on_the_origins_as_the_post_hoc_study_did(s
     assert res.horizon == guard_steps(ds.n_train) == 14 and ds.n_test == 15
     ahead = steps_after(ds, res.horizon)
     assert np.allclose(res.future.x, ahead) and np.allclose(ahead, ds.X_test[:14, 0])  # monthly: the test months
-    why = guard_reason(kernel_future_mean(res.best, ds, ahead), list(res.future.forecasts))
+    why = guard_reason(kernel_future_mean(res.search.best, ds, ahead), list(res.future.forecasts))
     assert c.guard == why
     # The test part's classical forecasts are the page's: the same models on the same training points.
     page = classical_forecasts(ds, models=("AutoETS", "AutoTheta"))
     for f in page.forecasts:
         assert np.allclose(res.classical.get(f.name).mean, f.mean) and np.allclose(res.classical.x, page.x)
-    kernel_test = kernel_test_mean(res.best, ds)
+    kernel_test = kernel_test_mean(res.search.best, ds)
     w = inverse_error_weights([math.inf if (why and k == KERNEL) else v for k, v in c.origin_sse], cfg.combine_power)
     kept = [i for i in range(3) if i == 0 or w[i] >= MIN_WEIGHT]
     assert c.members == tuple(c.origin_sse[i][0] for i in kept)
@@ -373,7 +373,7 @@ def test_a_search_weighs_its_forecast_on_the_origins_as_the_post_hoc_study_did(s
     expected = combined_test_mean(c, kernel_test, page)
     assert forecast_test_rmse(res, ds) == pytest.approx(rmse(ds.y_test, expected), rel=1e-9)
     if not c.combined:
-        assert forecast_test_rmse(res, ds) == res.best.test_rmse
+        assert forecast_test_rmse(res, ds) == res.search.best.test_rmse
 
 
 def test_the_forecast_does_not_depend_on_the_test_part(searched):
@@ -386,7 +386,8 @@ def test_the_forecast_does_not_depend_on_the_test_part(searched):
     data = search_data(alone, cfg)
     with search_executor(data, cfg, workers=1) as ex:
         got = search_and_forecast(data, cfg, seed=0, executor=ex, dataset=alone)
-    assert got.best.kernel.prefix == res.best.kernel.prefix and np.array_equal(got.best.theta, res.best.theta)
+    assert got.search.best.kernel.prefix == res.search.best.kernel.prefix
+    assert np.array_equal(got.search.best.theta, res.search.best.theta)
     assert got.combination == res.combination and got.combination.origins == 4 and not got.combination.unavailable
     assert got.horizon == res.horizon and got.classical is None and res.classical is not None
     for a, b in zip(got.future.forecasts, res.future.forecasts, strict=True):
@@ -419,7 +420,8 @@ def test_the_same_seed_gives_the_same_forecast(searched):
     ds, data, cfg, res = searched
     with search_executor(data, cfg, workers=1) as ex:
         again = search_and_forecast(data, cfg, seed=0, executor=ex, dataset=ds)
-    assert again.combination == res.combination and again.best.kernel.canonical == res.best.kernel.canonical
+    assert again.combination == res.combination
+    assert again.search.best.kernel.canonical == res.search.best.kernel.canonical
 
 
 def test_the_kernels_own_forecast_is_kept_with_a_reason_where_no_choice_can_be_made():
@@ -581,13 +583,13 @@ def test_one_writer_makes_the_search_kernel_file(searched):
     ds, _, cfg, res = searched
     doc = search_kernel_file(res, ds, seed=0, config=cfg, extra_scores={"seconds": 1.5})
     kf = parse_kernel_file(dump_kernel_file(doc))
-    assert kf.combination == res.combination and kf.calibration == res.calibration
+    assert kf.combination == res.combination and kf.calibration == res.search.calibration
     assert kf.scores["seconds"] == 1.5 and kf.scores["seed"] == 0 and kf.scores["algorithm"] == "evocov"
-    assert {k: kf.scores[k] for k in count_scores(res)} == count_scores(res)
+    assert {k: kf.scores[k] for k in count_scores(res.search)} == count_scores(res.search)
     assert ("forecast_test_rmse" in kf.scores) == res.combination.combined
     config, seed, _ = replay_inputs(kf.run)
     assert config == cfg and seed == 0
     plain = search_kernel_file(res, ds, seed=0)  # no settings: no run record
     assert plain.get("run") is None
     with pytest.raises(ValueError, match="no fitted kernel"):
-        search_kernel_file(dataclasses.replace(res, best=None), ds, seed=0)
+        search_kernel_file(dataclasses.replace(res, search=dataclasses.replace(res.search, best=None)), ds, seed=0)

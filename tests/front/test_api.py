@@ -15,6 +15,7 @@ import evocov_core as ec
 from evocov_core.data import DataError, Dataset, load_bundled
 from evocov_core.fitting.model import FittedModel
 from evocov_core.forecast.future import forecast_future
+from evocov_core.forecast.stage import ForecastResult
 from evocov_core.runs.kernel_file import KernelFileError, load_kernel_file
 from evocov_core.searches import ConfigError, SearchResult
 
@@ -68,7 +69,8 @@ def test_read_series_reads_files_and_bundled_names(tmp_path):
 
 def test_search_returns_the_run_s_kernel_and_values(airline: Dataset, result: ec.KernelResult):
     """The result is the search's returned fit, typed and frozen; the same seed gives the same kernel."""
-    sr = result.search_result
+    assert isinstance(result.search_result, ForecastResult)
+    sr = result.search_result.search
     assert isinstance(sr, SearchResult) and sr.best is not None
     assert result.kernel.prefix == sr.best.kernel.prefix
     assert result.bic == sr.best.bic and result.lml == sr.best.lml
@@ -94,8 +96,8 @@ def test_search_refuses_unknown_settings(airline: Dataset):
 
 def test_predict_is_the_fitted_model_s_posterior(airline: Dataset, result: ec.KernelResult):
     pred = result.predict(airline.X_test)
-    want = FittedModel.from_fit(result.search_result.best, airline.norm).predict(airline.X_train, airline.y_train,
-                                                                                 airline.X_test)
+    model = FittedModel.from_fit(result.search_result.search.best, airline.norm)
+    want = model.predict(airline.X_train, airline.y_train, airline.X_test)
     assert np.array_equal(pred.mean, want.mean) and np.array_equal(pred.std, want.std)
     assert pred.mean.shape == (airline.n_test,) and pred.x.shape == (airline.n_test, 1)
     assert np.allclose(pred.upper - pred.mean, 1.959963984540054 * pred.std)

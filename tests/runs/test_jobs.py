@@ -25,7 +25,7 @@ from evocov_core.language.library import squared_exponential
 from evocov_core.runs import jobs as jobs_module
 from evocov_core.runs.jobs import JobKind, JobManager, JobSpec
 from evocov_core.runs.store import RunStore
-from evocov_core.searches import preset, run_search
+from evocov_core.searches import SearchResult, preset, run_search
 
 #: Safety net for every wait (never an assertion about speed).
 TIMEOUT = 120.0
@@ -101,7 +101,7 @@ class BlockingSearch:
                     break
                 if time.monotonic() > end:
                     raise AssertionError("the test never released this search")
-            return ForecastResult(config.algorithm, None, status, (), (), 0, 0, 0.0)
+            return ForecastResult(SearchResult(config.algorithm, None, status, (), (), 0, 0, 0.0))
         finally:
             with self.lock:
                 self.in_progress -= 1
