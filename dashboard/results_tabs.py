@@ -198,7 +198,7 @@ def kernel_file_tab() -> None:
     except KernelFileError as exc:
         st.error(f"**Cannot load {up.name}:** {exc}", icon=":material/block:")
         return
-    same = kf.scores.get("dataset") == cur.name
+    same = kf.scores.dataset == cur.name
     norm_choice = st.radio(
         "Units of the file's values",
         ["The file's normalisation", "Rescale to the current data"],

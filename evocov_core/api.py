@@ -143,14 +143,12 @@ class KernelResult:
     @property
     def bic(self) -> float:
         """BIC on the training part (paper eq. 7); NaN when the file records none."""
-        v = self.kernel_file.scores.get("bic")
-        return float(v) if isinstance(v, (int, float)) else math.nan
+        return self.kernel_file.scores.bic
 
     @property
     def lml(self) -> float:
         """Log marginal likelihood of the training part in model units; NaN when not recorded."""
-        v = self.kernel_file.scores.get("lml")
-        return float(v) if isinstance(v, (int, float)) else math.nan
+        return self.kernel_file.scores.lml
 
     @property
     def forecast_members(self) -> tuple[tuple[str, float], ...]:
@@ -472,6 +470,5 @@ def load_kernel(path: str | Path, data: Dataset | str | Path | None = None) -> K
 
 def _recorded_fraction(kf: KernelFile) -> float:
     """The test fraction the kernel was scored with (as ``evocov predict`` splits the data), else 0.1."""
-    tf = kf.scores.get("test_fraction")
-    ok = isinstance(tf, (int, float)) and not isinstance(tf, bool) and 0.0 <= tf < 0.5
-    return float(tf) if ok else 0.1
+    tf = kf.scores.test_fraction
+    return 0.1 if tf is None else tf

@@ -127,14 +127,14 @@ def _kernel_and_data(args: argparse.Namespace):
     if kf.covariates is not None and not getattr(args, "covariates", None):
         args.covariates = list(kf.covariates.names)  # the kernel's own covariates, read from the data
     if args.test_fraction is None:
-        tf = kf.scores.get("test_fraction")
-        if isinstance(tf, (int, float)) and not isinstance(tf, bool):
+        tf = kf.scores.number("test_fraction")  # as recorded: one a split cannot take is refused below
+        if tf is not None:
             try:
-                validate_split(float(tf))
+                validate_split(tf)
             except DataError as exc:
                 raise CliError(f"{args.kernel} was scored with test fraction {tf}, which these data cannot take "
                                f"({exc}); pass --test-fraction") from None
-            args.test_fraction = float(tf)
+            args.test_fraction = tf
         else:  # not recorded (a file written by hand): the search's default
             args.test_fraction = 0.1
     ds = _dataset(args)
@@ -240,14 +240,12 @@ def _gpss_done(args: argparse.Namespace, kf, ds):
     if not args.gpss_kernel:
         return None
     g = load_kernel_file(args.gpss_kernel)
-    found_by = g.scores.get("algorithm")
+    found_by = g.scores.algorithm
     if found_by != "gpss":
         raise CliError(f"--gpss-kernel takes the kernel file of a GPSS search (search --algorithm gpss --out FILE); "
                        f"{args.gpss_kernel} was written by {found_by or 'no recorded search'}")
-    seconds = g.scores.get("seconds")
     done = FittedBaseline(g.to_fit(ds.n_train), g.normalisation or ds.norm,
-                          note=f"the GPSS search in {args.gpss_kernel}",
-                          seconds=float(seconds) if isinstance(seconds, (int, float)) else None)
+                          note=f"the GPSS search in {args.gpss_kernel}", seconds=g.scores.seconds)
     if not done.fits(kf, ds):
         n = comparison_units(kf, ds)[1]
         raise CliError(f"--gpss-kernel: {args.gpss_kernel} was fitted on {done.fit.n:,} points or in other units, not "
@@ -327,9 +325,8 @@ def _replay_setup(args: argparse.Namespace):
         config, seed, log = replay_inputs(kf.run)
     except ValueError as exc:
         raise CliError(f"{args.replay}: {exc}") from None
-    tf = kf.scores.get("test_fraction")
     if args.test_fraction is None:
-        args.test_fraction = float(tf) if isinstance(tf, (int, float)) else 0.1
+        args.test_fraction = kf.scores.test_fraction if kf.scores.test_fraction is not None else 0.1
     ds = _dataset(args)
     print(f"replaying {args.replay}: its settings ({config.algorithm}, time budget {config.time_budget:g} s) and "
           f"seed {seed}, without a clock; options other than the data's are ignored", file=sys.stderr)
@@ -425,8 +422,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     wrote = f"; wrote {args.out}" if args.out is not None else ""
     print(f"{fit_counts(result).describe()} in {time.perf_counter() - t0:.1f} s{wrote}")
     if kf is not None:
-        stored = kf.scores.get("bic")
-        same = (best.kernel.canonical == kf.kernel.canonical and isinstance(stored, (int, float))
+        stored = kf.scores.number("bic")
+        same = (best.kernel.canonical == kf.kernel.canonical and stored is not None
                 and math.isclose(best.bic, stored, rel_tol=1e-9, abs_tol=1e-9))
         if not same:
             print(f"replay differs from {args.replay}: it returned {kf.kernel.infix} with BIC {stored}")

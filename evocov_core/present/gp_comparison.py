@@ -261,11 +261,10 @@ def compare_with_baselines(kf: KernelFile, ds: Dataset, *, baseline_budget: floa
         own_bic = bic(value, k.q, data.n)
     except (NumericalFailure, np.linalg.LinAlgError, ArithmeticError):
         own_bic = math.inf
-    searched = kf.scores.get("seconds")
     rows = [Compared("this kernel", k.infix, k.q, own_bic,
                      _tail(k, Start(tuple(theta), kf.log_noise), data, optim, (seed, 7919, 0)),
                      model.test_rmse(ds), model, "the kernel file's values",
-                     float(searched) if isinstance(searched, (int, float)) else None)]
+                     kf.scores.seconds)]
     small = baseline_subset(data)
     # On many points both baselines search on a subset and are refined on all of them.
     where = "" if small is None else f" on {small.n:,} of the {data.n:,} points, refined on all of them"

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -77,6 +77,7 @@ __all__ = [
     "VERSION",
     "KernelFile",
     "KernelFileError",
+    "Scores",
     "dump_kernel_file",
     "kernel_file_dict",
     "load_kernel_file",
@@ -106,6 +107,79 @@ _HEX = re.compile(r"[0-9a-f]{7,64}")
 T = TypeVar("T")
 
 
+class Scores(Mapping[str, Any]):
+    """A kernel file's scores: the ones the package reads, typed, and every other one as stored.
+
+    A read-only mapping of the stored values (numbers, text or None; what :func:`parse_kernel_file` kept),
+    so that a report can list them all; the properties give the known ones with their types, and a value
+    that is absent or of the wrong type reads as absent.
+    """
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        self._values: dict[str, Any] = dict(values or {})
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"Scores({self._values!r})"
+
+    def number(self, key: str) -> float | None:
+        """The score ``key`` as a finite number, else None (absent, text, a flag or not finite)."""
+        v = self._values.get(key)
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        return float(v) if ok else None
+
+    def text(self, key: str) -> str | None:
+        v = self._values.get(key)
+        return v if isinstance(v, str) else None
+
+    @property
+    def bic(self) -> float:
+        """BIC on the training part; NaN when none is recorded."""
+        v = self.number("bic")
+        return math.nan if v is None else v
+
+    @property
+    def lml(self) -> float:
+        """Log marginal likelihood of the training part (model units); NaN when none is recorded."""
+        v = self.number("lml")
+        return math.nan if v is None else v
+
+    @property
+    def test_rmse(self) -> float | None:
+        return self.number("test_rmse")
+
+    @property
+    def forecast_test_rmse(self) -> float | None:
+        return self.number("forecast_test_rmse")
+
+    @property
+    def seconds(self) -> float | None:
+        """The search's seconds (the command's, from its start, when a command wrote the file)."""
+        return self.number("seconds")
+
+    @property
+    def test_fraction(self) -> float | None:
+        """The test fraction the kernel was scored with, when it is one a split can take ([0, 0.5))."""
+        v = self.number("test_fraction")
+        return v if v is not None and 0.0 <= v < 0.5 else None
+
+    @property
+    def algorithm(self) -> str | None:
+        return self.text("algorithm")
+
+    @property
+    def dataset(self) -> str | None:
+        return self.text("dataset")
+
+
 @dataclass(frozen=True)
 class KernelFile:
     """A loaded kernel file.
@@ -118,7 +192,8 @@ class KernelFile:
     log_noise : float
     jitter : float
     normalisation : Normalisation or None
-    scores : dict
+    scores : Scores
+        Its scores (:class:`Scores`: BIC, LML, test RMSE, seconds...).
     git_commit : str or None
         Commit of the code that wrote the file (None when unknown or absent: older files).
     git_dirty : bool or None
@@ -149,7 +224,7 @@ class KernelFile:
     log_noise: float
     jitter: float = 0.0
     normalisation: Normalisation | None = None
-    scores: dict = field(default_factory=dict)
+    scores: Scores = field(default_factory=Scores)
     git_commit: str | None = None
     git_dirty: bool | None = None
     approximation: DataSubset | None = None
@@ -179,8 +254,7 @@ class KernelFile:
             :meth:`FittedModel.from_fit` conditions on the same points, never on all of them.
         """
         sc = self.scores
-        rm = sc.get("test_rmse")
-        used = self.approximation.n_used if self.approximation is not None else int(sc.get("n_train") or n)
+        used = self.approximation.n_used if self.approximation is not None else int(sc.number("n_train") or n)
         return FitResult(
             kernel=self.kernel,
             theta=tuple(self.theta),
@@ -188,15 +262,15 @@ class KernelFile:
             jitter=self.jitter,
             status=FitStatus.OK,
             reason="",
-            metric=str(sc.get("metric") or "lml"),
-            metric_value=finite_or(sc.get("metric_value")),
-            lml=finite_or(sc.get("lml")),
-            bic=finite_or(sc.get("bic"), math.inf),
+            metric=sc.text("metric") or "lml",
+            metric_value=finite_or(sc.number("metric_value")),
+            lml=sc.lml,
+            bic=finite_or(sc.number("bic"), math.inf),
             q=self.q,
             n=used,
             n_evals=0,
             seconds=0.0,
-            test_rmse=float(rm) if isinstance(rm, (int, float)) and math.isfinite(rm) else None,
+            test_rmse=sc.test_rmse,
         )
 
     def model(self, fallback_norm: Normalisation | None = None) -> FittedModel:
@@ -375,8 +449,8 @@ def parse_kernel_file(text: str | bytes) -> KernelFile:
     calib = _optional(doc, "calibration", Calibration.from_dict, Calibration())
     combination = _optional(doc, "combination", Combination.from_dict, Combination())
     covariates = _optional(doc, "covariates", CovariateEffect.from_dict, None)
-    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, clean_scores, commit, dirty, approx, run, calib,
-                      combination, covariates)
+    return KernelFile(kernel, tuple(theta), log_noise, jitter, norm, Scores(clean_scores), commit, dirty, approx, run,
+                      calib, combination, covariates)
 
 
 def _optional(doc: dict, key: str, parse: Callable[[object], T], default: T) -> T:

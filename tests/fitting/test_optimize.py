@@ -28,7 +28,7 @@ from evocov_core.fitting.optimize import (
 from evocov_core.language import library
 from evocov_core.language.evaluate import covariance
 from evocov_core.language.kernel import Kernel
-from evocov_core.runs.kernel_file import KernelFile
+from evocov_core.runs.kernel_file import KernelFile, Scores
 
 SE = library.squared_exponential()
 TRUE_LENGTHSCALE = 0.1
@@ -263,7 +263,8 @@ def test_fit_result_status_given_as_a_string_becomes_the_member(small_data):
 def test_kernel_file_to_fit():
     """A kernel file's values and stored scores; absent scores are NaN / +inf / None, n from the caller."""
     kf = KernelFile(SE, (0.1, -2.0), -4.0, 1e-8, None,
-                    {"metric": "loocv", "metric_value": 3.5, "lml": 2.0, "bic": -1.5, "test_rmse": 0.25, "n_train": 30})
+                    Scores({"metric": "loocv", "metric_value": 3.5, "lml": 2.0, "bic": -1.5, "test_rmse": 0.25,
+                            "n_train": 30}))
     f = kf.to_fit(n=99)
     assert (f.kernel, f.theta, f.log_noise, f.jitter, f.status, f.reason) == (SE, (0.1, -2.0), -4.0, 1e-8,
                                                                                FitStatus.OK, "")

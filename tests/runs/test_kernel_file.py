@@ -433,3 +433,17 @@ def test_hyperparameters_no_search_could_write_are_refused(value):
         parse_kernel_file(_text(doc))
     ok = _valid_doc(hyperparameters={"hp0": {"value": 1.5}, "hp1": {"value": 1e-99}})
     assert parse_kernel_file(_text(ok)).theta[1] == pytest.approx(math.log(1e-99))
+
+
+def test_scores_read_typed_and_keep_the_rest():
+    """A kernel file's scores: the known ones typed (a wrong type or a split no data can take reads as absent),
+    every stored one still listed."""
+    from evocov_core.runs.kernel_file import Scores
+
+    sc = Scores({"bic": -12.5, "lml": True, "test_fraction": 0.7, "seconds": 3, "algorithm": "gpss", "note": "x",
+                 "test_rmse": float("nan")})
+    assert sc.bic == -12.5 and math.isnan(sc.lml) and sc.test_fraction is None and sc.seconds == 3.0
+    assert sc.algorithm == "gpss" and sc.dataset is None and sc.test_rmse is None and sc.number("note") is None
+    assert dict(sc) == {"bic": -12.5, "lml": True, "test_fraction": 0.7, "seconds": 3, "algorithm": "gpss",
+                        "note": "x", "test_rmse": sc["test_rmse"]}
+    assert Scores({"test_fraction": 0.2}).test_fraction == 0.2 and math.isnan(Scores().bic)
