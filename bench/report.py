@@ -61,7 +61,6 @@ __all__ = [
     "estimate",
     "estimate_markdown",
     "kernel_path",
-    "load_estimate",
     "load_evocov_paper",
     "load_published",
     "load_run",
@@ -576,12 +575,6 @@ def estimate(data_dir: Path, out: Path, *, series: str | None, generations: int 
         (out / "estimate.md").write_text("# paper budget: estimated cost\n\n" + estimate_markdown(doc) + "\n",
                                          encoding="utf-8")
     return doc
-
-
-def load_estimate(out: Path) -> dict | None:
-    """``estimate.json`` of a folder, or None."""
-    p = Path(out) / "estimate.json"
-    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else None
 
 
 # --- report pictures -------------------------------------------------------------------------------------

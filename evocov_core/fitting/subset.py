@@ -100,13 +100,6 @@ class DataSubset:
         keep[order[rank]] = True
         return keep
 
-    def recent_mask(self, x: NDArray[np.float64]) -> NDArray[np.bool_]:
-        """The contiguous most recent part among the *used* points (x of the used points)."""
-        x = np.asarray(x, dtype=np.float64).reshape(-1)
-        out = np.zeros(x.shape[0], dtype=bool)
-        out[np.argsort(x, kind="stable")[max(0, x.shape[0] - self.recent):]] = True
-        return out
-
     def head_mask(self, x: NDArray[np.float64], split_fraction: float) -> NDArray[np.bool_]:
         """The model choice's head among the used points: all but the last :data:`TAIL_SHARE`
         of the recent part (with an exact GP: all but the last ``split_fraction`` of the x-range).

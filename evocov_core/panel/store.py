@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 import os
 import re
 import tempfile
@@ -155,8 +154,3 @@ def parts_in_order(parts: Mapping[str, dict], order: list[str]) -> Iterator[dict
     for uid in order:
         if uid in parts:
             yield parts[uid]
-
-
-def finite_or_nan(v: object) -> float:
-    """A number from a part (None and non-numbers as NaN)."""
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else math.nan
