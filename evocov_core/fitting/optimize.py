@@ -50,6 +50,7 @@ from scipy.optimize import minimize
 
 from evocov_core.fitting.gp import FitStatus, NumericalFailure, posterior
 from evocov_core.fitting.gp import lml as gp_lml
+from evocov_core.fitting.lbfgs import minimize_lbfgsb
 from evocov_core.fitting.metrics import GRADIENT_METRICS, METRICS, FitData, loss, loss_and_grad, median_step, rmse
 from evocov_core.fitting.priors import HyperPrior, penalty
 from evocov_core.fitting.scoring import PENALTY, bic
@@ -507,7 +508,6 @@ def _screen(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.G
 def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[Array], tr: _Tracker,
                obj: _Objective) -> None:
     lo, hi = slot_bounds(kernel, data, config)
-    bounds = list(zip(lo, hi, strict=True))
     zero = np.zeros(kernel.n_params + 1)
     used = [0]  # evaluations of the current start
 
@@ -530,8 +530,7 @@ def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[
     for z0 in starts:
         used[0] = 0
         with contextlib.suppress(_BudgetSpent):
-            minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds,
-                     options={"maxfun": config.max_evals, "maxiter": config.max_evals})
+            minimize_lbfgsb(fun, z0, lo, hi, maxiter=config.max_evals, maxfun=config.max_evals)
 
 
 def _run_powell(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[Array], tr: _Tracker,

@@ -1,0 +1,137 @@
+"""Kernels fitted per second on short series (issue 71): this tree against another, side by side.
+
+Three M3 series, the medians of their strata: N0560 (yearly, 19 training points), N1083 (quarterly,
+44) and N2188 (monthly, 116). Each series' training part is written to a CSV with ``x = 1 + i /
+period`` (i = 0..n-1), and every source tree given runs the same command on it in a child process::
+
+    python -m evocov_core search --data SERIES.csv --test-fraction 0 --time-budget 15 --seed 1 --workers 1
+
+Runs are interleaved (series by series, the trees in turn, ``--rounds`` times over) so that slow spells
+of a shared machine fall on every tree alike. Per run: the kernels fitted and the search's seconds
+(its last line, ``N kernels fitted, M screening fits in S s``), and the CPU seconds of the child and
+its children (``resource.getrusage(RUSAGE_CHILDREN)``, which the classical forecasts' process adds
+to). Kernels fitted per second of one core is kernels ÷ search seconds (``--workers 1``: one core).
+The ratio of each tree to the first (``--trees``, default ``../wt-e7a``, a worktree of
+e7a1b8c made by ``git worktree add ../wt-e7a e7a1b8c``, then this tree) is the median of the
+per-round ratios.
+
+Results go to ``bench/results/short_series.md`` and ``short_series.csv``; the last line printed is the
+summary (``fits_per_s_ratio_n19=`` ...).
+
+Run from the repository root: ``python -m bench.short_series [--rounds 2] [--trees ../wt-e7a .]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench.common import RESULTS_DIR, limit_threads, md_table, write_report
+
+#: series -> its stratum's median size, as issue 71 names them.
+SERIES = {"N0560": 19, "N1083": 44, "N2188": 116}
+LAST_LINE = re.compile(r"(\d+) kernels fitted, (\d+) screening fits in ([0-9.]+) s")
+
+
+def write_series(folder: Path) -> dict[str, Path]:
+    """The three series' training parts as CSVs ``x, y`` with ``x = 1 + i / period``."""
+    from bench.mcomp import load_set
+
+    every = {s.unique_id: s for s in load_set("M3")}
+    paths = {}
+    for name in SERIES:
+        s = every[name]
+        n = len(s.x)
+        path = folder / f"{name}.csv"
+        with path.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["x", "y"])
+            for i in range(n):
+                w.writerow([repr(1.0 + i / s.period), repr(float(s.x[i]))])
+        paths[name] = path
+    return paths
+
+
+def run_one(tree: Path, data: Path, budget: float, seed: int, out: Path) -> dict[str, float]:
+    """One search in a child process run from ``tree``; its kernels, seconds and CPU seconds."""
+    cmd = [sys.executable, "-m", "evocov_core", "search", "--data", str(data), "--test-fraction", "0",
+           "--time-budget", f"{budget:g}", "--seed", str(seed), "--workers", "1", "--out", str(out)]
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    m = LAST_LINE.search(done.stdout)
+    if done.returncode != 0 or m is None:
+        raise SystemExit(f"{tree}: search failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    fits, screen, seconds = int(m.group(1)), int(m.group(2)), float(m.group(3))
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"fits": fits, "screen": screen, "seconds": seconds, "wall": wall, "cpu": cpu,
+            "fits_per_s": fits / seconds}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trees", type=Path, nargs="+", default=[Path("../wt-e7a"), Path(".")],
+                    help="source trees; ratios are to the first (default: ../wt-e7a and .)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--budget", type=float, default=15.0, help="--time-budget of each search (default 15)")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    threads = limit_threads()
+    trees = [t.resolve() for t in args.trees]
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_series(Path(tmp))
+        for r in range(args.rounds):
+            for name, path in paths.items():
+                order = trees if r % 2 == 0 else trees[::-1]
+                for tree in order:
+                    res = run_one(tree, path, args.budget, args.seed, Path(tmp) / "out.json")
+                    rows.append({"round": r, "series": name, "n": SERIES[name], "tree": str(tree), **res})
+                    print(f"round {r} {name} {tree.name}: {res['fits']} kernels in {res['seconds']:.1f} s "
+                          f"({res['fits_per_s']:.1f}/s), CPU {res['cpu']:.1f} s", flush=True)
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    with (RESULTS_DIR / "short_series.csv").open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    base = trees[0]
+    table, summary = [], []
+    for name, n in SERIES.items():
+        for tree in trees:
+            mine = [x for x in rows if x["series"] == name and x["tree"] == str(tree)]
+            ref = [x for x in rows if x["series"] == name and x["tree"] == str(base)]
+            ratios = [a["fits_per_s"] / b["fits_per_s"] for a, b in zip(mine, ref, strict=True)]
+            ratio = statistics.median(ratios)
+            table.append([name, str(n), tree.name, f"{np.median([x['fits'] for x in mine]):.0f}",
+                          f"{np.median([x['seconds'] for x in mine]):.1f}",
+                          f"{np.median([x['fits_per_s'] for x in mine]):.1f}", f"{ratio:.2f}",
+                          " ".join(f"{v:.2f}" for v in ratios)])
+            if tree != base:
+                summary.append(f"fits_per_s_ratio_n{n}={ratio:.3g}")
+    head = ["series", "n", "tree", "kernels fitted", "search s", "kernels / s", f"÷ {base.name}", "per round"]
+    text = md_table(head, table, "lrlrrrrl")
+    line = " ".join(summary)
+    write_report("short_series", "Kernels fitted per second on short M3 series (issue 71)",
+                 ["Trees: " + ", ".join(f"`{t}`" for t in trees) + f"; {args.rounds} rounds, interleaved; "
+                  f"`--time-budget {args.budget:g} --seed {args.seed} --workers 1 --test-fraction 0`.",
+                  "## Results\n\n" + text, "## Summary line\n\n```\n" + line + "\n```"], threads)
+    print(text)
+    print(line)
+
+
+if __name__ == "__main__":
+    main()
