@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import blas, cho_solve, lapack, solve_triangular
 
+from evocov_core.language import compiled
 from evocov_core.language.evaluate import Inputs, covariance, covariance_diag, covariance_vjp
 from evocov_core.language.kernel import Kernel
 
@@ -217,7 +218,9 @@ def lml(kernel: Kernel, inputs: Inputs, y: Array, theta: Array, log_noise: float
     log_noise : float
         Log noise variance.
     """
-    K = covariance(kernel, inputs, theta)
+    K = compiled.covariance(kernel, inputs, theta)
+    if K is None:
+        K = covariance(kernel, inputs, theta)
     f = factorize(K, math.exp(log_noise), overwrite=True,
                   rebuild=lambda: covariance(kernel, inputs, theta))
     alpha = f.solve(y)
@@ -248,7 +251,7 @@ def lml_and_grad(kernel: Kernel, inputs: Inputs, y: Array, theta: Array, log_noi
     ``∂LML/∂θ_j = ½ tr((ααᵀ − K_y⁻¹) ∂K/∂θ_j)``, computed as one reverse pass of the
     adjoint ``W = ½(ααᵀ − K_y⁻¹)`` through the kernel tree.
     """
-    K, vjp = covariance_vjp(kernel, inputs, theta)
+    K, vjp = compiled.covariance_vjp(kernel, inputs, theta) or covariance_vjp(kernel, inputs, theta)
     noise = math.exp(log_noise)
     f = factorize(K, noise, overwrite=True, rebuild=lambda: covariance(kernel, inputs, theta))
     alpha = f.solve(y)

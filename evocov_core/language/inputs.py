@@ -11,6 +11,7 @@ expansion, for the reverse pass.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -236,9 +237,29 @@ def _inputs(inputs: Inputs | ArrayLike, X2: ArrayLike | None = None) -> Inputs:
 # --- Toeplitz helpers: the expansion of a lag row and its adjoint --------------------------------------
 
 
+#: Up to this n the Toeplitz expansion and its adjoint use index arrays and workspaces made once per n
+#: (:func:`_small_layout`): at the sizes of short series their per-call set-up cost more than the work.
+SMALL_N = 256
+
+
+@lru_cache(maxsize=16)
+def _small_layout(n: int) -> tuple[NDArray[np.intp], Array, Array, Array]:
+    """For n ≤ :data:`SMALL_N`: the lag index ``|i − j|`` (n×n), and the workspace of :func:`_diagonal_sums`
+    (an n×2n zero matrix, its left n×n block, and the view whose column k runs along the k-th diagonal)."""
+    i = np.arange(n)
+    lag = np.abs(i[:, None] - i[None, :])
+    lag.flags.writeable = False
+    P = np.zeros((n, 2 * n))
+    st = P.strides
+    diagonals = np.ndarray((n, n), dtype=np.float64, buffer=P, strides=(st[0] + st[1], st[1]))
+    return lag, P, P[:, :n], diagonals
+
+
 def _toeplitz(row: Array) -> Array:
     """Symmetric Toeplitz matrix with first row ``row`` (C-contiguous copy)."""
     n = row.shape[0]
+    if n <= SMALL_N:
+        return np.take(row, _small_layout(n)[0])
     buf = np.concatenate((row[:0:-1], row))
     return as_strided(buf[n - 1 :], shape=(n, n), strides=(-buf.strides[0], buf.strides[0])).copy()
 
@@ -250,6 +271,16 @@ def _diagonal_sums(A: Array) -> Array:
     """
     n = A.shape[-1]
     batch = A.shape[:-2]
+    if not batch and n <= SMALL_N:
+        # The same sums in the same order (row by row down each diagonal, then the trailing zeros),
+        # in a workspace kept for this n.
+        _, _, left, diagonals = _small_layout(n)
+        left[...] = A
+        upper = diagonals.sum(axis=-2)
+        left[...] = A.T
+        c = upper + diagonals.sum(axis=-2)
+        c[0] *= 0.5
+        return c[None, :]
     P = np.zeros((*batch, n, 2 * n))
     P[..., :n] = A
     st = P.strides
