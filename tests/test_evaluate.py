@@ -54,6 +54,7 @@ SPECIAL = {
                                            "hp3", "sq_dist", "spectral", "x", "hp4", "hp5", "hp6", "hp7")),
 }
 ALL_NAMED = {**LIBRARY, **COMPOSITIONS, **SPECIAL}
+SE_KERNEL = library.squared_exponential()
 
 
 def _random_kernels(count, seed0, d_min=2, d_max=7, d=1):
@@ -543,22 +544,19 @@ def test_non_finite_values_are_returned_not_raised():
 @pytest.mark.parametrize("kind", ["regular", "gappy", "irregular", "months"])
 def test_compiled_trees_give_the_walks_floats_bit_for_bit(kind):
     """K and the VJP of a compiled tree are the stack walk's, every bit (signs of zeros included), on
-    the lag row and on the full pair, for named kernels and random trees; mixed-geometry trees are left
-    to the walk (None)."""
+    the lag row, on the full pair and in mixed geometry, for named kernels and random trees."""
     from evocov_core.language import compiled
 
     rng = np.random.default_rng(71)
     x = {"regular": np.linspace(1.0, 2.0, 19), "gappy": np.delete(np.linspace(1.0, 2.0, 30), [3, 4, 17]),
          "irregular": np.sort(rng.uniform(1.0, 2.0, 23)), "months": _month_starts(44)}[kind]
     inputs = Inputs(x)
-    kernels = [*ALL_NAMED.values(), *_random_kernels(150, 7100)]
+    kernels = [*ALL_NAMED.values(), *_random_kernels(150, 7100), *_mixed_kernels()]
     done = 0
     for k in kernels:
         theta = rng.normal(0.0, 1.0, k.n_params)
         fast = compiled.covariance_vjp(k, inputs, theta)
-        if fast is None:
-            assert compiled.covariance(k, inputs, theta) is None
-            continue
+        assert fast is not None
         K1, vjp1 = fast
         K0, vjp0 = covariance_vjp(k, inputs, theta)
         with np.errstate(all="ignore"):
@@ -570,4 +568,5 @@ def test_compiled_trees_give_the_walks_floats_bit_for_bit(kind):
             assert np.array_equal(a, b, equal_nan=True), k.prefix
             assert np.array_equal(np.signbit(a), np.signbit(b)), k.prefix
         done += 1
-    assert done >= 100
+    assert done == len(kernels)
+    assert compiled.covariance(SE_KERNEL, Inputs(x, x), np.zeros(2)) is None  # cross-covariances: the walk

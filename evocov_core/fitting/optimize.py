@@ -381,9 +381,10 @@ def slot_bounds(kernel: Kernel, data: FitData, config: OptimConfig,
 
 
 def _draw_new(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator,
-              ranges: dict[str, tuple[float, float]], roles: dict[str, set[str]]) -> Array:
+              ranges: dict[str, tuple[float, float]], roles: dict[str, set[str]],
+              bounds: tuple[Array, Array] | None = None) -> Array:
     p = kernel.n_params
-    lo, hi = slot_bounds(kernel, data, config, roles)
+    lo, hi = slot_bounds(kernel, data, config, roles) if bounds is None else bounds
     if config.init == "paper":
         return rng.uniform(lo, hi)
     omegas, weights = data.frequency_peaks
@@ -406,11 +407,11 @@ def _starts(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.G
             start: Start | None, count: int) -> list[Array]:
     ranges, roles = init_ranges(data), slot_roles(kernel)
     lo, hi = slot_bounds(kernel, data, config, roles)
+    known = None if start is None else np.array((*start.theta, start.log_noise), dtype=np.float64)
     out = []
     for k in range(count):
-        z = _draw_new(kernel, data, config, rng, ranges, roles)
-        if start is not None:
-            known = np.array((*start.theta, start.log_noise), dtype=np.float64)
+        z = _draw_new(kernel, data, config, rng, ranges, roles, (lo, hi))
+        if known is not None:
             if known.shape != z.shape:
                 raise ValueError(f"start has {known.size - 1} slot values, kernel has {kernel.n_params}")
             mask = np.isfinite(known)

@@ -11,10 +11,11 @@ random trees). Nodes whose rule is not specialised here (change points and windo
 forms, spectral features) run their table rule from :mod:`evocov_core.language.operators` inside the
 same step list.
 
-What is not compiled: trees that mix geometries (a stationary subtree evaluated on the lag row
-inside a non-stationary tree) and batched adjoints; :func:`compiled` returns None for the former and
-the callers keep the walk. Steps never write into a child's buffer: at these sizes the saved
-allocation is worth less than the bookkeeping.
+Trees that mix geometries (a stationary subtree evaluated on the lag row inside a non-stationary
+tree) run the same steps, each on its geometry, with the walk's expansion and reduction at the roots of
+the row subtrees. Not compiled: cross-covariances and diagonals (the callers keep the walk there), and
+batched adjoints. Steps never write into a child's buffer: at these sizes the saved allocation is worth
+less than the bookkeeping.
 
 Compiling is a pure function of the tokens and the geometry (the lag row, or the full pair), cached.
 """
@@ -200,12 +201,28 @@ class Compiled:
 
     # --- running them ------------------------------------------------------------------------------------
 
-    def forward(self, pair: _Pair, theta: Array) -> _Walk:
-        """Every node's value on ``pair`` for natural slot values ``theta`` (p,), kept for :meth:`reverse`."""
-        w = _Walk(self.prog, pair, theta, True)
+    def forward(self, pair: _Pair, theta: Array, inputs: Inputs | None = None) -> _Walk:
+        """Every node's value on ``pair`` for natural slot values ``theta`` (p,), kept for :meth:`reverse`.
+
+        With ``inputs`` (mixed geometry: ``pair`` is the full pair and the tree has row subtrees), the
+        row subtrees are evaluated on the lag row and expanded where their parent reads them, as the walk does.
+        """
+        w = _Walk(self.prog, pair, theta, True, inputs)
         vals = w.vals
+        if inputs is None:
+            for i, step in self._fwd:
+                vals[i] = step(w)
+            return w
+        row_node, roots, mat = self.prog.row_node, self.prog.row_roots, self.mat
+        row = inputs.row
         for i, step in self._fwd:
-            vals[i] = step(w)
+            w.pair = row if row_node[i] else pair  # type: ignore[assignment]
+            out = step(w)
+            if i in roots and mat[i]:
+                w.row_vals[i] = out
+                out = inputs.expand(out[0])  # type: ignore[index]
+            vals[i] = out
+        w.pair = pair
         return w
 
     def reverse(self, w: _Walk, seed: Array) -> Array:
@@ -217,15 +234,46 @@ class Compiled:
         adjs: list[object] = [None] * len(self.prog.tokens)
         w.adjs = adjs
         adjs[0] = seed if self.mat[0] else _sum2(seed)
+        if w.row_vals:
+            self._reverse_mixed(w, adjs)
+        else:
+            for i, step in enumerate(self._rev):
+                a = adjs[i]
+                if a is None:
+                    continue
+                adjs[i] = None
+                if step is not None:
+                    step(w, a)
+        grad, w.adjs, w.grad = w.grad, [], np.zeros(0)
+        return grad
+
+    def _reverse_mixed(self, w: _Walk, adjs: list[object]) -> None:
+        """The reverse pass of a mixed-geometry walk: a row subtree's root reduces its adjoint to the lag
+        row and walks its subtree there (restoring its expanded value afterwards), as the walk does."""
+        inputs = w.inputs
+        assert inputs is not None and inputs.row is not None
+        row, full = inputs.row, w.pair
+        row_node, vals = self.prog.row_node, w.vals
         for i, step in enumerate(self._rev):
             a = adjs[i]
             if a is None:
                 continue
             adjs[i] = None
+            if row_node[i]:
+                w.pair = row
+                if i in w.row_vals:
+                    expanded = vals[i]
+                    vals[i] = w.row_vals[i]
+                    if step is not None:
+                        step(w, inputs.reduce(a))  # type: ignore[arg-type]
+                    vals[i] = expanded
+                    w.pair = full
+                    continue
+            else:
+                w.pair = full
             if step is not None:
                 step(w, a)
-        grad, w.adjs, w.grad = w.grad, [], np.zeros(0)
-        return grad
+        w.pair = full
 
 
 @lru_cache(maxsize=4096)
@@ -237,16 +285,18 @@ def compiled(kernel: Kernel, inputs: Inputs) -> tuple[Compiled, _Pair, bool] | N
     """The compiled tree of ``kernel`` for the symmetric ``inputs``, the pair it is evaluated on, and
     whether that pair is the lag row.
 
-    None when the walk must do it: a tree that mixes geometries (stationary subtrees on the lag row
-    inside a non-stationary tree), or inputs that are not one symmetric set.
+    None when the walk must do it: inputs that are not one symmetric set.
     """
     if not inputs.symmetric:
         return None
     c = _build(kernel.tokens)
     pair, on_row = inputs.pair_for(kernel)
-    if not on_row and inputs.row is not None and c.prog.row_roots:
-        return None
     return c, pair, on_row
+
+
+def _mixed(c: Compiled, inputs: Inputs, on_row: bool) -> Inputs | None:
+    """``inputs`` when the tree is evaluated in mixed geometry (row subtrees on the full pair), else None."""
+    return inputs if not on_row and inputs.row is not None and c.prog.row_roots else None
 
 
 def _natural(theta: ArrayLike, n_params: int) -> Array:
@@ -287,7 +337,7 @@ def covariance(kernel: Kernel, inputs: Inputs, theta: ArrayLike) -> Array | None
         return None
     c, pair, on_row = found
     with np.errstate(all="ignore"):
-        w = c.forward(pair, _natural(theta, c.prog.n_params))
+        w = c.forward(pair, _natural(theta, c.prog.n_params), _mixed(c, inputs, on_row))
         return _root_matrix(w.vals[0], inputs, pair, on_row)
 
 
@@ -310,7 +360,7 @@ def covariance_vjp(kernel: Kernel, inputs: Inputs, theta: ArrayLike
     c, pair, on_row = found
     n_params = c.prog.n_params
     with np.errstate(all="ignore"):
-        w = c.forward(pair, _natural(theta, n_params))
+        w = c.forward(pair, _natural(theta, n_params), _mixed(c, inputs, on_row))
         root = w.vals[0]
         K = _root_matrix(root, inputs, pair, on_row)
     if K is root and c.reads_root:
