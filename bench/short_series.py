@@ -18,7 +18,15 @@ per-round ratios.
 Results go to ``bench/results/short_series.md`` and ``short_series.csv``; the last line printed is the
 summary (``fits_per_s_ratio_n19=`` ...).
 
-Run from the repository root: ``python -m bench.short_series [--rounds 2] [--trees ../wt-e7a .]``.
+``--pool-overhead`` measures instead what a worker process costs a fit (issue 71: at most 10 % at every n):
+the same ``--fits`` kernel fits (random trees that pass the PSD check, each with its seed, the ``quick``
+preset's fitting settings) on each series, in this process and in a pool of one worker process, one fit
+a job and in jobs sized to 25 ms of work (:class:`evocov_core.compute.runners.PoolRunner`), timed in
+interleaved rounds after a warm-up. Overhead = pool seconds ÷ serial seconds − 1 (median over rounds),
+in ``bench/results/pool_overhead.md``.
+
+Run from the repository root: ``python -m bench.short_series [--rounds 2] [--trees ../wt-e7a .]``, or
+``python -m bench.short_series --pool-overhead [--fits 150] [--rounds 3]``.
 """
 
 from __future__ import annotations
@@ -82,6 +90,63 @@ def run_one(tree: Path, data: Path, budget: float, seed: int, out: Path) -> dict
             "fits_per_s": fits / seconds}
 
 
+def pool_overhead(fits: int, rounds: int) -> None:
+    """Seconds of the same fits serially and in a one-worker pool, one fit a job and in sized jobs."""
+    from evocov_core.compute.runners import PoolRunner, SerialRunner
+    from evocov_core.data import Dataset
+    from evocov_core.fitting.fits import Task, _run_in
+    from evocov_core.language.grammar import get_grammar
+    from evocov_core.search import preset, search_data
+    from evocov_core.search.variation import VariationConfig, random_kernel
+
+    threads = limit_threads()
+    cfg = preset("quick")
+    grammar, vcfg = get_grammar(cfg.n_hyper), VariationConfig()
+    rows, summary = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_series(Path(tmp))
+        for name, path in paths.items():
+            table = np.loadtxt(path, delimiter=",", skiprows=1)
+            data = search_data(Dataset.from_arrays(table[:, 0], table[:, 1], test_fraction=0.0), cfg)
+            contexts = {"": (data, cfg.optim)}
+            rng = np.random.default_rng(71)
+            tasks = [Task(random_kernel(grammar, rng, cfg.d_min, cfg.d_max, vcfg)[0].tokens, (71, i))
+                     for i in range(fits)]
+            runners = {"serial": SerialRunner(contexts), "pool, one fit a job": PoolRunner(1, contexts, job_seconds=0),
+                       "pool, 25 ms jobs": PoolRunner(1, contexts)}
+            for r in runners.values():  # warm-up: start the worker, import, measure a call
+                r.map(_run_in, tasks[:8])
+            times: dict[str, list[float]] = {k: [] for k in runners}
+            for rnd in range(rounds):
+                order = list(runners) if rnd % 2 == 0 else list(runners)[::-1]
+                for k in order:
+                    t0 = time.perf_counter()
+                    runners[k].map(_run_in, tasks)
+                    times[k].append(time.perf_counter() - t0)
+            jobs = runners["pool, 25 ms jobs"].job_size(fits)  # type: ignore[attr-defined]
+            for r in runners.values():
+                r.close()
+            base = times["serial"]
+            for k, v in times.items():
+                over = statistics.median(a / b - 1.0 for a, b in zip(v, base, strict=True))
+                rows.append([name, str(SERIES[name]), k, f"{1e3 * statistics.median(v) / fits:.2f}",
+                             "-" if k == "serial" else f"{100 * over:.1f} %",
+                             str(jobs) if k == "pool, 25 ms jobs" else ("1" if k != "serial" else "-")])
+                if k == "pool, 25 ms jobs":
+                    summary.append(f"pool_overhead_n{SERIES[name]}={over:.3f}")
+                elif k == "pool, one fit a job":
+                    summary.append(f"pool_overhead_single_n{SERIES[name]}={over:.3f}")
+            print(name, {k: round(1e3 * statistics.median(v) / fits, 2) for k, v in times.items()}, flush=True)
+    text = md_table(["series", "n", "runner", "ms a fit", "overhead", "fits a job"], rows, "lrlrrr")
+    line = " ".join(summary)
+    write_report("pool_overhead", "What a worker process costs a kernel fit on short series (issue 71)",
+                 [f"{fits} random PSD kernels fitted with the `quick` preset's fitting settings, {rounds} interleaved "
+                  "rounds after a warm-up of 8 fits; overhead = pool seconds ÷ serial seconds − 1 (median of rounds).",
+                  "## Results\n\n" + text, "## Summary line\n\n```\n" + line + "\n```"], threads)
+    print(text)
+    print(line)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trees", type=Path, nargs="+", default=[Path("../wt-e7a"), Path(".")],
@@ -89,7 +154,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--budget", type=float, default=15.0, help="--time-budget of each search (default 15)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--pool-overhead", action="store_true", help="measure a worker process's cost per fit instead")
+    ap.add_argument("--fits", type=int, default=150, help="fits per round with --pool-overhead (default 150)")
     args = ap.parse_args(argv)
+    if args.pool_overhead:
+        pool_overhead(args.fits, args.rounds)
+        return
     threads = limit_threads()
     trees = [t.resolve() for t in args.trees]
     rows: list[dict] = []
