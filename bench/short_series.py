@@ -18,12 +18,18 @@ per-round ratios.
 Results go to ``bench/results/short_series.md`` and ``short_series.csv``; the last line printed is the
 summary (``fits_per_s_ratio_n19=`` ...).
 
+``--cpu`` runs, instead of the command, the same search (``run_search`` with the ``quick`` preset at the
+budget, without the forecast stage and its classical models) in a child process that reports the CPU
+seconds of the search itself, and rates kernels per CPU second: what one core does, whatever share of it
+the other tenants of a shared machine left (results in ``bench/results/short_series_cpu.md``).
+
 ``--pool-overhead`` measures instead what a worker process costs a fit (issue 71: at most 10 % at every n):
 the same ``--fits`` kernel fits (random trees that pass the PSD check, each with its seed, the ``quick``
 preset's fitting settings) on each series, in this process and in a pool of one worker process, one fit
-a job and in jobs sized to 25 ms of work (:class:`evocov_core.compute.runners.PoolRunner`), timed in
-interleaved rounds after a warm-up. Overhead = pool seconds ÷ serial seconds − 1 (median over rounds),
-in ``bench/results/pool_overhead.md``.
+a job and in jobs sized to 25 ms of work (:class:`evocov_core.compute.runners.PoolRunner`), in
+interleaved rounds after a warm-up, counting the CPU seconds of this process and its workers (wall time
+on a shared machine measures the other tenants). Overhead = pool CPU seconds ÷ serial CPU seconds − 1
+(median over rounds), in ``bench/results/pool_overhead.md``.
 
 Run from the repository root: ``python -m bench.short_series [--rounds 2] [--trees ../wt-e7a .]``, or
 ``python -m bench.short_series --pool-overhead [--fits 150] [--rounds 3]``.
@@ -42,6 +48,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -71,6 +78,25 @@ def write_series(folder: Path) -> dict[str, Path]:
     return paths
 
 
+def run_cpu(tree: Path, data: Path, budget: float, seed: int) -> dict[str, float]:
+    """One search (``run_search``, no forecast stage) in a child process run from ``tree``: its kernels and
+    the CPU and wall seconds of the search alone."""
+    import json
+
+    from bench.profile_search import _CHILD
+
+    table = np.loadtxt(data, delimiter=",", skiprows=1)
+    arg = json.dumps([{}, table[:, 0].tolist(), table[:, 1].tolist(), budget, "quick", seed])
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    done = subprocess.run([sys.executable, "-c", _CHILD, arg], cwd=tree, env=env, capture_output=True, text=True,
+                          check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{tree}: {done.stderr[-3000:]}")
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"fits": r["fits"], "screen": 0, "seconds": r["cpu"], "wall": r["wall"], "cpu": r["cpu"],
+            "fits_per_s": r["fits"] / r["cpu"]}
+
+
 def run_one(tree: Path, data: Path, budget: float, seed: int, out: Path) -> dict[str, float]:
     """One search in a child process run from ``tree``; its kernels, seconds and CPU seconds."""
     cmd = [sys.executable, "-m", "evocov_core", "search", "--data", str(data), "--test-fraction", "0",
@@ -90,8 +116,24 @@ def run_one(tree: Path, data: Path, budget: float, seed: int, out: Path) -> dict
             "fits_per_s": fits / seconds}
 
 
+def _cpu(proc: Any) -> float:
+    """CPU seconds (user + system) of ``proc`` (a ``psutil.Process``) and its living children."""
+    import psutil
+
+    total = 0.0
+    for p in (proc, *proc.children(recursive=True)):
+        try:
+            t = p.cpu_times()
+        except psutil.NoSuchProcess:  # a child that ended meanwhile
+            continue
+        total += t.user + t.system
+    return total
+
+
 def pool_overhead(fits: int, rounds: int) -> None:
     """Seconds of the same fits serially and in a one-worker pool, one fit a job and in sized jobs."""
+    import psutil
+
     from evocov_core.compute.runners import PoolRunner, SerialRunner
     from evocov_core.data import Dataset
     from evocov_core.fitting.fits import Task, _run_in
@@ -117,12 +159,15 @@ def pool_overhead(fits: int, rounds: int) -> None:
             for r in runners.values():  # warm-up: start the worker, import, measure a call
                 r.map(_run_in, tasks[:8])
             times: dict[str, list[float]] = {k: [] for k in runners}
+            me = psutil.Process()
             for rnd in range(rounds):
                 order = list(runners) if rnd % 2 == 0 else list(runners)[::-1]
                 for k in order:
-                    t0 = time.perf_counter()
+                    # CPU seconds of this process and its worker processes: what the fits cost a core,
+                    # whatever share of the cores other tenants took.
+                    before = _cpu(me)
                     runners[k].map(_run_in, tasks)
-                    times[k].append(time.perf_counter() - t0)
+                    times[k].append(_cpu(me) - before)
             jobs = runners["pool, 25 ms jobs"].job_size(fits)  # type: ignore[attr-defined]
             for r in runners.values():
                 r.close()
@@ -137,11 +182,11 @@ def pool_overhead(fits: int, rounds: int) -> None:
                 elif k == "pool, one fit a job":
                     summary.append(f"pool_overhead_single_n{SERIES[name]}={over:.3f}")
             print(name, {k: round(1e3 * statistics.median(v) / fits, 2) for k, v in times.items()}, flush=True)
-    text = md_table(["series", "n", "runner", "ms a fit", "overhead", "fits a job"], rows, "lrlrrr")
+    text = md_table(["series", "n", "runner", "CPU ms a fit", "overhead", "fits a job"], rows, "lrlrrr")
     line = " ".join(summary)
     write_report("pool_overhead", "What a worker process costs a kernel fit on short series (issue 71)",
                  [f"{fits} random PSD kernels fitted with the `quick` preset's fitting settings, {rounds} interleaved "
-                  "rounds after a warm-up of 8 fits; overhead = pool seconds ÷ serial seconds − 1 (median of rounds).",
+                  "rounds after a warm-up of 8 fits; overhead = pool CPU s ÷ serial CPU s − 1 (median of rounds).",
                   "## Results\n\n" + text, "## Summary line\n\n```\n" + line + "\n```"], threads)
     print(text)
     print(line)
@@ -154,6 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--budget", type=float, default=15.0, help="--time-budget of each search (default 15)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cpu", action="store_true", help="kernels per CPU second of the search alone (run_search)")
     ap.add_argument("--pool-overhead", action="store_true", help="measure a worker process's cost per fit instead")
     ap.add_argument("--fits", type=int, default=150, help="fits per round with --pool-overhead (default 150)")
     args = ap.parse_args(argv)
@@ -169,12 +215,14 @@ def main(argv: list[str] | None = None) -> None:
             for name, path in paths.items():
                 order = trees if r % 2 == 0 else trees[::-1]
                 for tree in order:
-                    res = run_one(tree, path, args.budget, args.seed, Path(tmp) / "out.json")
+                    res = (run_cpu(tree, path, args.budget, args.seed) if args.cpu
+                           else run_one(tree, path, args.budget, args.seed, Path(tmp) / "out.json"))
                     rows.append({"round": r, "series": name, "n": SERIES[name], "tree": str(tree), **res})
                     print(f"round {r} {name} {tree.name}: {res['fits']} kernels in {res['seconds']:.1f} s "
                           f"({res['fits_per_s']:.1f}/s), CPU {res['cpu']:.1f} s", flush=True)
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    with (RESULTS_DIR / "short_series.csv").open("w", newline="", encoding="utf-8") as fh:
+    stem = "short_series_cpu" if args.cpu else "short_series"
+    with (RESULTS_DIR / f"{stem}.csv").open("w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
@@ -192,12 +240,15 @@ def main(argv: list[str] | None = None) -> None:
                           " ".join(f"{v:.2f}" for v in ratios)])
             if tree != base:
                 summary.append(f"fits_per_s_ratio_n{n}={ratio:.3g}")
-    head = ["series", "n", "tree", "kernels fitted", "search s", "kernels / s", f"÷ {base.name}", "per round"]
+    unit = "search CPU s" if args.cpu else "search s"
+    head = ["series", "n", "tree", "kernels fitted", unit, "kernels / s", f"÷ {base.name}", "per round"]
     text = md_table(head, table, "lrlrrrrl")
     line = " ".join(summary)
-    write_report("short_series", "Kernels fitted per second on short M3 series (issue 71)",
+    how = ("`run_search` of the `quick` preset in a child process, kernels per CPU second of the search" if args.cpu
+           else "`python -m evocov_core search`, kernels per second of the search as it reports it")
+    write_report(stem, "Kernels fitted per second on short M3 series (issue 71)",
                  ["Trees: " + ", ".join(f"`{t}`" for t in trees) + f"; {args.rounds} rounds, interleaved; "
-                  f"`--time-budget {args.budget:g} --seed {args.seed} --workers 1 --test-fraction 0`.",
+                  f"`--time-budget {args.budget:g} --seed {args.seed} --workers 1 --test-fraction 0`; {how}.",
                   "## Results\n\n" + text, "## Summary line\n\n```\n" + line + "\n```"], threads)
     print(text)
     print(line)

@@ -126,7 +126,7 @@ def _drive(fun: Objective, x0: Array, lower: Array, upper: Array, maxiter: int, 
         _SETULB(m, x, low_bnd, upper_bnd, nbd, cur_f, cur_g, factr, GTOL, wa, iwa, task, lsave, isave, dsave,
                 MAXLS, ln_task)
         if task[0] == 3:
-            if not np.array_equal(x, last):
+            if not (x == last).all():  # np.array_equal for two arrays of one shape, without its wrapper
                 last = x.copy()
                 f, g = fun(last.copy())
                 nfev += 1

@@ -522,7 +522,7 @@ def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[
         except NUMERIC_ERRORS as exc:
             tr.fail(exc)
             return _BIG, zero
-        if not (math.isfinite(f) and np.all(np.isfinite(g))):
+        if not (math.isfinite(f) and np.isfinite(g).all()):
             tr.fail(None, "metric or gradient is not finite")
             return _BIG, zero
         tr.record(z, f)
