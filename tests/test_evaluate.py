@@ -570,3 +570,5 @@ def test_compiled_trees_give_the_walks_floats_bit_for_bit(kind):
         done += 1
     assert done == len(kernels)
     assert compiled.covariance(SE_KERNEL, Inputs(x, x), np.zeros(2)) is None  # cross-covariances: the walk
+    big = np.sort(rng.uniform(1.0, 2.0, compiled.FULL_MAX_N + 1))
+    assert compiled.covariance(SE_KERNEL, Inputs(big), np.zeros(2)) is None  # large full pairs: the walk

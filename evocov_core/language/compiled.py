@@ -281,17 +281,26 @@ def _build(tokens: tuple[str, ...]) -> Compiled:
     return Compiled(_compile(tokens))
 
 
+#: Above this many points a tree evaluated on the full n×n pair (not on the lag row) is left to the walk,
+#: which writes into its children's buffers: with n×n arrays of 2-6 MB, the allocations the steps make cost
+#: more than the bookkeeping they save (``bench_lml``'s irregular grid: the LML 1.3x slower at n = 490
+#: and 900 compiled, 0.7-0.9x at n = 129 and 315).
+FULL_MAX_N = 320
+
+
 def compiled(kernel: Kernel, inputs: Inputs) -> tuple[Compiled, _Pair, bool] | None:
     """The compiled tree of ``kernel`` for the symmetric ``inputs``, the pair it is evaluated on, and
     whether that pair is the lag row.
 
-    None when the walk must do it: inputs that are not one symmetric set.
+    None when the walk does it: inputs that are not one symmetric set, or more than
+    :data:`FULL_MAX_N` points and a tree evaluated on the full pair.
     """
     if not inputs.symmetric:
         return None
-    c = _build(kernel.tokens)
     pair, on_row = inputs.pair_for(kernel)
-    return c, pair, on_row
+    if not on_row and inputs.shape[0] > FULL_MAX_N:
+        return None
+    return _build(kernel.tokens), pair, on_row
 
 
 def _mixed(c: Compiled, inputs: Inputs, on_row: bool) -> Inputs | None:
