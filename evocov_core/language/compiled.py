@@ -282,10 +282,11 @@ def _build(tokens: tuple[str, ...]) -> Compiled:
 
 
 #: Above this many points a tree evaluated on the full n×n pair (not on the lag row) is left to the walk,
-#: which writes into its children's buffers: with n×n arrays of 2-6 MB, the allocations the steps make cost
-#: more than the bookkeeping they save (``bench_lml``'s irregular grid: the LML 1.3x slower at n = 490
-#: and 900 compiled, 0.7-0.9x at n = 129 and 315).
-FULL_MAX_N = 320
+#: which writes into its children's buffers: there the allocations the steps make cost more than the
+#: bookkeeping they save. ``SE + PER×SE`` on ``bench_lml``'s irregular grid, LML and gradient, compiled ÷
+#: walk (medians of 7 interleaved rounds): 0.83, 0.86, 0.79, 0.95 at n = 19, 44, 80, 116; 1.02, 1.07,
+#: 1.07 at n = 129, 200, 315; the LML alone 1.3 at n = 490 and 900.
+FULL_MAX_N = 128
 
 
 def compiled(kernel: Kernel, inputs: Inputs) -> tuple[Compiled, _Pair, bool] | None:
