@@ -1,8 +1,9 @@
 """A lean L-BFGS-B driver: scipy's own Fortran-derived routine, without ``minimize``'s bookkeeping.
 
-On series of 15-150 points one LML and its gradient cost 30-150 µs, and ``scipy.optimize.minimize``
-spent about 20-40 µs more a call on its wrappers (``ScalarFunction``, ``MemoizeJac``, an
-``OptimizeResult`` each iteration, bound conversions each start). :func:`minimize_lbfgsb` runs the
+On series of 15-150 points one LML and its gradient cost 50-250 µs, and L-BFGS-B's bookkeeping through
+``scipy.optimize.minimize`` (``ScalarFunction``, ``MemoizeJac``, an ``OptimizeResult`` each iteration,
+bound conversions each start) about 48 µs more an evaluation in a search at n = 19; driven here, about
+23 µs (``bench/results/profile_short.md``). :func:`minimize_lbfgsb` runs the
 same reverse-communication loop as scipy's ``_minimize_lbfgsb`` (scipy 1.15-1.17) around the same
 routine, ``scipy.optimize._lbfgsb.setulb``, with the same arguments in the same order, so it visits
 the same points and returns the same optimum, bit for bit (``tests/test_optimize.py`` checks both

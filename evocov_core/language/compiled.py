@@ -2,22 +2,23 @@
 
 The stack walk of :mod:`evocov_core.language.evaluate` decides at every node and every call what the
 node is (a scalar, an n×m array, a feature map), which rule applies, whether a child's buffer may be
-overwritten and how an adjoint passes down. On the short series of a panel (15-150 points) those
-decisions cost more than the arithmetic: an LML and its gradient at n = 19 spent about three quarters
-of its evaluator time deciding. A :class:`Compiled` tree has made them once: each node is one step, a
-closure that does exactly the numpy operations the walk's rule does for it, in the same order, so the
-values and gradients are the same floats (``tests/test_evaluate.py`` checks it over the library and
-random trees). Nodes whose rule is not specialised here (change points and windows, the state-space
-forms, spectral features) run their table rule from :mod:`evocov_core.language.operators` inside the
-same step list.
+overwritten and how an adjoint passes down. A :class:`Compiled` tree has made them once: each node is
+one step, a closure that does exactly the numpy operations the walk's rule does for it, in the same
+order, so the values and gradients are the same floats (``tests/test_evaluate.py`` checks it over the
+library and random trees). What it saves is the deciding, not the arithmetic: on the short series of a
+panel (15-150 points) an LML and its gradient took 0.8-0.95 of the walk's time (``SE + PER×SE``; the
+trees of a search, 20-30 nodes, gain less: each node's numpy calls, about 1.5 µs forward and 3.5 µs
+back, are most of the cost; ``docs/design.md``, "Short series"). Nodes whose rule is not specialised
+here (change points and windows, the state-space forms, spectral features) run their table rule from
+:mod:`evocov_core.language.operators` inside the same step list.
 
 Trees that mix geometries (a stationary subtree evaluated on the lag row inside a non-stationary
 tree) run the same steps, each on its geometry, with the walk's expansion and reduction at the roots of
 the row subtrees. Not compiled: cross-covariances and diagonals (the callers keep the walk there), and
 batched adjoints. Steps never write into a child's buffer: at these sizes the saved allocation is worth
-less than the bookkeeping.
+less than the bookkeeping; above :data:`FULL_MAX_N` points on the full pair it is not, and the walk runs.
 
-Compiling is a pure function of the tokens and the geometry (the lag row, or the full pair), cached.
+Compiling is a pure function of the tokens, cached; the geometry is chosen at each call.
 """
 
 from __future__ import annotations
