@@ -572,3 +572,28 @@ def test_compiled_trees_give_the_walks_floats_bit_for_bit(kind):
     assert compiled.covariance(SE_KERNEL, Inputs(x, x), np.zeros(2)) is None  # cross-covariances: the walk
     big = np.sort(rng.uniform(1.0, 2.0, compiled.FULL_MAX_N + 1))
     assert compiled.covariance(SE_KERNEL, Inputs(big), np.zeros(2)) is None  # large full pairs: the walk
+
+
+def test_toeplitz_adjoint_workspaces_are_per_thread():
+    """The diagonal sums of small matrices use a workspace kept per n and per thread: threads summing
+    at once (a dashboard's sessions) get the general path's sums, bit for bit."""
+    import threading
+
+    from evocov_core.language import inputs as inputs_module
+
+    rng = np.random.default_rng(72)
+    mats = [rng.standard_normal((19, 19)) for _ in range(8)]
+    want = [inputs_module._diagonal_sums(a[None])[0] for a in mats]  # the batched (general) path
+    bad: list[int] = []
+
+    def work(k: int) -> None:
+        for _ in range(300):
+            if not np.array_equal(inputs_module._diagonal_sums(mats[k]), want[k]):
+                bad.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert bad == []
