@@ -8,9 +8,9 @@ and ``bench`` import from the clone with no change to ``sys.path``:
   tables on the 13 TSDL series, budgeted searches with ablations, long series, the M competitions, gaps
   and covariates (issue 73);
 * the timing scripts and the studies still running, ``python -m bench.<script>`` (``bench_lml``,
-  ``profile_search``, ``bench_reader``, ``learn_priors``, ``corani``); they import the harness below and
-  write to ``bench/results/``. The finished studies are in the git history (``bench/README.md``, last
-  section).
+  ``profile_search``, ``short_series``, ``bench_reader``, ``learn_priors``, ``corani``); they import the
+  harness below and write to ``bench/results/``. The finished studies are in the git history
+  (``bench/README.md``, last section).
 
 The benchmark commands' modules:
 

@@ -50,6 +50,7 @@ from scipy.optimize import minimize
 
 from evocov_core.fitting.gp import FitStatus, NumericalFailure, posterior
 from evocov_core.fitting.gp import lml as gp_lml
+from evocov_core.fitting.lbfgs import minimize_lbfgsb
 from evocov_core.fitting.metrics import GRADIENT_METRICS, METRICS, FitData, loss, loss_and_grad, median_step, rmse
 from evocov_core.fitting.priors import HyperPrior, penalty
 from evocov_core.fitting.scoring import PENALTY, bic
@@ -380,9 +381,10 @@ def slot_bounds(kernel: Kernel, data: FitData, config: OptimConfig,
 
 
 def _draw_new(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator,
-              ranges: dict[str, tuple[float, float]], roles: dict[str, set[str]]) -> Array:
+              ranges: dict[str, tuple[float, float]], roles: dict[str, set[str]],
+              bounds: tuple[Array, Array] | None = None) -> Array:
     p = kernel.n_params
-    lo, hi = slot_bounds(kernel, data, config, roles)
+    lo, hi = slot_bounds(kernel, data, config, roles) if bounds is None else bounds
     if config.init == "paper":
         return rng.uniform(lo, hi)
     omegas, weights = data.frequency_peaks
@@ -405,11 +407,11 @@ def _starts(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.G
             start: Start | None, count: int) -> list[Array]:
     ranges, roles = init_ranges(data), slot_roles(kernel)
     lo, hi = slot_bounds(kernel, data, config, roles)
+    known = None if start is None else np.array((*start.theta, start.log_noise), dtype=np.float64)
     out = []
     for k in range(count):
-        z = _draw_new(kernel, data, config, rng, ranges, roles)
-        if start is not None:
-            known = np.array((*start.theta, start.log_noise), dtype=np.float64)
+        z = _draw_new(kernel, data, config, rng, ranges, roles, (lo, hi))
+        if known is not None:
             if known.shape != z.shape:
                 raise ValueError(f"start has {known.size - 1} slot values, kernel has {kernel.n_params}")
             mask = np.isfinite(known)
@@ -507,7 +509,6 @@ def _screen(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.G
 def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[Array], tr: _Tracker,
                obj: _Objective) -> None:
     lo, hi = slot_bounds(kernel, data, config)
-    bounds = list(zip(lo, hi, strict=True))
     zero = np.zeros(kernel.n_params + 1)
     used = [0]  # evaluations of the current start
 
@@ -521,7 +522,7 @@ def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[
         except NUMERIC_ERRORS as exc:
             tr.fail(exc)
             return _BIG, zero
-        if not (math.isfinite(f) and np.all(np.isfinite(g))):
+        if not (math.isfinite(f) and np.isfinite(g).all()):
             tr.fail(None, "metric or gradient is not finite")
             return _BIG, zero
         tr.record(z, f)
@@ -530,8 +531,7 @@ def _run_lbfgs(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[
     for z0 in starts:
         used[0] = 0
         with contextlib.suppress(_BudgetSpent):
-            minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds,
-                     options={"maxfun": config.max_evals, "maxiter": config.max_evals})
+            minimize_lbfgsb(fun, z0, lo, hi, maxiter=config.max_evals, maxfun=config.max_evals)
 
 
 def _run_powell(kernel: Kernel, data: FitData, config: OptimConfig, starts: list[Array], tr: _Tracker,

@@ -11,6 +11,8 @@ expansion, for the reverse pass.
 
 from __future__ import annotations
 
+import threading
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -236,9 +238,46 @@ def _inputs(inputs: Inputs | ArrayLike, X2: ArrayLike | None = None) -> Inputs:
 # --- Toeplitz helpers: the expansion of a lag row and its adjoint --------------------------------------
 
 
+#: Up to this n the Toeplitz expansion and its adjoint use index arrays and workspaces made once per n
+#: (:func:`_lag_index`, :func:`_workspace`): at the sizes of short series their per-call set-up cost more
+#: than the work.
+SMALL_N = 256
+
+
+@lru_cache(maxsize=16)
+def _lag_index(n: int) -> NDArray[np.intp]:
+    """The lag index ``|i − j|`` (n×n, read-only) of the Toeplitz expansion, for n ≤ :data:`SMALL_N`."""
+    i = np.arange(n)
+    lag = np.abs(i[:, None] - i[None, :])
+    lag.flags.writeable = False
+    return lag
+
+
+#: Each thread's workspaces of :func:`_diagonal_sums` by n: written at every call, so never shared between
+#: threads (a dashboard's sessions fit kernels in threads of one server process).
+_WORKSPACES = threading.local()
+
+
+def _workspace(n: int) -> tuple[Array, Array]:
+    """For n ≤ :data:`SMALL_N`, this thread's workspace of :func:`_diagonal_sums`: the left n×n block of an
+    n×2n zero matrix, and the view of that matrix whose column k runs along the k-th diagonal."""
+    spaces = getattr(_WORKSPACES, "by_n", None)
+    if spaces is None:
+        spaces = _WORKSPACES.by_n = {}
+    if n not in spaces:
+        if len(spaces) >= 16:
+            spaces.clear()
+        P = np.zeros((n, 2 * n))
+        st = P.strides
+        spaces[n] = (P[:, :n], np.ndarray((n, n), dtype=np.float64, buffer=P, strides=(st[0] + st[1], st[1])))
+    return spaces[n]
+
+
 def _toeplitz(row: Array) -> Array:
     """Symmetric Toeplitz matrix with first row ``row`` (C-contiguous copy)."""
     n = row.shape[0]
+    if n <= SMALL_N:
+        return np.take(row, _lag_index(n))
     buf = np.concatenate((row[:0:-1], row))
     return as_strided(buf[n - 1 :], shape=(n, n), strides=(-buf.strides[0], buf.strides[0])).copy()
 
@@ -250,6 +289,16 @@ def _diagonal_sums(A: Array) -> Array:
     """
     n = A.shape[-1]
     batch = A.shape[:-2]
+    if not batch and n <= SMALL_N:
+        # The same sums in the same order (row by row down each diagonal, then the trailing zeros),
+        # in a workspace kept for this n.
+        left, diagonals = _workspace(n)
+        left[...] = A
+        upper = diagonals.sum(axis=-2)
+        left[...] = A.T
+        c = upper + diagonals.sum(axis=-2)
+        c[0] *= 0.5
+        return c[None, :]
     P = np.zeros((*batch, n, 2 * n))
     P[..., :n] = A
     st = P.strides

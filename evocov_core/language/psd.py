@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evocov_core.language.evaluate import Inputs, covariance
+from evocov_core.language import compiled
+from evocov_core.language.evaluate import Inputs
+from evocov_core.language.evaluate import covariance as _walk_covariance
 from evocov_core.language.kernel import Kernel
 
 __all__ = ["PSDConfig", "PSDReport", "check_psd"]
@@ -71,6 +73,18 @@ class PSDReport:
 
     def __str__(self) -> str:
         return "PSD check passed" if self.ok else f"not PSD ({self.condition}): {self.detail}"
+
+
+def covariance(kernel: Kernel, inputs: Inputs, theta: np.ndarray) -> np.ndarray:
+    """K on one random data set: the compiled tree's (:mod:`evocov_core.language.compiled`), the same floats
+    as the stack walk's, which runs when the tree is not compiled.
+
+    Returns
+    -------
+    ndarray of shape (n, n)
+    """
+    C = compiled.covariance(kernel, inputs, theta)
+    return _walk_covariance(kernel, inputs, theta) if C is None else C
 
 
 def check_psd(kernel: Kernel, rng: np.random.Generator, config: PSDConfig = PSDConfig()) -> PSDReport:

@@ -440,3 +440,29 @@ def test_closing_a_pool_with_a_running_call_leaves_its_manager_thread_clean(monk
     runner.close()
     manager.join(timeout=30)
     assert not manager.is_alive() and seen == []
+
+
+def square(x: int) -> int:
+    return x * x
+
+
+def test_pool_jobs_are_sized_to_the_measured_work():
+    """Calls go in jobs of several once their seconds are measured: ceil(job_seconds / a call's mean), at most
+    a 2·workers-th of the map; results and on_result keep the items' order and indices."""
+    with PoolRunner(2, job_seconds=0.025) as pool:
+        assert pool.job_size(100) == 1  # nothing measured yet
+        seen: list[tuple[int, int]] = []
+        assert pool.map(square, list(range(7)), on_result=lambda i, r: seen.append((i, r))) == [i * i for i in range(7)]
+        assert sorted(seen) == [(i, i * i) for i in range(7)]
+        pool._call_seconds = 0.005
+        assert pool.job_size(100) == 5 and pool.job_size(12) == 3 and pool.job_size(3) == 1
+        pool._call_seconds = 0.5
+        assert pool.job_size(100) == 1
+        pool._call_seconds = 0.004
+        seen.clear()
+        items = list(range(40))
+        assert pool.map(square, items, on_result=lambda i, r: seen.append((i, r))) == [i * i for i in items]
+        assert sorted(seen) == [(i, i * i) for i in items]
+    with PoolRunner(1, job_seconds=0) as single:
+        single._call_seconds = 1e-6
+        assert single.job_size(100) == 1

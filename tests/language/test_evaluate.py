@@ -54,6 +54,7 @@ SPECIAL = {
                                            "hp3", "sq_dist", "spectral", "x", "hp4", "hp5", "hp6", "hp7")),
 }
 ALL_NAMED = {**LIBRARY, **COMPOSITIONS, **SPECIAL}
+SE_KERNEL = library.squared_exponential()
 
 
 def _random_kernels(count, seed0, d_min=2, d_max=7, d=1):
@@ -535,3 +536,64 @@ def test_non_finite_values_are_returned_not_raised():
         K = covariance(Kernel(("exp", "exp", "exp", "hp", "hp0")), X, [3.0])
         assert np.isinf(K).all()
         assert np.isinf(covariance(Kernel(("div", "sq_dist", "euc", "x", "hp0")), X, [0.0])).any()
+
+
+# --- compiled trees (evocov_core.language.compiled) --------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["regular", "gappy", "irregular", "months"])
+def test_compiled_trees_give_the_walks_floats_bit_for_bit(kind):
+    """K and the VJP of a compiled tree are the stack walk's, every bit (signs of zeros included), on
+    the lag row, on the full pair and in mixed geometry, for named kernels and random trees."""
+    from evocov_core.language import compiled
+
+    rng = np.random.default_rng(71)
+    x = {"regular": np.linspace(1.0, 2.0, 19), "gappy": np.delete(np.linspace(1.0, 2.0, 30), [3, 4, 17]),
+         "irregular": np.sort(rng.uniform(1.0, 2.0, 23)), "months": _month_starts(44)}[kind]
+    inputs = Inputs(x)
+    kernels = [*ALL_NAMED.values(), *_random_kernels(150, 7100), *_mixed_kernels()]
+    done = 0
+    for k in kernels:
+        theta = rng.normal(0.0, 1.0, k.n_params)
+        fast = compiled.covariance_vjp(k, inputs, theta)
+        assert fast is not None
+        K1, vjp1 = fast
+        K0, vjp0 = covariance_vjp(k, inputs, theta)
+        with np.errstate(all="ignore"):
+            G = rng.standard_normal(K0.shape)
+            G = G + G.T
+        for a, b in ((K1, K0), (compiled.covariance(k, inputs, theta), covariance(k, inputs, theta)),
+                     (vjp1(G), vjp0(G)), (vjp1(2 * G), vjp0(2 * G))):
+            assert a.shape == b.shape, k.prefix
+            assert np.array_equal(a, b, equal_nan=True), k.prefix
+            assert np.array_equal(np.signbit(a), np.signbit(b)), k.prefix
+        done += 1
+    assert done == len(kernels)
+    assert compiled.covariance(SE_KERNEL, Inputs(x, x), np.zeros(2)) is None  # cross-covariances: the walk
+    big = np.sort(rng.uniform(1.0, 2.0, compiled.FULL_MAX_N + 1))
+    assert compiled.covariance(SE_KERNEL, Inputs(big), np.zeros(2)) is None  # large full pairs: the walk
+
+
+def test_toeplitz_adjoint_workspaces_are_per_thread():
+    """The diagonal sums of small matrices use a workspace kept per n and per thread: threads summing
+    at once (a dashboard's sessions) get the general path's sums, bit for bit."""
+    import threading
+
+    from evocov_core.language import inputs as inputs_module
+
+    rng = np.random.default_rng(72)
+    mats = [rng.standard_normal((19, 19)) for _ in range(8)]
+    want = [inputs_module._diagonal_sums(a[None])[0] for a in mats]  # the batched (general) path
+    bad: list[int] = []
+
+    def work(k: int) -> None:
+        for _ in range(300):
+            if not np.array_equal(inputs_module._diagonal_sums(mats[k]), want[k]):
+                bad.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert bad == []
