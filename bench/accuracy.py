@@ -468,7 +468,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
         t0 = time.perf_counter()
         out = search(data, spec.config, seed=spec.seed, workers=spec.workers, dataset=ds)
         wall = time.perf_counter() - t0
-        from evocov_core.forecast.stage import ForecastResult, forecast_test_rmse
+        from evocov_core.forecast.stage import ForecastResult
 
         forecast = out if isinstance(out, ForecastResult) else None  # a plain search: the kernel's own forecast
         result = forecast.search if forecast is not None else out
@@ -494,7 +494,7 @@ def run_trial(spec: TrialSpec, *, search: Callable[..., Any] | None = None) -> d
                        **_predictive_scores(best, ds, getattr(result, "calibration", None)))
             combination = forecast.combination if forecast is not None else None
             if forecast is not None:
-                row.update(forecast_test_rmse=forecast_test_rmse(forecast, ds), forecast=combination.label)
+                row.update(forecast_test_rmse=forecast.test_rmse(ds), forecast=combination.label)
             doc = kernel_file_dict(best, ds.norm, dataset=spec.series, n_test=ds.n_test, n_train=ds.n_train,
                                    test_fraction=ds.test_fraction, calibration=getattr(result, "calibration", None),
                                    combination=combination,

@@ -98,7 +98,7 @@ def run_gap_trial(trial: GapTrial) -> dict:
     """Search and forecast one (possibly gapped) series; a row of ``trials.csv``. Never raises."""
     from bench.accuracy import _predictive_scores, variant_config
     from evocov_core.fitting.metrics import FitData
-    from evocov_core.forecast.stage import forecast_test_rmse, search_and_forecast
+    from evocov_core.forecast.stage import search_and_forecast
 
     row: dict[str, Any] = {"series": trial.series, "rate": trial.rate, "removal_seed": trial.removal_seed,
                            "host": socket.gethostname()}
@@ -116,7 +116,7 @@ def run_gap_trial(trial: GapTrial) -> dict:
             row.update(status=TrialStatus.NO_KERNEL, reason="no kernel could be fitted")
         else:
             row.update(status=TrialStatus.OK, test_rmse=best.test_rmse, expression=best.kernel.prefix,
-                       forecast_test_rmse=forecast_test_rmse(forecast, ds), forecast=forecast.combination.label,
+                       forecast_test_rmse=forecast.test_rmse(ds), forecast=forecast.combination.label,
                        **_predictive_scores(best, ds, getattr(result, "calibration", None)))
     except Exception as exc:  # one failed trial must not stop the study
         row.update(status=TrialStatus.ERROR, reason=f"{type(exc).__name__}: {exc}"[:300])

@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from evocov_core.data.dataset import Dataset
-from evocov_core.fitting.metrics import FitData
+from evocov_core.fitting.metrics import FitData, rmse
 from evocov_core.fitting.optimize import NUMERIC_ERRORS, FitResult
 from evocov_core.fitting.seasons import infer_seasons
 from evocov_core.forecast.classical import ClassicalForecasts, classical_forecasts_many
@@ -57,7 +57,7 @@ from evocov_core.forecast.steps import future_x, step_grid
 from evocov_core.searches.validate import OriginScores, OriginWindow, origin_masks, origin_windows
 
 __all__ = ["LONG_POINTS", "ORIGIN_TIME_LIMIT", "Chosen", "ClassicalBeside", "combined_test_mean", "eligibility",
-           "guard_steps", "kernel_future_mean", "kernel_test_mean", "origin_datasets",
+           "forecast_test_rmse", "guard_steps", "kernel_future_mean", "kernel_test_mean", "origin_datasets",
            "steps_after"]
 
 #: Seconds each classical model may take on each data set (the whole training part and each
@@ -421,3 +421,13 @@ def kernel_future_mean(fit: FitResult | None, ds: Dataset, x: np.ndarray) -> np.
         return None
 
 
+def forecast_test_rmse(best: FitResult | None, combination: Combination, classical: ClassicalForecasts | None,
+                       ds: Dataset) -> float | None:
+    """Test RMSE (original units) of the forecast a search returns: its combination's when that averages
+    (:func:`combined_test_mean`), else the returned kernel's own (``best``); None without one."""
+    if best is None or not best.ok or ds.n_test == 0:
+        return None
+    if not combination.combined:
+        return best.test_rmse
+    mean = combined_test_mean(combination, kernel_test_mean(best, ds), classical)
+    return None if mean is None else rmse(ds.y[~ds.train], mean)

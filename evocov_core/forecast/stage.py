@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from evocov_core.data.dataset import Dataset
 from evocov_core.fitting.fits import Executor
-from evocov_core.fitting.metrics import FitData, rmse
-from evocov_core.forecast.beside import ClassicalBeside, combined_test_mean, kernel_future_mean, kernel_test_mean
+from evocov_core.fitting.metrics import FitData
+from evocov_core.forecast.beside import ClassicalBeside, forecast_test_rmse, kernel_future_mean
 from evocov_core.forecast.classical import ClassicalForecasts
 from evocov_core.forecast.combination import Combination
 from evocov_core.searches import run_search
@@ -26,7 +26,7 @@ from evocov_core.searches.common import ProgressCallback, RunStatus, SearchResul
 from evocov_core.searches.config import SearchConfig
 from evocov_core.searches.replay import RunLog
 
-__all__ = ["ForecastResult", "forecast_test_rmse", "search_and_forecast"]
+__all__ = ["ForecastResult", "search_and_forecast"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,10 @@ class ForecastResult:
     classical: ClassicalForecasts | None = None
     future: ClassicalForecasts | None = None
     horizon: int = 0
+
+    def test_rmse(self, ds: Dataset) -> float | None:
+        """Test RMSE (original units) of the forecast: :func:`~evocov_core.forecast.beside.forecast_test_rmse`."""
+        return forecast_test_rmse(self.search.best, self.combination, self.classical, ds)
 
 
 def search_and_forecast(data: FitData, config: SearchConfig, *, dataset: Dataset, seed: int = 0,
@@ -113,16 +117,3 @@ def search_and_forecast(data: FitData, config: SearchConfig, *, dataset: Dataset
                            short=0 if data.on_subset else config.combine_short)
     return ForecastResult(dataclasses.replace(result, elapsed=time.perf_counter() - t0), chosen.combination,
                           chosen.classical, chosen.future, beside.horizon)
-
-
-def forecast_test_rmse(result: ForecastResult, ds: Dataset) -> float | None:
-    """Test RMSE (original units) of the forecast a search returns: its combination's when that
-    averages (:func:`~evocov_core.forecast.beside.combined_test_mean`), else the returned kernel's own;
-    None without one."""
-    best = result.search.best
-    if best is None or not best.ok or ds.n_test == 0:
-        return None
-    if not result.combination.combined:
-        return best.test_rmse
-    mean = combined_test_mean(result.combination, kernel_test_mean(best, ds), result.classical)
-    return None if mean is None else rmse(ds.y[~ds.train], mean)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -61,6 +61,7 @@ from evocov_core.forecast.covariates import CovariateEffect
 from evocov_core.language.grammar import DEFAULT_N_HYPER
 from evocov_core.language.kernel import Kernel, slot_roles
 from evocov_core.language.parse import MAX_DEPTH, MAX_NODES, KernelFileError, clipped, parse_expression
+from evocov_core.runs.scores import Scores
 
 if TYPE_CHECKING:  # pragma: no cover - types only
     from evocov_core.forecast.stage import ForecastResult
@@ -77,7 +78,6 @@ __all__ = [
     "VERSION",
     "KernelFile",
     "KernelFileError",
-    "Scores",
     "dump_kernel_file",
     "kernel_file_dict",
     "load_kernel_file",
@@ -105,79 +105,6 @@ MAX_AVERAGE_KERNELS = 100
 _HEX = re.compile(r"[0-9a-f]{7,64}")
 
 T = TypeVar("T")
-
-
-class Scores(Mapping[str, Any]):
-    """A kernel file's scores: the ones the package reads, typed, and every other one as stored.
-
-    A read-only mapping of the stored values (numbers, text or None; what :func:`parse_kernel_file` kept),
-    so that a report can list them all; the properties give the known ones with their types, and a value
-    that is absent or of the wrong type reads as absent.
-    """
-
-    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
-        self._values: dict[str, Any] = dict(values or {})
-
-    def __getitem__(self, key: str) -> Any:
-        return self._values[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def __repr__(self) -> str:
-        return f"Scores({self._values!r})"
-
-    def number(self, key: str) -> float | None:
-        """The score ``key`` as a finite number, else None (absent, text, a flag or not finite)."""
-        v = self._values.get(key)
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-        return float(v) if ok else None
-
-    def text(self, key: str) -> str | None:
-        v = self._values.get(key)
-        return v if isinstance(v, str) else None
-
-    @property
-    def bic(self) -> float:
-        """BIC on the training part; NaN when none is recorded."""
-        v = self.number("bic")
-        return math.nan if v is None else v
-
-    @property
-    def lml(self) -> float:
-        """Log marginal likelihood of the training part (model units); NaN when none is recorded."""
-        v = self.number("lml")
-        return math.nan if v is None else v
-
-    @property
-    def test_rmse(self) -> float | None:
-        return self.number("test_rmse")
-
-    @property
-    def forecast_test_rmse(self) -> float | None:
-        return self.number("forecast_test_rmse")
-
-    @property
-    def seconds(self) -> float | None:
-        """The search's seconds (the command's, from its start, when a command wrote the file)."""
-        return self.number("seconds")
-
-    @property
-    def test_fraction(self) -> float | None:
-        """The test fraction the kernel was scored with, when it is one a split can take ([0, 0.5))."""
-        v = self.number("test_fraction")
-        return v if v is not None and 0.0 <= v < 0.5 else None
-
-    @property
-    def algorithm(self) -> str | None:
-        return self.text("algorithm")
-
-    @property
-    def dataset(self) -> str | None:
-        return self.text("dataset")
 
 
 @dataclass(frozen=True)
@@ -513,11 +440,11 @@ def search_kernel_file(result: SearchResult | ForecastResult, ds: Dataset, *, se
     ValueError
         The result has no fitted kernel.
     """
-    from evocov_core.forecast.stage import ForecastResult, forecast_test_rmse
     from evocov_core.runs.counts import count_scores
+    from evocov_core.searches.common import SearchResult
     from evocov_core.searches.run_file import run_record
 
-    forecast = result if isinstance(result, ForecastResult) else None
+    forecast = None if isinstance(result, SearchResult) else result
     result = forecast.search if forecast is not None else result
     best = result.best
     if best is None or not best.ok:
@@ -527,7 +454,7 @@ def search_kernel_file(result: SearchResult | ForecastResult, ds: Dataset, *, se
                               "evaluations": result.n_evaluations, **count_scores(result)}
     # Whenever a forecast was asked for (a combination, even one that kept the kernel alone because the
     # origins' forecasts ran out of time), its test RMSE is recorded: the kernel's own where it is the kernel's.
-    rmse = forecast_test_rmse(forecast, ds) if forecast is not None else None
+    rmse = forecast.test_rmse(ds) if forecast is not None else None
     if rmse is not None and math.isfinite(rmse):
         scores["forecast_test_rmse"] = rmse
     scores.update(extra_scores or {})

@@ -28,7 +28,8 @@ from evocov_core.fitting.optimize import (
 from evocov_core.language import library
 from evocov_core.language.evaluate import covariance
 from evocov_core.language.kernel import Kernel
-from evocov_core.runs.kernel_file import KernelFile, Scores
+from evocov_core.runs.kernel_file import KernelFile
+from evocov_core.runs.scores import Scores
 
 SE = library.squared_exponential()
 TRUE_LENGTHSCALE = 0.1

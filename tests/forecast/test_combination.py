@@ -46,7 +46,7 @@ from evocov_core.forecast.combination import (
     inverse_error_weights,
     weigh_members,
 )
-from evocov_core.forecast.stage import forecast_test_rmse, search_and_forecast
+from evocov_core.forecast.stage import search_and_forecast
 from evocov_core.language.library import compose
 from evocov_core.present.compare import forecast_comparison
 from evocov_core.runs.kernel_file import KernelFileError, dump_kernel_file, kernel_file_dict, parse_kernel_file
@@ -371,9 +371,9 @@ def test_a_search_weighs_its_forecast_on_the_origins_as_the_post_hoc_study_did(s
         assert c.weights == pytest.approx(tuple(w[kept] / w[kept].sum()), abs=1e-12)
     # The forecast's test RMSE follows the combination.
     expected = combined_test_mean(c, kernel_test, page)
-    assert forecast_test_rmse(res, ds) == pytest.approx(rmse(ds.y_test, expected), rel=1e-9)
+    assert res.test_rmse(ds) == pytest.approx(rmse(ds.y_test, expected), rel=1e-9)
     if not c.combined:
-        assert forecast_test_rmse(res, ds) == res.search.best.test_rmse
+        assert res.test_rmse(ds) == res.search.best.test_rmse
 
 
 def test_the_forecast_does_not_depend_on_the_test_part(searched):

@@ -438,7 +438,7 @@ def test_hyperparameters_no_search_could_write_are_refused(value):
 def test_scores_read_typed_and_keep_the_rest():
     """A kernel file's scores: the known ones typed (a wrong type or a split no data can take reads as absent),
     every stored one still listed."""
-    from evocov_core.runs.kernel_file import Scores
+    from evocov_core.runs.scores import Scores
 
     sc = Scores({"bic": -12.5, "lml": True, "test_fraction": 0.7, "seconds": 3, "algorithm": "gpss", "note": "x",
                  "test_rmse": float("nan")})

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from evocov_core.data import Dataset, load_bundled
-from evocov_core.forecast.stage import forecast_test_rmse, search_and_forecast
+from evocov_core.forecast.stage import search_and_forecast
 from evocov_core.searches import RunLog, preset, run_search, search_data
 from evocov_core.searches.run_file import replay_inputs
 
@@ -96,7 +96,7 @@ def test_the_forecast_combination_ignores_the_test_part():
     b = search_and_forecast(search_data(other, config), config, seed=0, workers=1, dataset=other)
     assert a.combination.origins == 4 and not a.combination.reason
     assert a.combination == b.combination and a.search.best.kernel.canonical == b.search.best.kernel.canonical
-    assert forecast_test_rmse(a, ds) != forecast_test_rmse(b, other)  # the test part did change
+    assert a.test_rmse(ds) != b.test_rmse(other)  # the test part did change
 
 
 def test_fixed_count_search_ignores_the_test_part():
