@@ -87,15 +87,25 @@ class _SpawnContextWithoutMain(mp_context.SpawnContext):
     Process = _SpawnProcessWithoutMain
 
 
-def spawn_context() -> mp_context.BaseContext:
+def spawn_context(started: list[Any] | None = None) -> mp_context.BaseContext:
     """The ``spawn`` start method, for every process this package starts: forking a multi-threaded server
     (Streamlit) can deadlock. On POSIX its children do not import the caller's main module again, so a search
-    runs from an unguarded script or from ``python -``; elsewhere it is the standard ``spawn`` context."""
+    runs from an unguarded script or from ``python -``; elsewhere it is the standard ``spawn`` context.
+    With ``started``, every process the context makes is appended to that list (a pool's workers, without
+    reading the pool's private attributes)."""
     if sys.platform == "win32":  # pragma: no cover - Windows spawns through popen_spawn_win32
         import multiprocessing
 
         return multiprocessing.get_context("spawn")
-    return _SpawnContextWithoutMain()
+    ctx = _SpawnContextWithoutMain()
+    if started is not None:
+        def make(*args: Any, **kwargs: Any) -> _SpawnProcessWithoutMain:
+            proc = _SpawnProcessWithoutMain(*args, **kwargs)
+            started.append(proc)
+            return proc
+
+        ctx.Process = make  # type: ignore[assignment]  # this context's processes only
+    return ctx
 
 
 # --- runners: fn(item) for many items ------------------------------------------------------------------
@@ -248,7 +258,8 @@ class PoolRunner(_Closes):
         self.job_seconds = job_seconds
         self._call_seconds: float | None = None  # running mean of one call's seconds
         self._calls_timed = 0
-        ctx = spawn_context()
+        self._started: list[Any] = []  # the worker processes, as the context starts them
+        ctx = spawn_context(self._started)
         self._pids = ctx.SimpleQueue()  # each worker's process id, put there when it starts
         self._futures: list[Future] = []
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
@@ -294,24 +305,21 @@ class PoolRunner(_Closes):
             self._call_seconds += weight * (per_call - self._call_seconds)
 
     def close(self) -> None:
-        # The pool's own worker processes (CPython keeps them by pid), taken before shutdown drops them.
-        processes = dict(getattr(self._pool, "_processes", None) or {})
         running = any(f.running() for f in self._futures)
         self._pool.shutdown(wait=False, cancel_futures=True)
         if running:
             # Ending running workers breaks the pool, and CPython 3.11's manager thread then sets an exception
-            # on every pending call, raising InvalidStateError (a traceback) on those already cancelled;
-            # 3.12 ignores them. Nobody waits for them: each gets a cancelled stand-in that takes the
-            # exception. Their entries stay: the manager thread may still look up the queued ones by id
-            # (removing them raised KeyError there).
-            pending = getattr(self._pool, "_pending_work_items", {})
-            for item in list(pending.values()):
+            # on every pending call, raising InvalidStateError (a traceback) on those already cancelled (a
+            # stopped map cancels them); 3.12 ignores them. The one private attribute read here, for that
+            # interpreter's sake: each cancelled call gets a cancelled stand-in that takes the exception. Their
+            # entries stay: the manager thread may still look them up by id (removing them raised KeyError).
+            for item in list(getattr(self._pool, "_pending_work_items", {}).values()):
                 if item.future.cancelled():
                     item.future = _forgotten()
-        self._end_workers(processes, every=running)
+        self._end_workers(list(self._started), every=running)
         self._futures = []
 
-    def _end_workers(self, processes: dict, every: bool) -> None:
+    def _end_workers(self, processes: list[Any], every: bool) -> None:
         """Terminate (SIGTERM) the workers still starting, which would otherwise fail to read their
         start-up arguments once this process has exited and print a traceback; with ``every``, the
         started ones too: their running calls' results would never be read."""
@@ -323,8 +331,8 @@ class PoolRunner(_Closes):
         for pid in started if every else ():
             with contextlib.suppress(OSError):  # already gone
                 os.kill(pid, signal.SIGTERM)
-        for pid, proc in processes.items():
-            if pid not in started:
+        for proc in processes:
+            if proc.pid is not None and proc.pid not in started:
                 with contextlib.suppress(OSError, ValueError):  # already gone, or closed
                     proc.terminate()
 

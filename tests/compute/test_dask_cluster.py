@@ -282,7 +282,8 @@ def test_a_panel_on_a_bare_cluster_equals_local_processes(cluster):
     """One task per series on workers that have only the dependencies: the same forecasts as local processes
     (fixed counts, same seed), the bad series' fallbacks included."""
     import pandas as pd
-    from test_panel import FIXED, _long
+    from panel_cases import FIXED
+    from panel_cases import long_panel as _long
 
     from evocov_core.panel import forecast_panel
 
