@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from cli_cases import TINY, cli
 
 import evocov_core as ec
 from evocov_core.data import DataError, Dataset, load_csv
@@ -176,15 +174,8 @@ def test_forecast_at_numbers_after_a_gappy_series():
 
 # --- the command line -----------------------------------------------------------------------------
 
-TINY = ["--preset", "quick-fixed", "--population", "8", "--generations", "2", "--mu", "3", "--d-min", "2",
-        "--d-max", "5", "--psd-w", "6", "--n-restarts", "1", "--max-evals", "15", "--n-screen", "4", "--workers", "1",
-        "--seed", "1"]
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "evocov_core", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600, env=env)
 
 
 def test_the_command_line_refuses_or_keeps_gaps_and_forecasts_at_times(tmp_path):

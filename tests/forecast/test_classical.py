@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_cases import cli
 
 from evocov_core.data import Dataset, load_bundled
 from evocov_core.fitting.metrics import FitData
@@ -308,9 +309,6 @@ def airline_se(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evocov_core", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def test_compare_writes_one_row_per_method(airline_se: Path, tmp_path: Path) -> None:

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from cli_cases import TINY, cli
 
 from bench.covariates import synthetic
 from evocov_core.data import DataError, load_csv
@@ -100,15 +98,8 @@ def test_a_kernel_file_keeps_the_effect_and_the_forecast_adds_it(series):
     assert np.sqrt(np.mean((fc.mean - truth) ** 2)) < 3.0
 
 
-TINY = ["--preset", "quick-fixed", "--population", "8", "--generations", "2", "--mu", "3", "--d-min", "2",
-        "--d-max", "5", "--psd-w", "6", "--n-restarts", "1", "--max-evals", "15", "--n-screen", "4", "--workers", "1",
-        "--seed", "1"]
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "evocov_core", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600, env=env)
 
 
 def test_the_command_line_searches_predicts_and_forecasts_with_covariates(series, tmp_path):

@@ -13,19 +13,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_cases import TINY, cli
 
 from evocov_core.runs.kernel_file import VERSION, load_kernel_file
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = ["--preset", "quick-fixed",
-        "--population", "8", "--generations", "2", "--mu", "3", "--d-min", "2", "--d-max", "5", "--psd-w", "6",
-        "--n-restarts", "1", "--max-evals", "15", "--n-screen", "4", "--workers", "1", "--seed", "1"]
 
 
-def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "evocov_core", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, env=env)
 
 
 @pytest.fixture(scope="module")
