@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import datasets
+from dashboard.covariates import covariate_options, data_effect
 from dashboard.datasets import (
     ROW_NUMBER,
     current_dataset,
@@ -140,6 +142,7 @@ def upload_tab(ds: Dataset) -> None:
                          help="Numbers, dates (become decimal years) or the row number.")
     y_col = c2.selectbox("y column (to model)", nums, index=nums.index(gy), key=f"data_y_{fid}")
     name = c3.text_input("Name", value=Path(up.name).stem[:40] or "upload", key=f"data_name_{fid}")
+    covariates = covariates_box(df, None if x_col == ROW_NUMBER else x_col, y_col, fid)
     o1, o2, o3 = st.columns(3)
     drop = o1.checkbox("Keep missing values", key="data_drop_missing",
                        help="A row whose value is empty, not a number or infinite is a point not observed: the "
@@ -158,7 +161,7 @@ def upload_tab(ds: Dataset) -> None:
     try:
         new = upload_to_dataset(up.getvalue(), name=name or "upload", x=x_col, y=y_col, guess=False,
                                 test_fraction=_test_fraction(ds), max_points=int(max_points), subsample=sub,
-                                drop_missing=drop, frame=df)
+                                drop_missing=drop, frame=df, covariates=covariates)
     except DataError as exc:
         st.error(f"**Cannot use these data:** {exc}. The current dataset ({ds.name}) is unchanged.",
                  icon=":material/block:")
@@ -175,6 +178,30 @@ def upload_tab(ds: Dataset) -> None:
         set_dataset(new, {"kind": "upload", "name": new.name, "file": up.name})
         st.session_state[FLASH] = ("success", f"Now using the uploaded dataset **{new.name}**.")
         st.rerun()
+
+
+def covariates_box(df: pd.DataFrame, x: str | None, y: str, fid: str) -> list[str]:
+    """The multiselect of covariates known in advance: the file's other columns of numbers."""
+    options = covariate_options(df, x, y)
+    key = f"data_cov_{fid}"
+    if key in st.session_state:  # a column just chosen as x or y is no longer a covariate
+        st.session_state[key] = [c for c in st.session_state[key] if c in options]
+    return st.multiselect(
+        "Covariates (known in advance)", options, key=key, disabled=not options,
+        placeholder="Choose columns" if options else "No other column of numbers",
+        help="Columns whose future values you will know when you forecast: a temperature forecast, a price, "
+        "a holiday flag. The search estimates their linear effect beside trend and season, keeps them when they "
+        "lower the BIC, and searches the kernel on what they leave. A forecast past the data then needs their "
+        "values at every time it is for (a second CSV on the Results page). A row missing one is a row "
+        "missing its value.")
+
+
+def covariates_note(ds: Dataset) -> None:
+    """The current dataset's covariates: their effect as the search will estimate it."""
+    effect = data_effect(ds)
+    if effect is not None:
+        st.info(f"**Covariates known in advance:** {effect.reason}. A forecast past the data needs their future "
+                "values (a second CSV on the Results page).", icon=":material/tune:")
 
 
 def long_series_note(ds: Dataset) -> None:
@@ -211,6 +238,7 @@ def current_section() -> None:
     c4.metric("Test", ds.n_test)
     for note in ds.notes:
         st.info(f"Note: {note}.", icon=":material/info:")
+    covariates_note(ds)
     if ds.n_test == 0:
         st.warning("The test fraction is 0: there are no test points, so no test RMSE can be computed.")
     long_series_note(ds)
@@ -222,7 +250,8 @@ def current_section() -> None:
     drawn = sum(len(minmax_indices(ds.y[part])) for part in (ds.train, ~ds.train) if part.any())
     st.caption(
         f"x: {ds.x_label} ({'dates, as decimal years' if ds.x_kind == 'date' else 'numbers'}) · "
-        f"y: {ds.y_label}." + (f" Chart {drawn_note(drawn, ds.n)}." if drawn < ds.n else "")
+        f"y: {ds.y_label}" + (f" · covariates: {', '.join(ds.covariates)}." if ds.covariates else ".")
+        + (f" Chart {drawn_note(drawn, ds.n)}." if drawn < ds.n else "")
         + " Next: start a kernel search on the **Search** page."
     )
     st.page_link(PAGE_SEARCH, label="Go to Search", icon=":material/genetics:")

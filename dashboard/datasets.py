@@ -93,12 +93,15 @@ def dataset_fingerprint(ds: Dataset) -> str:
     h.update(np.ascontiguousarray(ds.x, dtype=np.float64).tobytes())
     h.update(np.ascontiguousarray(ds.y, dtype=np.float64).tobytes())
     h.update(f"{ds.test_fraction:.6f}".encode())
+    if ds.covariates:  # (data without covariates keep the fingerprint they always had)
+        h.update(repr(ds.covariates).encode())
     return h.hexdigest()[:16]
 
 
 def dataset_summary(ds: Dataset) -> str:
-    """``"144 points · 129 train · 15 test"``."""
-    return f"{ds.n} points · {ds.n_train} train · {ds.n_test} test"
+    """``"144 points · 129 train · 15 test"``, then ``" · covariates temp, price"`` when it has some."""
+    return (f"{ds.n} points · {ds.n_train} train · {ds.n_test} test"
+            + (f" · covariates {', '.join(ds.covariates)}" if ds.covariates else ""))
 
 
 def subset_note(ds: Dataset, fit_points: int) -> str | None:
@@ -135,13 +138,15 @@ def upload_to_dataset(
     subsample: bool = False,
     drop_missing: bool = False,
     frame: pd.DataFrame | None = None,
+    covariates: tuple[str, ...] | list[str] = (),
 ) -> Dataset:
     """The whole upload validation path: bytes -> Dataset, or a :class:`DataError` that says why.
 
     ``x`` is a column name, :data:`ROW_NUMBER`/None for the row number; with ``guess`` and no
     ``y`` both are guessed from the table. The split is checked as everywhere
     (:func:`evocov_core.data.validate_split`). ``frame``: the table :func:`read_upload` has
-    already read from ``data`` (the Data page's), so that a file is parsed once a rerun.
+    already read from ``data`` (the Data page's), so that a file is parsed once a rerun. ``covariates``:
+    columns known in advance, x's columns 2 to d (:func:`evocov_core.data.dataset_from_frame`).
     """
     df = read_upload(data) if frame is None else frame
     if y is None:
@@ -161,6 +166,7 @@ def upload_to_dataset(
         max_points=max_points,
         subsample=subsample,
         drop_missing=drop_missing,
+        covariates=tuple(covariates),
     )
     validate_split(ds.test_fraction, ds.n_train)
     return ds

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import fits
+from dashboard.covariates import modelled, run_data
 from dashboard.datasets import current_dataset, dataset_fingerprint, dataset_summary
 from dashboard.format import dash_empty, fmt, polish, poll_every, status_badge
 from dashboard.runs import (
@@ -134,7 +135,7 @@ def search_base(ds: Dataset) -> tuple[FitResult | None, str]:
     if run is None or run.best is None:
         return None, ""
     base = run.best.to_fit(ds.n_train)
-    if run.dataset is None or dataset_fingerprint(run.dataset) != dataset_fingerprint(ds):
+    if run.dataset is None or dataset_fingerprint(run_data(run)) != dataset_fingerprint(ds):
         st.warning(f"This run was on {run.dataset_name}, not on the current data: its values are read "
                    f"in {ds.name}'s model units and its test RMSE recomputed.")
         base = with_test_rmse(base, ds)
@@ -310,7 +311,7 @@ def mutants(job_id: str, run: RunRecord, records: pd.DataFrame, *, selectable: b
 def render() -> None:
     """The whole page."""
     st.title("Mutation explorer")
-    ds = current_dataset()
+    ds = modelled(current_dataset())  # with covariates: along time, their effect taken out, as searches model it
     st.caption(
         f"Take a fitted kernel, make M random mutations of it (each PSD-checked and refitted from the "
         f"parent's values) and compare each mutant's test RMSE and size with the original (the paper's "

@@ -18,6 +18,7 @@ from dashboard.average import (
     show_model_average,
 )
 from dashboard.comparison import comparison_section, se_future
+from dashboard.covariates import effect_words, kernel_effect, run_data
 from dashboard.format import algorithm_label, dash_empty, fmt, poll_every, status_badge
 from dashboard.future_view import future_section
 from dashboard.results_tabs import kernel_file_tab, pareto_tab, report_tab
@@ -33,7 +34,7 @@ from dashboard.runs import (
 from dashboard.state import PAGE_SEARCH, RESULTS_RUN_KEY
 from dashboard.verdict import verdict_card
 from dashboard.views import show_kernel
-from evocov_core.data import Dataset
+from evocov_core.data import DataError, Dataset
 from evocov_core.fitting.model import FittedModel, ModelAverage
 from evocov_core.fitting.optimize import FitResult
 from evocov_core.present.figures import selection_data
@@ -307,6 +308,21 @@ def best_tab(run: RunRecord, ds: Dataset, fc: Forecasts) -> None:
     future_section(run, ds, kf)
 
 
+def covariates_note(run: RunRecord, ds: Dataset) -> None:
+    """What a run with covariates modelled, and what the page shows of it."""
+    effect = kernel_effect(run.best.doc) if run.best is not None else None
+    if effect is None:
+        return
+    if not effect.used:
+        st.info(f"**Covariates:** {effect.reason}. The kernel models {ds.y_label} itself.", icon=":material/tune:")
+        return
+    st.info(f"**Covariates:** {', '.join(effect.names)} ({effect_words(effect)}), estimated beside trend and "
+            f"season. The kernel models what their effect leaves, **{ds.y_label}**: the charts, baselines and "
+            "classical forecasters below are all of that series (as `evocov predict` and `compare` use it), and "
+            "their test errors are the same as with the effect added back. The forecast past the data adds it "
+            "back at the future values you upload.", icon=":material/tune:")
+
+
 def render() -> None:
     """The whole page."""
     st.title("Results")
@@ -315,7 +331,11 @@ def render() -> None:
         return
     run = get_run(run_id)
     assert run is not None and run.best is not None and run.dataset is not None
-    ds = run.dataset
+    try:
+        ds = run_data(run)  # with covariates: the series their effect leaves, which the kernel models
+    except DataError as exc:
+        st.error(f"Run `{run.id}` cannot be shown: {exc}.", icon=":material/block:")
+        return
     best = run.best.to_fit(ds.n_train)
     st.markdown(
         f"{algorithm_label(run.algorithm)} on **{ds.name}** ({ds.n_train} training, {ds.n_test} test "
@@ -325,6 +345,7 @@ def render() -> None:
     )
     if run.status.active:
         st.info("This run is still going: the kernel shown is the best so far.", icon=":material/sync:")
+    covariates_note(run, ds)
     fc = forecasts(run, ds, best)
     verdict_card(run, ds, best, fc.average)
     tab_best, tab_report, tab_pareto, tab_file = st.tabs(

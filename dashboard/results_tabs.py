@@ -16,12 +16,13 @@ from dashboard.comparison import (
     se_future,
     settings_in_state,
 )
+from dashboard.covariates import applied_to
 from dashboard.datasets import current_dataset, dataset_fingerprint
 from dashboard.format import fmt, polish, poll_every
 from dashboard.runs import gpss_baseline_job, runs_on_dataset, store
 from dashboard.views import show_kernel
 from evocov_core.compute.timed import one_line
-from evocov_core.data import Dataset
+from evocov_core.data import DataError, Dataset
 from evocov_core.fitting.model import FittedModel, ModelAverage
 from evocov_core.fitting.optimize import FitResult
 from evocov_core.present.figures import pareto_data, pareto_figure
@@ -185,6 +186,9 @@ def pareto_tab(run: RunRecord, ds: Dataset, best: FitResult, average: ModelAvera
 def kernel_file_tab() -> None:
     """Load a kernel file and apply it to the current dataset."""
     cur = current_dataset()
+    if cur.covariates:
+        st.caption(f"A kernel file applies along time: with the covariates' effect it records taken out of "
+                   f"{cur.y_label}, or, from a search without covariates, to {cur.y_label} itself.")
     st.markdown(
         f"Load a kernel file (JSON) and apply it to the **current dataset**, **{cur.name}** "
         f"({cur.n_train} training, {cur.n_test} test points)."
@@ -197,6 +201,11 @@ def kernel_file_tab() -> None:
         kf = parse_kernel_file(up.getvalue())
     except KernelFileError as exc:
         st.error(f"**Cannot load {up.name}:** {exc}", icon=":material/block:")
+        return
+    try:
+        cur = applied_to(cur, kf.covariates)
+    except DataError as exc:
+        st.error(f"**Cannot apply {up.name} to {cur.name}:** {exc}.", icon=":material/block:")
         return
     same = kf.scores.dataset == cur.name
     norm_choice = st.radio(

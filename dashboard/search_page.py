@@ -190,7 +190,8 @@ def start_button(config: SearchConfig | None, seed: int, workers: int, ds: Datas
                  width="stretch"):
         assert config is not None
         spec = JobSpec(kind=JobKind.SEARCH, dataset=ds, config=config, seed=seed, workers=workers,
-                       label=f"{ALGORITHM_LABELS[config.algorithm]} · {ds.name} · seed {seed}")
+                       label=f"{ALGORITHM_LABELS[config.algorithm]} · {ds.name} · seed {seed}"
+                       + (f" · covariates {', '.join(ds.covariates)}" if ds.covariates else ""))
         new_id = manager().submit(spec)
         st.session_state[SEARCH_JOB_KEY] = new_id
         remember_run(new_id)
@@ -260,6 +261,8 @@ def render() -> None:
     st.caption(
         f"Evolve a kernel for **{ds.name}** ({dataset_summary(ds)}). Candidates are scored by BIC on the "
         "training part; the test part is only used to report extrapolation error."
+        + (" The covariates' linear effect is estimated first, beside trend and season, and the kernel searched "
+           "on what it leaves (when they lower the BIC; otherwise on the series itself)." if ds.covariates else "")
     )
     job_id, _, job_active = watched_job("job", SEARCH_JOB_KEY)
     settings_col, run_col = st.columns([2, 3], gap="large")

@@ -366,7 +366,7 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
     RuntimeError
         No kernel could be fitted (or none within the time budget).
     """
-    from evocov_core.forecast.covariates import fit_covariates, on_time
+    from evocov_core.forecast.covariates import searched_on
     from evocov_core.forecast.stage import search_and_forecast
     from evocov_core.runs.kernel_file import dump_kernel_file, parse_kernel_file, search_kernel_file
     from evocov_core.searches import ConfigError, search_data
@@ -381,8 +381,7 @@ def search(data: Dataset | str | Path | tuple[ArrayLike, ArrayLike], preset: str
     if horizon is not None:
         settings = {**settings, "horizon": horizon}
     config = make_preset(preset, algorithm, **with_derived(settings))
-    effect = fit_covariates(ds) if ds.covariates else None  # searched on what the covariates leave, along time
-    ds = ds if effect is None else on_time(ds, effect)
+    ds, effect = searched_on(ds)  # with covariates: searched on what they leave, along time
     result = search_and_forecast(search_data(ds, config), config, seed=seed, workers=workers, dataset=ds)
     best = result.search.best
     if best is None or not best.ok:

@@ -43,7 +43,7 @@ from evocov_core.forecast.future import FutureForecast, KernelFile, forecast_fut
 from evocov_core.forecast.steps import MAX_HORIZON, future_labels, times_of
 
 __all__ = ["CovariateEffect", "add_effect", "fit_covariates", "forecast_with_covariates", "future_covariates",
-           "on_time"]
+           "on_time", "searched_on", "time_only"]
 
 Array = NDArray[np.float64]
 
@@ -104,10 +104,10 @@ def _design(ds: Dataset) -> Array:
     span = float(np.ptp(t)) or 1.0
     u = 2 * (t - t.min()) / span - 1
     cols = [np.ones_like(u), u, u**2]
-    time_only = _time_only(ds)
-    periods = calendar_periods(time_only)
+    along = time_only(ds)
+    periods = calendar_periods(along)
     if not periods:
-        seasons = infer_seasons(time_only)
+        seasons = infer_seasons(along)
         periods = tuple(m * seasons.step for m in seasons.lengths) if math.isfinite(seasons.step) else ()
     for p in periods:
         if p < span / 2:  # at least two cycles in the training range
@@ -166,8 +166,25 @@ def fit_covariates(ds: Dataset) -> CovariateEffect:
                            "leave")
 
 
-def _time_only(ds: Dataset) -> Dataset:
+def time_only(ds: Dataset) -> Dataset:
+    """``ds`` along time alone: x's first column, y as it is, no covariates (what a kernel searched without
+    covariates is applied to when the data have some)."""
     return dataclasses.replace(ds, x=ds.x[:, :1], covariates=(), notes=())
+
+
+def searched_on(ds: Dataset) -> tuple[Dataset, CovariateEffect | None]:
+    """What a search runs on, and the covariates' effect it keeps: for data with covariates, their effect
+    (:func:`fit_covariates`) and ``ds`` along time with it taken out (:func:`on_time`); else ``ds`` itself
+    and None. The one step of every search that takes covariates: the command line's, the front door's,
+    a panel series' and the dashboard's background job's.
+
+    A search's kernel file then records the effect (``doc["covariates"] = effect.to_dict()``), so that
+    predictions and forecasts add it back.
+    """
+    if not ds.covariates:
+        return ds, None
+    effect = fit_covariates(ds)
+    return on_time(ds, effect), effect
 
 
 def on_time(ds: Dataset, effect: CovariateEffect) -> Dataset:

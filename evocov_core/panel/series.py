@@ -284,12 +284,11 @@ def _forecast(job: SeriesJob, started: tuple[float, float]) -> SeriesOutcome:
         use_panel_prior(job.prior)
     effect = None
     if job.covariates:  # searched on what the covariates leave, along time (forecast.covariates)
-        from evocov_core.forecast.covariates import fit_covariates, on_time
+        from evocov_core.forecast.covariates import searched_on
 
         full = Dataset.from_arrays(np.column_stack([job.x, job.c]), job.y, name=job.uid, test_fraction=0.0,
                                    x_kind=job.x_kind, x_label=job.x_label, covariates=job.covariates)
-        effect = fit_covariates(full)
-        ds = on_time(full, effect)
+        ds, effect = searched_on(full)
     config = preset(job.preset, **with_derived(dict(job.settings)))
     data = search_data(ds, config)
     with search_executor(data, config, workers=1) as ex:

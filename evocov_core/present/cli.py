@@ -354,11 +354,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         ds = _dataset(args)
     effect = None
     if ds.covariates:
-        from evocov_core.forecast.covariates import fit_covariates, on_time
+        from evocov_core.forecast.covariates import searched_on
 
-        effect = fit_covariates(ds)
+        ds, effect = searched_on(ds)
         print(f"covariates: {effect.reason}", file=sys.stderr)
-        ds = on_time(ds, effect)
     data = search_data(ds, config)
     print(f"{config.algorithm} on {ds.name}: {ds.n_train} training and {ds.n_test} test points, "
           f"{'replayed' if log is not None else 'preset ' + args.preset}, seed {seed}"

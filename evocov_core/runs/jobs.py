@@ -31,6 +31,7 @@ from evocov_core.fitting.fits import make_executor
 from evocov_core.fitting.metrics import FitData
 from evocov_core.fitting.model import FittedModel
 from evocov_core.fitting.optimize import FitResult, finite_or_none
+from evocov_core.forecast.covariates import CovariateEffect, searched_on
 from evocov_core.forecast.stage import search_and_forecast
 from evocov_core.runs.counts import FitCounts, fit_counts
 from evocov_core.runs.kernel_file import kernel_file_dict, search_kernel_file
@@ -61,6 +62,10 @@ class JobSpec:
         ``search`` (any algorithm of ``config``) or ``explore`` (mutations of ``base``); the string
         is converted to the member on construction (an unknown one raises ``ValueError``).
     dataset : Dataset
+        A search's data may have covariates with known futures (:attr:`Dataset.covariates`): the job then
+        searches on what their effect leaves, along time, as the command line does
+        (:func:`~evocov_core.forecast.covariates.searched_on`), and every kernel file it stores records the
+        effect. An exploration's data have none (explore the data along time).
     config : SearchConfig
     seed : int
     workers : int or None
@@ -135,6 +140,10 @@ class Job:
         self.progress: Progress | None = None
         self.error = ""
         self.extra: dict = {}
+        #: What the kernels are fitted on: the spec's data, or for a search with covariates those data along
+        #: time with the covariates' effect (:attr:`covariates`) taken out (set when the job starts).
+        self.data: Dataset = spec.dataset
+        self.covariates: CovariateEffect | None = None
         self.created = time.time()
         self.started: float | None = None
         self.finished: float | None = None
@@ -165,12 +174,17 @@ class Job:
         return self.done_event.wait(timeout)
 
 
-def _best_doc(fit: FitResult | None, ds: Dataset, extra: dict | None = None) -> dict | None:
-    """The kernel file of a kernel met during a run (the best so far, a base, a model average's member)."""
+def _best_doc(fit: FitResult | None, ds: Dataset, extra: dict | None = None,
+              covariates: CovariateEffect | None = None) -> dict | None:
+    """The kernel file of a kernel met during a run (the best so far, a base, a model average's member);
+    ``ds`` the data it was fitted on, ``covariates`` the effect taken out of them."""
     if fit is None or not fit.ok:
         return None
-    return kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
-                            test_fraction=ds.test_fraction, extra_scores=extra)
+    doc = kernel_file_dict(fit, ds.norm, dataset=ds.name, n_test=ds.n_test, n_train=ds.n_train,
+                           test_fraction=ds.test_fraction, extra_scores=extra)
+    if covariates is not None:
+        doc["covariates"] = covariates.to_dict()
+    return doc
 
 
 class JobManager:
@@ -211,6 +225,9 @@ class JobManager:
             raise ValueError(f"unknown job kind {spec.kind!r}")
         if spec.kind is JobKind.EXPLORE and (spec.base is None or not spec.base.ok):
             raise ValueError("an exploration needs a fitted base kernel")
+        if spec.kind is JobKind.EXPLORE and spec.dataset.covariates:
+            raise ValueError("an exploration runs along time: give it the data with the covariates' effect taken "
+                             "out (evocov_core.forecast.covariates.on_time)")
         job_id = uuid.uuid4().hex[:12]
         job = Job(spec, job_id)
         if self.store is not None:
@@ -283,7 +300,7 @@ class JobManager:
             job.records.extend(p.evaluated)
             job.best = p.best
         if self.store is not None:
-            doc = _best_doc(p.best, job.spec.dataset) if job.spec.kind is JobKind.SEARCH else None
+            doc = _best_doc(p.best, job.data, covariates=job.covariates) if job.spec.kind is JobKind.SEARCH else None
             self.store.add_generation(job.id, p.stats, p.evaluated, p.n_evaluations, doc)
 
     def _finish(self, job: Job, status: RunStatus, best: FitResult | None, elapsed: float | None, n_eval: int | None,
@@ -301,7 +318,7 @@ class JobManager:
                     extra.update(counts.to_scores())
                     run_extra["n_screen_fits"] = counts.screening_fits
                 if doc is None and job.spec.kind is JobKind.SEARCH:
-                    doc = _best_doc(best, job.spec.dataset, extra or None)
+                    doc = _best_doc(best, job.data, extra or None, job.covariates)
                 self.store.finish_run(job.id, status, best_doc=doc, elapsed=elapsed, n_evaluations=n_eval,
                                       error=error or None, extra=run_extra or None)
         finally:
@@ -323,7 +340,12 @@ class JobManager:
                 # Stopped before it started: by the user, or by a server shutting down.
                 self._finish(job, RunStatus.INTERRUPTED if self._closing else RunStatus.CANCELLED, None, 0.0, 0)
                 return
-            data = FitData.from_dataset(spec.dataset, split_fraction=spec.config.metric_split,
+            if spec.kind is JobKind.SEARCH:  # with covariates: on what they leave, along time
+                on, effect = searched_on(spec.dataset)
+                with job.lock:
+                    job.data, job.covariates = on, effect
+            ds = job.data
+            data = FitData.from_dataset(ds, split_fraction=spec.config.metric_split,
                                         max_points=spec.config.fit_points)
             stop: Callable[[], bool] = job.cancel_event.is_set
             make = search_executor if spec.kind is JobKind.SEARCH else (
@@ -333,11 +355,11 @@ class JobManager:
                 if spec.kind is JobKind.SEARCH:
                     forecast = search_and_forecast(data, spec.config, seed=spec.seed, executor=ex,
                                                    progress=lambda p: self._on_progress(job, p), should_stop=stop,
-                                                   dataset=spec.dataset)
+                                                   dataset=ds)
                     res = forecast.search
                     if res.selection or res.budget_spent:
                         with job.lock:
-                            job.extra = _search_extra(res, spec.dataset)
+                            job.extra = _search_extra(res, ds, job.covariates)
                 else:
                     assert spec.base is not None
                     base = spec.base
@@ -359,7 +381,9 @@ class JobManager:
             status = RunStatus.INTERRUPTED if (res.status == RunStatus.CANCELLED and self._closing) else res.status
             doc = None
             if forecast is not None and res.best is not None and res.best.ok:
-                doc = search_kernel_file(forecast, spec.dataset, seed=spec.seed, config=spec.config)
+                doc = search_kernel_file(forecast, ds, seed=spec.seed, config=spec.config)
+                if job.covariates is not None:
+                    doc["covariates"] = job.covariates.to_dict()
             self._finish(job, status, res.best, res.elapsed, res.n_evaluations, counts=fit_counts(res), doc=doc)
         except Exception as exc:  # a job must never take the server down
             p = job.progress
@@ -380,7 +404,7 @@ class JobManager:
             self._dispatch()
 
 
-def _search_extra(res, ds: Dataset) -> dict:
+def _search_extra(res, ds: Dataset, covariates: CovariateEffect | None = None) -> dict:
     """What the Results page shows of a budgeted search: the model choice and the model average."""
     return {
         "budget_spent": bool(res.budget_spent),
@@ -388,8 +412,8 @@ def _search_extra(res, ds: Dataset) -> dict:
         "n_cache_hits": int(res.n_cache_hits),
         "selection": [{k: (finite_or_none(v) if isinstance(v, float) else v) for k, v in row.items()}
                       for row in res.selection],
-        "lowest_bic": _best_doc(res.best_bic, ds),
-        "ensemble": [{"weight": float(w), "kernel": _best_doc(f, ds)} for f, w in res.ensemble],
+        "lowest_bic": _best_doc(res.best_bic, ds, covariates=covariates),
+        "ensemble": [{"weight": float(w), "kernel": _best_doc(f, ds, covariates=covariates)} for f, w in res.ensemble],
     }
 
 

@@ -124,17 +124,22 @@ def _pid_alive(pid: int | None) -> bool:
 
 
 def dataset_to_json(ds: Dataset) -> str:
-    return json.dumps({
-        "name": ds.name, "x": ds.x.tolist(), "y": ds.y.tolist(), "x_label": ds.x_label, "y_label": ds.y_label,
-        "x_kind": ds.x_kind, "notes": list(ds.notes), "test_fraction": ds.test_fraction,
-    })
+    """A run's data as the store keeps them: the arrays, labels, split and the names of the covariates (x's
+    columns 2 to d when they are covariates with known futures; written only when there are some)."""
+    d = {"name": ds.name, "x": ds.x.tolist(), "y": ds.y.tolist(), "x_label": ds.x_label, "y_label": ds.y_label,
+         "x_kind": ds.x_kind, "notes": list(ds.notes), "test_fraction": ds.test_fraction}
+    if ds.covariates:
+        d["covariates"] = list(ds.covariates)
+    return json.dumps(d)
 
 
 def dataset_from_json(text: str) -> Dataset:
+    """Inverse of :func:`dataset_to_json` (rows written before covariates existed have none)."""
     d = json.loads(text)
     return Dataset.from_arrays(np.asarray(d["x"]), np.asarray(d["y"]), name=d["name"],
                                test_fraction=d["test_fraction"], duplicates="keep", x_label=d["x_label"],
-                               y_label=d["y_label"], x_kind=d["x_kind"], notes=tuple(d["notes"]))
+                               y_label=d["y_label"], x_kind=d["x_kind"], notes=tuple(d["notes"]),
+                               covariates=tuple(map(str, d.get("covariates") or ())))
 
 
 class RunStore:
@@ -230,6 +235,17 @@ class RunStore:
                 (status, time.time(), json.dumps(best_doc) if best_doc is not None else None, elapsed,
                  n_evaluations, error, json.dumps(merged), run_id),
             )
+
+    def update_extra(self, run_id: str, extra: dict) -> None:
+        """Merge ``extra`` into the run's stored extra (keys it does not name are kept): what a user added to
+        a run after it ended, such as the future values of its covariates that the Results page forecast with."""
+        with self._conn() as c:
+            row = c.execute("SELECT extra_json FROM runs WHERE id=?", (run_id,)).fetchone()
+            if row is None:
+                raise KeyError(run_id)
+            merged = json.loads(row[0]) if row[0] else {}
+            merged.update(extra)
+            c.execute("UPDATE runs SET extra_json=? WHERE id=?", (json.dumps(merged), run_id))
 
     def recover(self, active: frozenset[str] | set[str] = frozenset()) -> int:
         """Mark runs left queued/running by dead processes as interrupted; returns how many.
