@@ -66,10 +66,11 @@ def covariate_future(run: RunRecord, ds: Dataset, kf: KernelFile, effect: Covari
     """The uploader of the covariates' future values (or those kept with the run), then the forecast at them."""
     names = ", ".join(effect.names)
     full = run.dataset if run.dataset is not None else ds
-    st.markdown(f"This kernel uses the covariates **{names}** ({effect_words(effect)}): a forecast past the data "
-                "needs their value at every time it is for. Upload a CSV with the time column "
-                f"(`{ds.x_label}`) and a column for each covariate (`{'`, `'.join(effect.names)}`), one row per "
-                "time after the last observation.")
+    many = len(effect.names) > 1
+    st.markdown(f"This kernel uses the covariate{'s' * many} **{names}** ({effect_words(effect)}): a forecast past "
+                f"the data needs {'their values' if many else 'its value'} at every time it is for. Upload a CSV "
+                f"with the time column (`{ds.x_label}`) and a column for each covariate "
+                f"(`{'`, `'.join(effect.names)}`), one row per time after the last observation.")
     c1, c2 = st.columns([3, 1])
     up = c1.file_uploader("Future values of the covariates (CSV)", type=["csv", "txt", "tsv"],
                           key=f"results_future_file_{run.id}",

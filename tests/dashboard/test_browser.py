@@ -520,3 +520,76 @@ def test_report_html_renders_offline(browser, tmp_path):
                            timeout=30_000)
     assert errors == []
     ctx.close()
+
+
+def _write_covariate_csvs(folder: Path) -> tuple[Path, Path, Path]:
+    """Monthly sales driven by a price, the price's next 6 months, and those months without the price."""
+    rng = np.random.default_rng(2)
+    t = np.arange(72)
+    price = 5 + rng.normal(0, 1, t.size)
+    sales = 100 + 0.5 * t + 8 * np.sin(2 * np.pi * t / 12) - 6 * price + rng.normal(0, 0.3, t.size)
+    months = [f"{2000 + i // 12}-{i % 12 + 1:02d}-01" for i in range(78)]
+    data, future, bad = folder / "priced_sales.csv", folder / "future_prices.csv", folder / "future_no_price.csv"
+    data.write_text("month,price,sales\n" + "".join(f"{m},{p:.3f},{s:.3f}\n" for m, p, s in
+                                                    zip(months, price, sales, strict=False)))
+    future.write_text("month,price\n" + "".join(f"{m},{4 + i * 0.4:.2f}\n" for i, m in enumerate(months[72:])))
+    bad.write_text("month,cost\n" + "".join(f"{m},1\n" for m in months[72:]))
+    return data, future, bad
+
+
+def test_a_covariate_chosen_on_data_forecasts_at_its_uploaded_future(server, browser, tmp_path):
+    """Upload a CSV with a price column, pick it as a covariate, run a 4 s search, then on Results: a future
+    file without the price is one line (no traceback), the right one draws the forecast and offers its CSV."""
+    data, future, bad = _write_covariate_csvs(tmp_path)
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1400}, accept_downloads=True)
+    page = ctx.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(server["url"])
+    _wait_app(page, "Data")
+    page.get_by_role("tab", name=re.compile("Upload a CSV")).click()
+    page.locator(".st-key-data_upload [data-testid='stFileUploaderDropzoneInput']").set_input_files(str(data))
+    expect(page.get_by_text(re.compile(r"Ready: .*priced_sales"))).to_be_visible(timeout=60_000)
+    page.locator('[data-testid="stMultiSelect"]').filter(has_text="Covariates").locator("input").click()
+    page.get_by_role("option", name="price").click()
+    page.keyboard.press("Escape")
+    expect(page.get_by_text(re.compile(r"Ready: .*covariates price"))).to_be_visible(timeout=30_000)
+    page.locator(".st-key-data_use_upload button").click()
+    expect(page.locator('[data-testid="stSidebar"]')).to_contain_text("covariates price", timeout=30_000)
+    expect(page.get_by_text("Covariates known in advance:")).to_be_visible()
+    _no_exceptions(page)
+    _shot(page, "11-data-covariates")
+
+    _nav(page, "Search", "Search")
+    _set_float(page, "Time budget (seconds)", 4)
+    _set_number(page, "Worker processes", 1)
+    _start_search(page)
+    page.wait_for_url(re.compile(r"[?&]job=[0-9a-f]{12}"), timeout=30_000)
+    job_id = re.search(r"job=([0-9a-f]{12})", page.url).group(1)
+    t0 = time.time()
+    while _status(page) != "finished":
+        assert time.time() - t0 < 90, page.locator(".st-key-search_status").inner_text()
+        time.sleep(0.3)
+    page.locator(".st-key-search_open_results button").click(timeout=30_000)
+    _wait_app(page, "Results")
+    expect(page.get_by_text(re.compile(r"No forecast past the data until the future values of price"))
+           ).to_be_visible(timeout=30_000)
+    drop = page.locator(f".st-key-results_future_file_{job_id} [data-testid='stFileUploaderDropzoneInput']")
+    drop.set_input_files(str(bad))
+    error = page.locator('[data-testid="stAlertContentError"]').filter(has_text="Cannot use future_no_price.csv")
+    expect(error).to_be_visible(timeout=30_000)
+    said = [line for line in error.inner_text().splitlines() if line.strip() not in ("", "block")]  # (its icon)
+    assert len(said) == 1 and "'price'" in said[0], said
+    _no_exceptions(page)
+    drop.set_input_files(str(future))
+    expect(error).to_have_count(0, timeout=30_000)
+    download = page.get_by_role("button", name="Download the forecast (CSV)")
+    expect(download).to_be_enabled(timeout=60_000)  # the classical members, when averaged, are fitted first
+    _no_exceptions(page)
+    download.scroll_into_view_if_needed()  # the screenshot shows the forecast, far down the page
+    _shot(page, "12-results-covariate-forecast")
+    with page.expect_download() as dl:
+        download.click()
+    got = dl.value.path().read_text().splitlines()
+    assert got[0].startswith("month,forecast") and len(got) == 7, got  # the six months of the future file
+    assert got[1].startswith("2006-01")
+    ctx.close()
