@@ -25,6 +25,7 @@ from dashboard.covariates import check_future, effect_words, future_key, future_
 from dashboard.datasets import dataset_fingerprint
 from dashboard.format import polish, poll_every
 from dashboard.runs import store
+from dashboard.state import FUTURE_VALUES
 from evocov_core.data import DataError, Dataset
 from evocov_core.fitting.seasons import infer_seasons
 from evocov_core.forecast.classical import DEFAULT_TIME_LIMIT, classical_forecasts
@@ -34,9 +35,6 @@ from evocov_core.forecast.future import MAX_HORIZON, default_horizon, forecast_f
 from evocov_core.present.figures import future_figure
 from evocov_core.runs.kernel_file import KernelFile
 from evocov_core.runs.run_record import RunRecord
-
-#: The key of a run's stored extra that keeps the future values of its covariates last forecast with.
-FUTURE_KEY = "future_covariates"
 
 
 def future_section(run: RunRecord, ds: Dataset, kf: KernelFile) -> None:
@@ -80,7 +78,7 @@ def covariate_future(run: RunRecord, ds: Dataset, kf: KernelFile, effect: Covari
                        mime="text/csv", key=f"results_future_template_{run.id}", icon=":material/download:",
                        help=f"The next {default_horizon(ds)} steps after the data, with an empty column for each "
                        "covariate to fill in.")
-    kept = run.extra.get(FUTURE_KEY)
+    kept = run.extra.get(FUTURE_VALUES)
     if up is not None:
         try:
             x, C = read_future(up.getvalue(), ds, effect)
@@ -89,7 +87,7 @@ def covariate_future(run: RunRecord, ds: Dataset, kf: KernelFile, effect: Covari
             return
         source = up.name
         if not (isinstance(kept, dict) and kept.get("x") == x.tolist() and kept.get("c") == C.tolist()):
-            store().update_extra(run.id, {FUTURE_KEY: {"file": up.name, "names": list(effect.names),
+            store().update_extra(run.id, {FUTURE_VALUES: {"file": up.name, "names": list(effect.names),
                                                        "x": x.tolist(), "c": C.tolist()}})
     elif isinstance(kept, dict) and kept.get("names") == list(effect.names):
         try:

@@ -13,8 +13,10 @@ import time
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
+from dashboard.datasets import read_upload
 from dashboard.long_table import LongTable, current_long_table
 from dashboard.panel_runs import PanelRequest, PanelRuns, PanelStatus
 from dashboard.panel_view import (
@@ -28,7 +30,8 @@ from dashboard.panel_view import (
 from dashboard.runs import panel_runs, store
 from dashboard.search_form import CPUS
 from dashboard.state import PAGE_DATA, PAGE_RESULTS, PANEL_RUN_KEY, RESULTS_RUN_KEY
-from evocov_core.data import DataError
+from evocov_core.data import DataError, numeric_columns
+from evocov_core.panel.table import future_values, panel_from_frame
 from evocov_core.searches import PRESETS, preset
 
 __all__ = ["HOLDOUT_CAPTION", "render"]
@@ -109,14 +112,57 @@ def new_run(runs: PanelRuns, table: LongTable | None) -> None:
     except ValueError as exc:
         st.error(f"**Invalid settings:** {exc}.", icon=":material/block:")
         return
+    chosen = panel_covariates(table, int(h))
+    if chosen is None:
+        return
+    covariates, future = chosen
     if st.button("Start the panel", type="primary", key="panel_start", icon=":material/play_arrow:"):
         request = PanelRequest(table.name, table.id_col, table.ds_col, table.y_col, int(h), table.season_length,
                                st.session_state["panel_preset"], int(seed), int(workers),
-                               {**settings, "time_budget": float(budget)}, table.n_series, time.time())
-        run_id = runs.start(table.data, request)
+                               {**settings, "time_budget": float(budget)}, table.n_series, time.time(),
+                               list(covariates))
+        run_id = runs.start(table.data, request, future)
         st.session_state[PANEL_RUN_KEY] = run_id
         st.query_params["panel"] = run_id
         st.rerun()
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _table(fingerprint: str, _data: bytes) -> pd.DataFrame:
+    return read_upload(_data).rename(columns=str)
+
+
+def panel_covariates(table: LongTable, h: int) -> tuple[list[str], bytes | None] | None:
+    """The covariates with known futures a run uses (the table's other columns of numbers) and the file of their
+    future values, checked as the worker will read them; None (and one line said) until they can be used."""
+    df = _table(table.fingerprint, table.data)
+    options = [c for c in numeric_columns(df) if c not in (table.id_col, table.ds_col, table.y_col)]
+    if not options:
+        return [], None
+    covariates = st.multiselect(
+        "Covariates (known in advance)", options, key=f"panel_cov_{table.fingerprint}", placeholder="None",
+        help="Columns whose future values you know: a price, a holiday flag. Each series' search estimates their "
+        "effect beside trend and season, keeps it when it lowers the BIC and searches its kernel on what it "
+        "leaves; the forecast is at the times of the future values, with their effect added (as `evocov panel "
+        "--covariates ... --future FILE`).")
+    if not covariates:
+        return [], None
+    up = st.file_uploader(
+        "Future values of the covariates (CSV)", type=["csv", "txt", "tsv"], key="panel_future",
+        help=f"statsforecast's X_df: columns {table.id_col}, {table.ds_col} and each covariate, the {h} steps "
+        "after each series' last observation (one row a series and step).")
+    if up is None:
+        st.info(f"Upload the future values of {', '.join(covariates)} ({table.id_col}, {table.ds_col} and each "
+                f"covariate, for the {h} steps after each series) to start.", icon=":material/upload_file:")
+        return None
+    try:
+        panel = panel_from_frame(df, id_col=table.id_col, ds_col=table.ds_col, y_col=table.y_col,
+                                 season_length=table.season_length, covariates=tuple(covariates))
+        future_values(panel, read_upload(up.getvalue()), h)
+    except DataError as exc:
+        st.error(f"**Cannot use {up.name}:** {exc}.", icon=":material/block:")
+        return None
+    return covariates, up.getvalue()
 
 
 # --- a run --------------------------------------------------------------------------------------------------------
@@ -124,7 +170,8 @@ def new_run(runs: PanelRuns, table: LongTable | None) -> None:
 
 def _describe(req: PanelRequest) -> str:
     budget = float(req.settings.get("time_budget", 0.0) or 0.0)
-    return (f"**{req.name}** · {req.n_series:,} series · {req.h} steps ahead · preset `{req.preset}`, "
+    return (f"**{req.name}** · {req.n_series:,} series · {req.h} steps ahead · "
+            + (f"covariates {', '.join(req.covariates)} · " if req.covariates else "") + f"preset `{req.preset}`, "
             + (f"{budget:g} s a series" if budget > 0 else "fixed counts") + f" · seed {req.seed} · "
             f"{req.workers} worker process{'es' * (req.workers > 1)}")
 

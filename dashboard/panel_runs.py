@@ -5,6 +5,7 @@ data directory, ``$EVOCOV_DATA_DIR/panels/<id>/``::
 
     request.json   what to run: the table's columns, the horizon, preset, settings, workers (written once)
     table.csv      the uploaded long table, byte for byte
+    future.csv     with covariates: their future values (statsforecast's X_df), byte for byte
     out/           the engine's own folder (evocov_core.panel.store): panel.json, parts/, kernels/,
                    forecasts.csv, series.csv
     state.json     "running" (asked to run, with the worker's process id), then "finished", "stopped" or
@@ -51,7 +52,7 @@ from evocov_core.panel.store import atomic_write
 
 __all__ = ["PanelRequest", "PanelRuns", "PanelStatus", "holds_lock", "read_request", "run_folder_ok"]
 
-REQUEST, TABLE, OUT, STATE = "request.json", "table.csv", "out", "state.json"
+REQUEST, TABLE, OUT, STATE, FUTURE = "request.json", "table.csv", "out", "state.json", "future.csv"
 PROGRESS, LOCK, STOP, LOG = "progress.json", "worker.lock", "stop", "worker.log"
 #: The dashboard's package root: the worker is ``python -m dashboard.panel_worker`` from there.
 _ROOT = Path(__file__).resolve().parents[1]
@@ -78,6 +79,9 @@ class PanelRequest:
         Search settings over the preset's (``time_budget`` included).
     n_series : int
     created : float
+    covariates : list of str
+        Columns with known futures (each series' search estimates their effect); their future values are the
+        folder's ``future.csv``. Empty: none (and requests written before covariates existed).
     """
 
     name: str
@@ -92,12 +96,14 @@ class PanelRequest:
     settings: dict[str, Any] = field(default_factory=dict)
     n_series: int = 0
     created: float = 0.0
+    covariates: list[str] = field(default_factory=list)
 
     def engine_args(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`evocov_core.forecast_panel` but the table, ``h`` and its hooks."""
+        """The keyword arguments of :func:`evocov_core.forecast_panel` but the table, ``h``, its hooks and the
+        covariates' future values (``X_df``)."""
         return {"preset": self.preset, "seed": self.seed, "season_length": self.season_length,
                 "id_col": self.id_col, "ds_col": self.ds_col, "y_col": self.y_col, "workers": self.workers,
-                **self.settings}
+                **({"covariates": tuple(self.covariates)} if self.covariates else {}), **self.settings}
 
 
 @dataclass(frozen=True)
@@ -226,12 +232,17 @@ class PanelRuns:
         except KeyError:
             return False
 
-    def start(self, table: bytes, request: PanelRequest) -> str:
-        """Make a run's folder (the table and the request) and start its worker; returns the run's id."""
+    def start(self, table: bytes, request: PanelRequest, future: bytes | None = None) -> str:
+        """Make a run's folder (the table, the covariates' future values when it has some, and the request) and
+        start its worker; returns the run's id."""
+        if bool(request.covariates) != (future is not None):
+            raise ValueError("a panel run with covariates needs their future values, and only then")
         run_id = uuid.uuid4().hex[:12]
         folder = self.folder(run_id)
         folder.mkdir(parents=True)
         (folder / TABLE).write_bytes(table)
+        if future is not None:
+            (folder / FUTURE).write_bytes(future)
         # The request last: a folder is a run once its request can be read.
         atomic_write(folder / REQUEST, json.dumps(asdict(request), indent=1) + "\n")
         self._launch(run_id)

@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dashboard.panel_runs import TABLE, PanelRequest, PanelRuns
-from evocov_core.data import Dataset, read_table
+from dashboard.panel_runs import FUTURE, TABLE, PanelRequest, PanelRuns
+from dashboard.state import FUTURE_VALUES
+from evocov_core.data import DataError, Dataset, read_table
 from evocov_core.panel.series import MIN_SEARCH_POINTS
-from evocov_core.panel.table import Panel, panel_from_frame
+from evocov_core.panel.table import Panel, future_values, panel_from_frame
 from evocov_core.runs.store import RunStore
 from evocov_core.searches import ConfigError, RunStatus, preset
 from evocov_core.searches.config import settings, with_derived
@@ -135,7 +136,8 @@ def panel_of_run(runs: PanelRuns, run_id: str) -> Panel:
     """The panel of a run, read from its folder's table as its worker read it."""
     request = runs.status(run_id).request
     return panel_from_frame(read_table(runs.folder(run_id) / TABLE), id_col=request.id_col, ds_col=request.ds_col,
-                            y_col=request.y_col, season_length=request.season_length)
+                            y_col=request.y_col, season_length=request.season_length,
+                            covariates=tuple(request.covariates))
 
 
 def series_rows(series: pd.DataFrame, forecasts: pd.DataFrame | None,
@@ -164,10 +166,12 @@ def series_rows(series: pd.DataFrame, forecasts: pd.DataFrame | None,
 
 
 def series_dataset(panel: Panel, uid: str, y_label: str) -> Dataset:
-    """A panel's series as its search saw it: every observed point, no test part."""
+    """A panel's series as its search saw it: every observed point (with the panel's covariates there, x's
+    columns 2 to d), no test part."""
     s = next(s for s in panel.series if s.uid == uid)
-    return Dataset.from_arrays(s.x, s.y, name=uid, test_fraction=0.0, x_kind=panel.x_kind, x_label=panel.x_label,
-                               y_label=y_label, min_points=1)
+    x = np.column_stack([s.x, s.c]) if panel.covariates and s.c is not None else s.x
+    return Dataset.from_arrays(x, s.y, name=uid, test_fraction=0.0, x_kind=panel.x_kind, x_label=panel.x_label,
+                               y_label=y_label, min_points=1, covariates=panel.covariates if x.ndim == 2 else ())
 
 
 def series_run_id(run_id: str, uid: str) -> str:
@@ -189,13 +193,22 @@ def register_series_run(store: RunStore, runs: PanelRuns, run_id: str, uid: str,
     if text is None:
         return None
     request: PanelRequest = runs.status(run_id).request
-    ds = series_dataset(panel_of_run(runs, run_id), uid, request.y_col)
+    panel = panel_of_run(runs, run_id)
+    ds = series_dataset(panel, uid, request.y_col)
+    extra = {}
+    if panel.covariates:  # the future values the panel forecast it with: the Results page forecasts with them too
+        try:
+            fx, fc = future_values(panel, read_table(runs.folder(run_id) / FUTURE), request.h)[uid]
+            extra[FUTURE_VALUES] = {"file": f"the future values of panel {run_id}", "names": list(panel.covariates),
+                                    "x": fx.tolist(), "c": fc.tolist()}
+        except (DataError, OSError, KeyError):  # (the run read them; a folder changed since): uploaded again
+            pass
     doc = json.loads(text)
     config = preset(request.preset, **with_derived(dict(request.settings)))
     try:
         store.create_run(rid, kind="search", algorithm=str(config.algorithm), dataset=ds,
                          settings=config.to_dict(), seed=request.seed, label=f"Panel {run_id} · {uid}",
-                         status=RunStatus.FINISHED)
+                         status=RunStatus.FINISHED, extra=extra)
     except sqlite3.IntegrityError:  # another session made it a moment ago
         return rid
     evaluations = (doc.get("scores") or {}).get("evaluations")

@@ -3,7 +3,8 @@
 The process :class:`dashboard.panel_runs.PanelRuns` starts for a run of the Panel page (no Streamlit here).
 It holds the folder's lock while it works, calls the ``panel`` command's engine
 (:func:`evocov_core.forecast_panel`, the front door's, so that ``series.csv`` has each kernel in words)
-on the folder's table and request with ``out=FOLDER/out`` (where the finished series are, and are read
+on the folder's table and request (with covariates, their future values ``future.csv`` as ``X_df``) with
+``out=FOLDER/out`` (where the finished series are, and are read
 back when the run resumes), writes each progress report to ``progress.json``, stops when ``FOLDER/stop``
 appears, and says how it ended in ``state.json``. A second worker on the same folder leaves at once.
 """
@@ -21,7 +22,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from dashboard.panel_runs import LOCK, OUT, PROGRESS, STOP, TABLE, read_request, write_state
+from dashboard.panel_runs import FUTURE, LOCK, OUT, PROGRESS, STOP, TABLE, read_request, write_state
 
 __all__ = ["main", "run"]
 
@@ -66,8 +67,9 @@ def run(folder: Path) -> str:
 
     try:
         table = read_table(folder / TABLE)
+        future = read_table(folder / FUTURE) if request.covariates else None  # the covariates' X_df
         result = forecast_panel(table, request.h, out=folder / OUT, progress=progress, should_stop=stop.exists,
-                                **request.engine_args())
+                                X_df=future, **request.engine_args())
     except (DataError, ConfigError) as exc:  # the table or the settings: the user's to fix, in one line
         write_state(folder, "failed", error=str(exc))
         return "failed"

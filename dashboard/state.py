@@ -39,5 +39,9 @@ GPSS_JOBS_KEY = "evocov_gpss_jobs"  # dataset fingerprint -> GPSS baseline job i
 PANEL_TABLE_KEY = "evocov_panel_table"  # the long table the Data page accepted (dashboard.long_table.LongTable)
 PANEL_RUN_KEY = "evocov_panel_run"  # id of the panel run this session watches
 
+#: A run's stored extra (not the session's) that keeps the covariates' future values last forecast with:
+#: ``{"file", "names", "x", "c"}`` (dashboard.future_view; a panel series' from its run, dashboard.panel_view).
+FUTURE_VALUES = "future_covariates"
+
 DEFAULT_DATASET = "airline"
 DEFAULT_TEST_FRACTION = 0.1

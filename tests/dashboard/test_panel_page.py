@@ -431,3 +431,66 @@ def test_a_panel_series_opens_on_the_results_page_as_a_single_search(done_run, m
     no_exception(at)
     assert any("on **alpha** (40 training, 0 test points)" in m for m in texts(at, "markdown"))
     assert any("**The kernel.**" in m for m in texts(at, "markdown"))
+
+
+def priced_long_csv(lengths: dict[str, int], future: int = 0) -> bytes:
+    """A long table with a price each series' sales follow (``future``: the next steps' prices alone, X_df)."""
+    rng = np.random.default_rng(5)
+    rows = ["unique_id,ds,price" + ("" if future else ",y")]
+    for k, (uid, n) in enumerate(lengths.items()):
+        for i in range(n, n + future) if future else range(n):
+            price = 5 + np.sin(i / 3 + k) + rng.normal(0, 0.3)
+            y = 80 + 0.3 * i + 4 * np.sin(2 * np.pi * i / 12) - 5 * price + rng.normal(0, 0.2)
+            rows.append(f"{uid},{2010 + i // 12}-{i % 12 + 1:02d}-01,{price:.3f}" + ("" if future else f",{y:.3f}"))
+    return ("\n".join(rows) + "\n").encode()
+
+
+def test_a_panel_with_covariates_takes_their_future_values_and_opens_a_series_with_them(data_dir):
+    """The Panel page's covariates: a future file without a series' rows is one line and nothing starts; with
+    the right one the run records them as ``panel --covariates --future`` does, and a series opened on Results
+    forecasts with the panel's future values of it."""
+    lengths = {"north": 30, "south": 34}
+    at = panel_page_with(priced_long_csv(lengths), "priced.csv")
+    no_exception(at)
+    [box] = [m for m in at.multiselect if m.label == "Covariates (known in advance)"]
+    assert box.options == ["price"]
+    assert _has_button(at, "panel_start")  # without covariates, as before
+    box.set_value(["price"]).run()
+    assert any("Upload the future values of price" in i for i in texts(at, "info"))
+    assert not _has_button(at, "panel_start")
+    short = priced_long_csv({"north": 30}, future=3)  # no rows for south
+    at.file_uploader(key="panel_future").set_value(("x.csv", short, "text/csv")).run()
+    no_exception(at)
+    errors = texts(at, "error")
+    assert len(errors) == 1 and "**Cannot use x.csv:** series 'south' has 0 rows of future values" in errors[0]
+    assert not _has_button(at, "panel_start")
+    future = priced_long_csv(lengths, future=3)
+    at.file_uploader(key="panel_future").set_value(("x.csv", future, "text/csv")).run()
+    assert not at.error
+    at.text_input(key="panel_settings").set_value(FIXED_TEXT).run()
+    at.button(key="panel_start").click().run()
+    no_exception(at)
+    run_id = at.session_state["evocov_panel_run"]
+    runs = PanelRuns(data_dir, resume=False)
+    finished(runs, run_id)
+    assert runs.status(run_id).request.covariates == ["price"]
+    assert (runs.folder(run_id) / "future.csv").read_bytes() == future
+    forecasts = runs.forecasts(run_id)
+    assert list(forecasts.groupby("unique_id").size()) == [3, 3]
+    series = runs.series_table(run_id).set_index("unique_id")
+    assert list(series.status) == ["ok", "ok"]
+    kernel = json.loads(runs.kernel_text(run_id, series.loc["north"].kernel_file))
+    assert kernel["covariates"]["names"] == ["price"]
+    at.run()
+    assert any("covariates price" in m for m in texts(at, "markdown"))
+
+    rid = register_series_run(RunStore(data_dir), runs, run_id, "north", series.loc["north"].kernel_file, 1.0)
+    run = RunStore(data_dir).get_run(rid)
+    assert run.dataset.covariates == ("price",) and len(run.extra["future_covariates"]["x"]) == 3
+    results = app()
+    results.query_params["run"] = rid
+    results.run()
+    results.switch_page("pages/3_results.py").run()
+    no_exception(results)
+    assert any(f"future values of panel {run_id}" in c for c in texts(results, "caption"))
+    assert [d for d in results.get("download_button") if "Download the forecast" in str(d.proto.label)]
