@@ -16,11 +16,11 @@ from dashboard.comparison import (
     se_future,
     settings_in_state,
 )
-from dashboard.covariates import applied_to
+from dashboard.covariates import applied_to, kernel_effect
 from dashboard.datasets import current_dataset, dataset_fingerprint
 from dashboard.format import fmt, polish, poll_every
 from dashboard.runs import gpss_baseline_job, runs_on_dataset, store
-from dashboard.views import show_kernel
+from dashboard.views import kernel_doc, show_kernel
 from evocov_core.compute.timed import one_line
 from evocov_core.data import DataError, Dataset
 from evocov_core.fitting.model import FittedModel, ModelAverage
@@ -178,9 +178,11 @@ def pareto_tab(run: RunRecord, ds: Dataset, best: FitResult, average: ModelAvera
         st.warning(f"Cannot open this kernel: {exc}")
         return
     st.divider()
+    effect = kernel_effect(run.best.doc) if run.best is not None else None  # its file adds the effect back too
     show_kernel(fit, ds, key=f"results_sel_{run.id}",
                 title=f"Selected kernel (generation {row['generation']}, #{row['idx']})",
-                download_name=f"evocov-kernel-{ds.name}-{run.id}-g{row['generation']}-{row['idx']}.json")
+                download_name=f"evocov-kernel-{ds.name}-{run.id}-g{row['generation']}-{row['idx']}.json",
+                doc=None if effect is None else {**kernel_doc(fit, ds), "covariates": effect.to_dict()})
 
 
 def kernel_file_tab() -> None:
