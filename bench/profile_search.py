@@ -45,6 +45,7 @@ PARTS = {
     "  screened starts (LML only)": ("evocov_core.fitting.optimize", "_screen"),
     "  L-BFGS-B runs": ("evocov_core.fitting.optimize", "_run_lbfgs"),
     "    evaluations (LML + gradient)": ("evocov_core.fitting.optimize", "_Objective.value_and_grad"),
+    "      fused LML (+ gradient), one call": ("evocov_core.fitting.gp", "_fused_lml"),
     "      K and its tape (compiled)": ("evocov_core.language.compiled", "covariance_vjp"),
     "      K and its tape (walk)": ("evocov_core.fitting.gp", "covariance_vjp"),
     "      Cholesky (factorize)": ("evocov_core.fitting.gp", "factorize"),
@@ -60,7 +61,10 @@ import numpy as np
 from evocov_core.compute.setup import prepare_process
 prepare_process()
 from evocov_core.data import Dataset
-from evocov_core.searches import preset, run_search, search_data
+try:
+    from evocov_core.searches import preset, run_search, search_data
+except ImportError:  # trees before the search package's rename
+    from evocov_core.search import preset, run_search, search_data
 parts, x, y, seconds, name, seed = json.loads(sys.argv[1])
 acc = {}
 def wrap(label, modname, attr):

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import blas, cho_solve, lapack, solve_triangular
 
-from evocov_core.language import compiled
+from evocov_core.language import compiled, fused
 from evocov_core.language.evaluate import Inputs, covariance, covariance_diag, covariance_vjp
 from evocov_core.language.kernel import Kernel
 
@@ -206,6 +206,34 @@ def _lml_value(f: Factor, y: Array, alpha: Array) -> float:
     return float(-0.5 * y @ alpha - 0.5 * f.log_det - 0.5 * y.shape[0] * LOG_2PI)
 
 
+_MAX_LOG = math.log(np.finfo(np.float64).max)
+
+
+@lru_cache(maxsize=1)
+def _lml_loop() -> Callable[..., tuple[float, Array, bool]]:
+    from evocov_core.fitting._lml_loop import lml_grad  # imports Numba: only when a short series is fitted
+
+    return lml_grad
+
+
+def _fused_lml(kernel: Kernel, inputs: Inputs, y: Array, theta: Array, log_noise: float,
+               want_grad: bool) -> tuple[float, Array] | None:
+    """LML (and its gradient) from one compiled call (:mod:`evocov_core.language.fused`), or None when
+    the tree or the inputs are not fused, or when the factorisation needs jitter or a value is not finite:
+    the general path then decides what happens."""
+    call = fused.fused(kernel, inputs)
+    if call is None:
+        return None
+    t = np.asarray(theta, dtype=np.float64).reshape(-1)
+    tree = call.tree
+    if t.shape[0] != tree.n_params or not log_noise < _MAX_LOG:
+        return None  # the general path raises the error, or fails the candidate
+    value, grad, ok = _lml_loop()(tree.table, tree.consts, t, call.Xf, call.Df, call.Xr1, call.Xr2, call.Dr,
+                                  call.lags, tree.n_full, tree.n_row, np.ascontiguousarray(y, dtype=np.float64),
+                                  log_noise, want_grad)
+    return (value, grad) if ok else None
+
+
 def lml(kernel: Kernel, inputs: Inputs, y: Array, theta: Array, log_noise: float) -> tuple[float, float]:
     """Log marginal likelihood and the jitter used.
 
@@ -220,6 +248,9 @@ def lml(kernel: Kernel, inputs: Inputs, y: Array, theta: Array, log_noise: float
     log_noise : float
         Log noise variance.
     """
+    done = _fused_lml(kernel, inputs, y, theta, log_noise, want_grad=False)
+    if done is not None:
+        return done[0], 0.0
     K = compiled.covariance(kernel, inputs, theta)
     if K is None:
         K = covariance(kernel, inputs, theta)
@@ -253,6 +284,9 @@ def lml_and_grad(kernel: Kernel, inputs: Inputs, y: Array, theta: Array, log_noi
     ``∂LML/∂θ_j = ½ tr((ααᵀ − K_y⁻¹) ∂K/∂θ_j)``, computed as one reverse pass of the
     adjoint ``W = ½(ααᵀ − K_y⁻¹)`` through the kernel tree.
     """
+    done = _fused_lml(kernel, inputs, y, theta, log_noise, want_grad=True)
+    if done is not None:
+        return LMLGradient(done[0], done[1], 0.0)
     K, vjp = compiled.covariance_vjp(kernel, inputs, theta) or covariance_vjp(kernel, inputs, theta)
     noise = math.exp(log_noise)
     f = factorize(K, noise, overwrite=True, rebuild=lambda: covariance(kernel, inputs, theta))

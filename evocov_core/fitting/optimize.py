@@ -43,6 +43,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -380,6 +381,13 @@ def slot_bounds(kernel: Kernel, data: FitData, config: OptimConfig,
     return lo, hi
 
 
+@lru_cache(maxsize=256)
+def _peak_cdf(weights: tuple[float, ...]) -> Array:
+    cdf = np.asarray(weights, dtype=np.float64).cumsum()
+    cdf /= cdf[-1]
+    return cdf
+
+
 def _draw_new(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random.Generator,
               ranges: dict[str, tuple[float, float]], roles: dict[str, set[str]],
               bounds: tuple[Array, Array] | None = None) -> Array:
@@ -391,10 +399,12 @@ def _draw_new(kernel: Kernel, data: FitData, config: OptimConfig, rng: np.random
     z = np.empty(p + 1)
     for k, s in enumerate(kernel.slots):
         r = sorted(roles[s]) or [""]
-        role = r[int(rng.integers(len(r)))]
+        # integers(1) draws nothing from the stream: skipping it leaves the draws as they were.
+        role = r[int(rng.integers(len(r)))] if len(r) > 1 else r[0]
         if role == "frequency" and omegas and rng.random() < PEAK_PROBABILITY:
-            # Near a periodogram peak (see evocov_core.fitting.spectrum).
-            w = omegas[int(rng.choice(len(omegas), p=weights))]
+            # Near a periodogram peak (see evocov_core.fitting.spectrum), drawn as rng.choice(p=weights)
+            # draws (one uniform, the same stream) without its checks of p, which cost 25 µs a call.
+            w = omegas[int(_peak_cdf(weights).searchsorted(rng.random(), side="right"))]
             z[k] = math.log(w) + 0.01 * rng.standard_normal()
         else:
             a, b = ranges[role]

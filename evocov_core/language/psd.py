@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evocov_core.language import compiled
+from evocov_core.language import compiled, fused
 from evocov_core.language.evaluate import Inputs
 from evocov_core.language.evaluate import covariance as _walk_covariance
 from evocov_core.language.kernel import Kernel
@@ -76,14 +76,16 @@ class PSDReport:
 
 
 def covariance(kernel: Kernel, inputs: Inputs, theta: np.ndarray) -> np.ndarray:
-    """K on one random data set: the compiled tree's (:mod:`evocov_core.language.compiled`), the same floats
-    as the stack walk's, which runs when the tree is not compiled.
+    """K on one random data set: the fused loop's (:mod:`evocov_core.language.fused`), else the compiled tree's
+    (:mod:`evocov_core.language.compiled`, the stack walk's floats), else the walk's.
 
     Returns
     -------
     ndarray of shape (n, n)
     """
-    C = compiled.covariance(kernel, inputs, theta)
+    C = fused.covariance(kernel, inputs, theta)
+    if C is None:
+        C = compiled.covariance(kernel, inputs, theta)
     return _walk_covariance(kernel, inputs, theta) if C is None else C
 
 

@@ -32,7 +32,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: The environment that makes numpy and OpenBLAS pick the same code on any x86-64-v3 processor. Both
 #: are read when the libraries load, hence a child process.
-PINNED = {"OPENBLAS_CORETYPE": "Haswell", "NPY_ENABLE_CPU_FEATURES": "X86_V3"}
+PINNED = {"OPENBLAS_CORETYPE": "Haswell", "NPY_ENABLE_CPU_FEATURES": "X86_V3", "NUMBA_CPU_NAME": "haswell"}
+
+#: Cases on a short series: the first this many months of Airline, where the fused loop
+#: (evocov_core/language/fused.py) evaluates the trees.
+SHORT = 48
 
 #: name -> (preset, algorithm, seed, overrides of the preset)
 CASES: dict[str, tuple[str, str, int, dict]] = {
@@ -41,6 +45,7 @@ CASES: dict[str, tuple[str, str, int, dict]] = {
     "quick-fixed/gpss": ("quick-fixed", "gpss", 0, dict(generations=2, base_kernels=("SE", "PER", "LIN"))),
     "paper/evocov": ("paper", "evocov", 0, dict(population=24, generations=6, mu=4)),
     "paper/evocov-seed-5": ("paper", "evocov", 5, dict(population=16, generations=5, mu=4)),
+    "quick-fixed/evocov-short": ("quick-fixed", "evocov", 2, dict(population=16, generations=5, mu=4)),
 }
 
 
@@ -50,13 +55,15 @@ def _float(v: float | None) -> str | None:
 
 def run_case(name: str) -> dict:
     """The record of one case: the returned kernel, its BIC and every kernel the run fitted."""
-    from evocov_core.data import load_bundled
+    from evocov_core.data import Dataset, load_bundled
     from evocov_core.fitting.fits import SerialExecutor
     from evocov_core.searches import preset, run_search, search_data
 
     preset_name, algorithm, seed, overrides = CASES[name]
     config = preset(preset_name, algorithm, **overrides)
     ds = load_bundled("airline")
+    if name.endswith("-short"):
+        ds = Dataset.from_arrays(ds.x[:SHORT], ds.y[:SHORT], name=f"airline-{SHORT}")
     data = search_data(ds, config)
     with SerialExecutor(data, config.optim) as ex:
         result = run_search(data, config, seed=seed, executor=ex)
@@ -85,7 +92,7 @@ def arithmetic() -> dict:
 
     blas = sorted({(i.get("internal_api", ""), i.get("version") or "", i.get("architecture") or "")
                    for i in threadpool_info() if i.get("user_api") == "blas"})
-    return {"numpy": version("numpy"), "scipy": version("scipy"), "deap": version("deap"),
+    return {"numpy": version("numpy"), "scipy": version("scipy"), "deap": version("deap"), "numba": version("numba"),
             "numpy_simd": [f for f in __cpu_dispatch__ if __cpu_features__.get(f)],
             "blas": [{"api": a, "version": v, "kernels": k} for a, v, k in blas]}
 
