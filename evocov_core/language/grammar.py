@@ -52,6 +52,9 @@ about θτ, so the forecast's trend flattens as damped Holt's does (``θτ → �
 each is positive semi-definite on any inputs; sums, products and the other operators of the
 grammar then keep or test it as for every kernel.
 
+Family ``trig``: ``cos(w)``, nestable. The cosine of a covariance is not positive semi-definite in
+general; the PSD check keeps the trees that are.
+
 ABCD's change-point operator (Lloyd et al. 2014): ``w`` before the location ``θc``, ``v``
 after it, switching over a width of about ``θs`` along the first input (time). ABCD's
 change window: ``v`` inside the window ``[a, b]`` of centre ``θc`` and width ``θw``, ``w``
@@ -370,6 +373,13 @@ OPERATORS: tuple[Symbol, ...] = (
            infix=lambda ch, r: (f"D[{ch[1][0]}](x,x')", 4), latex=_damped_latex,
            sympy=lambda ch, rec, c: c.damped(c.x, c.xp, c.slot(ch[1][0])),
            roles=_roles(None, "damping")),
+    # The reverse rule reads the input (−sin w), not the output.
+    Symbol("cos", (Cov,), Cov, "nestable", family="trig",
+           forward=ops._unary(np.cos, reads_input=True), reverse=ops._cos_rev,
+           fold=math.cos,
+           infix=lambda ch, r: (f"cos({r(ch[0])[0]})", 4),
+           latex=lambda ch, r: (rf"\cos\left({r(ch[0])[0]}\right)", 4),
+           sympy=lambda ch, rec, c: c.sp.cos(rec(ch[0]))),
 )
 #: The optional families, in the order of the table: the names a grammar's ``families`` may hold.
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(s.family for s in OPERATORS if s.family is not None))

@@ -189,6 +189,10 @@ def _square_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
     w.adjs[ch[0]] = a * (2.0 * w.vals[ch[0]])  # type: ignore[operator]
 
 
+def _cos_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    w.adjs[ch[0]] = a * -np.sin(w.vals[ch[0]])  # type: ignore[call-overload]
+
+
 def _sqrt_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
     z = np.asarray(w.vals[i])
     with np.errstate(divide="ignore", invalid="ignore"):
