@@ -178,7 +178,7 @@ VARIANTS: dict[str, Variant] = {
     "no-select": Variant({"select_top": 1}, "return the lowest-BIC kernel (no selection among the top ones)"),
     "no-cache": Variant({"cache_fits": False}, "no cache of fitted kernels"),
     "no-bounds": Variant({"data_bounds": False}, "no hyperparameter bounds from the data"),
-    "no-changepoints": Variant({"changepoints": False, "changepoints_by_expansion": False},
+    "no-changepoints": Variant({"families": (), "changepoints_by_expansion": False},
                                "the paper's grammar: no change-point operator (random trees, mutations or GPSS "
                                "expansions S -> CP(S, B), CP(B, S) use it otherwise)"),
     "cp-everywhere": Variant({"changepoints_by_expansion": False},
@@ -204,12 +204,15 @@ VARIANTS: dict[str, Variant] = {
                            "preference for the exponential-smoothing forms (the preset before issue 55's choice)"),
     "no-form-margin": Variant({"form_margin": 1.0}, "one part changed: no preference for the exponential-smoothing "
                               "forms in the choice of origins (a lower CRPS wins by any margin)"),
-    "with-changewindows": Variant({"changewindows": True}, "one part added, not removed: ABCD's change-window "
-                                  "operator in the grammar (off in the presets until it is shown to help)"),
+    # The presets' families (change points) and one more.
+    "with-changewindows": Variant({"families": ("changepoint", "changewindow")}, "one part added, not removed: "
+                                  "ABCD's change-window operator in the grammar (off in the presets until it is "
+                                  "shown to help)"),
     "no-ets": Variant({"ets_seeds": False}, "no exponential-smoothing seeds (SES, Holt, damped Holt, "
                       "Holt-Winters) in the first population: the preset before issue 55"),
-    "with-statespace": Variant({"statespace": True}, "one part added, not removed: random trees and mutations "
-                               "also draw the state-space operations (local level, local trend, damped trend)"),
+    "with-statespace": Variant({"families": ("changepoint", "statespace")}, "one part added, not removed: random "
+                               "trees and mutations also draw the state-space operations (local level, local "
+                               "trend, damped trend)"),
     "seed-evals-20": Variant({"seed_evals": 20}, "one part changed: on series fitted with screening (more than "
                              "screen_points), each unscreened seed's fit (the exponential-smoothing and naive "
                              "forms) stops after 20 metric evaluations, not max_evals, leaving the search more "

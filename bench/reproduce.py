@@ -46,6 +46,7 @@ from evocov_core.compute.provenance import git_state
 from evocov_core.data import Dataset
 from evocov_core.fitting.metrics import FitData
 from evocov_core.searches import SearchConfig, run_search
+from evocov_core.searches.config import current_settings
 
 __all__ = ["TrialSpec", "reproduce", "run_trial"]
 
@@ -164,7 +165,8 @@ def reproduce(data_dir: Path, out: Path, *, algorithms: str, trials: int, budget
     for (s, k), cfg in configs.items():
         before = settings.get(s, {}).get(k, {}).get("config")
         if before is not None:
-            # A setting added to the search later, at its default, leaves the search as it was.
+            # A setting renamed since, or added later at its default, leaves the search as it was.
+            before = current_settings(before)
             before = {**{a: v for a, v in defaults.items() if a not in before and cfg.to_dict()[a] == v}, **before}
         if before is not None and before != cfg.to_dict():
             diff = sorted(a for a in set(before) | set(cfg.to_dict()) if before.get(a) != cfg.to_dict().get(a))

@@ -16,7 +16,7 @@ import streamlit as st
 
 from evocov_core.fitting.metrics import METRIC_LABELS
 from evocov_core.searches import ALGORITHM_LABELS, ALGORITHMS, PRESETS, ConfigError, SearchConfig, preset
-from evocov_core.searches.config import GROUPS, settings, with_derived
+from evocov_core.searches.config import GROUPS, current_settings, settings, with_derived
 
 CPUS = os.cpu_count() or 1
 SETTINGS = {name: (typ, meta) for name, typ, meta in settings() if name != "algorithm"}
@@ -65,7 +65,8 @@ def restore_settings(watched: RunSettings | None = None) -> None:
 
 def _settings_of_run(settings: Mapping[str, Any], seed: int | None) -> None:
     """The widgets set to a recorded run's settings, under the preset they differ least from (the
-    run records its settings, not the preset it started from)."""
+    run records its settings, not the preset it started from, and may name them as an earlier version did)."""
+    settings = current_settings(settings)
     algo = str(settings["algorithm"])
 
     def differences(name: str) -> int:

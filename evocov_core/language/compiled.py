@@ -9,8 +9,8 @@ library and random trees). What it saves is the deciding, not the arithmetic: on
 panel (15-150 points) an LML and its gradient took 0.8-0.95 of the walk's time (``SE + PER×SE``; the
 trees of a search, 20-30 nodes, gain less: each node's numpy calls, about 1.5 µs forward and 3.5 µs
 back, are most of the cost; ``docs/design.md``, "Short series"). Nodes whose rule is not specialised
-here (change points and windows, the state-space forms, spectral features) run their table rule from
-:mod:`evocov_core.language.operators` inside the same step list.
+here (change points and windows, the state-space forms, spectral features) run the rule their record in
+:mod:`evocov_core.language.grammar` names inside the same step list.
 
 Trees that mix geometries (a stationary subtree evaluated on the lag row inside a non-stationary
 tree) run the same steps, each on its geometry, with the walk's expansion and reduction at the roots of
@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from evocov_core.language.grammar import CONSTANTS
+from evocov_core.language.grammar import CONSTANTS, OPERATORS, Cov, InputPair, TPair, symbol
 from evocov_core.language.inputs import Inputs, _Pair
-from evocov_core.language.operators import _OPS, _Walk
-from evocov_core.language.program import _compile, _Program
+from evocov_core.language.operators import _Program, _Walk
+from evocov_core.language.program import _compile
 
 if TYPE_CHECKING:
     from evocov_core.language.kernel import Kernel
@@ -45,9 +45,9 @@ Step = Callable[[_Walk], object]
 RevStep = Callable[[_Walk, Any], None]
 
 #: Nodes whose value is a feature map, not a covariance value.
-_FEATURES = ("euc", "spectral")
-#: Nodes that read the data: their value is an n×m array.
-_DATA = ("sq_dist", "dot_prod", "changepoint", "changewindow", "wiener", "iwiener", "damped")
+_FEATURES = frozenset(s.name for s in OPERATORS if s.ret is TPair)
+#: Nodes that read the data (a covariance of the inputs or their features): their value is an n×m array.
+_DATA = frozenset(s.name for s in OPERATORS if s.ret is Cov and any(a in (InputPair, TPair) for a in s.args))
 
 
 def _shapes(prog: _Program) -> tuple[bool, ...]:
@@ -87,7 +87,7 @@ class Compiled:
     def __init__(self, prog: _Program) -> None:
         self.prog = prog
         self.mat = _shapes(prog)
-        self.reads_root = _OPS[prog.tokens[0]].reads_output if prog.children[0] else False
+        self.reads_root = prog.reads_output[0]
         self._fwd: tuple[tuple[int, Step], ...] = tuple(
             (i, self._forward_step(i)) for i in range(len(prog.tokens) - 1, -1, -1))
         self._rev: tuple[RevStep | None, ...] = tuple(self._reverse_step(i) for i in range(len(prog.tokens)))
@@ -124,7 +124,7 @@ class Compiled:
             c, e = ch
             return lambda w: np.power(w.vals[c], w.vals[e])
         if tok == "euc":
-            rule = _OPS[tok].forward
+            rule = symbol(tok).forward
             return lambda w: rule(w, i, ch)
         if tok == "sq_dist" and prog.tokens[ch[0]] == "euc":
             ls = ch[1]
@@ -133,7 +133,7 @@ class Compiled:
                 inv = 1.0 / float(w.vals[ls]) ** 2  # type: ignore[arg-type]
                 return w.pair.sqdist * inv
             return sq_dist_euc
-        rule = _OPS[tok].forward
+        rule = symbol(tok).forward
         return lambda w: rule(w, i, ch)
 
     def _reverse_step(self, i: int) -> RevStep | None:
@@ -197,7 +197,7 @@ class Compiled:
             def sq_dist_euc(w: _Walk, a: Any) -> None:
                 w.grad[..., s] += -2.0 * _sum2(a * w.vals[i])
             return sq_dist_euc
-        rule = _OPS[tok].reverse
+        rule = symbol(tok).reverse
         return lambda w, a: rule(w, i, ch, a)
 
     # --- running them ------------------------------------------------------------------------------------
@@ -299,7 +299,7 @@ def compiled(kernel: Kernel, inputs: Inputs) -> tuple[Compiled, _Pair, bool] | N
     """
     if not inputs.symmetric:
         return None
-    pair, on_row = inputs.pair_for(kernel)
+    pair, on_row = inputs.pair_for(kernel.is_stationary)
     if not on_row and inputs.shape[0] > FULL_MAX_N:
         return None
     return _build(kernel.tokens), pair, on_row

@@ -55,11 +55,11 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from evocov_core.language.grammar import CONSTANTS
+from evocov_core.language.grammar import CONSTANTS, symbol
 from evocov_core.language.inputs import Inputs, _as_2d, _inputs, _Pair
 from evocov_core.language.kernel import Kernel
-from evocov_core.language.operators import _OPS, _is_mat, _sum2, _Walk
-from evocov_core.language.program import _compile, _Program
+from evocov_core.language.operators import _is_mat, _Program, _sum2, _Walk
+from evocov_core.language.program import _compile
 
 __all__ = [
     "Inputs",
@@ -101,7 +101,7 @@ def _forward(prog: _Program, pair: _Pair, theta: Array, tape: bool, inputs: Inpu
             tok = toks[i]
             vals[i] = theta[p] if p >= 0 else (w.pair if tok == "x" else CONSTANTS[tok])
             continue
-        out = _OPS[toks[i]].forward(w, i, ch)
+        out = symbol(toks[i]).forward(w, i, ch)
         if mixed and i in prog.row_roots and _is_mat(out):
             assert inputs is not None
             w.row_vals[i] = out
@@ -149,7 +149,7 @@ def _backward(w: _Walk, seed: Array, batch: tuple[int, ...]) -> Array:
                 expanded = w.vals[i]
                 w.vals[i] = w.row_vals[i]
                 w.pair = w.inputs.row
-                _OPS[toks[i]].reverse(w, i, ch, w.inputs.reduce(a))
+                symbol(toks[i]).reverse(w, i, ch, w.inputs.reduce(a))
                 w.vals[i] = expanded
                 w.pair = full_pair
                 continue
@@ -157,7 +157,7 @@ def _backward(w: _Walk, seed: Array, batch: tuple[int, ...]) -> Array:
         elif mixed:
             w.pair = full_pair
         if ch:
-            _OPS[toks[i]].reverse(w, i, ch, a)
+            symbol(toks[i]).reverse(w, i, ch, a)
         elif prog.slot_pos[i] >= 0:
             # Leaf slot reached through ``hp`` or ``power``: a holds ∂f/∂θ.
             p = prog.slot_pos[i]
@@ -200,7 +200,7 @@ def covariance(kernel: Kernel, inputs: Inputs | ArrayLike, theta: ArrayLike,
     inp = _inputs(inputs, X2)
     prog = _compile(kernel.tokens)
     th = _natural(theta, prog)
-    pair, is_row = inp.pair_for(kernel)
+    pair, is_row = inp.pair_for(kernel.is_stationary)
     with np.errstate(all="ignore"):
         vals = _forward(prog, pair, th, tape=False, inputs=None if is_row else inp).vals
     if is_row:
@@ -241,7 +241,7 @@ def covariance_vjp(kernel: Kernel, inputs: Inputs | ArrayLike, theta: ArrayLike
     inp = _inputs(inputs)
     prog = _compile(kernel.tokens)
     th = _natural(theta, prog)
-    pair, is_row = inp.pair_for(kernel)
+    pair, is_row = inp.pair_for(kernel.is_stationary)
     with np.errstate(all="ignore"):
         walk = _forward(prog, pair, th, tape=True, inputs=None if is_row else inp)
     vals = walk.vals
@@ -250,7 +250,7 @@ def covariance_vjp(kernel: Kernel, inputs: Inputs | ArrayLike, theta: ArrayLike
         K = inp.expand(_to_matrix(vals[0], (1, pair.X2.shape[0]))[0])
     else:
         K = _to_matrix(vals[0], (n, m))
-        if vals[0] is K and _OPS[prog.tokens[0]].reads_output:
+        if vals[0] is K and prog.reads_output[0]:
             K = K.copy()  # the reverse walk reads the root value; callers may overwrite K
 
     def vjp(G: ArrayLike) -> Array:

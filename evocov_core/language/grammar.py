@@ -22,8 +22,9 @@ Symbols (the paper's Table 2)::
                   exp(w), sqrt(w), square(w) = w²
     terminals     the Cov constants −1, −0.5, 0.5, 1, 2, 3, 5
 
-Beyond Table 2 (grammar options ``changepoints`` and ``changewindows``, off in the paper's
-settings)::
+Beyond Table 2, each operation names the *family* that adds it to a grammar (a grammar draws from the
+families its settings name, ``families``; the paper's settings name none; :data:`FAMILIES` lists them,
+from the table). Families ``changepoint`` and ``changewindow``::
 
     nestable      changepoint(x, w, v, θc, θs)
                       -> (1 − σ(x))(1 − σ(x'))·w + σ(x)σ(x')·v,   σ(x) = 1/(1 + e^(−(x₁ − θc)/θs))
@@ -31,10 +32,9 @@ settings)::
                       -> (1 − ω(x))(1 − ω(x'))·w + ω(x)ω(x')·v,
                          ω(x) = σ((x₁ − a)/θs)·(1 − σ((x₁ − b)/θs)),  a = θc − θw/2,  b = θc + θw/2
 
-Beyond Table 2 (grammar option ``statespace``, off in the paper's settings): the Gaussian-process
-forms of the state-space models that exponential smoothing chooses among, along time
-``t = max(x₁ − 1, 0)`` (model units put the first training input at ``x₁ = 1``, so ``t`` counts
-from the start of the training range and is 0 before it)::
+Family ``statespace``: the Gaussian-process forms of the state-space models that exponential
+smoothing chooses among, along time ``t = max(x₁ − 1, 0)`` (model units put the first training
+input at ``x₁ = 1``, so ``t`` counts from the start of the training range and is 0 before it)::
 
     not nestable  wiener(x)           -> min(t, t')                                  (local level)
                   iwiener(x)          -> m²M/2 − m³/6,  m = min(t, t'), M = max(t, t')  (local trend)
@@ -52,6 +52,9 @@ about θτ, so the forecast's trend flattens as damped Holt's does (``θτ → �
 each is positive semi-definite on any inputs; sums, products and the other operators of the
 grammar then keep or test it as for every kernel.
 
+Family ``trig``: ``cos(w)``, nestable. The cosine of a covariance is not positive semi-definite in
+general; the PSD check keeps the trees that are.
+
 ABCD's change-point operator (Lloyd et al. 2014): ``w`` before the location ``θc``, ``v``
 after it, switching over a width of about ``θs`` along the first input (time). ABCD's
 change window: ``v`` inside the window ``[a, b]`` of centre ``θc`` and width ``θw``, ``w``
@@ -60,7 +63,7 @@ width rather than its two edges because slots are positive and independent: any
 ``θc, θw > 0`` is a window with ``a < b``, which two free edge locations would not
 guarantee. Both are PSD whenever ``w`` and ``v`` are (each weight is a rank-one PSD matrix
 and Schur products and sums keep PSD). Every symbol is always *parsed* (kernel files with
-change points or windows load in any grammar); the options decide whether random trees and
+change points or windows load in any grammar); the families decide whether random trees and
 mutations *draw* them.
 
 A tree is stored as an immutable tuple of token names in prefix (Polish) order, the
@@ -69,22 +72,25 @@ DEAP's own ``gp.compile``/``from_string`` are never used: they ``eval`` text.
 
 One definition: this module's table, not DEAP's primitive set
 -------------------------------------------------------------
-The grammar is defined once, by the frozen :class:`Symbol` records below
-(``_OPERATORS``, :data:`CHANGEPOINT_OPERATORS`, :data:`CONSTANTS`, the argument ``x``
-and the slots ``hp<k>``). The generator (:func:`typed_grow`), the tree checker and parser
-(:func:`check_tree`, :mod:`evocov_core.runs.kernel_file`), the variation operators
-(:mod:`evocov_core.searches.variation`, through :func:`symbol`, :func:`subtree_end` and the kind
-lists of :class:`Grammar`) and the evaluator (:mod:`evocov_core.language.program` and
-:mod:`~evocov_core.language.evaluate`, through :func:`arity`, :func:`is_slot` and
-:data:`CONSTANTS`) read types and arities from it, and the readable forms read how to write
-each operator from it: infix and LaTeX
-(:mod:`evocov_core.language.kernel`), SymPy (:mod:`evocov_core.language.simplify`), the display's constant
-folding, and the role each hyperparameter argument plays (:func:`evocov_core.language.kernel.slot_roles`).
-The longer writing rules a record points to are in :mod:`evocov_core.language.notation`.
-Adding an operator is one entry (as gplearn's ``_Function`` records); only the evaluator's
-forward and gradient rules (:mod:`evocov_core.language.operators`) live in their own table. DEAP's
-:class:`~deap.gp.PrimitiveSetTyped` is *built from* the table (:func:`get_grammar`), not
-the other way round, because a primitive set cannot say what these readers need:
+The grammar is defined once, by the frozen :class:`Symbol` records below: one record per
+operation in one table (:data:`OPERATORS`), its types, kind, family, the evaluator's forward and
+reverse rules, its printers, its value on numbers and its slots' roles together; then the terminals
+(:data:`CONSTANTS`, the argument ``x`` and the slots ``hp<k>``). The generator (:func:`typed_grow`),
+the tree checker and parser (:func:`check_tree`, :mod:`evocov_core.runs.kernel_file`), the variation
+operators (:mod:`evocov_core.searches.variation`, through :func:`symbol`, :func:`subtree_end` and the
+kind lists of :class:`Grammar`), the settings (the names of the families) and the evaluator
+(:mod:`evocov_core.language.program`, :mod:`~evocov_core.language.evaluate` and
+:mod:`~evocov_core.language.compiled`, through :func:`arity`, :func:`is_slot`, :func:`symbol` and
+:data:`CONSTANTS`) read it, and the readable forms read how to write each operator from it: infix
+and LaTeX (:mod:`evocov_core.language.kernel`), SymPy (:mod:`evocov_core.language.simplify`), the
+display's constant folding, and the role each hyperparameter argument plays
+(:func:`evocov_core.language.kernel.slot_roles`). The bodies a record points to live beside it: the
+rules in :mod:`evocov_core.language.operators` (which imports no other module of the language when it
+runs, so that this one can import it), the longer writing rules in
+:mod:`evocov_core.language.notation`. Adding an operation is one record (as gplearn's ``_Function``
+records), its rules, and its tests. DEAP's :class:`~deap.gp.PrimitiveSetTyped` is *built from* the
+table (:func:`get_grammar`), not the other way round, because a primitive set cannot say what these
+readers need:
 
 * **kinds**: Algorithm 2 draws from terminals, not-nestable and nestable operators by
   depth; a primitive set knows only primitives and terminals;
@@ -109,13 +115,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 from deap import gp
 
+from evocov_core.language import operators as ops
 from evocov_core.language.notation import (
     Node,
     Printer,
@@ -137,15 +144,14 @@ from evocov_core.language.notation import (
     slot_index,
     tex_slot,
 )
+from evocov_core.language.operators import Forward, Reverse
 
 __all__ = [
-    "CHANGEPOINT_OPERATORS",
-    "CHANGEWINDOW_OPERATORS",
     "CONSTANTS",
     "DEFAULT_N_HYPER",
+    "FAMILIES",
     "NON_STATIONARY",
     "OPERATORS",
-    "STATESPACE_OPERATORS",
     "Cov",
     "Grammar",
     "Hyper",
@@ -221,10 +227,21 @@ class Symbol:
         ``"not_nestable"`` or ``"nestable"``.
     value : float or None
         Numeric value of a constant.
+    family : str or None
+        The optional family that adds the operation to a grammar (``"changepoint"``,
+        ``"statespace"``...; module docstring); None for the symbols of every grammar.
     commutative : bool
         Operands may be swapped (``add``, ``multiply``): the canonical form sorts them.
     stationary : bool
         False when the operator's value depends on ``x`` itself, not only on ``x − x'``.
+    forward, reverse : callable or None
+        The evaluator's rules (a :data:`~evocov_core.language.operators.Forward` and a
+        :data:`~evocov_core.language.operators.Reverse`): the node's value from its children's, and
+        its adjoint passed to its children and slots. None for terminals, which the walk reads itself.
+    reads_output : bool
+        The reverse rule reads the node's own value, so a parent must not overwrite it in place
+        while a tape is kept (exp: z, sqrt: 1/(2z), div: −z², power: z log w, sq_dist: −2z,
+        dot_prod: −z).
     fold : callable or None
         Value of the operator on numbers, for the display's constant folding (``(2 + 1)*k``
         reads ``3*k``); None when it is not a function of numbers.
@@ -239,7 +256,7 @@ class Symbol:
         bounds and the hyperparameter table.
 
     The callables take no part in equality or ``repr``: a symbol is identified by its name,
-    types and kind.
+    types, kind and family.
     """
 
     name: str
@@ -247,8 +264,12 @@ class Symbol:
     ret: type
     kind: str
     value: float | None = None
+    family: str | None = None
     commutative: bool = False
     stationary: bool = True
+    forward: Forward | None = field(default=None, compare=False, repr=False)
+    reverse: Reverse | None = field(default=None, compare=False, repr=False)
+    reads_output: bool = field(default=False, compare=False, repr=False)
     fold: Callable[..., float] | None = field(default=None, compare=False, repr=False)
     infix: Printer | None = field(default=None, compare=False, repr=False)
     latex: Printer | None = field(default=None, compare=False, repr=False)
@@ -266,94 +287,104 @@ def _roles(*names: str | None) -> Callable[[tuple[Node, ...]], tuple[str | None,
     return lambda _ch: names
 
 
-# The operators, one record each: types, kind, and every form the operator is written in. The
-# order of each tuple is the order random trees draw in: never reorder (seeded runs would change).
-_OPERATORS: tuple[Symbol, ...] = (
-    Symbol("euc", (InputPair,), TPair, "not_nestable"),
-    Symbol("spectral", (InputPair, Hyper), TPair, "not_nestable", roles=_roles(None, "frequency")),
+#: Every operation, one record each: types, kind, family, the evaluator's rules and every form it is
+#: written in. The order is the order random trees draw in: never reorder (seeded runs would change); a
+#: grammar without a family lists the others in the same order, so its draws stay what they were.
+OPERATORS: tuple[Symbol, ...] = (
+    # The paper's Table 2.
+    Symbol("euc", (InputPair,), TPair, "not_nestable", forward=ops._euc_fwd, reverse=ops._no_rev),
+    Symbol("spectral", (InputPair, Hyper), TPair, "not_nestable", forward=ops._spectral_fwd, reverse=ops._no_rev,
+           roles=_roles(None, "frequency")),
     Symbol("sq_dist", (TPair, Hyper), Cov, "not_nestable",
+           forward=ops._sq_dist_fwd, reverse=ops._sq_dist_rev, reads_output=True,
            infix=_sq_dist_infix, latex=_sq_dist_latex, sympy=_sq_dist_sympy,
            roles=lambda ch: (None, "periodic_lengthscale" if ch[0][0] == "spectral" else "lengthscale")),
     Symbol("dot_prod", (TPair, Hyper, Hyper), Cov, "not_nestable", stationary=False,
+           forward=ops._dot_prod_fwd, reverse=ops._dot_prod_rev, reads_output=True,
            infix=_dot_prod_infix, latex=_dot_prod_latex, sympy=_dot_prod_sympy,
            roles=_roles(None, "shift", "scale")),
-    Symbol("hp", (Hyper,), Cov, "not_nestable",
+    Symbol("hp", (Hyper,), Cov, "not_nestable", forward=ops._identity_fwd, reverse=ops._identity_rev,
            infix=lambda ch, r: (ch[0][0], 4),
            latex=lambda ch, r: (tex_slot(ch[0][0]), 4),
            sympy=lambda ch, rec, c: c.slot(ch[0][0]),
            roles=_roles("value")),
-    Symbol("power", (Cov, Hyper), Cov, "nestable",
+    Symbol("power", (Cov, Hyper), Cov, "nestable", forward=ops._power_fwd, reverse=ops._power_rev, reads_output=True,
            infix=lambda ch, r: (f"{_wrap(r(ch[0]), 4)}^{ch[1][0]}", 3),
            latex=lambda ch, r: (f"{_twrap(r(ch[0]), 4)}^{{{tex_slot(ch[1][0])}}}", 3),
            sympy=lambda ch, rec, c: rec(ch[0]) ** c.slot(ch[1][0]),
            roles=_roles(None, "exponent")),
     Symbol("add", (Cov, Cov), Cov, "nestable", commutative=True,
+           forward=ops._binary(np.add, reads_operands=False), reverse=ops._add_rev,
            fold=lambda a, b: a + b,
            infix=lambda ch, r: (f"{_wrap(r(ch[0]), 1)} + {_wrap(r(ch[1]), 1)}", 1),
            latex=lambda ch, r: (f"{_twrap(r(ch[0]), 1)} + {_twrap(r(ch[1]), 1)}", 1),
            sympy=lambda ch, rec, c: rec(ch[0]) + rec(ch[1])),
     Symbol("multiply", (Cov, Cov), Cov, "nestable", commutative=True,
+           forward=ops._binary(np.multiply, reads_operands=True), reverse=ops._multiply_rev,
            fold=lambda a, b: a * b,
            infix=lambda ch, r: (f"{_wrap(r(ch[0]), 2)}*{_wrap(r(ch[1]), 2)}", 2),
            latex=lambda ch, r: (rf"{_twrap(r(ch[0]), 2)} \cdot {_twrap(r(ch[1]), 2)}", 2),
            sympy=lambda ch, rec, c: rec(ch[0]) * rec(ch[1])),
-    Symbol("div", (Cov,), Cov, "nestable",
+    Symbol("div", (Cov,), Cov, "nestable", forward=ops._div_fwd, reverse=ops._div_rev, reads_output=True,
            fold=lambda a: 1.0 / a if a != 0 else math.nan,
            infix=lambda ch, r: (f"1/{_wrap(r(ch[0]), 3)}", 2),
            latex=lambda ch, r: (rf"\frac{{1}}{{{r(ch[0])[0]}}}", 4),
            sympy=lambda ch, rec, c: 1 / rec(ch[0])),
-    Symbol("exp", (Cov,), Cov, "nestable",
+    Symbol("exp", (Cov,), Cov, "nestable", forward=ops._unary(np.exp), reverse=ops._exp_rev, reads_output=True,
            fold=lambda a: math.exp(a) if a < 700 else math.inf,
            infix=lambda ch, r: (f"exp({r(ch[0])[0]})", 4),
            latex=lambda ch, r: (rf"\exp\left({r(ch[0])[0]}\right)", 4),
            sympy=lambda ch, rec, c: c.sp.exp(rec(ch[0]))),
-    Symbol("sqrt", (Cov,), Cov, "nestable",
+    Symbol("sqrt", (Cov,), Cov, "nestable", forward=ops._unary(np.sqrt), reverse=ops._sqrt_rev, reads_output=True,
            fold=lambda a: math.sqrt(a) if a >= 0 else math.nan,
            infix=lambda ch, r: (f"sqrt({r(ch[0])[0]})", 4),
            latex=lambda ch, r: (rf"\sqrt{{{r(ch[0])[0]}}}", 4),
            sympy=lambda ch, rec, c: c.sp.sqrt(rec(ch[0]))),
-    Symbol("square", (Cov,), Cov, "nestable",
+    # The reverse rule reads the input (2w), not the output.
+    Symbol("square", (Cov,), Cov, "nestable", forward=ops._unary(np.square, reads_input=True), reverse=ops._square_rev,
            fold=lambda a: a * a,
            infix=lambda ch, r: (f"{_wrap(r(ch[0]), 4)}^2", 3),
            latex=lambda ch, r: (f"{_twrap(r(ch[0]), 4)}^{{2}}", 3),
            sympy=lambda ch, rec, c: rec(ch[0]) ** 2),
-)
-#: Symbols beyond the paper's Table 2, drawn only by grammars built with ``changepoints``.
-CHANGEPOINT_OPERATORS: tuple[Symbol, ...] = (
-    Symbol("changepoint", (InputPair, Cov, Cov, Hyper, Hyper), Cov, "nestable", stationary=False,
+    # ABCD's change point and window; their reverse rules read the operands, not z.
+    Symbol("changepoint", (InputPair, Cov, Cov, Hyper, Hyper), Cov, "nestable", family="changepoint",
+           stationary=False, forward=ops._changepoint_fwd, reverse=ops._changepoint_rev,
            infix=lambda ch, r: (f"CP[{ch[3][0]}, {ch[4][0]}]({r(ch[1])[0]}, {r(ch[2])[0]})", 4),
            latex=_changepoint_latex, sympy=_changepoint_sympy,
            roles=_roles(None, None, None, "location", "steepness")),
-)
-#: Symbols beyond the paper's Table 2, drawn only by grammars built with ``changewindows``.
-CHANGEWINDOW_OPERATORS: tuple[Symbol, ...] = (
-    Symbol("changewindow", (InputPair, Cov, Cov, Hyper, Hyper, Hyper), Cov, "nestable", stationary=False,
+    Symbol("changewindow", (InputPair, Cov, Cov, Hyper, Hyper, Hyper), Cov, "nestable", family="changewindow",
+           stationary=False, forward=ops._changewindow_fwd, reverse=ops._changewindow_rev,
            infix=lambda ch, r: (f"CW[{ch[3][0]}, {ch[4][0]}, {ch[5][0]}]({r(ch[1])[0]}, {r(ch[2])[0]})", 4),
            latex=_changewindow_latex, sympy=_changewindow_sympy,
            roles=_roles(None, None, None, "window_centre", "window_width", "steepness")),
-)
-#: The state-space forms (local level, local trend, damped trend; module docstring), drawn only by
-#: grammars built with ``statespace``. Written W(x, x'), IW(x, x') and D[θτ](x, x').
-STATESPACE_OPERATORS: tuple[Symbol, ...] = (
-    Symbol("wiener", (InputPair,), Cov, "not_nestable", stationary=False,
+    # The state-space forms (local level, local trend, damped trend), written W(x, x'), IW(x, x') and
+    # D[θτ](x, x'). The first two have no slot, so nothing to differentiate; damped's reverse rule
+    # recomputes from the inputs.
+    Symbol("wiener", (InputPair,), Cov, "not_nestable", family="statespace", stationary=False,
+           forward=ops._wiener_fwd, reverse=ops._no_rev,
            infix=lambda ch, r: ("W(x,x')", 4), latex=_time_latex("W"),
            sympy=lambda ch, rec, c: c.wiener(c.x, c.xp)),
-    Symbol("iwiener", (InputPair,), Cov, "not_nestable", stationary=False,
+    Symbol("iwiener", (InputPair,), Cov, "not_nestable", family="statespace", stationary=False,
+           forward=ops._iwiener_fwd, reverse=ops._no_rev,
            infix=lambda ch, r: ("IW(x,x')", 4), latex=_time_latex("IW"),
            sympy=lambda ch, rec, c: c.iwiener(c.x, c.xp)),
-    Symbol("damped", (InputPair, Hyper), Cov, "not_nestable", stationary=False,
+    Symbol("damped", (InputPair, Hyper), Cov, "not_nestable", family="statespace", stationary=False,
+           forward=ops._damped_fwd, reverse=ops._damped_rev,
            infix=lambda ch, r: (f"D[{ch[1][0]}](x,x')", 4), latex=_damped_latex,
            sympy=lambda ch, rec, c: c.damped(c.x, c.xp, c.slot(ch[1][0])),
            roles=_roles(None, "damping")),
+    # The reverse rule reads the input (−sin w), not the output.
+    Symbol("cos", (Cov,), Cov, "nestable", family="trig",
+           forward=ops._unary(np.cos, reads_input=True), reverse=ops._cos_rev,
+           fold=math.cos,
+           infix=lambda ch, r: (f"cos({r(ch[0])[0]})", 4),
+           latex=lambda ch, r: (rf"\cos\left({r(ch[0])[0]}\right)", 4),
+           sympy=lambda ch, rec, c: c.sp.cos(rec(ch[0]))),
 )
-#: Every operator record, optional ones included.
-OPERATORS: tuple[Symbol, ...] = (*_OPERATORS, *CHANGEPOINT_OPERATORS, *CHANGEWINDOW_OPERATORS,
-                                 *STATESPACE_OPERATORS)
-_CP = frozenset(s.name for s in CHANGEPOINT_OPERATORS)
-_CW = frozenset(s.name for s in CHANGEWINDOW_OPERATORS)
-_SS = frozenset(s.name for s in STATESPACE_OPERATORS)
-# The draws of a grammar index the symbol lists built from this table: a grammar without an
-# optional symbol lists the others in the same order, so its draws stay what they were.
+#: The optional families, in the order of the table: the names a grammar's ``families`` may hold.
+FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(s.family for s in OPERATORS if s.family is not None))
+_STATESPACE = frozenset(s.name for s in OPERATORS if s.family == "statespace")
+# Every symbol but the slots, by token: the operations in the table's order, then the terminals.
 _FIXED: dict[str, Symbol] = {s.name: s for s in OPERATORS}
 _FIXED["x"] = Symbol("x", (), InputPair, "argument")
 for _name, _value in CONSTANTS.items():
@@ -397,7 +428,7 @@ def is_slot(name: str) -> bool:
 
 def has_statespace(tokens: tuple[str, ...] | list[str]) -> bool:
     """Whether a tree holds a state-space operation (a local level, trend or damped trend)."""
-    return any(t in _SS for t in tokens)
+    return any(t in _STATESPACE for t in tokens)
 
 
 def subtree_end(tokens: tuple[str, ...] | list[str], start: int) -> int:
@@ -429,7 +460,7 @@ def tree_depth(tokens: tuple[str, ...] | list[str]) -> int:
 
 @dataclass(frozen=True)
 class Grammar:
-    """The primitive set for a pool of ``n_hyper`` hyperparameter slots.
+    """The primitive set for a pool of ``n_hyper`` hyperparameter slots and the optional ``families``.
 
     Build it with :func:`get_grammar` (cached). ``pset`` is the DEAP
     ``PrimitiveSetTyped`` built from the symbol table, for interoperation with DEAP
@@ -438,9 +469,7 @@ class Grammar:
 
     n_hyper: int
     pset: gp.PrimitiveSetTyped
-    changepoints: bool = False
-    changewindows: bool = False
-    statespace: bool = False
+    families: frozenset[str] = frozenset()
 
     @property
     def slots(self) -> tuple[str, ...]:
@@ -457,32 +486,43 @@ class Grammar:
         return self._by_kind(typ)[2]
 
     def _by_kind(self, typ: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-        return _kinds(self.n_hyper, typ, self.changepoints, self.changewindows, self.statespace)
+        return _kinds(self.n_hyper, typ, self.families)
 
     def symbols(self) -> tuple[Symbol, ...]:
         """Every symbol of the grammar, slots included."""
-        return (_table(self.changepoints, self.changewindows, self.statespace)
-                + tuple(_slot_symbol(s) for s in self.slots))
+        return _table(self.families) + tuple(_slot_symbol(s) for s in self.slots)
 
 
-def _table(changepoints: bool, changewindows: bool = False, statespace: bool = False) -> tuple[Symbol, ...]:
-    """The grammar's symbols other than the slots: the one definition everything reads."""
-    return tuple(s for s in _FIXED.values() if _drawn(s.name, changepoints, changewindows, statespace))
+def _families(names: Iterable[str]) -> frozenset[str]:
+    """The families ``names``, checked against the table's (:data:`FAMILIES`).
+
+    Raises
+    ------
+    ValueError
+        A name that is no family of the table, or one string where a collection of names is expected.
+    """
+    if isinstance(names, str):
+        raise ValueError(f"families must be a collection of family names, not the string {names!r}")
+    out = frozenset(names)
+    unknown = sorted(str(n) for n in out if n not in FAMILIES)
+    if unknown:
+        raise ValueError(f"unknown famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(map(repr, unknown))}: "
+                         f"the families are {', '.join(FAMILIES)}")
+    return out
 
 
-def _drawn(name: str, changepoints: bool, changewindows: bool, statespace: bool = False) -> bool:
-    """Whether a grammar with these options draws the symbol ``name``."""
-    return ((changepoints or name not in _CP) and (changewindows or name not in _CW)
-            and (statespace or name not in _SS))
+def _table(families: frozenset[str]) -> tuple[Symbol, ...]:
+    """The grammar's symbols other than the slots, in the table's order: the one definition everything reads."""
+    return tuple(s for s in _FIXED.values() if s.family is None or s.family in families)
 
 
 @lru_cache(maxsize=64)
-def _kinds(n_hyper: int, typ: type, changepoints: bool = False, changewindows: bool = False,
-           statespace: bool = False) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+def _kinds(n_hyper: int, typ: type, families: frozenset[str]
+           ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     terms: list[str] = []
     notnests: list[str] = []
     nests: list[str] = []
-    for s in _table(changepoints, changewindows, statespace):
+    for s in _table(families):
         if s.ret is not typ:
             continue
         if s.kind in ("argument", "constant"):
@@ -500,35 +540,43 @@ def _placeholder(*_args: object) -> None:  # pragma: no cover - never called
     raise RuntimeError("kernel trees are evaluated by evocov_core.language.evaluate, not compiled")
 
 
-@lru_cache(maxsize=16)
-def get_grammar(n_hyper: int = DEFAULT_N_HYPER, changepoints: bool = False,
-                changewindows: bool = False, statespace: bool = False) -> Grammar:
-    """Return the grammar with ``n_hyper`` slots (1 ≤ n_hyper ≤ 10000).
+def get_grammar(n_hyper: int = DEFAULT_N_HYPER, families: Iterable[str] = ()) -> Grammar:
+    """Return the grammar with ``n_hyper`` slots (1 ≤ n_hyper ≤ 10000) drawing from ``families``.
 
-    ``changepoints=False, changewindows=False, statespace=False`` is the paper's Table 2;
-    ``changepoints`` adds the change-point operator, ``changewindows`` the change-window operator,
-    ``statespace`` the local level, local trend and damped trend (module docstring).
+    No family is the paper's Table 2; each name of ``families`` (:data:`FAMILIES`) adds its
+    operations (``changepoint`` the change-point operator, ``changewindow`` the change-window
+    operator, ``statespace`` the local level, local trend and damped trend...).
+
+    Raises
+    ------
+    ValueError
+        A pool size out of range, or an unknown family.
 
     Examples
     --------
     >>> g = get_grammar(20)
     >>> g.not_nestable(Cov)
     ('sq_dist', 'dot_prod', 'hp')
+    >>> "changepoint" in get_grammar(20, families=("changepoint",)).nestable(Cov)
+    True
     """
     if not (1 <= int(n_hyper) <= 10000):
         raise ValueError(f"n_hyper must be between 1 and 10000, got {n_hyper}")
-    n_hyper = int(n_hyper)
+    return _grammar(int(n_hyper), _families(families))
+
+
+@lru_cache(maxsize=16)
+def _grammar(n_hyper: int, families: frozenset[str]) -> Grammar:
     # DEAP's view of the table: x and the slots are the set's arguments, constants its terminals.
     pset = gp.PrimitiveSetTyped("kernel", [_FIXED["x"].ret] + [_slot_symbol("hp0").ret] * n_hyper, Cov,
                                 prefix="ARG")
     pset.renameArguments(ARG0="x", **{f"ARG{k + 1}": f"hp{k}" for k in range(n_hyper)})
-    for s in _table(changepoints, changewindows, statespace):
+    for s in _table(families):
         if s.arity:
             pset.addPrimitive(_placeholder, list(s.args), s.ret, name=s.name)
         elif s.kind == "constant":
             pset.addTerminal(s.value, s.ret, name=s.name)
-    return Grammar(n_hyper=n_hyper, pset=pset, changepoints=bool(changepoints), changewindows=bool(changewindows),
-                   statespace=bool(statespace))
+    return Grammar(n_hyper=n_hyper, pset=pset, families=families)
 
 
 def to_primitive_tree(tokens: tuple[str, ...], grammar: Grammar) -> gp.PrimitiveTree:

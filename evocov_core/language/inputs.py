@@ -13,14 +13,10 @@ from __future__ import annotations
 
 import threading
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from numpy.typing import ArrayLike, NDArray
-
-if TYPE_CHECKING:
-    from evocov_core.language.kernel import Kernel
 
 __all__ = ["Inputs"]
 
@@ -193,9 +189,9 @@ class Inputs:
     def shape(self) -> tuple[int, int]:
         return self.X1.shape[0], self.X2.shape[0]
 
-    def pair_for(self, kernel: Kernel) -> tuple[_Pair, bool]:
-        """The geometry to evaluate ``kernel`` on, and whether it is a lag row."""
-        if self.row is not None and kernel.is_stationary:
+    def pair_for(self, stationary: bool) -> tuple[_Pair, bool]:
+        """The geometry to evaluate a kernel on, and whether it is a lag row (only a ``stationary`` kernel's can be)."""
+        if self.row is not None and stationary:
             return self.row, True
         return self.full, False
 

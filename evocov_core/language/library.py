@@ -19,7 +19,7 @@ be built with fresh slots (:func:`compose`). Hyperparameters follow Table 1::
     DT    θ0² θτ² [φ(t/θτ) + φ(t'/θτ) − φ(|t − t'|/θτ)]   damped trend (integrated OU slope)
 
 ``t`` is the time since the first training input; W, IW and DT are the state-space forms of the
-grammar's ``statespace`` option (:mod:`evocov_core.language.grammar`). :data:`ETS_FORMS` writes with them the
+grammar's family ``statespace`` (:mod:`evocov_core.language.grammar`). :data:`ETS_FORMS` writes with them the
 Gaussian-process forms of the exponential-smoothing models (simple, Holt, damped Holt, and their
 Holt-Winters versions with a periodic term).
 

@@ -1,12 +1,17 @@
-"""The evaluator's rules, one table entry per primitive of the grammar (:data:`_OPS`): how each operator
-computes its value from its children's (forward) and, given the adjoint ``∂f/∂value``, passes adjoints
-to its children and adds its slots' ``∂f/∂log θ`` (reverse).
+"""The evaluator's rules of the operations: how each computes its value from its children's (forward)
+and, given the adjoint ``∂f/∂value``, passes adjoints to its children and adds its slots' ``∂f/∂log θ``
+(reverse).
 
-The stack walk that applies them is :mod:`evocov_core.language.evaluate`; a new primitive is a symbol in
-:mod:`evocov_core.language.grammar` and one entry here. Values are Python scalars (subtrees without
-slots broadcast), n×m arrays, or for the input maps (``euc``, ``spectral``) a :class:`_Feat`; the
-operators write into a child's buffer when the walk allows it (:meth:`_Walk.clobberable`), so that a
-chain of nestable operators costs one n×m array.
+Each operation's record in :data:`evocov_core.language.grammar.OPERATORS` names its two rules here,
+beside its types, family, printers, fold and slot roles: there is one record per operation and no
+second table. The stack walk that applies them is :mod:`evocov_core.language.evaluate`. Values are
+Python scalars (subtrees without slots broadcast), n×m arrays, or for the input maps (``euc``,
+``spectral``) a :class:`_Feat`; the rules write into a child's buffer when the walk allows it
+(:meth:`_Walk.clobberable`), so that a chain of nestable operators costs one n×m array.
+
+The grammar imports this module for its records, so this one imports no other module of the language
+when it runs (the inputs only for annotations); for that reason the walk's program
+(:class:`_Program`, made by :mod:`evocov_core.language.program`) is defined here too.
 """
 
 from __future__ import annotations
@@ -20,11 +25,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit
 
-if TYPE_CHECKING:  # annotations only: the operators' table needs no other module of the language
+if TYPE_CHECKING:  # annotations only: the inputs build on no other module of the language
     from evocov_core.language.inputs import Inputs, _Pair
-    from evocov_core.language.program import _Program
 
-__all__: list[str] = []
+__all__ = ["Forward", "Reverse"]
 
 Array = NDArray[np.float64]
 
@@ -63,6 +67,23 @@ def _features(X: Array, omega: float) -> Array:
     return np.hstack((np.sin(a), np.cos(a)))
 
 
+@dataclass(frozen=True)
+class _Program:
+    """A kernel's tokens as the walk reads them (:func:`evocov_core.language.program._compile`)."""
+
+    tokens: tuple[str, ...]
+    children: tuple[tuple[int, ...], ...]
+    slot_pos: tuple[int, ...]  # position in theta for slot nodes, -1 otherwise
+    has_param: tuple[bool, ...]  # subtree depends on theta
+    n_params: int
+    # Whether each node's reverse rule reads the node's own value (its record's ``reads_output``).
+    reads_output: tuple[bool, ...]
+    # Nodes of the maximal stationary subtrees worth evaluating on the lag row when the
+    # whole tree is not stationary (see program._row_subtrees), and the roots of those subtrees.
+    row_node: tuple[bool, ...] = ()
+    row_roots: frozenset[int] = frozenset()
+
+
 class _Walk:
     """State of one evaluation: node values, which of them this pass owns, and, on the
     reverse walk, the adjoints and the gradient.
@@ -92,38 +113,19 @@ class _Walk:
         """May node ``c``'s value be overwritten by its parent?"""
         if not self.owned[c]:
             return False
-        return not self.tape or not self.prog.has_param[c] or not _OPS[self.prog.tokens[c]].reads_output
+        return not self.tape or not self.prog.has_param[c] or not self.prog.reads_output[c]
 
     def slot(self, c: int) -> int:
         """Position in θ of the slot node ``c`` (an operator's Hyper argument)."""
         return self.prog.slot_pos[c]
 
 
+#: ``forward(walk, i, children) -> value`` of node ``i`` from its children's values (``walk.vals``); may
+#: write into a child's buffer when ``walk.clobberable`` allows.
 Forward = Callable[[_Walk, int, tuple[int, ...]], object]
+#: ``reverse(walk, i, children, adjoint)``: given ``∂f/∂value_i``, adds the children's adjoints to
+#: ``walk.adjs`` (only children with slots below them) and the slot gradients (∂f/∂log θ) to ``walk.grad``.
 Reverse = Callable[[_Walk, int, tuple[int, ...], Any], None]
-
-
-@dataclass(frozen=True)
-class _Op:
-    """One primitive of the grammar as the evaluator sees it.
-
-    Attributes
-    ----------
-    forward : callable
-        ``forward(walk, i, children) -> value`` of node ``i`` from its children's values
-        (``walk.vals``); may write into a child's buffer when ``walk.clobberable`` allows.
-    reverse : callable
-        ``reverse(walk, i, children, adjoint)``: given ``∂f/∂value_i``, adds the
-        children's adjoints to ``walk.adjs`` (only children with slots below them) and
-        the slot gradients (∂f/∂log θ) to ``walk.grad``.
-    reads_output : bool
-        The reverse rule reads the node's own value, so a parent must not overwrite it
-        in place while a tape is kept.
-    """
-
-    forward: Forward
-    reverse: Reverse
-    reads_output: bool = False
 
 
 # --- nestable operators on covariance values -----------------------------------------
@@ -185,6 +187,10 @@ def _exp_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
 
 def _square_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
     w.adjs[ch[0]] = a * (2.0 * w.vals[ch[0]])  # type: ignore[operator]
+
+
+def _cos_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
+    w.adjs[ch[0]] = a * -np.sin(w.vals[ch[0]])  # type: ignore[call-overload]
 
 
 def _sqrt_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
@@ -507,30 +513,6 @@ def _damped_rev(w: _Walk, i: int, ch: tuple[int, ...], a: Any) -> None:
     # ∂/∂log τ of τ² Σ ±φ(u), u = s/τ: τ² Σ ±(2φ(u) − uφ'(u)) = τ² Σ ±ψ(u).
     dz = _damped_terms(w.pair, float(w.vals[ch[1]]), _psi)  # type: ignore[arg-type]
     w.grad[..., w.slot(ch[1])] += _sum2(a * dz)
-
-
-#: Every operator of the grammar (:mod:`evocov_core.language.grammar`): a new primitive is one
-#: entry here (and its symbol there). ``reads_output``: exp (z), sqrt (1/(2z)), div (−z²),
-#: power (z log w), sq_dist (−2z) and dot_prod (−z) read their own value going back.
-_OPS: dict[str, _Op] = {
-    "add": _Op(_binary(np.add, reads_operands=False), _add_rev),
-    "multiply": _Op(_binary(np.multiply, reads_operands=True), _multiply_rev),
-    "exp": _Op(_unary(np.exp), _exp_rev, reads_output=True),
-    "sqrt": _Op(_unary(np.sqrt), _sqrt_rev, reads_output=True),
-    "div": _Op(_div_fwd, _div_rev, reads_output=True),
-    "square": _Op(_unary(np.square, reads_input=True), _square_rev),  # reverse reads the input (2w)
-    "power": _Op(_power_fwd, _power_rev, reads_output=True),
-    "hp": _Op(_identity_fwd, _identity_rev),
-    "euc": _Op(_euc_fwd, _no_rev),
-    "spectral": _Op(_spectral_fwd, _no_rev),
-    "sq_dist": _Op(_sq_dist_fwd, _sq_dist_rev, reads_output=True),
-    "dot_prod": _Op(_dot_prod_fwd, _dot_prod_rev, reads_output=True),
-    "changepoint": _Op(_changepoint_fwd, _changepoint_rev),  # reverse reads its operands, not z
-    "changewindow": _Op(_changewindow_fwd, _changewindow_rev),  # likewise
-    "wiener": _Op(_wiener_fwd, _no_rev),  # no slot: nothing to differentiate
-    "iwiener": _Op(_iwiener_fwd, _no_rev),
-    "damped": _Op(_damped_fwd, _damped_rev),  # reverse recomputes from the inputs
-}
 
 
 # --- helpers of the reverse rules ----------------------------------------------------------------------

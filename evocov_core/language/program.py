@@ -1,31 +1,19 @@
-"""A kernel's tokens compiled into the evaluator's program: each node's children, the position in θ of
-each slot, which subtrees depend on θ, and which stationary subtrees of a non-stationary tree are
-evaluated on the lag row (:class:`~evocov_core.language.inputs.Inputs`).
+"""A kernel's tokens compiled into the evaluator's program (:class:`~evocov_core.language.operators._Program`):
+each node's children, the position in θ of each slot, which subtrees depend on θ, which nodes' reverse
+rules read their own value, and which stationary subtrees of a non-stationary tree are evaluated on the
+lag row (:class:`~evocov_core.language.inputs.Inputs`).
 
 Compiling is a pure function of the tokens, cached: a search evaluates the same tree at many θ.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
-from evocov_core.language.grammar import NON_STATIONARY, arity, is_slot
+from evocov_core.language.grammar import NON_STATIONARY, arity, is_slot, symbol
+from evocov_core.language.operators import _Program
 
 __all__: list[str] = []
-
-
-@dataclass(frozen=True)
-class _Program:
-    tokens: tuple[str, ...]
-    children: tuple[tuple[int, ...], ...]
-    slot_pos: tuple[int, ...]  # position in theta for slot nodes, -1 otherwise
-    has_param: tuple[bool, ...]  # subtree depends on theta
-    n_params: int
-    # Nodes of the maximal stationary subtrees worth evaluating on the lag row when the
-    # whole tree is not stationary (see _row_subtrees), and the roots of those subtrees.
-    row_node: tuple[bool, ...] = ()
-    row_roots: frozenset[int] = frozenset()
 
 
 @lru_cache(maxsize=8192)
@@ -51,6 +39,7 @@ def _compile(tokens: tuple[str, ...]) -> _Program:
         slot_pos=tuple(pos.get(t, -1) for t in tokens),
         has_param=tuple(has_param),
         n_params=len(slots),
+        reads_output=tuple(symbol(t).reads_output for t in tokens),
         row_node=row_node,
         row_roots=row_roots,
     )

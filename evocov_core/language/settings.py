@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from evocov_core.compute.settings import GROWS_TREES, setting
+from evocov_core.language.grammar import FAMILIES, OPERATORS
 
 __all__ = ["GrammarSettings", "TreeSettings"]
 
@@ -37,23 +38,22 @@ class TreeSettings:
 
 @dataclass(frozen=True)
 class GrammarSettings:
-    """Operations beyond the paper's grammar (:func:`~evocov_core.language.grammar.get_grammar`)."""
+    """Operations beyond the paper's grammar (:func:`~evocov_core.language.grammar.get_grammar`), by family."""
 
     KEY: ClassVar[str] = "grammar"
-    TITLE: ClassVar[str] = "Grammar: change points and state space"
+    TITLE: ClassVar[str] = "Grammar: optional families of operations"
 
-    changepoints: bool = setting(False, "Change points", "Let random trees, mutations and expansions use ABCD's "
-                                 "change-point operator CP(before, after), which switches from one kernel to "
-                                 "another around a fitted location. Not in the paper's grammar.")
-    changepoints_by_expansion: bool = setting(False, "Change points by expansion only", "With change points on, "
-                                              "only the GPSS expansions S -> CP(S, B) and CP(B, S) make one, as "
-                                              "in ABCD: random trees and mutations do not draw the operator, so a "
-                                              "change point always switches between two whole kernels. (GPSS "
-                                              "only ever expands.)", GROWS_TREES)
-    changewindows: bool = setting(False, "Change windows", "Let random trees, mutations and expansions use ABCD's "
-                                  "change-window operator CW(outside, inside), which switches to another kernel "
-                                  "inside a fitted window. Not in the paper's grammar; off in every preset.")
-    statespace: bool = setting(False, "State-space operations", "Let random trees and mutations use a local level "
-                               "(a random walk from the first training point), a local trend (its slope a random "
-                               "walk) and a damped trend (its slope reverts within a fitted time): the forms "
-                               "exponential smoothing fits. Not in the paper's grammar.")
+    families: tuple[str, ...] = setting(
+        (), "Operation families",
+        "Families of operations beyond the paper's grammar that random trees and mutations may draw ("
+        + "; ".join(f"{f}: {', '.join(s.name for s in OPERATORS if s.family == f)}" for f in FAMILIES)
+        + "). changepoint and changewindow also let the GPSS expansions make ABCD's change point CP(before, after) "
+        "and change window CW(outside, inside), which switch to another kernel around a fitted location or inside a "
+        "fitted window; statespace is a local level, a local trend and a damped trend, the forms exponential "
+        "smoothing fits. Kernel files load whatever the families. The budgeted presets name changepoint.",
+        choices=FAMILIES)
+    changepoints_by_expansion: bool = setting(False, "Change points by expansion only", "With the changepoint "
+                                              "family named, only the GPSS expansions S -> CP(S, B) and CP(B, S) "
+                                              "make one, as in ABCD: random trees and mutations do not draw the "
+                                              "operator, so a change point always switches between two whole "
+                                              "kernels. (GPSS only ever expands.)", GROWS_TREES)

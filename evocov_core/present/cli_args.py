@@ -31,7 +31,7 @@ def int_in(lo: int, hi: int, what: str) -> Callable[[str], int]:
 
 
 def add_setting_args(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
-    """One option per :class:`SearchConfig` setting, from its metadata (``--d-max``, ``--changepoints``...), in
+    """One option per :class:`SearchConfig` setting, from its metadata (``--d-max``, ``--families``...), in
     one section of the help per group of settings, but those named in ``skip`` (a command that sets them from
     an option of its own)."""
     from evocov_core.searches.config import GROUPS, settings
@@ -47,7 +47,9 @@ def add_setting_args(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> 
         if typ is bool:
             section.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
         elif typ is tuple:
-            section.add_argument(flag, dest=name, nargs="+", choices=meta.choices, help=text)
+            # The option alone names none (no family, no classical member).
+            section.add_argument(flag, dest=name, nargs="*", choices=meta.choices,
+                                 help=text + f" Names separated by spaces; {flag} alone names none.")
         elif meta.choices is not None:
             # Accept the spelling with hyphens too (posterior-lml).
             shown = [c.replace("_", "-") for c in meta.choices]

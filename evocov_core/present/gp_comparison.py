@@ -296,6 +296,6 @@ def compare_with_baselines(kf: KernelFile, ds: Dataset, *, baseline_budget: floa
         else:
             cfg = gpss_config()
             note = (f"greedy search over sums and products of {', '.join(cfg.base_kernels)}"
-                    + (" and change points" if cfg.changepoints else "") + f", {how}{where}")
+                    + (" and change points" if "changepoint" in cfg.families else "") + f", {how}{where}")
             rows.append(_row("GPSS", best, data, ds, norm, optim, (seed, 7919, 2), note, spent))
     return rows

@@ -31,7 +31,7 @@ from evocov_core.compute.settings import Rule, Setting, SettingField, group_fiel
 from evocov_core.fitting.optimize import HyperSpace, OptimConfig
 from evocov_core.fitting.priors import PRIORS
 from evocov_core.fitting.settings import FittingSettings, PriorRule
-from evocov_core.language.grammar import Grammar, get_grammar
+from evocov_core.language.grammar import FAMILIES, Grammar, get_grammar
 from evocov_core.language.psd import PSDConfig
 from evocov_core.language.settings import GrammarSettings, TreeSettings
 from evocov_core.searches.rules import CalibrationRule
@@ -49,8 +49,8 @@ from evocov_core.searches.variation import VariationConfig
 
 __all__ = ["ALGORITHMS", "ALGORITHM_LABELS", "GROUPS", "AlgorithmSettings", "BudgetSettings", "ChoiceSettings",
            "ConfigError", "EvolutionSettings", "FittingSettings", "ForecastSettings", "GrammarSettings",
-           "ScreeningSettings", "SearchConfig", "Setting", "SettingField", "TreeSettings", "settings",
-           "with_derived"]
+           "ScreeningSettings", "SearchConfig", "Setting", "SettingField", "TreeSettings", "current_settings",
+           "settings", "with_derived"]
 
 class ConfigError(ValueError):
     """An invalid setting; the message names it and the accepted range."""
@@ -91,6 +91,8 @@ class SearchConfig(*reversed(_GROUPS)):  # type: ignore[misc]
             elif typ is float:
                 need(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
                      f"{name} must be a number, got {v!r}")
+            elif typ is tuple:
+                need(isinstance(v, tuple), f"{name} must be a tuple of names, got {v!r}")
             if meta.choices is not None:
                 values = v if isinstance(v, tuple) else (v,)
                 need(all(x in meta.choices for x in values),
@@ -99,6 +101,8 @@ class SearchConfig(*reversed(_GROUPS)):  # type: ignore[misc]
             if meta.lo is not None or meta.hi is not None:
                 need((meta.lo is None or v >= meta.lo) and (meta.hi is None or v <= meta.hi),
                      f"{name} must be {meta.range_text}, got {v}")
+        # One order whatever order they were named in: the table's.
+        object.__setattr__(self, "families", tuple(f for f in FAMILIES if f in self.families))
         # Across settings, and bounds the metadata cannot say (open intervals, "0 or at least").
         need(self.population >= 2 or self.algorithm == "gpss",
              f"population (N) must be at least 2, got {self.population}")
@@ -138,9 +142,9 @@ class SearchConfig(*reversed(_GROUPS)):  # type: ignore[misc]
 
     @property
     def grammar(self) -> Grammar:
-        """The grammar random trees and mutations draw from (expansions read the options themselves)."""
-        return get_grammar(self.n_hyper, self.changepoints and not self.changepoints_by_expansion,
-                           self.changewindows, self.statespace)
+        """The grammar random trees and mutations draw from (expansions read ``families`` themselves)."""
+        drawn = set(self.families) - ({"changepoint"} if self.changepoints_by_expansion else set())
+        return get_grammar(self.n_hyper, drawn)
 
     @property
     def variation(self) -> VariationConfig:
@@ -159,12 +163,13 @@ class SearchConfig(*reversed(_GROUPS)):  # type: ignore[misc]
 
     @classmethod
     def from_dict(cls, d: dict) -> SearchConfig:
-        """Build from a dict (unknown keys refused with a clear message)."""
+        """Build from a dict, written by this version or an earlier one (:func:`current_settings`); unknown
+        keys are refused with a clear message."""
+        d = current_settings(d)
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
             raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
-        d = dict(d)
         for name, typ, _ in settings():
             if typ is tuple and name in d:
                 if not isinstance(d[name], (list, tuple)):
@@ -179,6 +184,36 @@ class SearchConfig(*reversed(_GROUPS)):  # type: ignore[misc]
 def settings() -> tuple[SettingField, ...]:
     """Every :class:`SearchConfig` field as ``(name, type, Setting)``, in declaration order."""
     return _SETTINGS
+
+
+#: The booleans that named the grammar's optional families before ``families``, one family each.
+_FAMILY_FLAGS = {"changepoints": "changepoint", "changewindows": "changewindow", "statespace": "statespace"}
+
+
+def current_settings(stored: Mapping[str, object]) -> dict[str, object]:
+    """Settings as a stored run, a kernel file's run record or a JSON config wrote them, in today's names.
+
+    Earlier versions named each optional family of the grammar by a boolean: ``changepoints``,
+    ``changewindows``, ``statespace``. Each becomes ``families`` (a list, as :meth:`SearchConfig.to_dict`
+    writes it): a true one adds its family (``changepoint``, ``changewindow``, ``statespace``), a false one
+    leaves it out. Every other setting passes unchanged; so do settings without the booleans.
+
+    Raises
+    ------
+    ConfigError
+        One of the booleans is not true or false.
+    """
+    out = dict(stored)
+    flags = {name: out.pop(name) for name in _FAMILY_FLAGS if name in out}
+    if not flags:
+        return out
+    named = set(out.get("families") or ())  # type: ignore[call-overload]
+    for name, on in flags.items():
+        if not isinstance(on, bool):
+            raise ConfigError(f"{name} must be true or false, got {on!r}")
+        (named.add if on else named.discard)(_FAMILY_FLAGS[name])
+    out["families"] = [f for f in FAMILIES if f in named] + sorted(str(f) for f in named if f not in FAMILIES)
+    return out
 
 
 def with_derived(overrides: Mapping[str, object]) -> dict[str, object]:

@@ -20,7 +20,7 @@ They are fitted from the values :func:`ets_seeds` gives them and, like the spect
 never screened out and always offered to the model choice
 (:meth:`~evocov_core.searches.candidates.Candidates.top`): evolution and the choice may keep them or beat
 them, but they are never missing from the pool. Their children (mutation, crossover) may hold the
-state-space operations too, so a search with these seeds uses the grammar with ``statespace``.
+state-space operations too, so a search with these seeds uses the operations of the family ``statespace``.
 """
 
 from __future__ import annotations

@@ -119,8 +119,7 @@ def run_evocov(data: FitData, config: SearchConfig, executor: Executor, *, seed:
                 p = sel[int(rng.integers(len(sel)))]
                 if config.p_expand > 0 and rng.random() < config.p_expand:
                     c = expand(p.kernel, rng, vcfg, config.n_hyper, theta=p.theta, log_noise=p.log_noise,
-                               bases=tuple(config.seed_bases),
-                               changepoints=config.changepoints, changewindows=config.changewindows)
+                               bases=tuple(config.seed_bases), families=config.families)
                 else:
                     c = mutate(p.kernel, rng, vcfg, grammar, theta=p.theta, log_noise=p.log_noise)
             else:

@@ -88,7 +88,7 @@ def explore_mutations(base: FitResult, data: FitData, config: SearchConfig, exec
     if n_mutations < 1:
         raise ValueError("n_mutations must be at least 1")
     grammar = get_grammar(max(config.n_hyper, 1 + max((int(s[2:]) for s in base.kernel.slots), default=0)),
-                          config.grammar.changepoints, config.changewindows)
+                          config.grammar.families)
     vcfg = config.variation
     rng = sub_rng(seed, 1)
     tr = Tracker("explore", -(-n_mutations // batch), progress, should_stop, seed, config=config.with_(**_PLAIN))

@@ -5,8 +5,8 @@ option). Level 1 fits every base kernel. Each further level expands the current 
 structure with the grammar of GPSS, applied to every subexpression ``S``::
 
     S → S + B        S → S × B        B → B'   (base-kernel replacement)
-    S → CP(S, S)                                (with ``changepoints``: ABCD's change point)
-    S → CW(S, S)                                (with ``changewindows``: ABCD's change window)
+    S → CP(S, S)                                (family ``changepoint``: ABCD's change point)
+    S → CW(S, S)                                (family ``changewindow``: ABCD's change window)
 
 fits every distinct candidate (by canonical form), and keeps the lowest BIC. The search
 stops when no candidate improves the BIC or after ``generations`` levels (GPSS: 10).
@@ -23,7 +23,7 @@ copies of ``S`` from the parent's values, as ABCD's do.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from evocov_core.fitting.fits import Executor
 from evocov_core.fitting.metrics import FitData
@@ -121,14 +121,14 @@ def _flatten(s: Struct) -> Struct:
     return (s[0], *kids)
 
 
-def expansions(s: Struct, bases: tuple[str, ...], changepoints: bool = False,
-               changewindows: bool = False) -> list[Struct]:
-    """Every structure one GPSS grammar step away from ``s`` (leaf ids = ids in ``s``)."""
+def expansions(s: Struct, bases: tuple[str, ...], families: Collection[str] = ()) -> list[Struct]:
+    """Every structure one GPSS grammar step away from ``s`` (leaf ids = ids in ``s``); the families
+    ``changepoint`` and ``changewindow`` add the change point and window."""
     out = []
     for path, node in _paths(s):
-        if changepoints:
+        if "changepoint" in families:
             out.append(_flatten(_replace(s, path, ("cp", node, node, None))))
-        if changewindows:
+        if "changewindow" in families:
             out.append(_flatten(_replace(s, path, ("cw", node, node, None))))
         for b in bases:
             new_leaf = ("leaf", b, None)
@@ -191,7 +191,7 @@ def run_gpss(data: FitData, config: SearchConfig, executor: Executor, *, seed: i
         _, leaves = build(best_struct)
         parent_leaves = {leaf_id: slots for leaf_id, slots in leaves}
         # The best fit's slots follow the same leaf order as build(best_struct).
-        candidates = expansions(best_struct, bases, config.changepoints, config.changewindows)
+        candidates = expansions(best_struct, bases, config.families)
     settings = config.to_dict()
     if best_struct is not None:
         settings["gpss_structure"] = structure_str(best_struct)

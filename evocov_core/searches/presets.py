@@ -37,9 +37,9 @@ _QUICK: dict[str, dict] = {
 }
 #: What every budgeted search adds: the fit cache, data-tied bounds, the choice among five, change points, the
 #: calibration from the origins, and the forecast's classical members.
-_BUDGETED_PARTS = dict(cache_fits=True, data_bounds=True, select_top=5, changepoints=True, calibration="origins",
-                       long_choice="origins_density", combine=("AutoETS", "AutoTheta"), combine_short=100,
-                       long_combine=("MSTL", "AutoETS"))
+_BUDGETED_PARTS = dict(cache_fits=True, data_bounds=True, select_top=5, families=("changepoint",),
+                       calibration="origins", long_choice="origins_density", combine=("AutoETS", "AutoTheta"),
+                       combine_short=100, long_combine=("MSTL", "AutoETS"))
 #: The evolutionary search of the budgeted presets: screening, seeds, expansions, and the choice by the forecasts
 #: from the origins that keeps an evolved kernel over an exponential-smoothing form only at 0.8 of its CRPS.
 _EVOLVE = dict(population=40, generations=100_000, mu=8, patience=3, d_min=3, d_max=8, psd_w=12, n_restarts=1,

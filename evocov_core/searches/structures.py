@@ -7,8 +7,8 @@ its first population (:func:`seed_kernels`) and lets one variation operator make
 moves of GPSS's grammar on any tree, evolved or not (:func:`expand`)::
 
     S → S + B        S → S × B        B → B'
-    S → CP(S, B)     S → CP(B, S)        (with ``changepoints``: ABCD's change point)
-    S → CW(S, B)     S → CW(B, S)        (with ``changewindows``: ABCD's change window)
+    S → CP(S, B)     S → CP(B, S)        (family ``changepoint``: ABCD's change point)
+    S → CW(S, B)     S → CW(B, S)        (family ``changewindow``: ABCD's change window)
 
 where ``S`` is a covariance subtree (the root half of the time) and ``B`` a base kernel with
 fresh slots (a change point also gets a fresh location and width, a change window a fresh
@@ -19,6 +19,7 @@ paper.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from itertools import combinations_with_replacement
 
 import numpy as np
@@ -73,9 +74,9 @@ def _fresh_base(name: str, used: set[str], n_hyper: int) -> tuple[str, ...] | No
 
 
 def expand_once(kernel: Kernel, rng: np.random.Generator, n_hyper: int,
-                bases: tuple[str, ...] = SEED_BASES, changepoints: bool = False,
-                changewindows: bool = False) -> tuple[str, ...] | None:
-    """One GPSS move on ``kernel`` without checks (None when no fresh slots are left)."""
+                bases: tuple[str, ...] = SEED_BASES, families: Collection[str] = ()) -> tuple[str, ...] | None:
+    """One GPSS move on ``kernel`` without checks (None when no fresh slots are left); the families
+    ``changepoint`` and ``changewindow`` add the moves that make a change point or window."""
     t = kernel.tokens
     used = {s for s in t if is_slot(s)}
     covs = [i for i, tok in enumerate(t) if symbol(tok).ret is Cov]
@@ -83,7 +84,7 @@ def expand_once(kernel: Kernel, rng: np.random.Generator, n_hyper: int,
                    if name in bases and _pattern(t[i:subtree_end(t, i)]) == pat]
     # Moves 0-2: S + B, S × B, B → B'; 3-4: the change points; 5-6: the change windows. Without
     # windows this draws exactly what it drew before they existed (same seeds, same trees).
-    moves = (0, 1, 2, *((3, 4) if changepoints else ()), *((5, 6) if changewindows else ()))
+    moves = (0, 1, 2, *((3, 4) if "changepoint" in families else ()), *((5, 6) if "changewindow" in families else ()))
     move = moves[int(rng.integers(len(moves)))]
     if move == 2 and replaceable:  # B -> B'
         i, name = replaceable[int(rng.integers(len(replaceable)))]
@@ -108,7 +109,7 @@ def expand_once(kernel: Kernel, rng: np.random.Generator, n_hyper: int,
 
 def expand(kernel: Kernel, rng: np.random.Generator, cfg: VariationConfig, n_hyper: int, *,
            theta: tuple[float, ...] | None = None, log_noise: float = math.nan,
-           bases: tuple[str, ...] = SEED_BASES, changepoints: bool = False, changewindows: bool = False) -> Child:
+           bases: tuple[str, ...] = SEED_BASES, families: Collection[str] = ()) -> Child:
     """A GPSS-style expansion passing the variation checks (PSD, depth), else the parent.
 
     The child keeps the parent's values for the slots it keeps (NaN for the new base
@@ -116,7 +117,7 @@ def expand(kernel: Kernel, rng: np.random.Generator, cfg: VariationConfig, n_hyp
     """
     values = dict(zip(kernel.slots, theta, strict=True)) if theta is not None else {}
     for attempt in range(1, cfg.rho_max + 1):
-        tokens = expand_once(kernel, rng, n_hyper, bases, changepoints, changewindows)
+        tokens = expand_once(kernel, rng, n_hyper, bases, families)
         if tokens is None:
             break
         k = _acceptable(tokens, kernel.tokens, cfg, rng)

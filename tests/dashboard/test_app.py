@@ -477,16 +477,20 @@ def test_every_preset_value_fits_its_widget(preset_name):
                 assert w.value == pytest.approx(getattr(cfg, field)), (algo, field, w.value)
 
 
-def test_change_windows_checkbox_sits_next_to_change_points():
-    """Off in every preset (their runs stay as they were), usable by every algorithm, on when checked."""
+def test_families_multiselect_offers_the_families_of_the_table():
+    """One multiselect names the grammar's optional families, its options the table's; the preset's families
+    at first, usable by every algorithm, a family added when selected."""
+    from evocov_core.language.grammar import FAMILIES
+
     at = search_page()
-    cw, cp = at.checkbox(key="s_changewindows"), at.checkbox(key="s_changepoints")
-    assert cw.value is False and cp.value is preset("quick").changepoints and not cw.disabled
+    families = at.multiselect(key="s_families")
+    assert list(families.options) == list(FAMILIES) and not families.disabled
+    assert families.value == list(preset("quick").families)
     at.selectbox(key="s_algorithm").set_value("gpss").run()
-    assert at.checkbox(key="s_changewindows").value is False and not at.checkbox(key="s_changewindows").disabled
-    at.checkbox(key="s_changewindows").check().run()
+    assert not at.multiselect(key="s_families").disabled
+    at.multiselect(key="s_families").select("changewindow").run()
     no_exception(at)
-    assert at.checkbox(key="s_changewindows").value is True and not at.error
+    assert at.multiselect(key="s_families").value == ["changepoint", "changewindow"] and not at.error
 
 
 def test_mu_not_below_population_is_refused():

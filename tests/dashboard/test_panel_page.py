@@ -94,8 +94,10 @@ def done_run(tmp_path_factory):
 
 
 def test_settings_are_typed_as_the_command_line_names_them():
-    got = settings_from_text("population=6 --mu=2; d-min=2 combine=AutoETS,AutoTheta changepoints=yes", "panel")
-    assert got == {"population": 6, "mu": 2, "d_min": 2, "combine": ("AutoETS", "AutoTheta"), "changepoints": True}
+    got = settings_from_text("population=6 --mu=2; d-min=2 combine=AutoETS,AutoTheta families=changepoint+statespace",
+                             "panel")
+    assert got == {"population": 6, "mu": 2, "d_min": 2, "combine": ("AutoETS", "AutoTheta"),
+                   "families": ("changepoint", "statespace")}
     assert settings_from_text("  ", "panel") == {}
 
 

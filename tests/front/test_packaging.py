@@ -79,7 +79,7 @@ def test_installed_package_runs_without_the_clone(tmp_path):
     assert int(n) >= 5 and (Path(data_dir) / "airline.csv").is_file()
     cli = subprocess.run([str(target / "bin" / "evocov"), "search", "--help"], capture_output=True, text=True,
                          env=env, cwd=tmp_path, timeout=300)
-    assert cli.returncode == 0 and "--time-budget" in cli.stdout and "--changepoints" in cli.stdout
+    assert cli.returncode == 0 and "--time-budget" in cli.stdout and "--families" in cli.stdout
 
 
 @pytest.mark.slow

@@ -28,7 +28,7 @@ def corpus() -> list[tuple[str, tuple[str, ...]]]:
         out.append((f"base:{name}", make(*[f"hp{k}" for k in range(n_slots)]).tokens))
     for name, expr in GPSS_PUBLISHED.items():
         out.append((f"gpss:{name}", compose(expr).tokens))
-    g = get_grammar(20, changepoints=True, changewindows=True)
+    g = get_grammar(20, families=("changepoint", "changewindow"))
     rng = np.random.default_rng(20240530)
     for i in range(N_RANDOM):
         d_min = int(rng.integers(0, 4))

@@ -60,7 +60,7 @@ def test_psd_and_not_stationary():
 
 def test_grammar_option_decides_what_is_drawn():
     """The paper's grammar never grows a change point; the option's grammar does; both parse one."""
-    paper, cp = get_grammar(20), get_grammar(20, changepoints=True)
+    paper, cp = get_grammar(20), get_grammar(20, families=("changepoint",))
     assert "changepoint" not in paper.nestable(Cov) and "changepoint" in cp.nestable(Cov)
     assert "changepoint" not in paper.pset.mapping and "changepoint" in cp.pset.mapping
     rng = np.random.default_rng(2)
@@ -112,7 +112,7 @@ def test_fit_finds_a_level_shift():
 def test_expansions_and_mutations_use_it_only_with_the_option():
     rng = np.random.default_rng(4)
     base = library.compose(["+", "SE", "PER"])
-    with_cp = [expand_once(base, rng, 20, changepoints=True) for _ in range(60)]
+    with_cp = [expand_once(base, rng, 20, families=("changepoint",)) for _ in range(60)]
     without = [expand_once(base, rng, 20) for _ in range(60)]
     assert any("changepoint" in (t or ()) for t in with_cp)
     assert not any("changepoint" in (t or ()) for t in without)
@@ -120,7 +120,7 @@ def test_expansions_and_mutations_use_it_only_with_the_option():
         if t is not None:
             check_tree(t, n_hyper=20)
     vcfg = VariationConfig(psd=PSDConfig(w=6))
-    kids = [mutate(base, rng, vcfg, get_grammar(20, changepoints=True)).kernel for _ in range(80)]
+    kids = [mutate(base, rng, vcfg, get_grammar(20, families=("changepoint",))).kernel for _ in range(80)]
     assert any("changepoint" in k.tokens for k in kids)
     assert all(check_psd(k, np.random.default_rng(5), PSDConfig(w=6)).ok for k in kids if "changepoint" in k.tokens)
 
@@ -130,7 +130,7 @@ def test_search_with_changepoints_is_reproducible():
     y = np.where(x < 1954, 3.0, 0.0) + np.sin(2 * np.pi * x) + 0.1 * np.random.default_rng(6).standard_normal(72)
     data = FitData.from_dataset(Dataset.from_arrays(x, y, test_fraction=0.1))
     cfg = preset("quick", population=10, mu=3, generations=3, d_min=2, d_max=5, psd_w=6, max_evals=15, n_screen=4,
-                 rho_max=30, time_budget=0.0, changepoints=True, changepoints_by_expansion=False, select_top=1)
+                 rho_max=30, time_budget=0.0, families=("changepoint",), changepoints_by_expansion=False, select_top=1)
     a = run_search(data, cfg, seed=3, workers=1)
     b = run_search(data, cfg, seed=3, workers=1)
     assert [r.expression for r in a.records] == [r.expression for r in b.records]
@@ -140,11 +140,12 @@ def test_search_with_changepoints_is_reproducible():
 
 def test_change_points_by_expansion_keep_the_operator_out_of_the_tree_grammar():
     assert preset("quick").changepoints_by_expansion and preset("standard").changepoints_by_expansion
-    on = preset("quick", changepoints=True, changepoints_by_expansion=False)
-    assert on.grammar.changepoints and "changepoint" in on.grammar.nestable(Cov)
+    on = preset("quick", families=("changepoint",), changepoints_by_expansion=False)
+    assert "changepoint" in on.grammar.families and "changepoint" in on.grammar.nestable(Cov)
     by_expansion = on.with_(changepoints_by_expansion=True)
-    assert not by_expansion.grammar.changepoints and "changepoint" not in by_expansion.grammar.nestable(Cov)
-    assert not preset("quick", changepoints=False, changepoints_by_expansion=True).grammar.changepoints
+    assert by_expansion.families == ("changepoint",)  # the expansions still make them
+    assert not by_expansion.grammar.families and "changepoint" not in by_expansion.grammar.nestable(Cov)
+    assert not preset("quick", families=(), changepoints_by_expansion=True).grammar.families
 
 
 @pytest.mark.parametrize(("by_expansion", "p_expand", "drawn"), [(False, 0.0, True), (True, 0.0, False),
@@ -154,7 +155,7 @@ def test_change_points_by_expansion_come_only_from_expansions(by_expansion, p_ex
     y = np.where(x < 1954, 3.0, 0.0) + np.sin(2 * np.pi * x) + 0.1 * np.random.default_rng(6).standard_normal(72)
     data = FitData.from_dataset(Dataset.from_arrays(x, y, test_fraction=0.1))
     cfg = preset("quick", population=12, mu=4, generations=4, d_min=2, d_max=5, psd_w=6, max_evals=15, n_screen=4,
-                 rho_max=30, time_budget=0.0, changepoints=True, changepoints_by_expansion=by_expansion,
+                 rho_max=30, time_budget=0.0, families=("changepoint",), changepoints_by_expansion=by_expansion,
                  p_expand=p_expand, p_mutation=1.0, p_crossover=0.0, select_top=1)
     result = run_search(data, cfg, seed=4, workers=1)
     with_cp = [r for r in result.records if "changepoint" in r.expression]
@@ -169,7 +170,7 @@ def test_gpss_baseline_expands_with_changepoints():
 
     parent = ("+", ("leaf", "SE", 0), ("leaf", "PER", 1))
     plain = expansions(parent, ("SE", "LIN"))
-    with_cp = expansions(parent, ("SE", "LIN"), changepoints=True)
+    with_cp = expansions(parent, ("SE", "LIN"), families=("changepoint",))
     assert not any("CP" in structure_str(s) for s in plain)
     cps = [s for s in with_cp if s[0] == "cp"]
     assert len(cps) == 1 and structure_str(cps[0]) == "CP(SE + PER, SE + PER)"
@@ -194,6 +195,6 @@ def test_gpss_search_with_changepoints_runs():
     x = 1950 + np.arange(60) / 12.0
     y = np.where(x < 1953, 2.0, 0.0) + 0.1 * np.random.default_rng(7).standard_normal(60)
     data = FitData.from_dataset(Dataset.from_arrays(x, y, test_fraction=0.1))
-    cfg = preset("quick-fixed", "gpss", generations=2, n_restarts=1, changepoints=True, base_kernels=("SE",))
+    cfg = preset("quick-fixed", "gpss", generations=2, n_restarts=1, families=("changepoint",), base_kernels=("SE",))
     r = run_search(data, cfg, seed=0, workers=1)
     assert any(r.expression.startswith("changepoint") for r in r.records)

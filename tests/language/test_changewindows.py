@@ -74,13 +74,14 @@ def test_psd_and_not_stationary():
 
 
 def test_grammar_option_decides_what_is_drawn():
-    """Only grammars with ``changewindows`` grow windows; every grammar parses them; the other
+    """Only grammars with the family ``changewindow`` grow windows; every grammar parses them; the other
     grammars list exactly the symbols, in the order, they listed before (their draws are unchanged)."""
-    paper, cp, cw = get_grammar(20), get_grammar(20, changepoints=True), get_grammar(20, True, True)
+    paper, cp = get_grammar(20), get_grammar(20, families=("changepoint",))
+    cw = get_grammar(20, families=("changepoint", "changewindow"))
     assert "changewindow" not in cp.nestable(Cov) and "changewindow" in cw.nestable(Cov)
     assert "changewindow" not in paper.pset.mapping and "changewindow" in cw.pset.mapping
     assert [t for t in cw.nestable(Cov) if t != "changewindow"] == list(cp.nestable(Cov))
-    assert get_grammar(20, changewindows=True).nestable(Cov) == (*paper.nestable(Cov), "changewindow")
+    assert get_grammar(20, families=("changewindow",)).nestable(Cov) == (*paper.nestable(Cov), "changewindow")
     rng = np.random.default_rng(2)
     assert not any("changewindow" in typed_grow(cp, rng, 3, 8) for _ in range(300))
     assert any("changewindow" in typed_grow(cw, rng, 3, 8) for _ in range(300))
@@ -137,8 +138,8 @@ def test_fit_finds_a_window():
 def test_expansions_and_mutations_use_it_only_with_the_option():
     rng = np.random.default_rng(4)
     base = library.compose(["+", "SE", "PER"])
-    with_cw = [expand_once(base, rng, 20, changewindows=True) for _ in range(60)]
-    without = [expand_once(base, rng, 20, changepoints=True) for _ in range(60)]
+    with_cw = [expand_once(base, rng, 20, families=("changewindow",)) for _ in range(60)]
+    without = [expand_once(base, rng, 20, families=("changepoint",)) for _ in range(60)]
     assert any("changewindow" in (t or ()) for t in with_cw)
     assert not any("changewindow" in (t or ()) for t in without)
     assert not any("changepoint" in (t or ()) for t in with_cw)  # the two options are independent
@@ -146,7 +147,7 @@ def test_expansions_and_mutations_use_it_only_with_the_option():
         if t is not None:
             check_tree(t, n_hyper=20)
     vcfg = VariationConfig(psd=PSDConfig(w=6))
-    kids = [mutate(base, rng, vcfg, get_grammar(20, changewindows=True)).kernel for _ in range(80)]
+    kids = [mutate(base, rng, vcfg, get_grammar(20, families=("changewindow",))).kernel for _ in range(80)]
     windows = [k for k in kids if "changewindow" in k.tokens]
     assert windows
     # PSD by construction: a window over two operands that pass the check passes it too. (A window
@@ -162,7 +163,7 @@ def test_expansions_and_mutations_use_it_only_with_the_option():
             assert check_psd(Kernel(k.subtree(i)), np.random.default_rng(5), PSDConfig(w=6)).ok
             checked += 1
     assert checked >= 1
-    plain = [mutate(base, rng, vcfg, get_grammar(20, changepoints=True)).kernel for _ in range(80)]
+    plain = [mutate(base, rng, vcfg, get_grammar(20, families=("changepoint",))).kernel for _ in range(80)]
     assert not any("changewindow" in k.tokens for k in plain)
 
 
@@ -170,8 +171,8 @@ def test_expansion_draws_without_windows_are_those_with_change_points_only():
     """Same generator state, option absent or False: the same trees (the window moves are appended last)."""
     base = library.compose(["*", "SE", "PER"])
     for seed in range(30):
-        a = expand_once(base, np.random.default_rng(seed), 20, changepoints=True)
-        b = expand_once(base, np.random.default_rng(seed), 20, changepoints=True, changewindows=False)
+        a = expand_once(base, np.random.default_rng(seed), 20, families=("changepoint",))
+        b = expand_once(base, np.random.default_rng(seed), 20, families=frozenset({"changepoint"}))
         assert a == b
 
 
@@ -195,7 +196,7 @@ class _WithoutWindows(Grammar):
     """The symbol lists of the grammar with windows, minus ``changewindow``."""
 
     def _by_kind(self, typ: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-        full = get_grammar(self.n_hyper, self.changepoints, True)._by_kind(typ)
+        full = get_grammar(self.n_hyper, {*self.families, "changewindow"})._by_kind(typ)
         return tuple(tuple(t for t in kind if t != "changewindow") for kind in full)  # type: ignore[return-value]
 
 
@@ -216,16 +217,16 @@ def test_quick_preset_first_population_is_unchanged():
     x = 1950 + np.arange(96) / 12.0
     data = FitData.from_dataset(Dataset.from_arrays(x, np.sin(2 * np.pi * x) + 0.1 * x, test_fraction=0.1))
     cfg = preset("quick", ets_seeds=False)  # the draws from the grammar (the ETS seeds come before them)
-    assert cfg.changewindows is False and not any(
-        preset(p, a).changewindows for p in ("quick", "standard", "paper", "quick-fixed")
+    assert "changewindow" not in cfg.families and not any(
+        "changewindow" in preset(p, a).families for p in ("quick", "standard", "paper", "quick-fixed")
         for a in ("evocov", "random", "gwtf", "gpss"))
     seed = 11
     absent = _first_population(data, cfg, seed)
-    explicit = _first_population(data, cfg.with_(changewindows=False), seed)
+    explicit = _first_population(data, cfg.with_(families=("changepoint",)), seed)
     assert absent == explicit and len(absent) > cfg.population // 2
     # The reference draw: the grammar with windows, the window symbol struck out by hand (what the
     # grammar was before it had one: the symbol was appended to every list it is in).
-    grammar = _WithoutWindows(cfg.n_hyper, get_grammar(cfg.n_hyper).pset, cfg.grammar.changepoints)
+    grammar = _WithoutWindows(cfg.n_hyper, get_grammar(cfg.n_hyper).pset, cfg.grammar.families)
     n_seed = round(cfg.seed_fraction * cfg.population)
     ref = list(seed_kernels(n_seed, sub_rng(seed, 1)))
     rng = sub_rng(seed, 0)
@@ -233,7 +234,7 @@ def test_quick_preset_first_population_is_unchanged():
             for _ in range(cfg.population - len(ref))]
     assert absent == list(dict.fromkeys(k.canonical for k in ref))  # the cache fits a repeated kernel once
     # And the option does change what is drawn (the comparison can fail).
-    with_cw = _first_population(data, cfg.with_(changewindows=True), seed)
+    with_cw = _first_population(data, cfg.with_(families=("changepoint", "changewindow")), seed)
     assert with_cw != absent
 
 
@@ -243,8 +244,8 @@ def test_search_with_changewindows_is_reproducible():
     y = y + 0.1 * np.random.default_rng(6).standard_normal(72)
     data = FitData.from_dataset(Dataset.from_arrays(x, y, test_fraction=0.1))
     cfg = preset("quick", ets_seeds=False, population=10, mu=3, generations=3, d_min=2, d_max=5, psd_w=6,
-                 max_evals=15, n_screen=4, rho_max=30, time_budget=0.0, changewindows=True, p_expand=0.6,
-                 select_top=1)
+                 max_evals=15, n_screen=4, rho_max=30, time_budget=0.0, families=("changepoint", "changewindow"),
+                 p_expand=0.6, select_top=1)
     a = run_search(data, cfg, seed=3, workers=1)
     b = run_search(data, cfg, seed=3, workers=1)
     assert [r.expression for r in a.records] == [r.expression for r in b.records]
@@ -257,8 +258,8 @@ def test_gpss_baseline_expands_with_changewindows():
     from evocov_core.searches.gpss import _start, build, expansions, structure_str
 
     parent = ("+", ("leaf", "SE", 0), ("leaf", "PER", 1))
-    assert not any("CW" in structure_str(s) for s in expansions(parent, ("SE", "LIN"), changepoints=True))
-    cws = [s for s in expansions(parent, ("SE", "LIN"), changewindows=True) if "CW" in structure_str(s)]
+    assert not any("CW" in structure_str(s) for s in expansions(parent, ("SE", "LIN"), families=("changepoint",)))
+    cws = [s for s in expansions(parent, ("SE", "LIN"), families=("changewindow",)) if "CW" in structure_str(s)]
     assert len(cws) == 3 and structure_str(cws[0]) == "CW(SE + PER, SE + PER)"  # at the root and at each leaf
     assert structure_str(cws[1]) == "CW(SE, SE) + PER"
     kernel, _ = build(cws[0])
@@ -280,6 +281,6 @@ def test_gpss_search_with_changewindows_runs():
     x = 1950 + np.arange(60) / 12.0
     y = np.where((x > 1952) & (x < 1953), 2.0, 0.0) + 0.1 * np.random.default_rng(7).standard_normal(60)
     data = FitData.from_dataset(Dataset.from_arrays(x, y, test_fraction=0.1))
-    cfg = preset("quick-fixed", "gpss", generations=2, n_restarts=1, changewindows=True, base_kernels=("SE",))
+    cfg = preset("quick-fixed", "gpss", generations=2, n_restarts=1, families=("changewindow",), base_kernels=("SE",))
     r = run_search(data, cfg, seed=0, workers=1)
     assert any(rec.expression.startswith("changewindow") for rec in r.records)

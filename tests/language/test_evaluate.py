@@ -227,8 +227,8 @@ def test_toeplitz_path_is_used_only_when_valid():
     assert Inputs(np.column_stack([grid, grid])).row is None  # 2-D
     assert Inputs(grid, grid).row is None  # cross covariance
     inp = Inputs(grid)
-    assert inp.pair_for(LIBRARY["SE"])[1] is True
-    assert inp.pair_for(LIBRARY["LIN"])[1] is False
+    assert inp.pair_for(LIBRARY["SE"].is_stationary)[1] is True
+    assert inp.pair_for(LIBRARY["LIN"].is_stationary)[1] is False
 
 
 def test_toeplitz_values_equal_general_path():
@@ -316,8 +316,8 @@ def test_dates_of_monthly_data_take_the_distinct_lag_path():
     lags = inp.row.X2[:, 0] - X[0]
     D = np.abs(X[:, None] - X[None, :])
     np.testing.assert_allclose(lags[inp.lag_matrix], D, rtol=0, atol=1e-7 * np.diff(X).min())
-    assert inp.pair_for(LIBRARY["SE"])[1] is True
-    assert inp.pair_for(LIBRARY["LIN"])[1] is False
+    assert inp.pair_for(LIBRARY["SE"].is_stationary)[1] is True
+    assert inp.pair_for(LIBRARY["LIN"].is_stationary)[1] is False
 
 
 @pytest.mark.parametrize("order", ["sorted", "shuffled"])

@@ -124,7 +124,7 @@ def test_no_deap_creator_globals():
     """Building a grammar creates no ``deap.creator`` classes, and the module never uses creator."""
     before = set(dir(deap.creator))
     get_grammar(13)  # a pool size not cached by other tests
-    get_grammar.cache_clear()
+    grammar._grammar.cache_clear()
     get_grammar(20)
     assert set(dir(deap.creator)) == before
     for path in Path(grammar.__file__).parent.rglob("*.py"):
@@ -339,11 +339,11 @@ def test_check_tree_is_iterative_on_hostile_depth():
 # --- DEAP interoperation --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("changepoints", [False, True])
+@pytest.mark.parametrize("families", [(), ("changepoint",), grammar.FAMILIES])
 @pytest.mark.parametrize("n_hyper", [1, 7])
-def test_pset_is_built_from_the_table(n_hyper, changepoints):
+def test_pset_is_built_from_the_table(n_hyper, families):
     """DEAP's primitive set says exactly what the symbol table says: names, arities, types, constants."""
-    g = get_grammar(n_hyper, changepoints=changepoints)
+    g = get_grammar(n_hyper, families=families)
     table = {s.name: s for s in g.symbols()}
     prims = {p.name: p for ps in g.pset.primitives.values() for p in ps}
     assert set(prims) == {n for n, s in table.items() if s.arity}
@@ -364,10 +364,10 @@ def test_pset_is_built_from_the_table(n_hyper, changepoints):
     assert set(g.pset.mapping) == set(table)
 
 
-@pytest.mark.parametrize("changepoints", [False, True])
-def test_to_primitive_tree_round_trip(changepoints):
+@pytest.mark.parametrize("families", [(), ("changepoint",), grammar.FAMILIES])
+def test_to_primitive_tree_round_trip(families):
     """Random trees convert to DEAP PrimitiveTrees with the same tokens, height and text."""
-    g = get_grammar(20, changepoints=changepoints)
+    g = get_grammar(20, families=families)
     for seed in range(40):
         tokens = typed_grow(g, np.random.default_rng(seed), 1, 8)
         tree = to_primitive_tree(tokens, g)

@@ -15,7 +15,7 @@ def test_the_corpus_covers_every_operator():
     from evocov_core.language.grammar import get_grammar
 
     used = {t for r in ROWS for t in r["tokens"]}
-    ops = {s.name for s in get_grammar(20, changepoints=True, changewindows=True).symbols() if s.arity}
+    ops = {s.name for s in get_grammar(20, families=("changepoint", "changewindow")).symbols() if s.arity}
     assert ops <= used
     assert len(ROWS) > 300
 

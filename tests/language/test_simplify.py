@@ -22,10 +22,10 @@ def _matrix(kernel, x, theta):
                                (x.size, x.size))
 
 
-@pytest.mark.parametrize("changepoints", [False, True])
-def test_simplified_form_evaluates_to_the_tree(changepoints):
+@pytest.mark.parametrize("families", [(), ("changepoint",)])
+def test_simplified_form_evaluates_to_the_tree(families):
     """Random trees of the grammar (with and without change points): same matrix as the evaluator, to 1e-10."""
-    g = get_grammar(20, changepoints=changepoints)
+    g = get_grammar(20, families=families)
     cfg = VariationConfig(psd=PSDConfig(w=6), require_input=True)
     compared = 0
     for seed in range(16):

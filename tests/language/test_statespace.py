@@ -19,7 +19,7 @@ from scipy import integrate
 from evocov_core.fitting.gp import posterior
 from evocov_core.language import library
 from evocov_core.language.evaluate import covariance, covariance_diag, covariance_jacobian
-from evocov_core.language.grammar import STATESPACE_OPERATORS, check_tree, get_grammar
+from evocov_core.language.grammar import OPERATORS, check_tree, get_grammar
 from evocov_core.language.kernel import Kernel
 from evocov_core.language.simplify import display_latex
 from evocov_core.runs.kernel_file import (
@@ -154,20 +154,20 @@ def test_damped_gradient_near_zero_time():
 
 
 def test_forms_obey_the_typing_rules_and_print():
-    g = get_grammar(10, statespace=True)
+    g = get_grammar(10, families=("statespace",))
     for name, expr in library.ETS_FORMS.items():
         k = library.compose(expr)
         check_tree(k.tokens, n_hyper=g.n_hyper)  # raises on a typing or nesting error
         assert "W(x,x')" in k.infix or "IW(x,x')" in k.infix, name
         assert display_latex(k), name
-    assert {s.name for s in STATESPACE_OPERATORS} == {"wiener", "iwiener", "damped"}
+    assert {s.name for s in OPERATORS if s.family == "statespace"} == {"wiener", "iwiener", "damped"}
 
 
 def test_statespace_off_by_default_and_nowhere_in_default_draws():
-    assert not get_grammar(10).statespace
+    assert not get_grammar(10).families
     names = {s.name for s in get_grammar(10).symbols()}
     assert names.isdisjoint({"wiener", "iwiener", "damped"})
-    assert {"wiener", "iwiener", "damped"} <= {s.name for s in get_grammar(10, statespace=True).symbols()}
+    assert {"wiener", "iwiener", "damped"} <= {s.name for s in get_grammar(10, families=("statespace",)).symbols()}
 
 
 # --- the local level is the local-level state-space model ----------------------------------------------

@@ -186,18 +186,21 @@ def test_report_writes_a_self_contained_html(series_csv: Path, searched: tuple[P
     assert load_kernel_file(out).kernel.infix.replace("'", "&#x27;") in text
 
 
-def test_change_windows_flag_sits_next_to_change_points() -> None:
-    """``--changewindows`` turns the grammar option on; without it every preset keeps it off."""
+def test_families_option_names_the_grammar_families() -> None:
+    """``--families`` names the grammar's optional families (the option alone: none); without it a
+    preset keeps its own; an unknown family is refused."""
     from evocov_core.present.cli import _config_from_args, build_parser
 
     def config(*extra: str):
         return _config_from_args(build_parser().parse_args(["search", "--data", "d.csv", "--out", "k.json", *extra]))
 
-    assert config().changewindows is False and config("--preset", "standard").changewindows is False
-    assert config("--changewindows").changewindows is True
-    assert config("--changewindows", "--no-changepoints").changepoints is False
-    assert config("--no-changewindows").changewindows is False
-    assert "--changewindows" in build_parser()._subparsers._group_actions[0].choices["search"].format_help()
+    assert config().families == ("changepoint",) and config("--preset", "paper").families == ()
+    assert config("--families", "statespace", "changewindow").families == ("changewindow", "statespace")
+    assert config("--families").families == ()
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["search", "--data", "d.csv", "--out", "k.json", "--families", "cosines"])
+    help_text = build_parser()._subparsers._group_actions[0].choices["search"].format_help()
+    assert "--families" in help_text and "statespace" in help_text
 
 
 @pytest.fixture(scope="module")

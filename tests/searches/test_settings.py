@@ -8,7 +8,9 @@ import dataclasses
 import pytest
 
 from evocov_core.compute.settings import EVERY_ALGORITHM, GROWS_TREES, Rule
-from evocov_core.searches.config import GROUPS, ConfigError, SearchConfig, settings
+from evocov_core.language.grammar import FAMILIES, get_grammar
+from evocov_core.searches.config import GROUPS, ConfigError, SearchConfig, current_settings, settings
+from evocov_core.searches.presets import preset
 from evocov_core.searches.settings import ALGORITHMS
 
 
@@ -36,3 +38,31 @@ def test_a_rule_offers_its_enum_values_and_a_string_becomes_its_member():
     assert cfg.choice is type(SearchConfig().choice).ORIGINS and cfg.metric == "loocv"
     with pytest.raises(ConfigError, match="choice must be one of"):
         SearchConfig(choice="nonsense")
+
+
+def test_the_families_are_the_tables_and_an_unknown_one_is_refused():
+    """The families a search may name are those the operations' records name, kept in the table's order."""
+    meta = {f.name: f.setting for f in settings()}["families"]
+    assert meta.choices == FAMILIES and {"changepoint", "changewindow", "statespace"} <= set(FAMILIES)
+    assert SearchConfig(families=("statespace", "changepoint")).families == ("changepoint", "statespace")
+    with pytest.raises(ConfigError, match="families must be a subset of"):
+        SearchConfig(families=("cosines",))
+    with pytest.raises(ConfigError, match="families must be a tuple"):
+        SearchConfig(families="changepoint")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown family 'cosines'"):
+        get_grammar(20, families=("cosines",))
+    with pytest.raises(ValueError, match="not the string"):
+        get_grammar(20, families="statespace")
+
+
+def test_settings_stored_with_one_boolean_per_family_still_load():
+    """Runs, kernel files' run records and JSON configs of earlier versions named each family by a boolean."""
+    old = {k: v for k, v in preset("quick").to_dict().items() if k != "families"}
+    cfg = SearchConfig.from_dict({**old, "changepoints": True, "changewindows": False, "statespace": True})
+    assert cfg == preset("quick", families=("changepoint", "statespace"))
+    paper = {k: v for k, v in SearchConfig().to_dict().items() if k != "families"}
+    assert SearchConfig.from_dict({**paper, "changepoints": False, "changewindows": False}) == SearchConfig()
+    assert current_settings({"families": ["changepoint"], "changepoints": False}) == {"families": []}
+    assert current_settings({"mu": 3, "families": ["statespace"]}) == {"mu": 3, "families": ["statespace"]}
+    with pytest.raises(ConfigError, match="changepoints must be true or false"):
+        SearchConfig.from_dict({"changepoints": "yes"})

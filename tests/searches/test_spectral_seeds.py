@@ -198,7 +198,7 @@ def test_ets_seeds_begin_the_first_population():
     assert len(ets) == 8  # a clear season: the seasonal forms too
     cfg = preset("quick", generations=1, time_budget=0.0, select_top=1, calibration="none", combine=(),
                  naive_seeds=True)
-    assert cfg.ets_seeds and not cfg.statespace and not cfg.grammar.statespace  # random trees draw none
+    assert cfg.ets_seeds and "statespace" not in cfg.families and "statespace" not in cfg.grammar.families  # none drawn
     ex = _Recorder()
     run_evocov(short, cfg, ex, seed=0)  # type: ignore[arg-type]
     first = ex.batches[0]  # 1,200 points: screened, so the seeds are the first batch (stage "seed")
