@@ -247,9 +247,10 @@ def forecast_panel(df: pd.DataFrame, h: int, *, preset: str = "panel", seed: int
         An unknown or invalid setting.
     """
     from evocov_core.compute.runners import make_runner
+    from evocov_core.searches.config import current_settings
 
     t0 = time.perf_counter()
-    settings = _with_budget(settings, budget)
+    settings = current_settings(_with_budget(settings, budget))  # earlier versions' names, today's
     if panel_priors:
         settings = {**settings, "priors": "none"}  # checked without the prior it will learn
     _check(h, preset, settings)
@@ -326,9 +327,27 @@ def _panel_prior(store: PanelStore | None, jobs: Sequence[SeriesJob], runner: An
 
 def _store(out: str | Path, panel: Panel, h: int, preset: str, seed: int, settings: Mapping[str, Any]) -> PanelStore:
     """The run's folder, whose manifest is what makes the run: settings and the data's fingerprint."""
+    _upgrade_manifest(Path(out) / "panel.json")
     return PanelStore(out, {"h": h, "preset": preset, "seed": int(seed), "settings": dict(sorted(settings.items())),
                             "season_length": panel.season_length, "ds_kind": panel.ds_kind,
                             "columns": list(panel.columns), "series": len(panel), "data": _fingerprint(panel)})
+
+
+def _upgrade_manifest(path: Path) -> None:
+    """Rewrite a run's manifest that an earlier version wrote with the grammar's booleans in today's names
+    (``families``), so that the run resumes; any other manifest is left as it is, for the store to judge."""
+    import json
+
+    from evocov_core.searches.config import ConfigError, current_settings
+
+    try:
+        have = json.loads(path.read_text(encoding="utf-8"))
+        settings = have["settings"]
+        upgraded = current_settings(settings)
+    except (OSError, ValueError, KeyError, TypeError, ConfigError):
+        return
+    if upgraded != settings:
+        atomic_write(path, json.dumps({**have, "settings": dict(sorted(upgraded.items()))}, indent=1) + "\n")
 
 
 def _reporter(progress: Callable[[PanelProgress], None] | None, parts: Mapping[str, dict], resumed: int, total: int,

@@ -320,3 +320,28 @@ def test_panel_priors_are_learned_from_the_panels_series_and_every_search_uses_t
     again = forecast_panel(df, 6, season_length=12, workers=1, out=out, panel_priors=True, **FIXED)
     assert again.resumed == 12
     pd.testing.assert_frame_equal(again.forecasts, res.forecasts)
+
+
+def test_a_run_an_earlier_version_wrote_with_the_grammars_booleans_resumes(tmp_path):
+    """A manifest with ``changepoints``/``statespace`` booleans is rewritten with ``families``, as the
+    settings of today's call are, so the store finds the same run; other manifests are left as they are."""
+    import json
+
+    from evocov_core.panel.run import _upgrade_manifest
+    from evocov_core.searches.config import current_settings
+
+    old = {"format": "evocov-panel", "version": 1, "h": 6,
+           "settings": {"changepoints": True, "horizon": 6, "statespace": False, "time_budget": 2.0}}
+    path = tmp_path / "panel.json"
+    path.write_text(json.dumps(old))
+    _upgrade_manifest(path)
+    new = json.loads(path.read_text())
+    assert new["settings"] == {"families": ["changepoint"], "horizon": 6, "time_budget": 2.0}
+    assert {k: v for k, v in new.items() if k != "settings"} == {k: v for k, v in old.items() if k != "settings"}
+    assert current_settings({"changepoints": True, "horizon": 6, "time_budget": 2.0}) == new["settings"]
+    text = path.read_text()
+    _upgrade_manifest(path)  # today's manifest: untouched
+    assert path.read_text() == text
+    (tmp_path / "bad.json").write_text("{not json")
+    _upgrade_manifest(tmp_path / "bad.json")  # the store refuses it with its own message
+    assert (tmp_path / "bad.json").read_text() == "{not json"
