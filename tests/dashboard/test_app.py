@@ -25,16 +25,9 @@ PAGES = [script for script, _, _ in PAGE_LIST]
 TIMEOUT = 60
 
 # Plotly converting decimal-year dates (core figures) is noisy and harmless.
-pytestmark = pytest.mark.filterwarnings("ignore:Discarding nonzero nanoseconds:UserWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore:Discarding nonzero nanoseconds:UserWarning"),
+              pytest.mark.usefixtures("data_dir")]
 
-
-@pytest.fixture(autouse=True)
-def data_dir(tmp_path, monkeypatch):
-    d = tmp_path / "evocov-data"
-    monkeypatch.setenv("EVOCOV_DATA_DIR", str(d))
-    monkeypatch.setenv("EVOCOV_MAX_CONCURRENT", "1")
-    monkeypatch.chdir(ROOT)  # .streamlit/config.toml (upload limit) is read from here
-    return d
 
 
 @pytest.fixture(autouse=True)

@@ -23,16 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app.py"
 N = 72  # six years of months: the last tenth (8 months) is the test part
 
-pytestmark = pytest.mark.filterwarnings("ignore:Discarding nonzero nanoseconds:UserWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore:Discarding nonzero nanoseconds:UserWarning"),
+              pytest.mark.usefixtures("data_dir")]
 
-
-@pytest.fixture(autouse=True)
-def data_dir(tmp_path, monkeypatch):
-    d = tmp_path / "evocov-data"
-    monkeypatch.setenv("EVOCOV_DATA_DIR", str(d))
-    monkeypatch.setenv("EVOCOV_MAX_CONCURRENT", "1")
-    monkeypatch.chdir(ROOT)
-    return d
 
 
 @pytest.fixture(autouse=True)

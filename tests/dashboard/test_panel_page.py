@@ -242,14 +242,6 @@ def test_a_server_restarted_while_a_worker_runs_leaves_it_alone(tmp_path):
 # --- the pages ---------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    d = tmp_path / "evocov-data"
-    monkeypatch.setenv("EVOCOV_DATA_DIR", str(d))
-    monkeypatch.setenv("EVOCOV_MAX_CONCURRENT", "1")
-    monkeypatch.chdir(ROOT)
-    return d
-
 
 def app() -> AppTest:
     return AppTest.from_file(str(APP), default_timeout=TIMEOUT)
