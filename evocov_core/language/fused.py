@@ -11,8 +11,9 @@ and in a fixed order, so the floats agree with the walk's to rounding (``tests/l
 are the same on every x86-64-v3 processor.
 
 Fused are the operators of the paper's Table 2, change points and the state-space forms, on the training
-inputs (one symmetric set) of at most :data:`FUSED_MAX_N` points; other trees (change windows) and other
-inputs run :mod:`~evocov_core.language.compiled`'s steps or the walk. The log marginal likelihood that uses it
+inputs (one symmetric set) of at most :data:`FUSED_MAX_N` points. A tree with any other operation (change
+windows, ``cos``: a new operation needs no code here) and other inputs run
+:mod:`~evocov_core.language.compiled`'s steps or the walk. The log marginal likelihood that uses it
 is :func:`evocov_core.fitting.gp.lml_and_grad`. Numba is imported on first use, and compiles once per machine
 (the compiled code is cached beside the module).
 """
