@@ -161,6 +161,22 @@ def _start_search(page: Page) -> None:
     button.click()
 
 
+def _search_to_results(page: Page) -> str:
+    """A 4 s search on one worker, from the Search page to its Results; returns the job's id."""
+    _set_float(page, "Time budget (seconds)", 4)
+    _set_number(page, "Worker processes", 1)
+    _start_search(page)
+    page.wait_for_url(re.compile(r"[?&]job=[0-9a-f]{12}"), timeout=30_000)
+    job_id = re.search(r"job=([0-9a-f]{12})", page.url).group(1)
+    t0 = time.time()
+    while _status(page) != "finished":
+        assert time.time() - t0 < 90, page.locator(".st-key-search_status").inner_text()
+        time.sleep(0.3)
+    page.locator(".st-key-search_open_results button").click(timeout=30_000)
+    _wait_app(page, "Results")
+    return job_id
+
+
 def _nav(page: Page, label: str, title: str) -> None:
     page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"] a').filter(has_text=label).first.click()
     _wait_app(page, title)
@@ -460,16 +476,7 @@ def test_results_compare_every_forecast_with_the_classical_ones(server, browser)
     page.goto(f"{server['url']}/search")
     _wait_app(page, "Search")
     expect(page.locator('[data-testid="stSidebar"]')).to_contain_text("airline")
-    _set_float(page, "Time budget (seconds)", 4)
-    _set_number(page, "Worker processes", 1)
-    _start_search(page)
-    page.wait_for_url(re.compile(r"[?&]job=[0-9a-f]{12}"), timeout=30_000)
-    t0 = time.time()
-    while _status(page) != "finished":
-        assert time.time() - t0 < 90, page.locator(".st-key-search_status").inner_text()
-        time.sleep(0.3)
-    page.locator(".st-key-search_open_results button").click(timeout=30_000)
-    _wait_app(page, "Results")
+    _search_to_results(page)
     opened = time.time()
     rows: dict[str, list[str]] = {}
     while time.time() - opened < 30:
@@ -561,17 +568,7 @@ def test_a_covariate_chosen_on_data_forecasts_at_its_uploaded_future(server, bro
     _shot(page, "11-data-covariates")
 
     _nav(page, "Search", "Search")
-    _set_float(page, "Time budget (seconds)", 4)
-    _set_number(page, "Worker processes", 1)
-    _start_search(page)
-    page.wait_for_url(re.compile(r"[?&]job=[0-9a-f]{12}"), timeout=30_000)
-    job_id = re.search(r"job=([0-9a-f]{12})", page.url).group(1)
-    t0 = time.time()
-    while _status(page) != "finished":
-        assert time.time() - t0 < 90, page.locator(".st-key-search_status").inner_text()
-        time.sleep(0.3)
-    page.locator(".st-key-search_open_results button").click(timeout=30_000)
-    _wait_app(page, "Results")
+    job_id = _search_to_results(page)
     expect(page.get_by_text(re.compile(r"No forecast past the data until the future values of price"))
            ).to_be_visible(timeout=30_000)
     drop = page.locator(f".st-key-results_future_file_{job_id} [data-testid='stFileUploaderDropzoneInput']")
