@@ -99,18 +99,14 @@ def _geometry(table, i, Xf, Df, Xr1, Xr2, Dr):
 
 @_jit
 def _value(table, c, parent_row, V, R):
-    """Node ``c``'s array value as a parent on the full pair (``parent_row`` False) or the row reads it."""
+    """Node ``c``'s array value as a parent on the full pair (``parent_row`` False) or the row reads it; given
+    the adjoint tapes (same layout), where the adjoint of that value goes."""
     if table[c, _ROOT] and not parent_row:
         return V[table[c, _XSLAB]]
     if table[c, _ROW]:
         return R[table[c, _SLAB]]
     return V[table[c, _SLAB]]
 
-
-@_jit
-def _adjoint(table, c, parent_row, AV, AR):
-    """Where the adjoint of node ``c``'s value from its parent goes (same layout as :func:`_value`)."""
-    return _value(table, c, parent_row, AV, AR)
 
 
 @_jit
@@ -312,14 +308,6 @@ def forward(table, consts, theta, Xf, Df, Xr1, Xr2, Dr, lags, n_full, n_row):
 REVERSE = _F1W(I2, F1, F2, F2, F2, I2, _F3, _F3, _F1W, F2)
 
 
-@_jit
-def _scalar_adjoint(A, rows, cols):
-    t = 0.0
-    for a in range(rows):
-        for b in range(cols):
-            t += A[a, b]
-    return t
-
 
 @_jit
 def _reverse_scalar(table, i, AS, S, grad):
@@ -364,7 +352,7 @@ def _reverse_arith(table, i, A, z, V, R, S, AV, AR, AS, grad):
             mo = table[o, _MAT] != 0
             ov = _value(table, o, row, V, R) if mo else A
             if table[c, _MAT]:
-                ac = _adjoint(table, c, row, AV, AR)
+                ac = _value(table, c, row, AV, AR)
                 for a in range(rows):
                     for b in range(cols):
                         if code == ADD:
@@ -382,7 +370,7 @@ def _reverse_arith(table, i, A, z, V, R, S, AV, AR, AS, grad):
                 AS[c] = t
     elif code in (EXP, SQRT, SQUARE, DIV):
         w = _value(table, c0, row, V, R)
-        ac = _adjoint(table, c0, row, AV, AR)
+        ac = _value(table, c0, row, AV, AR)
         for a in range(rows):
             for b in range(cols):
                 if code == EXP:
@@ -397,7 +385,7 @@ def _reverse_arith(table, i, A, z, V, R, S, AV, AR, AS, grad):
     elif code == POWER:
         th = S[c1]
         w = _value(table, c0, row, V, R)
-        ac = _adjoint(table, c0, row, AV, AR)
+        ac = _value(table, c0, row, AV, AR)
         gz = 0.0
         for a in range(rows):
             for b in range(cols):
@@ -489,8 +477,8 @@ def _reverse_changepoint(table, i, A, X1, X2, V, R, S, AV, AR, AS, grad):
     u = _value(table, c1, row, V, R) if mu else A
     v = _value(table, c2, row, V, R) if mv else A
     au_mat, av_mat = table[c1, _PARAM] and mu, table[c2, _PARAM] and mv
-    adj_u = _adjoint(table, c1, row, AV, AR) if au_mat else A
-    adj_v = _adjoint(table, c2, row, AV, AR) if av_mat else A
+    adj_u = _value(table, c1, row, AV, AR) if au_mat else A
+    adj_v = _value(table, c2, row, AV, AR) if av_mat else A
     su = 0.0
     sv = 0.0
     gc = 0.0
@@ -537,7 +525,7 @@ def reverse(table, theta, Xf, Xr1, Xr2, lags, V, R, S, seed):
     AR = np.empty_like(R)
     AS = np.zeros(N)
     if table[0, _MAT]:
-        _adjoint(table, 0, False, AV, AR)[:, :] = seed
+        _value(table, 0, False, AV, AR)[:, :] = seed
     else:
         AS[0] = seed[0, 0]
     for i in range(N):
