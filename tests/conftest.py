@@ -17,11 +17,11 @@ from evocov_core.fitting import optimize  # noqa: F401  (every numerical library
 # 2 threads on a busy 2-core machine, small GP fits ran 150x slower.
 prepare_process()
 
-# Numba compiles the fused loop of short series once per checkout (20-40 s) and caches it: here, before any
-# test that times a search, not inside the first one's budget.
-from evocov_core.fitting.gp import _lml_loop  # noqa: E402
+# Numba compiles the fused loops of short series once per checkout (20-40 s) and caches them: here, before
+# any test that times a search, not inside the first one's budget.
+from evocov_core.fitting.gp import load_fused_loop  # noqa: E402
 
-_lml_loop()
+load_fused_loop()
 
 try:
     from hypothesis import HealthCheck, settings

@@ -12,26 +12,16 @@ from __future__ import annotations
 
 import math
 
-import llvmlite.binding as llvm
 import numba
 import numpy as np
 from numba import types
-from numba.extending import get_cython_function_address
 
 from evocov_core.language._fused_loops import F1, F2, I2, forward, reverse
+from evocov_core.language._lapack import routine
 
-
-def _lapack(name: str, n_args: int) -> types.ExternalFunction:
-    """scipy's LAPACK routine ``name`` as a function the compiled code calls by a symbol of its own: a
-    symbol, not a pointer, so that Numba can cache the compiled code on disk."""
-    symbol = f"evocov_{name}"
-    llvm.add_symbol(symbol, get_cython_function_address("scipy.linalg.cython_lapack", name))
-    return types.ExternalFunction(symbol, types.void(*(types.voidptr,) * n_args))
-
-
-_dpotrf = _lapack("dpotrf", 5)
-_dpotrs = _lapack("dpotrs", 8)
-_dpotri = _lapack("dpotri", 5)
+_dpotrf = routine("dpotrf", 5)
+_dpotrs = routine("dpotrs", 8)
+_dpotri = routine("dpotri", 5)
 _LOG_2PI = math.log(2.0 * math.pi)
 
 

@@ -86,7 +86,7 @@ def search_and_forecast(data: FitData, config: SearchConfig, *, dataset: Dataset
     budget (:class:`~evocov_core.forecast.beside.ClassicalBeside`'s ``in_process``: a panel's worker);
     ``season_lengths`` gives them their seasons (default: read from the x spacing).
     """
-    load_fused_loop()  # before the clock: a first compile is not the budget's
+    load_fused_loop(data.n)  # before the clock: a first compile is not the budget's
     t0 = time.perf_counter()
     beside = None
     # Long series: their own members, and no refits at the origins to wait for (ClassicalBeside.choose).

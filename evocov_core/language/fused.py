@@ -178,6 +178,12 @@ def fused(kernel: Kernel, inputs: Inputs) -> FusedCall | None:
     return FusedCall(tree, full.X1, full.sqdist, row.X1, row.X2, row.sqdist, inputs.lag_matrix)
 
 
+def psd_tree(kernel: Kernel, d: int) -> Fused | None:
+    """The table of ``kernel`` on the PSD check's random data sets (:mod:`evocov_core.language.psd`: one
+    symmetric set of scattered points, the full pair); None when a token is not fused or ``d`` is not 1."""
+    return _build(kernel.tokens, "full") if d == 1 else None
+
+
 @lru_cache(maxsize=1)
 def _loops() -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The two compiled loops (Numba compiles them on first use and caches them on disk)."""

@@ -99,7 +99,7 @@ def run_search(data: FitData, config: SearchConfig, *, seed: int = 0, executor: 
     :func:`evocov_core.forecast.stage.search_and_forecast`.
     """
     if started is None:
-        load_fused_loop()  # before the clock: a first compile is not the budget's
+        load_fused_loop(data.n)  # before the clock: a first compile is not the budget's
     t0 = time.perf_counter() if started is None else started
     if executor is not None:
         return _run(data, config, executor, seed, progress, should_stop, t0, replay)

@@ -7,12 +7,12 @@ import warnings
 import numpy as np
 import pytest
 
-from evocov_core.language import library, psd
+from evocov_core.language import fused, library, psd
 from evocov_core.language.evaluate import Inputs, covariance
 from evocov_core.language.grammar import get_grammar
 from evocov_core.language.kernel import Kernel
 from evocov_core.language.psd import PSDConfig, PSDReport, check_psd
-from evocov_core.searches.variation import VariationConfig, random_kernel
+from evocov_core.searches.variation import VariationConfig, random_kernel, typed_grow
 
 # γ-E is PSD only for 0 < γ ≤ 2; it has its own test below.
 WELL_KNOWN = {name: make() for name, make in library.WELL_KNOWN.items() if name != "gamma-E"}
@@ -69,7 +69,14 @@ def test_indefinite_kernels_fail_with_condition(tokens, condition):
     assert condition in str(report) and str(report).startswith("not PSD")
 
 
-def test_asymmetric_condition(monkeypatch):
+@pytest.fixture
+def python_loop(monkeypatch):
+    """The check's Python loop, for the trees the compiled scan would take: the tests that replace its
+    covariance or its eigensolver reach only that loop."""
+    monkeypatch.setattr(fused, "psd_tree", lambda kernel, d: None)
+
+
+def test_asymmetric_condition(monkeypatch, python_loop):
     """An asymmetric matrix is reported as such (simulated: no grammar kernel is asymmetric)."""
 
     def skewed(kernel, inputs, theta):
@@ -145,7 +152,7 @@ def test_random_accepted_kernels_are_psd_on_fresh_draws():
     assert rate <= 0.03, f"observed false-positive rate {rate:.0%}: {failures}"
 
 
-def test_eigensolver_failure_is_a_rejection_not_a_crash(monkeypatch):
+def test_eigensolver_failure_is_a_rejection_not_a_crash(monkeypatch, python_loop):
     """LAPACK can fail to converge on matrices whose entries span hundreds of orders of magnitude
     (seen in a search); the check must reject the kernel with a reason instead of raising."""
 
@@ -158,7 +165,7 @@ def test_eigensolver_failure_is_a_rejection_not_a_crash(monkeypatch):
     assert report.condition == "eigenvalues did not converge"
 
 
-def test_entries_near_the_largest_float_do_not_overflow(monkeypatch):
+def test_entries_near_the_largest_float_do_not_overflow(monkeypatch, python_loop):
     """A finite covariance with entries near the largest float (seen in a search) is checked
     without an overflow warning: symmetrising must not add two such entries."""
     huge = np.finfo(float).max * 0.75
@@ -172,3 +179,57 @@ def test_entries_near_the_largest_float_do_not_overflow(monkeypatch):
         warnings.simplefilter("error")
         report = check_psd(library.squared_exponential(), np.random.default_rng(0))
     assert report.ok, str(report)
+
+
+def test_the_compiled_scan_sees_entries_near_the_largest_float_without_overflow():
+    """The compiled scan's twin of the test above, on a kernel that reaches 1e307: exp(exp(e^θ)) with
+    θ ≈ 1.8813 is a constant near the largest float (rank one, PSD)."""
+    k = Kernel(("exp", "exp", "hp", "hp0"))
+    config = PSDConfig(theta_range=(1.88130, 1.88132))
+    assert fused.psd_tree(k, 1) is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = check_psd(k, np.random.default_rng(0), config)
+    assert report.ok, str(report)
+
+
+def _both_paths(kernel: Kernel, seed: int, config: PSDConfig, monkeypatch) -> tuple[PSDReport, ...]:
+    """The compiled scan's report and the Python loop's, each from ``seed``, and each generator's next draw."""
+    compiled = np.random.default_rng(seed)
+    a = check_psd(kernel, compiled, config)
+    with monkeypatch.context() as m:
+        m.setattr(fused, "psd_tree", lambda kernel, d: None)
+        python = np.random.default_rng(seed)
+        b = check_psd(kernel, python, config)
+    return a, b, compiled.random(), python.random()
+
+
+def test_the_compiled_scan_and_the_python_loop_agree_on_random_trees(monkeypatch):
+    """On 400 random trees (every outcome occurs), the compiled scan gives the Python loop's report, field by
+    field, its smallest eigenvalue included, and leaves the generator where the loop leaves it, so that a
+    search draws the same trees after either."""
+    g = get_grammar(3)
+    rng = np.random.default_rng(12)
+    seen = set()
+    for i in range(400):
+        tokens = typed_grow(g, rng, 2, 7)
+        k = Kernel(tokens)
+        if fused.psd_tree(k, 1) is None:
+            continue
+        a, b, next_a, next_b = _both_paths(k, i, PSDConfig(w=10 + i % 11), monkeypatch)
+        assert (a.ok, a.condition, a.detail, a.dataset) == (b.ok, b.condition, b.detail, b.dataset), k.prefix
+        assert a.min_eigenvalue == b.min_eigenvalue or (np.isnan(a.min_eigenvalue) and np.isnan(b.min_eigenvalue))
+        assert next_a == next_b, k.prefix
+        seen.add(a.condition)
+    assert {"ok", "negative eigenvalue", "not finite", "negative diagonal"} <= seen
+
+
+def test_trees_the_loop_does_not_compile_take_the_python_loop():
+    """A tree with an operation the fused loop lacks (a change window), or inputs of two dimensions, has no
+    compiled scan; the check still runs, and passes a PSD kernel."""
+    se, lin = library.squared_exponential("hp0", "hp1").tokens, library.linear("hp2", "hp3").tokens
+    window = Kernel(("changewindow", "x", *se, *lin, "hp4", "hp5", "hp6"))
+    assert fused.psd_tree(window, 1) is None
+    assert check_psd(window, np.random.default_rng(0)).ok
+    assert fused.psd_tree(library.squared_exponential(), 2) is None
+    assert check_psd(library.squared_exponential(), np.random.default_rng(0), PSDConfig(d=2)).ok
