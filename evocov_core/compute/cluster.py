@@ -45,8 +45,9 @@ __all__ = [
     "version_problems",
 ]
 
-#: Packages a kernel fit imports on a worker (``evocov_core.fitting.fits`` and what it imports).
-WORKER_PACKAGES = ("numpy", "scipy", "pandas", "deap", "threadpoolctl")
+#: Packages a kernel fit imports on a worker (``evocov_core.fitting.fits`` and what it imports; Numba when it
+#: fits a short series).
+WORKER_PACKAGES = ("numpy", "scipy", "pandas", "deap", "threadpoolctl", "numba")
 
 #: Packages whose major.minor version must match this machine's: arrays pickled by numpy 2
 #: do not load in numpy 1, and other numerics would make a run differ from a serial one.

@@ -348,10 +348,12 @@ class DaskRunner(_Closes):
     """Dask distributed: ``address`` of a scheduler (``tcp://host:8786``), or a ``client``.
 
     Without either, or with ``address="local"``, starts a ``LocalCluster`` of ``workers``
-    single-threaded processes. The workers need this package's dependencies, not the package:
-    ``ship`` (default) uploads it to them (:func:`~evocov_core.compute.cluster.ship_package`, which
-    checks that they can import :mod:`evocov_core.fitting.fits` and ``modules``) and calls reach the scheduler as
-    bytes, so it needs nothing of ours either.
+    single-threaded processes, spawned from this one with its ``sys.path``: they import this process's
+    package, and the compiled loops of short series from its cache. Other workers need this package's
+    dependencies, not the package: ``ship`` (default) uploads it to them
+    (:func:`~evocov_core.compute.cluster.ship_package`, which checks that they can import
+    :mod:`evocov_core.fitting.fits` and ``modules``) and calls reach the scheduler as bytes, so it needs
+    nothing of ours either.
 
     Raises
     ------
@@ -378,7 +380,7 @@ class DaskRunner(_Closes):
                     address = self._cluster.scheduler_address
                 self._client = Client(address)
                 self._own_client = True
-            if ship:
+            if ship and self._cluster is None:
                 ship_package(self._client, modules=tuple(dict.fromkeys((_SHIPPED, *modules))))
             self.workers = len(self._client.scheduler_info().get("workers", {})) or workers  # type: ignore[attr-defined]
             self.address = str(getattr(self._client.scheduler, "address", address))  # type: ignore[attr-defined]

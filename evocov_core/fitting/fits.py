@@ -146,8 +146,8 @@ class ProcessExecutor(_FitExecutor):
 class DaskExecutor(_FitExecutor):
     """Dask distributed (:class:`DaskRunner`): ``address`` of a scheduler, ``"local"``, or a ``client``.
 
-    Without either, starts a ``LocalCluster`` of ``workers`` single-threaded processes (used
-    by the tests). ``ship`` uploads this package to the workers first.
+    Without either, starts a ``LocalCluster`` of ``workers`` single-threaded processes, which import this
+    process's package. ``ship`` uploads the package to the workers of another cluster first.
 
     Raises
     ------

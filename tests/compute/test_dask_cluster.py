@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _versions(**worker: str | None) -> dict:
     here = {"python": "3.11.7.final.0", "numpy": "2.4.6", "scipy": "1.17.1", "pandas": "3.1.1", "deap": "1.4.4",
-            "threadpoolctl": "3.6.0"}
+            "threadpoolctl": "3.6.0", "numba": "0.68.1"}
     return {"client": {"packages": here}, "workers": {"tcp://b:1": {"packages": {**here, **worker}}}}
 
 
@@ -46,6 +46,8 @@ def test_version_problems_none_when_the_same():
 def test_version_problems_say_what_to_install_where():
     (missing,) = version_problems(_versions(deap=None))
     assert "tcp://b:1 has no deap" in missing and "pip install -r requirements.txt" in missing
+    (no_numba,) = version_problems(_versions(numba=None))  # short series are fitted with it
+    assert "tcp://b:1 has no numba" in no_numba
     (numpy,) = version_problems(_versions(numpy="1.26.4"))
     assert "numpy 1.26.4, this machine 2.4.6" in numpy and "numpy==2.4.6" in numpy
     (python,) = version_problems(_versions(python="3.10.12.final.0", numpy=None))
