@@ -50,6 +50,7 @@ from evocov_core.forecast.combination import (
     POWER,
     SHORT_KERNEL_WEIGHT,
     Combination,
+    equal_members,
     guard_reason,
     weigh_members,
 )
@@ -232,11 +233,14 @@ class ClassicalBeside:
     season_lengths : sequence of int, optional
         The models' seasons in steps (default: read from the x spacing,
         :func:`~evocov_core.fitting.seasons.infer_seasons`).
+    origins : bool
+        Fit the models on each origin's head too (their errors there weigh the members); False when the
+        weights are equal (:meth:`choose` with ``power=0``), which needs only the whole training part.
     """
 
     def __init__(self, ds: Dataset, data: FitData, models: Sequence[str], time_limit: float = ORIGIN_TIME_LIMIT,
                  *, horizon: int | None = None, in_process: bool = False,
-                 season_lengths: Sequence[int] | None = None) -> None:
+                 season_lengths: Sequence[int] | None = None, origins: bool = True) -> None:
         self.models = tuple(models)
         self.reason = eligibility(ds, data) if self.models else ""
         if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer))
@@ -255,6 +259,8 @@ class ClassicalBeside:
             return
         seasons = infer_seasons(ds, season_lengths)
         full, cuts = origin_datasets(ds, data, self._windows, steps=max(self.horizon, _test_steps(ds)))
+        if not origins:
+            cuts = []  # equal weights: the errors at the origins weigh nothing
 
         def work() -> None:
             try:
@@ -294,7 +300,8 @@ class ClassicalBeside:
             :func:`kernel_future_mean`): what the guard checks against the classical forecasts'
             intervals. None: no guard.
         power : float
-            :func:`~evocov_core.forecast.combination.weigh_members`'s power.
+            :func:`~evocov_core.forecast.combination.weigh_members`'s power; 0: equal weights
+            (:func:`~evocov_core.forecast.combination.equal_members`), which read no origin.
         guard : bool
             Leave the kernel out when ``kernel_mean`` lies more than
             :data:`~evocov_core.forecast.combination.GUARD_HALF_WIDTHS` half-widths outside every classical
@@ -332,6 +339,14 @@ class ClassicalBeside:
         def chosen(combination: Combination) -> Chosen:
             return Chosen(combination, test, future)
 
+        ok = {m: f for m in self.models if future is not None and (f := future.get(m)) is not None and f.ok}
+        failed = tuple(m for m in self.models if m not in ok)  # no forecast of the horizon: weight 0
+        why = guard_reason(kernel_mean, [ok[m] for m in self.models if m in ok]) if guard else ""
+        exclude = failed + ((KERNEL,) if why else ())
+        unavailable = "; ".join((future.get(m).reason if future is not None and future.get(m) is not None
+                                 else f"{m}: not run") or f"{m}: no forecast" for m in failed)
+        if power == 0:
+            return chosen(equal_members(self.models, exclude=exclude, guard=why, unavailable=unavailable))
         if self._data.on_subset:
             if fit is None or not fit.ok:
                 return chosen(Combination(reason="no fitted kernel to forecast from earlier origins"))
@@ -346,15 +361,9 @@ class ClassicalBeside:
         if len(cuts) != len(windows):
             return chosen(Combination(reason="the kernel's forecasts from earlier origins are incomplete"))
         classical = [{f.name: f.mean for f in c.forecasts if f.ok} for c in cuts]
-        ok = {m: f for m in self.models if future is not None and (f := future.get(m)) is not None and f.ok}
-        failed = tuple(m for m in self.models if m not in ok)  # no forecast of the horizon: weight 0
-        why = guard_reason(kernel_mean, [ok[m] for m in self.models if m in ok]) if guard else ""
-        exclude = failed + ((KERNEL,) if why else ())
         n = ds.n_train
         held = (f"on {n} training points the errors from the earlier origins are too few to trust more"
                 if n <= short else "")
-        unavailable = "; ".join((future.get(m).reason if future is not None and future.get(m) is not None
-                                 else f"{m}: not run") or f"{m}: no forecast" for m in failed)
         combination = weigh_members(kernel, classical, self._targets, self.models, power=power, exclude=exclude,
                                     guard=why, max_kernel_weight=SHORT_KERNEL_WEIGHT if held else 1.0, held=held,
                                     unavailable=unavailable)

@@ -27,6 +27,12 @@ that fits the recent past and leaves it (a quartic trend on 42 points took 0.95 
 forecast 5 × worse than AutoETS). There the kernel's weight is held at :data:`SHORT_KERNEL_WEIGHT`
 (the others share the rest in the same proportions; the search's ``combine_short`` sets how short).
 
+**Equal weights.** With the weight power 0 (the search's ``combine_power``) every member with a forecast of
+the horizon weighs the same (:func:`equal_members`; the guard still applies), and the classical models are
+fitted once, on the whole training part: no origin is needed. The forecasting literature's "combination puzzle"
+(Smith & Wallis 2009; Claeskens et al. 2016) is that estimated weights often lose to equal ones where there
+are few errors to estimate them from, as on the short series of a panel.
+
 The measurements that chose these rules are in ``docs/studies.md`` ("Why the presets are what they are").
 
 :class:`Combination` records the choice (the kernel file's ``combination``); it is a pure value.
@@ -54,6 +60,7 @@ __all__ = [
     "SHORT_KERNEL_WEIGHT",
     "Combination",
     "Pooled",
+    "equal_members",
     "guard_reason",
     "interval_excess",
     "inverse_error_weights",
@@ -131,6 +138,9 @@ class Combination:
     unavailable : str
         Why classical models asked for had weight 0 whatever their errors: they had no forecast of the
         horizon (one line each, joined by ``"; "``); empty when every one had.
+    equal : bool
+        The weights are equal by rule (a weight power of 0: :func:`equal_members`), not estimated from
+        forecasts at earlier origins; ``origins`` is then 0.
     """
 
     members: tuple[str, ...] = (KERNEL,)
@@ -142,6 +152,7 @@ class Combination:
     refitted: bool = True
     held: str = ""
     unavailable: str = ""
+    equal: bool = False
 
     @property
     def combined(self) -> bool:
@@ -217,6 +228,8 @@ class Combination:
         """One sentence for a page or a report; None when no combination was asked for."""
         if self.reason and not self.combined:
             return f"The forecast is the kernel's own: {self.reason}."
+        if self.equal:
+            return self._describe_equal()
         if self.origins == 0:
             return None
         sse = dict(self.origin_sse)
@@ -255,6 +268,19 @@ class Combination:
                 f"summed squared errors {where}: {errors}.{held}{missing} The kernel remains the explanation of the "
                 "series.")
 
+    def _describe_equal(self) -> str:
+        missing = f" {self.unavailable}: no forecast of the horizon, so no weight." if self.unavailable else ""
+        shown = [m for m, w in zip(self.members, self.member_weights, strict=True) if w > 0]
+        names = ["the kernel" if m == KERNEL else m for m in shown]
+        if self.guard:
+            return (f"The forecast is {_possessive(names)}, not the kernel's: {self.guard}."
+                    + (" They are averaged with equal weights." if len(shown) > 1 else "")
+                    + f"{missing} The kernel remains the explanation of the series.")
+        if not self.combined:
+            return f"The forecast is the kernel's own: no other forecast could take part.{missing}"
+        return (f"The forecast averages {_possessive(names)} forecasts with equal weights (fixed, not estimated "
+                f"from earlier points in time).{missing} The kernel remains the explanation of the series.")
+
     def to_dict(self) -> dict:
         return {"members": list(self.members), "origins": self.origins,
                 "origin_sse": {k: (v if math.isfinite(v) else None) for k, v in self.origin_sse},
@@ -263,7 +289,8 @@ class Combination:
                 **({"guard": self.guard} if self.guard else {}),
                 **({"held": self.held} if self.held else {}),
                 **({"unavailable": self.unavailable} if self.unavailable else {}),
-                **({} if self.refitted else {"refitted": False})}
+                **({} if self.refitted else {"refitted": False}),
+                **({"equal": True} if self.equal else {})}
 
     @classmethod
     def from_dict(cls, d: object) -> Combination:
@@ -274,9 +301,9 @@ class Combination:
         reason, guard, weights = d.get("reason", ""), d.get("guard", ""), d.get("weights", [])
         held = d.get("held", "")
         unavailable = d.get("unavailable", "")
-        refitted = d.get("refitted", True)
-        if not isinstance(refitted, bool):
-            raise ValueError("combination 'refitted' must be true or false")
+        refitted, equal = d.get("refitted", True), d.get("equal", False)
+        if not isinstance(refitted, bool) or not isinstance(equal, bool):
+            raise ValueError("combination 'refitted' and 'equal' must be true or false")
         if (not isinstance(members, list) or not members or members[0] != KERNEL
                 or not all(isinstance(m, str) and m in MODELS for m in members[1:])
                 or len(set(members)) != len(members)):
@@ -303,7 +330,7 @@ class Combination:
             if not isinstance(text, str) or len(text) > _MAX_REASON:
                 raise ValueError(f"combination '{name}' must be a string of at most {_MAX_REASON} characters")
         return cls(tuple(members), tuple(pairs), origins, reason, tuple(float(w) for w in weights), guard, refitted,
-                   held, unavailable)
+                   held, unavailable, equal)
 
 
 def linear_pool_interval(weights: Array, means: Array, sds: Array, level: float = 0.95) -> tuple[Array, Array]:
@@ -505,3 +532,37 @@ def weigh_members(kernel: Sequence[Array | None], classical: Sequence[Mapping[st
         return Combination(origin_sse=pairs, origins=len(targets), weights=(1.0,), unavailable=unavailable)
     return Combination(tuple(names[i] for i in keep), pairs, len(targets), weights=tuple(float(v) for v in kept),
                        guard=guard if KERNEL in exclude else "", held=held if capped else "", unavailable=unavailable)
+
+
+def equal_members(models: Sequence[str], *, exclude: Sequence[str] = (), guard: str = "",
+                  unavailable: str = "") -> Combination:
+    """The kernel and the classical ``models`` averaged with equal weights: the weight power 0, for which no
+    forecast from an earlier origin is needed.
+
+    Parameters
+    ----------
+    models : sequence of str
+        The classical models that join the kernel.
+    exclude : sequence of str
+        Members given weight 0 (``"kernel"`` when the guard leaves it out, a model whose forecast of the
+        horizon failed); an excluded model is not listed.
+    guard : str
+        Why the kernel is excluded (:attr:`Combination.guard`).
+    unavailable : str
+        Why models had no forecast of the horizon (:attr:`Combination.unavailable`).
+
+    Returns
+    -------
+    Combination
+        ``equal`` True, the kernel listed first (weight 0 when excluded); the kernel alone when no model is
+        left.
+    """
+    if len(models) >= _MAX_MEMBERS:
+        raise ValueError(f"at most {_MAX_MEMBERS - 1} classical models")
+    kept = [m for m in models if m not in exclude]
+    if not kept:
+        return Combination(weights=(1.0,), unavailable=unavailable, equal=True)
+    kernel_in = KERNEL not in exclude
+    k = len(kept) + kernel_in
+    return Combination((KERNEL, *kept), weights=(1.0 / k if kernel_in else 0.0, *(1.0 / k,) * len(kept)),
+                       guard=guard if not kernel_in else "", unavailable=unavailable, equal=True)

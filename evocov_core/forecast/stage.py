@@ -94,8 +94,8 @@ def search_and_forecast(data: FitData, config: SearchConfig, *, dataset: Dataset
     models = config.long_combine if data.on_subset else config.combine
     if models:
         beside = ClassicalBeside(dataset, data, models, horizon=horizon or config.horizon or None,
-                                 in_process=classical_in_process,
-                                 season_lengths=season_lengths)
+                                 in_process=classical_in_process, season_lengths=season_lengths,
+                                 origins=config.combine_power > 0)
     try:
         result = run_search(data, config, seed=seed, executor=executor, workers=workers, scheduler=scheduler,
                             progress=progress, should_stop=should_stop, replay=replay, started=t0)

@@ -187,7 +187,8 @@ class ForecastSettings:
                                             choices=LONG_COMBINE_CHOICES)
     combine_power: float = setting(2.0, "Weight power", "Each forecast's weight in the average is proportional to "
                                    "its summed squared error from the earlier origins to the power −p: 0 gives "
-                                   "equal weights, a large p all the weight to the best.", lo=0.0, hi=64.0,
+                                   "equal weights (and fits the classical models once, not at the origins), a "
+                                   "large p all the weight to the best.", lo=0.0, hi=64.0,
                                    step=0.5, fmt="%.1f")
     combine_guard: bool = setting(True, "Guard the forecast", "Leave the kernel's forecast out of the average when "
                                   "it lies outside every classical forecaster's 95 % interval by more than the "

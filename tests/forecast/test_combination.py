@@ -41,6 +41,7 @@ from evocov_core.forecast.combination import (
     MIN_WEIGHT,
     SHORT_KERNEL_WEIGHT,
     Combination,
+    equal_members,
     guard_reason,
     interval_excess,
     inverse_error_weights,
@@ -593,3 +594,58 @@ def test_one_writer_makes_the_search_kernel_file(searched):
     assert plain.get("run") is None
     with pytest.raises(ValueError, match="no fitted kernel"):
         search_kernel_file(dataclasses.replace(res, search=dataclasses.replace(res.search, best=None)), ds, seed=0)
+
+
+# --- equal weights (a weight power of 0) ----------------------------------------------------------------------
+
+
+def test_equal_members_share_the_weight_among_those_that_take_part():
+    """Equal weights over the kernel and the models with a forecast of the horizon; the guard gives the kernel 0
+    and the others share it; with no model left the kernel is alone. Every case says so, and survives a file."""
+    models = ("AutoETS", "AutoARIMA", "AutoTheta")
+    every = equal_members(models)
+    assert every.members == (KERNEL, *models) and every.weights == (0.25,) * 4 and every.equal and every.origins == 0
+    assert every.describe() == ("The forecast averages the kernel's, AutoETS's, AutoARIMA's and AutoTheta's "
+                                "forecasts with equal weights (fixed, not estimated from earlier points in time). "
+                                "The kernel remains the explanation of the series.")
+    failed = equal_members(models, exclude=("AutoARIMA",), unavailable="AutoARIMA: no result within 10 s")
+    assert failed.members == (KERNEL, "AutoETS", "AutoTheta") and failed.weights == pytest.approx((1 / 3,) * 3)
+    assert "AutoARIMA: no result within 10 s: no forecast of the horizon, so no weight." in failed.describe()
+    guarded = equal_members(models, exclude=(KERNEL,), guard="its forecast leaves every interval")
+    assert guarded.weights == pytest.approx((0.0, 1 / 3, 1 / 3, 1 / 3)) and guarded.guard
+    assert guarded.describe().startswith("The forecast is AutoETS's, AutoARIMA's and AutoTheta's, not the kernel's: "
+                                         "its forecast leaves every interval. They are averaged with equal weights.")
+    alone = equal_members(models, exclude=models)
+    assert alone.members == (KERNEL,) and alone.weights == (1.0,) and not alone.combined
+    for c in (every, failed, guarded, alone):
+        assert Combination.from_dict(json.loads(json.dumps(c.to_dict()))) == c
+    with pytest.raises(ValueError, match="'equal' must be true or false"):
+        Combination.from_dict({**every.to_dict(), "equal": "yes"})
+
+
+def test_a_search_with_equal_weights_fits_the_classical_models_once_and_averages_them(monkeypatch):
+    """With the weight power 0 the classical models are fitted on the whole training part only (the origins'
+    errors would weigh nothing), and the forecast is the equal average of the kernel and every model with a
+    forecast of the horizon, whatever the kernel's forecasts from the origins were."""
+    import evocov_core.forecast.beside as beside_module
+
+    seen = []
+    real = beside_module.classical_forecasts_many
+
+    def counted(datasets, **kw):
+        seen.append(len(datasets))
+        return real(datasets, **kw)
+
+    monkeypatch.setattr(beside_module, "classical_forecasts_many", counted)
+    ds = _series(60)
+    cfg = dataclasses.replace(_config(), combine=("AutoETS", "AutoARIMA", "AutoTheta"), combine_power=0.0,
+                              combine_guard=False)
+    data = search_data(ds, cfg)
+    with search_executor(data, cfg, workers=1) as ex:
+        res = search_and_forecast(data, cfg, seed=0, executor=ex, dataset=ds)
+    assert seen == [1]
+    c = res.combination
+    assert c.equal and c.members == (KERNEL, "AutoETS", "AutoARIMA", "AutoTheta") and c.weights == (0.25,) * 4
+    kernel_test = kernel_test_mean(res.search.best, ds)
+    expected = np.mean([kernel_test, *(res.classical.get(m).mean for m in c.models)], axis=0)
+    assert res.test_rmse(ds) == pytest.approx(rmse(ds.y_test, expected), rel=1e-9)
