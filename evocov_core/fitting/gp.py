@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import blas, cho_solve, lapack, solve_triangular
 
-from evocov_core.language import compiled, fused, psd
+from evocov_core.language import compiled, fused
 from evocov_core.language.evaluate import Inputs, covariance, covariance_diag, covariance_vjp
 from evocov_core.language.kernel import Kernel
 
@@ -228,7 +228,7 @@ def load_fused_loop(n: int | None = None) -> None:
     if n is not None and n > fused.FUSED_MAX_N:
         return
     _lml_loop()
-    psd.load_scan()
+    import evocov_core.language._psd_loop  # noqa: F401 - the PSD check's scan, compiled as it is imported
 
 
 def _fused_lml(kernel: Kernel, inputs: Inputs, y: Array, theta: Array, log_noise: float,

@@ -38,7 +38,7 @@ from evocov_core.language.evaluate import Inputs
 from evocov_core.language.evaluate import covariance as _walk_covariance
 from evocov_core.language.kernel import Kernel
 
-__all__ = ["PSDConfig", "PSDReport", "check_psd", "load_scan"]
+__all__ = ["PSDConfig", "PSDReport", "check_psd"]
 
 
 @dataclass(frozen=True)
@@ -162,12 +162,6 @@ def _psd_loop() -> ModuleType:
     from evocov_core.language import _psd_loop  # imports Numba: only when a tree is checked
 
     return _psd_loop
-
-
-def load_scan() -> None:
-    """Compile the check's scan, or load it from its cache (once a process; see
-    :func:`evocov_core.fitting.gp.load_fused_loop`)."""
-    _psd_loop()
 
 
 def _check_fused(tree: fused.Fused, n_params: int, rng: np.random.Generator, config: PSDConfig) -> PSDReport:
