@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+
 import streamlit as st
 
 from dashboard.datasets import current_dataset, dataset_summary, set_dataset
@@ -19,6 +21,8 @@ from dashboard.state import (
     SEARCH_JOB_KEY,
     SOURCE_KEY,
 )
+from evocov_core.compute.runners import run_in_daemon_process
+from evocov_core.fitting.gp import load_fused_loop
 from evocov_core.runs.jobs import Job, JobKind, JobSnapshot
 from evocov_core.searches import RunStatus
 
@@ -31,7 +35,16 @@ def page_setup(title: str) -> None:
         st.error(problem, icon=":material/database:")
         st.stop()
     panel_runs()  # made on a server's first page: it resumes the panel runs a stopped server left
+    _fused_loops_loaded()
     sidebar()
+
+
+@st.cache_resource(show_spinner=False)
+def _fused_loops_loaded() -> Future:
+    """A server's first page compiles the fused loops of short series in a child process (Numba caches them
+    on disk): on a new machine the one compile, 20-40 s, is under way while the user picks data, not after
+    the first search's Start (a search loads them before its clock starts)."""
+    return run_in_daemon_process(load_fused_loop, name="evocov-compile")
 
 
 def _adopt_run_dataset(run_id: str) -> None:

@@ -1372,3 +1372,29 @@ def test_one_count_of_fits_on_every_page_the_cli_and_the_kernel_file(data_dir, n
     row = table[table["run"] == jid].iloc[0]
     assert (int(row["kernels fitted"]), int(row["screening fits"])) == said
     assert "None" not in {str(v) for v in row.to_numpy()}
+
+
+def test_a_servers_first_page_compiles_the_fused_loops_once_in_a_child_process(monkeypatch):
+    """The first page a server draws starts the compile of the fused loops of short series in a child process
+    (a new machine's 20-40 s, done while the user picks data); later pages and sessions start none."""
+    import dashboard.sidebar as sidebar
+    from evocov_core.compute.runners import run_in_daemon_process
+    from evocov_core.fitting.gp import load_fused_loop
+
+    started = []
+
+    def record(fn, *args, **kwargs):
+        started.append(fn)
+        return Future()
+
+    monkeypatch.setattr(sidebar, "run_in_daemon_process", record)
+    sidebar._fused_loops_loaded.clear()
+    try:
+        for _ in range(2):
+            at = app().run()
+            no_exception(at)
+    finally:
+        sidebar._fused_loops_loaded.clear()
+    assert started == [load_fused_loop]
+    # What the child runs: the loops load (from the suite's cache) in a spawned process, with no error.
+    assert run_in_daemon_process(load_fused_loop, name="evocov-compile").result(timeout=300) is None
