@@ -15,6 +15,7 @@
     python -m bench long      --budget quick --seeds 3 [--fit-points N] --out DIR
     python -m bench long-report --out DIR
     python -m bench mcomp     --set M3 [--sample N] [--budget S] [--methods ...] [--workers W] [--out DIR]
+    python -m bench mcomp-combine --out DIR
     python -m bench gaps      --time-budget 20 --seeds 3 --workers 2 --out DIR
     python -m bench covariates --seeds 3 --real --time-budget 20 --out DIR
 """
@@ -241,6 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, default=None,
                    help="output folder, reused to resume (default bench/results/mcomp/sample<N>-<methods>)")
 
+    r = bsub.add_parser("mcomp-combine", help="fixed equal-weight combinations of a mcomp folder's forecasts, post "
+                                              "hoc: which rule would have forecast best (bench/mcomp_combine.py)")
+    r.__class__ = _OneLineErrors
+    r.add_argument("--set", choices=["M3"], default="M3", help="the competition of the folder's forecasts")
+    r.add_argument("--out", type=Path, required=True, help="a bench mcomp folder (it keeps forecasts.csv.gz)")
+
     r = bsub.add_parser("gaps", help="gaps kept (issue 73): corpus series with 10 %% and 30 %% of their training "
                                      "points removed, test RMSE and coverage over the complete series'")
     r.__class__ = _OneLineErrors
@@ -406,6 +413,10 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         from bench.mcomp import main_mcomp
 
         return main_mcomp(a)
+    elif cmd == "mcomp-combine":
+        from bench.mcomp_combine import main_mcomp_combine
+
+        return main_mcomp_combine(a)
     elif cmd == "gaps":
         from bench.gaps import main_gaps
 
