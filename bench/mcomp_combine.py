@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from bench.common import BenchError, md_table
-from bench.mcomp import REFERENCE, Forecast, McSeries, fev_ratio, load_set, read_forecasts, score
+from bench.mcomp import REFERENCE, Forecast, McSeries, _ratios, fev_ratio, load_set, read_forecasts, score
 from evocov_core.fitting.metrics import Z95
 from evocov_core.forecast.combination import linear_pool_interval
 
@@ -81,16 +81,18 @@ def rule_scores(series: Sequence[McSeries], forecasts: pd.DataFrame,
     return pd.DataFrame(rows)
 
 
-def _paired(scores: pd.DataFrame, method: str, ref: str) -> tuple[float, float, int]:
-    w = scores.pivot_table(index="unique_id", columns="method", values="mase", aggfunc="first")
-    if method not in w or ref not in w:
-        return math.nan, math.nan, 0
-    with np.errstate(divide="ignore", invalid="ignore"):  # a MASE of 0 has no ratio: left out
-        r = np.log(w[method] / w[ref])
-    r = r[np.isfinite(r)]
+def _log_ratios(scores: pd.DataFrame, method: str, ref: str) -> pd.Series:
+    """The finite logs of the per-series MASE ratios (:func:`bench.mcomp._ratios`): a MASE of 0 has none."""
+    with np.errstate(divide="ignore"):
+        r = np.log(_ratios(scores, "mase", method, ref))
+    return r[np.isfinite(r)]
+
+
+def _paired(scores: pd.DataFrame, method: str, ref: str) -> tuple[float, float]:
+    r = _log_ratios(scores, method, ref)
     if len(r) < 2:
-        return math.nan, math.nan, len(r)
-    return float(np.exp(r.mean())), float(r.std(ddof=1) / math.sqrt(len(r))), len(r)
+        return math.nan, math.nan
+    return float(np.exp(r.mean())), float(r.std(ddof=1) / math.sqrt(len(r)))
 
 
 def summary(scores: pd.DataFrame, reference: str = "EvoCov") -> pd.DataFrame:
@@ -99,14 +101,11 @@ def summary(scores: pd.DataFrame, reference: str = "EvoCov") -> pd.DataFrame:
     and the p99 of the per-series MASE ratio to AutoETS's."""
     full = scores.groupby("unique_id")["method"].nunique()
     common = scores[scores["unique_id"].isin(full[full == scores["method"].nunique()].index)]
-    w = common.pivot_table(index="unique_id", columns="method", values="mase", aggfunc="first")
     out = []
     for name in dict.fromkeys(common["method"]):
         _, fev = fev_ratio(common, name, REFERENCE)
-        ratio, se, _ = _paired(common, name, reference)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            q = np.log(w[name] / w[REFERENCE]) if REFERENCE in w else pd.Series(dtype=float)
-        q = q[np.isfinite(q)]
+        ratio, se = _paired(common, name, reference)
+        q = _log_ratios(common, name, REFERENCE)
         rows = common[common["method"] == name]
         out.append({"rule": name, "n": len(rows), "fev_vs_autoets": fev, f"paired_vs_{reference}": ratio,
                     "se_log": se, "smape": rows["smape"].mean(),
